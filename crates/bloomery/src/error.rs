@@ -1,0 +1,101 @@
+//! The library's one error type: each message names what was wrong, the value, and what
+//! is allowed.
+
+use std::io;
+
+/// Everything that can go wrong in bloomery: a bad parameter, an incompatible pair of
+/// filters, or bytes that are not a valid serialized filter.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The false-positive probability is not strictly between 0 and 1 (or is NaN).
+    #[error("fpp (false-positive probability) must be in (0, 1), got {value}")]
+    Fpp {
+        /// The rejected value.
+        value: f64,
+    },
+
+    /// The number of hash functions is out of range.
+    #[error("num_hashes must be in 1..={max}, got {value}")]
+    NumHashes {
+        /// The rejected value.
+        value: u64,
+        /// The largest allowed value.
+        max: u64,
+    },
+
+    /// The number of bits is zero or too large for the format or the address space.
+    #[error("num_bits must be in 1..={max} ({why}), got {value}")]
+    NumBits {
+        /// The rejected value (before rounding up to whole 64-bit words).
+        value: u128,
+        /// The largest allowed value.
+        max: u64,
+        /// What sets the limit.
+        why: &'static str,
+    },
+
+    /// Two filters cannot be combined or compared.
+    #[error("filters are incompatible: {reason}")]
+    Incompatible {
+        /// Which parameter differs, with both values.
+        reason: String,
+    },
+
+    /// Bytes that do not form a valid serialized filter.
+    #[error("invalid {format} data: {problem}")]
+    Format {
+        /// Which format was being read, e.g. "Guava BloomFilter".
+        format: &'static str,
+        /// What is wrong with it.
+        problem: FormatProblem,
+    },
+
+    /// Reading or writing failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// What is wrong with serialized filter bytes (see [`Error::Format`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatProblem {
+    /// The data ended before the header or the payload it announces was complete.
+    #[error("truncated: expected {expected} bytes, got {actual}")]
+    Truncated {
+        /// Bytes the header requires in total.
+        expected: u64,
+        /// Bytes present.
+        actual: u64,
+    },
+
+    /// More bytes follow the payload the header announces.
+    #[error("{extra} trailing bytes after the {expected}-byte filter")]
+    TrailingBytes {
+        /// Bytes the header requires in total.
+        expected: u64,
+        /// Bytes beyond that.
+        extra: u64,
+    },
+
+    /// The hashing strategy byte is not one this library implements.
+    #[error("unsupported strategy ordinal {0}: only 1 (MURMUR128_MITZ_64) is supported")]
+    UnknownStrategy(u8),
+
+    /// The stored number of hash functions is zero.
+    #[error("number of hash functions is 0, must be in 1..=255")]
+    ZeroHashes,
+
+    /// The stored word count is zero, negative or beyond the format's limit.
+    #[error("word count {0} is out of range: must be in 1..=2147483647")]
+    WordCount(i64),
+}
+
+impl Error {
+    pub(crate) fn format(format: &'static str, problem: FormatProblem) -> Self {
+        Error::Format { format, problem }
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,84 @@
+//! # bloomery
+//!
+//! Bloom filters: a bit array and k hash functions that answer "definitely not in the set"
+//! or "probably in the set", in a fraction of the memory of an exact set. For n items and a
+//! false-positive probability p the optimal filter has m = -n ln p / (ln 2)^2 bits
+//! (9.59 bits per item at 1%) and k = (m/n) ln 2 hash functions ([`sizing`]).
+//!
+//! - [`BloomFilter`]: the classic filter, bit for bit Guava's `BloomFilter` (murmur3_128,
+//!   MITZ_64 double hashing, the `writeTo`/`readFrom` bytes), so a Java service and a Rust
+//!   service can share one filter; [`AtomicBloomFilter`] is its lock-free twin that many
+//!   threads insert into through `&self`.
+//! - [`Funnel`]: how an item becomes the bytes that are hashed (Guava's `Funnel`); built in
+//!   for strings, integers and byte slices, and easy to write for your own types.
+//!
+//! ```
+//! use bloomery::BloomFilter;
+//!
+//! let mut seen = BloomFilter::with_fpp(1_000_000, 0.01)?;
+//! for url in ["https://a.example/", "https://b.example/", "https://a.example/"] {
+//!     if seen.contains(url) {
+//!         println!("probably seen: {url}");
+//!     } else {
+//!         seen.insert(url);
+//!     }
+//! }
+//! // Share it with Java: Guava's BloomFilter.readFrom reads these bytes.
+//! let bytes = seen.to_guava_bytes();
+//! assert_eq!(BloomFilter::from_guava_bytes(&bytes)?, seen);
+//! # Ok::<(), bloomery::Error>(())
+//! ```
+//!
+//! No filter here has false negatives: an inserted item is always reported present.
+
+pub mod bits;
+pub mod classic;
+mod error;
+pub mod format;
+pub mod hash;
+pub mod sizing;
+
+pub use classic::{AtomicBloomFilter, BloomFilter};
+pub use error::{Error, FormatProblem, Result};
+pub use hash::{Funnel, Sink, UnencodedChars, Utf16Units};
+
+/// What every filter in this library does with items of type `T`, so tools (the CLI, the
+/// Redis module) are written once against it. Its companion [`FilterStats`] reports the
+/// filter's state, whatever the item type.
+///
+/// ```
+/// use bloomery::{BloomFilter, Filter, FilterStats};
+///
+/// fn load<F: Filter<str>>(filter: &mut F, lines: &str) {
+///     for line in lines.lines() {
+///         filter.insert(line);
+///     }
+/// }
+///
+/// let mut filter = BloomFilter::with_fpp(100, 0.01)?;
+/// load(&mut filter, "a\nb\nc");
+/// assert!(Filter::contains(&filter, "b"));
+/// assert_eq!(filter.estimated_len(), 3);
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub trait Filter<T: ?Sized> {
+    /// Adds `item`; returns whether the filter changed (false: already present, or a false
+    /// positive).
+    fn insert(&mut self, item: &T) -> bool;
+
+    /// Whether `item` might be present: `false` is certain, `true` is wrong with
+    /// probability about [`FilterStats::expected_fpp`].
+    fn contains(&self, item: &T) -> bool;
+}
+
+/// The state of a filter, whatever it holds.
+pub trait FilterStats {
+    /// An estimate of the number of distinct items inserted.
+    fn estimated_len(&self) -> u64;
+
+    /// The probability that a fresh item is reported present, as the filter is now.
+    fn expected_fpp(&self) -> f64;
+
+    /// The bytes the filter's bits or counters take in memory.
+    fn memory_bytes(&self) -> usize;
+}

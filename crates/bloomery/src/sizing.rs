@@ -1,0 +1,248 @@
+//! Sizing: from (expected items n, false-positive probability p) to (bits m, hashes k),
+//! and back.
+//!
+//! With k independent hashes into m bits, after n insertions a given bit is still 0 with
+//! probability (1 - 1/m)^(kn) ≈ e^(-kn/m), so a fresh item is a false positive with
+//! probability p ≈ (1 - e^(-kn/m))^k. For fixed m/n this is smallest at k = (m/n) ln 2,
+//! where half the bits are set and p = 2^-k; solving for m gives
+//! m = -n ln p / (ln 2)^2, about 1.44 log2(1/p) bits per item: 9.59 bits for 1%,
+//! 14.38 for 0.1% (Bloom 1970; Broder & Mitzenmacher, "Network Applications of Bloom
+//! Filters", 2004).
+//!
+//! The integer results follow Guava's `BloomFilter.optimalNumOfBits` and
+//! `optimalNumOfHashFunctions` exactly (a truncating cast for m, round-half-up for k, an
+//! expected count of 0 treated as 1), and the bit array is rounded up to whole 64-bit
+//! words, so a filter sized here has the same shape as Guava's. Every row of Guava's own
+//! output (`tests/data/guava/sizing.tsv`, 183 (n, p) pairs) is checked in the tests. For
+//! n = 10^7 and p = 1%: m = 95,850,583 bits (11.4 MiB), k = 7; the classic experiment
+//! (`cargo run --release --example classic`) measures 100,075 false positives in 10^7
+//! fresh probes, 1.0008%.
+
+use crate::error::{Error, Result};
+
+/// The largest number of hash functions: Guava's format stores it in one unsigned byte.
+pub const MAX_NUM_HASHES: u32 = 255;
+
+/// The largest number of 64-bit words: Guava's format stores the count as a Java `int`.
+pub const MAX_NUM_WORDS: u64 = i32::MAX as u64;
+
+/// The largest number of bits a Guava-compatible filter can have: 2^31 - 1 words of 64
+/// bits, about 16 GiB, room for 1.4 × 10^10 items at 1%.
+pub const MAX_NUM_BITS: u64 = max_num_bits();
+
+const fn max_num_bits() -> u64 {
+    // On a 32-bit target the address space (isize::MAX bytes) is the tighter limit.
+    let address_space_words = isize::MAX as u64 / 8;
+    if MAX_NUM_WORDS < address_space_words {
+        MAX_NUM_WORDS * 64
+    } else {
+        address_space_words * 64
+    }
+}
+
+/// Checks that `fpp` lies strictly between 0 and 1.
+///
+/// ```
+/// assert!(bloomery::sizing::check_fpp(0.01).is_ok());
+/// let err = bloomery::sizing::check_fpp(1.5).unwrap_err();
+/// assert_eq!(err.to_string(), "fpp (false-positive probability) must be in (0, 1), got 1.5");
+/// ```
+pub fn check_fpp(fpp: f64) -> Result<()> {
+    if fpp > 0.0 && fpp < 1.0 {
+        Ok(())
+    } else {
+        Err(Error::Fpp { value: fpp })
+    }
+}
+
+/// Checks that `num_hashes` is in `1..=255`.
+pub fn check_num_hashes(num_hashes: u32) -> Result<()> {
+    if (1..=MAX_NUM_HASHES).contains(&num_hashes) {
+        Ok(())
+    } else {
+        Err(Error::NumHashes {
+            value: num_hashes.into(),
+            max: MAX_NUM_HASHES.into(),
+        })
+    }
+}
+
+/// The optimal number of bits for `expected_items` at false-positive probability `fpp`:
+/// `floor(-n ln p / (ln 2)^2)`, as Guava's `optimalNumOfBits` (before rounding up to whole
+/// words; `expected_items == 0` is treated as 1, as `BloomFilter.create` does).
+///
+/// ```
+/// use bloomery::sizing::optimal_num_bits;
+///
+/// assert_eq!(optimal_num_bits(1_000_000, 0.01)?, 9_585_058);
+/// assert!(optimal_num_bits(1_000, 0.0).is_err());
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub fn optimal_num_bits(expected_items: u64, fpp: f64) -> Result<u64> {
+    check_fpp(fpp)?;
+    let n = expected_items.max(1) as f64;
+    let ln2 = 2f64.ln();
+    // `as` truncates toward zero and saturates, like Java's (long) cast.
+    Ok((-n * fpp.ln() / (ln2 * ln2)) as u64)
+}
+
+/// The optimal number of hash functions for `expected_items` in `num_bits` bits:
+/// `max(1, round((m / n) ln 2))`, as Guava's `optimalNumOfHashFunctions` (not yet checked
+/// against [`MAX_NUM_HASHES`]).
+///
+/// ```
+/// assert_eq!(bloomery::sizing::optimal_num_hashes(1_000_000, 9_585_058), 7);
+/// ```
+pub fn optimal_num_hashes(expected_items: u64, num_bits: u64) -> u32 {
+    let n = expected_items.max(1) as f64;
+    let k = (num_bits as f64 / n * 2f64.ln()).round();
+    // Saturating cast; anything above 255 is rejected by `check_num_hashes`.
+    (k as u32).max(1)
+}
+
+/// The number of 64-bit words that hold `num_bits` bits, checked against the format's and
+/// the address space's limits.
+pub fn num_words_for_bits(num_bits: u64) -> Result<usize> {
+    if num_bits == 0 || num_bits > MAX_NUM_BITS {
+        return Err(Error::NumBits {
+            value: num_bits.into(),
+            max: MAX_NUM_BITS,
+            why: "Guava's format holds at most 2^31 - 1 64-bit words",
+        });
+    }
+    Ok(num_bits.div_ceil(64) as usize)
+}
+
+/// The shape of a Guava-compatible filter: bits (whole 64-bit words) and hash count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClassicShape {
+    /// Number of 64-bit words in the bit array.
+    pub num_words: usize,
+    /// Number of hash functions (bit positions per item).
+    pub num_hashes: u32,
+}
+
+impl ClassicShape {
+    /// Guava's shape for `expected_items` at `fpp`: `optimal_num_bits` rounded up to whole
+    /// words, and `optimal_num_hashes` of the unrounded bit count.
+    ///
+    /// Guava refuses parameters that give 0 bits (p close to 1 with few items); here they
+    /// get one word, the smallest filter there is.
+    ///
+    /// ```
+    /// use bloomery::sizing::ClassicShape;
+    ///
+    /// let shape = ClassicShape::for_fpp(10_000_000, 0.01)?;
+    /// assert_eq!((shape.num_bits(), shape.num_hashes), (95_850_624, 7));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn for_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
+        let num_bits = optimal_num_bits(expected_items, fpp)?.max(1);
+        let num_hashes = optimal_num_hashes(expected_items, num_bits);
+        Self::new(num_bits, num_hashes)
+    }
+
+    /// A shape with `num_bits` (rounded up to whole words) and `num_hashes`, checked.
+    pub fn new(num_bits: u64, num_hashes: u32) -> Result<Self> {
+        let num_words = num_words_for_bits(num_bits)?;
+        check_num_hashes(num_hashes)?;
+        Ok(Self {
+            num_words,
+            num_hashes,
+        })
+    }
+
+    /// The number of bits, a multiple of 64.
+    pub fn num_bits(&self) -> u64 {
+        self.num_words as u64 * 64
+    }
+}
+
+/// The expected false-positive probability of a classic filter with `num_bits` bits and
+/// `num_hashes` hashes after `num_items` distinct insertions: `(1 - e^(-kn/m))^k`.
+///
+/// ```
+/// use bloomery::sizing::false_positive_rate;
+///
+/// let p = false_positive_rate(95_850_624, 10_000_000, 7);
+/// assert!((p - 0.01).abs() < 0.0001, "{p}");
+/// ```
+pub fn false_positive_rate(num_bits: u64, num_items: u64, num_hashes: u32) -> f64 {
+    if num_bits == 0 {
+        return 1.0;
+    }
+    let k = f64::from(num_hashes);
+    let fill = -(-k * num_items as f64 / num_bits as f64).exp_m1();
+    fill.powf(k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fpp_outside_the_open_unit_interval_is_rejected() {
+        for bad in [0.0, 1.0, -0.5, 1.5, f64::NAN, f64::INFINITY] {
+            assert!(matches!(check_fpp(bad), Err(Error::Fpp { .. })), "{bad}");
+        }
+        assert!(check_fpp(f64::MIN_POSITIVE).is_ok());
+    }
+
+    #[test]
+    fn nan_fpp_is_named_in_the_message() {
+        let message = optimal_num_bits(10, f64::NAN).unwrap_err().to_string();
+        assert!(message.contains("NaN") && message.contains("(0, 1)"), "{message}");
+    }
+
+    #[test]
+    fn num_hashes_must_be_1_to_255() {
+        assert!(check_num_hashes(0).is_err());
+        assert!(check_num_hashes(1).is_ok());
+        assert!(check_num_hashes(255).is_ok());
+        let message = check_num_hashes(256).unwrap_err().to_string();
+        assert_eq!(message, "num_hashes must be in 1..=255, got 256");
+    }
+
+    #[test]
+    fn bit_counts_beyond_the_format_are_rejected() {
+        assert!(num_words_for_bits(0).is_err());
+        assert_eq!(num_words_for_bits(MAX_NUM_BITS).unwrap() as u64, MAX_NUM_WORDS);
+        let message = num_words_for_bits(MAX_NUM_BITS + 1).unwrap_err().to_string();
+        assert!(
+            message.contains("num_bits") && message.contains("2^31 - 1"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn too_many_items_for_the_format_is_an_error() {
+        // 10^11 items at 1% need ~9.6 × 10^11 bits, beyond 2^31 - 1 words.
+        assert!(matches!(
+            ClassicShape::for_fpp(100_000_000_000, 0.01),
+            Err(Error::NumBits { .. })
+        ));
+    }
+
+    #[test]
+    fn tiny_fpp_needs_more_than_255_hashes_and_is_rejected() {
+        assert!(matches!(
+            ClassicShape::for_fpp(10, 1e-100),
+            Err(Error::NumHashes { .. })
+        ));
+    }
+
+    #[test]
+    fn fpp_near_one_still_gives_a_one_word_filter() {
+        let shape = ClassicShape::for_fpp(1, 0.99).unwrap();
+        assert_eq!((shape.num_words, shape.num_hashes), (1, 1));
+    }
+
+    #[test]
+    fn false_positive_rate_at_the_optimum_matches_the_target() {
+        for p in [0.1, 0.01, 0.001, 1e-6] {
+            let shape = ClassicShape::for_fpp(1_000_000, p).unwrap();
+            let rate = false_positive_rate(shape.num_bits(), 1_000_000, shape.num_hashes);
+            assert!((rate - p).abs() / p < 0.1, "p = {p}, formula gives {rate}");
+        }
+    }
+}
