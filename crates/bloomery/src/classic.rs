@@ -18,7 +18,8 @@
 
 use crate::bits::{AtomicBitVec, BitVec};
 use crate::error::{Error, Result};
-use crate::hash::{Funnel, hash_item};
+use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
+use crate::hash::{Funnel, hash_item, mitz64_indices};
 use crate::sizing::{ClassicShape, check_num_hashes, num_words_for_bits};
 
 /// A Bloom filter with Guava's exact bits, answers and serialized form.
@@ -229,6 +230,26 @@ impl crate::FilterStats for BloomFilter {
     }
 }
 
+/// Parameters: `num_hashes` (u32); payload: the words, little-endian.
+impl Persist for BloomFilter {
+    const VARIANT: Variant = Variant::Classic;
+
+    fn params(&self) -> Vec<u8> {
+        ParamWriter::new().u32(self.num_hashes).finish()
+    }
+
+    fn payload(&self) -> Vec<u8> {
+        native::words_to_le_bytes(self.words())
+    }
+
+    fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
+        let mut params = ParamReader::new(params);
+        let num_hashes = params.u32()?;
+        params.finish()?;
+        Self::from_words(native::words_from_le_bytes(payload)?, num_hashes)
+    }
+}
+
 /// The thread-safe twin of [`BloomFilter`]: many threads insert through `&self`, each bit
 /// set with one atomic `fetch_or` (Guava's `LockFreeBitArray`). The bits, answers and
 /// conversions are those of [`BloomFilter`].
@@ -348,14 +369,6 @@ impl From<AtomicBloomFilter> for BloomFilter {
     }
 }
 
-/// Guava's MITZ_64 bit positions: `((h1 + i·h2) & i64::MAX) % num_bits` for `i` in `0..k`.
-#[inline]
-fn mitz64_indices(hash: (u64, u64), num_hashes: u32, num_bits: u64) -> impl Iterator<Item = u64> {
-    let (h1, h2) = hash;
-    (0..u64::from(num_hashes))
-        .map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) & i64::MAX as u64) % num_bits)
-}
-
 fn check_compatible(mine: ClassicShape, theirs: ClassicShape) -> Result<()> {
     if mine.num_hashes != theirs.num_hashes {
         return Err(Error::Incompatible {
@@ -386,15 +399,6 @@ fn guava_approximate_element_count(bit_count: u64, num_bits: u64, num_hashes: u3
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn positions_follow_guava_mitz_64() {
-        // h1 = 2^63 - 2, h2 = 3: the second and third sums wrap past the sign bit, which is
-        // cleared (not negated) before the modulo: 2^63 + 1 -> 1, 2^63 + 4 -> 4.
-        let h1 = (1u64 << 63) - 2;
-        let indices: Vec<u64> = mitz64_indices((h1, 3), 3, 1_000).collect();
-        assert_eq!(indices, [9_223_372_036_854_775_806 % 1_000, 1, 4]);
-    }
 
     #[test]
     fn insert_reports_whether_a_bit_changed() {

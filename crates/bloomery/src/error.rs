@@ -89,6 +89,55 @@ pub enum FormatProblem {
     /// The stored word count is zero, negative or beyond the format's limit.
     #[error("word count {0} is out of range: must be in 1..=2147483647")]
     WordCount(i64),
+
+    /// The data does not start with the format's magic bytes.
+    #[error("wrong magic bytes: not a bloomery filter")]
+    BadMagic,
+
+    /// The data was written by a format version this library does not read.
+    #[error("format version {0} is not supported: this library reads version 1")]
+    UnsupportedVersion(u16),
+
+    /// The header's checksum does not match its bytes.
+    #[error("header checksum mismatch: the header is damaged")]
+    HeaderChecksum,
+
+    /// The payload's checksum does not match its bytes.
+    #[error("payload checksum mismatch: the filter's bits are damaged")]
+    PayloadChecksum,
+
+    /// The variant code is not one this library knows.
+    #[error("unknown filter variant {0}")]
+    UnknownVariant(u16),
+
+    /// The data holds another variant than the one asked for.
+    #[error("expected filter variant {expected}, found {found}")]
+    WrongVariant {
+        /// The variant asked for.
+        expected: u16,
+        /// The variant stored.
+        found: u16,
+    },
+
+    /// The parameter block is longer than any variant needs.
+    #[error("parameter block of {0} bytes is longer than the 65536 allowed")]
+    ParamsTooLong(u64),
+
+    /// The parameter block ends before all parameters were read.
+    #[error("parameter block is too short for the variant")]
+    ParamsTruncated,
+
+    /// The parameter block is longer than the variant's parameters.
+    #[error("{0} unexpected bytes after the variant's parameters")]
+    ParamsTrailing(u64),
+
+    /// A payload of 64-bit words has a length that is not a multiple of 8.
+    #[error("payload of {0} bytes is not a whole number of 64-bit words")]
+    PayloadNotWords(u64),
+
+    /// The parameters and the payload disagree, or a parameter is out of range.
+    #[error("{0}")]
+    Inconsistent(String),
 }
 
 impl Error {
