@@ -19,7 +19,7 @@
 use crate::bits::{AtomicBitVec, BitVec};
 use crate::error::{Error, Result};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
-use crate::hash::{Funnel, hash_item, mitz64_indices};
+use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices};
 use crate::sizing::{ClassicShape, check_num_hashes, num_words_for_bits};
 
 /// A Bloom filter with Guava's exact bits, answers and serialized form.
@@ -42,6 +42,8 @@ use crate::sizing::{ClassicShape, check_num_hashes, num_words_for_bits};
 pub struct BloomFilter {
     bits: BitVec,
     num_hashes: u32,
+    /// `num_bits` as a precomputed modulus (derived from `bits`).
+    modulus: Modulus,
 }
 
 impl BloomFilter {
@@ -72,6 +74,7 @@ impl BloomFilter {
         Self {
             bits: BitVec::zeroed(shape.num_words),
             num_hashes: shape.num_hashes,
+            modulus: Modulus::new(shape.num_bits()),
         }
     }
 
@@ -79,8 +82,10 @@ impl BloomFilter {
     pub fn from_words(words: Vec<u64>, num_hashes: u32) -> Result<Self> {
         num_words_for_bits((words.len() as u64).saturating_mul(64))?;
         check_num_hashes(num_hashes)?;
+        let bits = BitVec::from_words(words);
         Ok(Self {
-            bits: BitVec::from_words(words),
+            modulus: Modulus::new(bits.num_bits()),
+            bits,
             num_hashes,
         })
     }
@@ -104,7 +109,7 @@ impl BloomFilter {
     #[inline]
     pub fn insert_hash(&mut self, hash: (u64, u64)) -> bool {
         let mut changed = false;
-        for index in mitz64_indices(hash, self.num_hashes, self.bits.num_bits()) {
+        for index in mitz64_indices(hash, self.num_hashes, self.modulus) {
             changed |= self.bits.set(index);
         }
         changed
@@ -113,7 +118,7 @@ impl BloomFilter {
     /// Looks an item up by its murmur3_128 hash `(h1, h2)`.
     #[inline]
     pub fn contains_hash(&self, hash: (u64, u64)) -> bool {
-        mitz64_indices(hash, self.num_hashes, self.bits.num_bits()).all(|index| self.bits.get(index))
+        mitz64_indices(hash, self.num_hashes, self.modulus).all(|index| self.bits.get(index))
     }
 
     /// The number of bits, a multiple of 64 (Guava's `bitSize`).
@@ -277,6 +282,7 @@ impl Persist for BloomFilter {
 pub struct AtomicBloomFilter {
     bits: AtomicBitVec,
     num_hashes: u32,
+    modulus: Modulus,
 }
 
 impl AtomicBloomFilter {
@@ -286,6 +292,7 @@ impl AtomicBloomFilter {
         Ok(Self {
             bits: AtomicBitVec::zeroed(shape.num_words),
             num_hashes: shape.num_hashes,
+            modulus: Modulus::new(shape.num_bits()),
         })
     }
 
@@ -305,7 +312,7 @@ impl AtomicBloomFilter {
     #[inline]
     pub fn insert_hash(&self, hash: (u64, u64)) -> bool {
         let mut changed = false;
-        for index in mitz64_indices(hash, self.num_hashes, self.bits.num_bits()) {
+        for index in mitz64_indices(hash, self.num_hashes, self.modulus) {
             changed |= self.bits.set(index);
         }
         changed
@@ -314,7 +321,7 @@ impl AtomicBloomFilter {
     /// Looks an item up by its murmur3_128 hash `(h1, h2)`.
     #[inline]
     pub fn contains_hash(&self, hash: (u64, u64)) -> bool {
-        mitz64_indices(hash, self.num_hashes, self.bits.num_bits()).all(|index| self.bits.get(index))
+        mitz64_indices(hash, self.num_hashes, self.modulus).all(|index| self.bits.get(index))
     }
 
     /// The number of bits, a multiple of 64.
@@ -347,6 +354,7 @@ impl AtomicBloomFilter {
         BloomFilter {
             bits: self.bits.to_bit_vec(),
             num_hashes: self.num_hashes,
+            modulus: self.modulus,
         }
     }
 }
@@ -356,6 +364,7 @@ impl From<BloomFilter> for AtomicBloomFilter {
         Self {
             bits: filter.bits.into(),
             num_hashes: filter.num_hashes,
+            modulus: filter.modulus,
         }
     }
 }
@@ -365,6 +374,7 @@ impl From<AtomicBloomFilter> for BloomFilter {
         Self {
             bits: filter.bits.into(),
             num_hashes: filter.num_hashes,
+            modulus: filter.modulus,
         }
     }
 }
