@@ -9,6 +9,9 @@
 //!   MITZ_64 double hashing, the `writeTo`/`readFrom` bytes), so a Java service and a Rust
 //!   service can share one filter; [`AtomicBloomFilter`] is its lock-free twin that many
 //!   threads insert into through `&self`.
+//! - [`BlockedBloomFilter`]: the fast filter: each item in one 64-byte cache line, SIMD
+//!   kernels, batched lookups with prefetch, exact sizing for the blocked layout; and its
+//!   lock-free twin [`AtomicBlockedBloomFilter`].
 //! - [`Funnel`]: how an item becomes the bytes that are hashed (Guava's `Funnel`); built in
 //!   for strings, integers and byte slices, and easy to write for your own types.
 //!
@@ -32,12 +35,14 @@
 //! No filter here has false negatives: an inserted item is always reported present.
 
 pub mod bits;
+pub mod blocked;
 pub mod classic;
 mod error;
 pub mod format;
 pub mod hash;
 pub mod sizing;
 
+pub use blocked::{AtomicBlockedBloomFilter, BlockedBloomFilter};
 pub use classic::{AtomicBloomFilter, BloomFilter};
 pub use error::{Error, FormatProblem, Result};
 pub use hash::{Funnel, Sink, UnencodedChars, Utf16Units};

@@ -43,6 +43,8 @@ const FORMAT: &str = "bloomery";
 pub enum Variant {
     /// [`BloomFilter`](crate::BloomFilter), Guava-compatible bits.
     Classic = 1,
+    /// [`BlockedBloomFilter`](crate::BlockedBloomFilter), cache-line blocks.
+    Blocked = 2,
 }
 
 impl Variant {
@@ -50,6 +52,7 @@ impl Variant {
     pub fn from_code(code: u16) -> Option<Self> {
         match code {
             1 => Some(Variant::Classic),
+            2 => Some(Variant::Blocked),
             _ => None,
         }
     }

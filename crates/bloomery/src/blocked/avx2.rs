@@ -1,0 +1,51 @@
+//! The AVX2 kernel: the eight multiply-shifts in one `vpmulld`, the masks built with two
+//! `vpsllvq`, the block tested with two `vptest`. Bit-identical to `scalar.rs` (checked
+//! by the kernel tests in `mod.rs`).
+
+use std::arch::x86_64::*;
+
+use super::{Block, SALTS};
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn masks(fingerprint: u32) -> (__m256i, __m256i) {
+    // SAFETY: SALTS is 8 u32 = 32 bytes; loadu has no alignment requirement.
+    let salts = unsafe { _mm256_loadu_si256(SALTS.as_ptr().cast()) };
+    let products = _mm256_mullo_epi32(_mm256_set1_epi32(fingerprint as i32), salts);
+    let positions = _mm256_srli_epi32::<26>(products);
+    let low = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(positions));
+    let high = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(positions));
+    let one = _mm256_set1_epi64x(1);
+    (_mm256_sllv_epi64(one, low), _mm256_sllv_epi64(one, high))
+}
+
+/// Sets the item's bits; returns whether any was 0.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn insert(block: &mut Block, fingerprint: u32) -> bool {
+    let (mask_low, mask_high) = masks(fingerprint);
+    let words = block.0.as_mut_ptr().cast::<__m256i>();
+    // SAFETY: a Block is 64 bytes aligned to 64: two aligned 32-byte halves.
+    unsafe {
+        let low = _mm256_load_si256(words);
+        let high = _mm256_load_si256(words.add(1));
+        let present = _mm256_testc_si256(low, mask_low) & _mm256_testc_si256(high, mask_high);
+        _mm256_store_si256(words, _mm256_or_si256(low, mask_low));
+        _mm256_store_si256(words.add(1), _mm256_or_si256(high, mask_high));
+        present == 0
+    }
+}
+
+/// Whether all the item's bits are set.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn contains(block: &Block, fingerprint: u32) -> bool {
+    let (mask_low, mask_high) = masks(fingerprint);
+    let words = block.0.as_ptr().cast::<__m256i>();
+    // SAFETY: as in `insert`.
+    unsafe {
+        let low = _mm256_load_si256(words);
+        let high = _mm256_load_si256(words.add(1));
+        _mm256_testc_si256(low, mask_low) & _mm256_testc_si256(high, mask_high) != 0
+    }
+}

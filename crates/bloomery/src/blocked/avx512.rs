@@ -1,0 +1,43 @@
+//! The AVX-512 kernel: as `avx2.rs`, but the eight 64-bit lane masks are one 512-bit
+//! register and the block one load. Selected only where the CPU reports AVX-512F; the
+//! kernel tests compare it with `scalar.rs` wherever it can run.
+
+use std::arch::x86_64::*;
+
+use super::{Block, SALTS};
+
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+fn masks(fingerprint: u32) -> __m512i {
+    // SAFETY: SALTS is 8 u32 = 32 bytes; loadu has no alignment requirement.
+    let salts = unsafe { _mm256_loadu_si256(SALTS.as_ptr().cast()) };
+    let products = _mm256_mullo_epi32(_mm256_set1_epi32(fingerprint as i32), salts);
+    let positions = _mm512_cvtepu32_epi64(_mm256_srli_epi32::<26>(products));
+    _mm512_sllv_epi64(_mm512_set1_epi64(1), positions)
+}
+
+/// Sets the item's bits; returns whether any was 0.
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+pub(super) fn insert(block: &mut Block, fingerprint: u32) -> bool {
+    let mask = masks(fingerprint);
+    let words = block.0.as_mut_ptr().cast::<__m512i>();
+    // SAFETY: a Block is 64 bytes aligned to 64.
+    unsafe {
+        let current = _mm512_load_si512(words);
+        let missing = _mm512_andnot_si512(current, mask);
+        _mm512_store_si512(words, _mm512_or_si512(current, mask));
+        _mm512_test_epi64_mask(missing, missing) != 0
+    }
+}
+
+/// Whether all the item's bits are set.
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+pub(super) fn contains(block: &Block, fingerprint: u32) -> bool {
+    let mask = masks(fingerprint);
+    // SAFETY: a Block is 64 bytes aligned to 64.
+    let current = unsafe { _mm512_load_si512(block.0.as_ptr().cast()) };
+    let missing = _mm512_andnot_si512(current, mask);
+    _mm512_test_epi64_mask(missing, missing) == 0
+}
