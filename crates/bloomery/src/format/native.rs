@@ -370,7 +370,7 @@ pub fn words_to_le_bytes(words: &[u64]) -> Vec<u8> {
 
 /// Little-endian bytes back to 64-bit words; the length must be a multiple of 8.
 pub fn words_from_le_bytes(bytes: &[u8]) -> Result<Vec<u64>> {
-    if bytes.len() % 8 != 0 {
+    if !bytes.len().is_multiple_of(8) {
         return Err(Error::format(
             FORMAT,
             FormatProblem::PayloadNotWords(bytes.len() as u64),
