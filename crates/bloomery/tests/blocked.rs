@@ -167,7 +167,11 @@ fn threads_inserting_disjoint_sets_end_with_the_single_threaded_bits() {
     std::thread::scope(|scope| {
         for part in keys.chunks(100_000) {
             let shared = &shared;
-            scope.spawn(move || part.iter().for_each(|key| drop(shared.insert(key))));
+            scope.spawn(move || {
+                for key in part {
+                    shared.insert(key);
+                }
+            });
         }
     });
     let mut single = BlockedBloomFilter::with_fpp(400_000, 0.01).unwrap();
