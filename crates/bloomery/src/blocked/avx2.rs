@@ -4,7 +4,9 @@
 
 use std::arch::x86_64::*;
 
-use super::{Block, SALTS};
+use super::Block;
+use super::kernel::SALTS;
+use super::kernel::{batch_contains, batch_insert, block_index, fingerprint};
 
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -22,7 +24,7 @@ fn masks(fingerprint: u32) -> (__m256i, __m256i) {
 /// Sets the item's bits; returns whether any was 0.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) fn insert(block: &mut Block, fingerprint: u32) -> bool {
+fn insert_block(block: &mut Block, fingerprint: u32) -> bool {
     let (mask_low, mask_high) = masks(fingerprint);
     let words = block.0.as_mut_ptr().cast::<__m256i>();
     // SAFETY: a Block is 64 bytes aligned to 64: two aligned 32-byte halves.
@@ -39,7 +41,7 @@ pub(super) fn insert(block: &mut Block, fingerprint: u32) -> bool {
 /// Whether all the item's bits are set.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) fn contains(block: &Block, fingerprint: u32) -> bool {
+fn contains_block(block: &Block, fingerprint: u32) -> bool {
     let (mask_low, mask_high) = masks(fingerprint);
     let words = block.0.as_ptr().cast::<__m256i>();
     // SAFETY: as in `insert`.
@@ -48,4 +50,35 @@ pub(super) fn contains(block: &Block, fingerprint: u32) -> bool {
         let high = _mm256_load_si256(words.add(1));
         _mm256_testc_si256(low, mask_low) & _mm256_testc_si256(high, mask_high) != 0
     }
+}
+
+/// Adds the item with `hash`; returns whether any bit changed.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn insert(blocks: &mut [Block], hash: u64) -> bool {
+    let index = block_index(hash, blocks.len());
+    insert_block(&mut blocks[index], fingerprint(hash))
+}
+
+/// Whether the item with `hash` may be present.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
+    contains_block(&blocks[block_index(hash, blocks.len())], fingerprint(hash))
+}
+
+/// Adds every hash, prefetching ahead.
+#[target_feature(enable = "avx2")]
+pub(super) fn insert_batch(blocks: &mut [Block], hashes: &[u64]) {
+    batch_insert(blocks, hashes, |block, fingerprint| {
+        insert_block(block, fingerprint)
+    });
+}
+
+/// Looks up every hash, prefetching ahead.
+#[target_feature(enable = "avx2")]
+pub(super) fn contains_batch(blocks: &[Block], hashes: &[u64], results: &mut [bool]) {
+    batch_contains(blocks, hashes, results, |block, fingerprint| {
+        contains_block(block, fingerprint)
+    });
 }

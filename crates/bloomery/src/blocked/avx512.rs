@@ -4,7 +4,9 @@
 
 use std::arch::x86_64::*;
 
-use super::{Block, SALTS};
+use super::Block;
+use super::kernel::SALTS;
+use super::kernel::{batch_contains, batch_insert, block_index, fingerprint};
 
 #[inline]
 #[target_feature(enable = "avx2,avx512f")]
@@ -19,7 +21,7 @@ fn masks(fingerprint: u32) -> __m512i {
 /// Sets the item's bits; returns whether any was 0.
 #[inline]
 #[target_feature(enable = "avx2,avx512f")]
-pub(super) fn insert(block: &mut Block, fingerprint: u32) -> bool {
+fn insert_block(block: &mut Block, fingerprint: u32) -> bool {
     let mask = masks(fingerprint);
     let words = block.0.as_mut_ptr().cast::<__m512i>();
     // SAFETY: a Block is 64 bytes aligned to 64.
@@ -34,10 +36,41 @@ pub(super) fn insert(block: &mut Block, fingerprint: u32) -> bool {
 /// Whether all the item's bits are set.
 #[inline]
 #[target_feature(enable = "avx2,avx512f")]
-pub(super) fn contains(block: &Block, fingerprint: u32) -> bool {
+fn contains_block(block: &Block, fingerprint: u32) -> bool {
     let mask = masks(fingerprint);
     // SAFETY: a Block is 64 bytes aligned to 64.
     let current = unsafe { _mm512_load_si512(block.0.as_ptr().cast()) };
     let missing = _mm512_andnot_si512(current, mask);
     _mm512_test_epi64_mask(missing, missing) == 0
+}
+
+/// Adds the item with `hash`; returns whether any bit changed.
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+pub(super) fn insert(blocks: &mut [Block], hash: u64) -> bool {
+    let index = block_index(hash, blocks.len());
+    insert_block(&mut blocks[index], fingerprint(hash))
+}
+
+/// Whether the item with `hash` may be present.
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
+    contains_block(&blocks[block_index(hash, blocks.len())], fingerprint(hash))
+}
+
+/// Adds every hash, prefetching ahead.
+#[target_feature(enable = "avx2,avx512f")]
+pub(super) fn insert_batch(blocks: &mut [Block], hashes: &[u64]) {
+    batch_insert(blocks, hashes, |block, fingerprint| {
+        insert_block(block, fingerprint)
+    });
+}
+
+/// Looks up every hash, prefetching ahead.
+#[target_feature(enable = "avx2,avx512f")]
+pub(super) fn contains_batch(blocks: &[Block], hashes: &[u64], results: &mut [bool]) {
+    batch_contains(blocks, hashes, results, |block, fingerprint| {
+        contains_block(block, fingerprint)
+    });
 }

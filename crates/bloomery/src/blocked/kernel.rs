@@ -84,34 +84,116 @@ impl Kernel {
         }
     }
 
-    /// Sets the fingerprint's bits in `block`; returns whether any was 0.
+    /// Adds the item with `hash` to `blocks`; returns whether any bit changed.
     #[inline(always)]
-    pub(crate) fn insert(self, block: &mut Block, fingerprint: u32) -> bool {
+    pub(crate) fn insert(self, blocks: &mut [Block], hash: u64) -> bool {
         match self.0 {
-            Kind::Scalar => scalar::insert(block, fingerprint),
+            Kind::Scalar => scalar::insert(blocks, hash),
             // SAFETY: Kind::Avx2 and Kind::Avx512 are only built by `available`, after the
             // CPU reported the features.
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::insert(block, fingerprint) },
+            Kind::Avx2 => unsafe { avx2::insert(blocks, hash) },
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::insert(block, fingerprint) },
+            Kind::Avx512 => unsafe { avx512::insert(blocks, hash) },
             #[cfg(not(target_arch = "x86_64"))]
-            _ => scalar::insert(block, fingerprint),
+            _ => scalar::insert(blocks, hash),
         }
     }
 
-    /// Whether all the fingerprint's bits are set in `block`.
+    /// Whether the item with `hash` may be in `blocks`.
     #[inline(always)]
-    pub(crate) fn contains(self, block: &Block, fingerprint: u32) -> bool {
+    pub(crate) fn contains(self, blocks: &[Block], hash: u64) -> bool {
         match self.0 {
-            Kind::Scalar => scalar::contains(block, fingerprint),
+            Kind::Scalar => scalar::contains(blocks, hash),
             // SAFETY: as in `insert`.
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::contains(block, fingerprint) },
+            Kind::Avx2 => unsafe { avx2::contains(blocks, hash) },
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::contains(block, fingerprint) },
+            Kind::Avx512 => unsafe { avx512::contains(blocks, hash) },
             #[cfg(not(target_arch = "x86_64"))]
-            _ => scalar::contains(block, fingerprint),
+            _ => scalar::contains(blocks, hash),
+        }
+    }
+
+    /// Adds every hash, hashing ahead and prefetching.
+    pub(crate) fn insert_batch(self, blocks: &mut [Block], hashes: &[u64]) {
+        match self.0 {
+            Kind::Scalar => scalar::insert_batch(blocks, hashes),
+            // SAFETY: as in `insert`.
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { avx2::insert_batch(blocks, hashes) },
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { avx512::insert_batch(blocks, hashes) },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => scalar::insert_batch(blocks, hashes),
+        }
+    }
+
+    /// Looks up every hash, prefetching ahead; `results` has one slot per hash.
+    pub(crate) fn contains_batch(self, blocks: &[Block], hashes: &[u64], results: &mut [bool]) {
+        match self.0 {
+            Kind::Scalar => scalar::contains_batch(blocks, hashes, results),
+            // SAFETY: as in `insert`.
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { avx2::contains_batch(blocks, hashes, results) },
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { avx512::contains_batch(blocks, hashes, results) },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => scalar::contains_batch(blocks, hashes, results),
+        }
+    }
+}
+
+/// The block an item's hash picks: multiply-shift of the hash's high 32 bits (Lemire,
+/// 2016), so up to 2^32 blocks without a division.
+#[inline(always)]
+pub(crate) fn block_index(hash: u64, num_blocks: usize) -> usize {
+    (((hash >> 32) * num_blocks as u64) >> 32) as usize
+}
+
+/// The 32 bits of the hash that pick the bits inside the block.
+#[inline(always)]
+pub(crate) fn fingerprint(hash: u64) -> u32 {
+    hash as u32
+}
+
+/// Items whose blocks are prefetched before the first of them is touched. Enough to keep
+/// the ~20 line-fill buffers of a current core busy without evicting what was prefetched.
+pub(crate) const BATCH_AHEAD: usize = 16;
+
+/// The batch insert loop, shared by the kernels: prefetch a group's blocks, then set bits.
+#[inline(always)]
+pub(crate) fn batch_insert(blocks: &mut [Block], hashes: &[u64], insert: impl Fn(&mut Block, u32) -> bool) {
+    let num_blocks = blocks.len();
+    for chunk in hashes.chunks(BATCH_AHEAD) {
+        let mut indices = [0usize; BATCH_AHEAD];
+        for (index, &hash) in indices.iter_mut().zip(chunk) {
+            *index = block_index(hash, num_blocks);
+            prefetch(&blocks[*index]);
+        }
+        for (&index, &hash) in indices.iter().zip(chunk) {
+            insert(&mut blocks[index], fingerprint(hash));
+        }
+    }
+}
+
+/// The batch lookup loop, shared by the kernels.
+#[inline(always)]
+pub(crate) fn batch_contains(
+    blocks: &[Block],
+    hashes: &[u64],
+    results: &mut [bool],
+    contains: impl Fn(&Block, u32) -> bool,
+) {
+    let num_blocks = blocks.len();
+    for (chunk, results) in hashes.chunks(BATCH_AHEAD).zip(results.chunks_mut(BATCH_AHEAD)) {
+        let mut indices = [0usize; BATCH_AHEAD];
+        for (index, &hash) in indices.iter_mut().zip(chunk) {
+            *index = block_index(hash, num_blocks);
+            prefetch(&blocks[*index]);
+        }
+        for ((result, &index), &hash) in results.iter_mut().zip(&indices).zip(chunk) {
+            *result = contains(&blocks[index], fingerprint(hash));
         }
     }
 }

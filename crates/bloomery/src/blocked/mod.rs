@@ -29,7 +29,9 @@ mod scalar;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use kernel::{BLOCK_WORDS, SALTS, masks, prefetch};
+#[cfg(test)]
+use kernel::SALTS;
+use kernel::{BATCH_AHEAD, BLOCK_WORDS, block_index, fingerprint, masks};
 pub use kernel::{Block, Kernel};
 
 use crate::error::{Error, FormatProblem, Result};
@@ -37,10 +39,6 @@ use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::sizing::{
     BLOCK_BITS, BLOCK_LANES, MAX_NUM_BLOCKS, blocked_false_positive_rate, blocked_num_blocks,
 };
-
-/// Items hashed ahead and prefetched in batch operations. Enough to keep the ~20 line-fill
-/// buffers of a current core busy without evicting what was prefetched.
-const BATCH_AHEAD: usize = 16;
 
 /// The default hasher: foldhash's `quality` hasher with a fixed, stored seed, so a filter
 /// can be saved and loaded. Not foldhash's `fast` variant: its high 32 bits, which pick
@@ -161,18 +159,6 @@ fn check_num_blocks(num_blocks: u64) -> Result<usize> {
     Ok(num_blocks as usize)
 }
 
-/// The block an item's hash picks: multiply-shift of the hash's high 32 bits.
-#[inline(always)]
-fn block_index(hash: u64, num_blocks: usize) -> usize {
-    (((hash >> 32) * num_blocks as u64) >> 32) as usize
-}
-
-/// The 32 bits of the hash that pick the bits inside the block.
-#[inline(always)]
-fn fingerprint(hash: u64) -> u32 {
-    hash as u32
-}
-
 impl BlockedBloomFilter<SeededFoldHash> {
     /// A filter for `expected_items` at false-positive probability `fpp`, sized with the
     /// blocked-filter formula ([`crate::sizing::blocked_num_blocks`]), with the default
@@ -235,15 +221,13 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
     /// well mixed in all 64 bits).
     #[inline]
     pub fn insert_hash(&mut self, hash: u64) -> bool {
-        let index = block_index(hash, self.blocks.len());
-        self.kernel.insert(&mut self.blocks[index], fingerprint(hash))
+        self.kernel.insert(&mut self.blocks, hash)
     }
 
     /// Looks an item up by its 64-bit hash.
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let index = block_index(hash, self.blocks.len());
-        self.kernel.contains(&self.blocks[index], fingerprint(hash))
+        self.kernel.contains(&self.blocks, hash)
     }
 
     /// Adds every item, hashing a few ahead and prefetching their blocks.
@@ -259,17 +243,7 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
 
     /// Adds every hash, prefetching blocks a few ahead.
     pub fn insert_hash_batch(&mut self, hashes: &[u64]) {
-        let num_blocks = self.blocks.len();
-        for chunk in hashes.chunks(BATCH_AHEAD) {
-            let mut indices = [0usize; BATCH_AHEAD];
-            for (index, &hash) in indices.iter_mut().zip(chunk) {
-                *index = block_index(hash, num_blocks);
-                prefetch(&self.blocks[*index]);
-            }
-            for (&index, &hash) in indices.iter().zip(chunk) {
-                self.kernel.insert(&mut self.blocks[index], fingerprint(hash));
-            }
-        }
+        self.kernel.insert_batch(&mut self.blocks, hashes);
     }
 
     /// Looks up every item, hashing a few ahead and prefetching their blocks.
@@ -295,17 +269,7 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
     /// Looks up every hash, prefetching blocks a few ahead. Panics if the lengths differ.
     pub fn contains_hash_batch(&self, hashes: &[u64], results: &mut [bool]) {
         assert_eq!(hashes.len(), results.len(), "one result per hash");
-        let num_blocks = self.blocks.len();
-        for (chunk, results) in hashes.chunks(BATCH_AHEAD).zip(results.chunks_mut(BATCH_AHEAD)) {
-            let mut indices = [0usize; BATCH_AHEAD];
-            for (index, &hash) in indices.iter_mut().zip(chunk) {
-                *index = block_index(hash, num_blocks);
-                prefetch(&self.blocks[*index]);
-            }
-            for ((result, &index), &hash) in results.iter_mut().zip(&indices).zip(chunk) {
-                *result = self.kernel.contains(&self.blocks[index], fingerprint(hash));
-            }
-        }
+        self.kernel.contains_batch(&self.blocks, hashes, results);
     }
 
     /// The number of 512-bit blocks.
@@ -687,18 +651,15 @@ mod tests {
 
     #[test]
     fn an_item_sets_one_bit_in_each_lane() {
-        let mut block = Block::default();
         for kernel in Kernel::available() {
-            block = Block::default();
-            assert!(kernel.insert(&mut block, 0xdead_beef));
-            assert!(
-                block.0.iter().all(|word| word.count_ones() == 1),
-                "{}",
-                kernel.name()
-            );
-            assert!(!kernel.insert(&mut block, 0xdead_beef));
+            let mut blocks = [Block::default()];
+            assert!(kernel.insert(&mut blocks, 0xdead_beef));
+            let bits_per_lane: Vec<u32> = blocks[0].0.iter().map(|word| word.count_ones()).collect();
+            assert_eq!(bits_per_lane, [1; 8], "{}", kernel.name());
+            assert_eq!(blocks[0].0, scalar::masks(0xdead_beef), "{}", kernel.name());
+            assert!(!kernel.insert(&mut blocks, 0xdead_beef));
+            assert!(kernel.contains(&blocks, 0xdead_beef));
         }
-        assert_eq!(block.0, scalar::masks(0xdead_beef));
     }
 
     #[test]

@@ -1,0 +1,536 @@
+//! bloomery's filters against the best Rust peers and the physical limit, in one run.
+//!
+//! `cargo bench -p bloomery --bench compare` (about 10 minutes on 2 cores); `-- --quick`
+//! measures only n = 10^6 and 10^7. For each workload (u64 keys at n = 10^6, 10^7, 10^8,
+//! and 64-byte URL-like keys at n = 10^7, all at p = 1%) it builds each filter REPS times
+//! and reports medians: ns per insert, per lookup of a present key and of an absent key,
+//! the measured false-positive rate and the bits per key. Lookups probe up to 10^7 present
+//! and 10^7 absent keys. "random read" is the physical limit: per key, the same hash and
+//! block index as the blocked filter, then one 64-bit read from an array of the blocked
+//! filter's size. When `java` and Guava's jar are present (benches/guava/run.sh installs
+//! them), Guava's own BloomFilter is measured with the same keys on the JVM.
+
+use std::hash::{BuildHasher, Hash};
+use std::hint::black_box;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use bloomery::{AtomicBlockedBloomFilter, BlockedBloomFilter, BloomFilter, Funnel};
+
+const FPP: f64 = 0.01;
+const MAX_PROBES: usize = 10_000_000;
+const REPS: usize = 3;
+
+/// splitmix64 (Steele, Lea & Flood, 2014): the key stream, identical in the Java harness.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The seeds of the inserted and the absent key streams (shared with GuavaBench.java).
+const INSERT_SEED: u64 = 1;
+const ABSENT_SEED: u64 = 0x5555_5555_5555_5555;
+
+fn u64_keys(seed: u64, count: usize) -> Vec<u64> {
+    let mut state = seed;
+    (0..count).map(|_| splitmix(&mut state)).collect()
+}
+
+/// 64-byte URL-like keys: "https://example.com/" and 44 random path characters.
+fn url_keys(seed: u64, count: usize) -> Vec<[u8; 64]> {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789/-_.";
+    let mut state = seed;
+    (0..count)
+        .map(|_| {
+            let mut key = [0u8; 64];
+            key[..20].copy_from_slice(b"https://example.com/");
+            let mut bits = 0u64;
+            for (i, byte) in key[20..].iter_mut().enumerate() {
+                if i % 10 == 0 {
+                    bits = splitmix(&mut state);
+                }
+                *byte = ALPHABET[(bits % ALPHABET.len() as u64) as usize];
+                bits /= ALPHABET.len() as u64;
+            }
+            key
+        })
+        .collect()
+}
+
+/// What the benchmark does with a filter over keys `K`.
+trait Subject<K> {
+    fn insert_all(&mut self, keys: &[K]);
+    fn count_present(&self, keys: &[K]) -> usize;
+    fn num_bits(&self) -> u64;
+}
+
+struct Blocked(BlockedBloomFilter);
+struct BlockedBatch(BlockedBloomFilter);
+struct Classic(BloomFilter);
+struct FastBloom(fastbloom::BloomFilter<foldhash::fast::RandomState>);
+/// sbbf-rs-safe fed the blocked filter's own hash (foldhash quality).
+struct Sbbf(sbbf_rs_safe::Filter, bloomery::blocked::SeededFoldHash);
+struct BloomfilterCrate<K: Hash + ?Sized>(bloomfilter::Bloom<K>);
+/// One random 64-bit read per key from an array of the blocked filter's size.
+struct RandomRead(Vec<u64>, bloomery::blocked::SeededFoldHash);
+
+impl<K: Hash> Subject<K> for Blocked {
+    fn insert_all(&mut self, keys: &[K]) {
+        for key in keys {
+            self.0.insert(key);
+        }
+    }
+    fn count_present(&self, keys: &[K]) -> usize {
+        keys.iter().filter(|key| self.0.contains(*key)).count()
+    }
+    fn num_bits(&self) -> u64 {
+        self.0.num_bits()
+    }
+}
+
+impl<K: Hash> Subject<K> for BlockedBatch {
+    fn insert_all(&mut self, keys: &[K]) {
+        self.0.insert_batch(keys);
+    }
+    fn count_present(&self, keys: &[K]) -> usize {
+        let mut results = [false; 1024];
+        let mut present = 0;
+        for chunk in keys.chunks(1024) {
+            let results = &mut results[..chunk.len()];
+            self.0.contains_batch_into(chunk, results);
+            present += results.iter().filter(|&&r| r).count();
+        }
+        present
+    }
+    fn num_bits(&self) -> u64 {
+        self.0.num_bits()
+    }
+}
+
+impl<K: Funnel> Subject<K> for Classic {
+    fn insert_all(&mut self, keys: &[K]) {
+        for key in keys {
+            self.0.insert(key);
+        }
+    }
+    fn count_present(&self, keys: &[K]) -> usize {
+        keys.iter().filter(|key| self.0.contains(*key)).count()
+    }
+    fn num_bits(&self) -> u64 {
+        self.0.num_bits()
+    }
+}
+
+impl<K: Hash> Subject<K> for FastBloom {
+    fn insert_all(&mut self, keys: &[K]) {
+        for key in keys {
+            self.0.insert(key);
+        }
+    }
+    fn count_present(&self, keys: &[K]) -> usize {
+        keys.iter().filter(|key| self.0.contains(*key)).count()
+    }
+    fn num_bits(&self) -> u64 {
+        self.0.num_bits() as u64
+    }
+}
+
+impl<K: Hash> Subject<K> for Sbbf {
+    fn insert_all(&mut self, keys: &[K]) {
+        for key in keys {
+            self.0.insert_hash(self.1.hash_one(key));
+        }
+    }
+    fn count_present(&self, keys: &[K]) -> usize {
+        keys.iter()
+            .filter(|key| self.0.contains_hash(self.1.hash_one(*key)))
+            .count()
+    }
+    fn num_bits(&self) -> u64 {
+        self.0.as_bytes().len() as u64 * 8
+    }
+}
+
+impl<K: Hash> Subject<K> for BloomfilterCrate<K> {
+    fn insert_all(&mut self, keys: &[K]) {
+        for key in keys {
+            self.0.set(key);
+        }
+    }
+    fn count_present(&self, keys: &[K]) -> usize {
+        keys.iter().filter(|key| self.0.check(*key)).count()
+    }
+    fn num_bits(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl<K: Hash> Subject<K> for RandomRead {
+    fn insert_all(&mut self, _keys: &[K]) {}
+    fn count_present(&self, keys: &[K]) -> usize {
+        let len = self.0.len() as u64;
+        let mut odd = 0;
+        for key in keys {
+            let hash = self.1.hash_one(key);
+            let word = self.0[(((hash >> 32) * len) >> 32) as usize];
+            odd += (word & 1) as usize;
+        }
+        odd
+    }
+    fn num_bits(&self) -> u64 {
+        self.0.len() as u64 * 64
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Row {
+    name: &'static str,
+    insert_ns: f64,
+    present_ns: f64,
+    absent_ns: f64,
+    fpr: f64,
+    bits_per_key: f64,
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn ns_per(start: Instant, count: usize) -> f64 {
+    start.elapsed().as_nanos() as f64 / count.max(1) as f64
+}
+
+/// Builds a subject REPS times; medians of insert and lookup times.
+fn measure<K, S: Subject<K>>(name: &'static str, keys: &[K], absent: &[K], make: impl Fn() -> S) -> Row {
+    let probes = &keys[..keys.len().min(MAX_PROBES)];
+    let (mut inserts, mut presents, mut absents) = (Vec::new(), Vec::new(), Vec::new());
+    let mut false_positives = 0;
+    let mut bits = 0;
+    for _ in 0..REPS {
+        let mut subject = make();
+        let start = Instant::now();
+        subject.insert_all(black_box(keys));
+        inserts.push(ns_per(start, keys.len()));
+        let start = Instant::now();
+        let found = black_box(subject.count_present(black_box(probes)));
+        presents.push(ns_per(start, probes.len()));
+        if name != "random read (limit)" {
+            assert_eq!(found, probes.len(), "{name}: a false negative");
+        }
+        let start = Instant::now();
+        false_positives = black_box(subject.count_present(black_box(absent)));
+        absents.push(ns_per(start, absent.len()));
+        bits = subject.num_bits();
+    }
+    let row = Row {
+        name,
+        insert_ns: median(inserts),
+        present_ns: median(presents),
+        absent_ns: median(absents),
+        fpr: if name == "random read (limit)" {
+            f64::NAN
+        } else {
+            false_positives as f64 / absent.len() as f64
+        },
+        bits_per_key: bits as f64 / keys.len() as f64,
+    };
+    eprintln!("  {row:?}");
+    row
+}
+
+fn sbbf_bits_per_key() -> usize {
+    // The smallest whole bits-per-key setting whose SBBF formula rate is at most 1%
+    // (Parquet's sizing table: 10 bits give about 1.2%, 11 bits about 0.8%).
+    11
+}
+
+fn run_workload<K: Hash + Funnel>(title: &str, keys: &[K], absent: &[K]) -> Vec<Row> {
+    eprintln!("{title}");
+    let n = keys.len() as u64;
+    let blocked_blocks = BlockedBloomFilter::with_fpp(n, FPP)
+        .expect("parameters")
+        .num_blocks();
+    vec![
+        measure("bloomery blocked", keys, absent, || {
+            Blocked(BlockedBloomFilter::with_fpp(n, FPP).unwrap())
+        }),
+        measure("bloomery blocked, batch", keys, absent, || {
+            BlockedBatch(BlockedBloomFilter::with_fpp(n, FPP).unwrap())
+        }),
+        measure("bloomery Guava-compatible", keys, absent, || {
+            Classic(BloomFilter::with_fpp(n, FPP).unwrap())
+        }),
+        measure("fastbloom 0.17 (foldhash)", keys, absent, || {
+            FastBloom(
+                fastbloom::BloomFilter::with_false_pos(FPP)
+                    .hasher(foldhash::fast::RandomState::default())
+                    .expected_items(n as usize),
+            )
+        }),
+        measure("sbbf-rs-safe 0.3 (same hash)", keys, absent, || {
+            Sbbf(
+                sbbf_rs_safe::Filter::new(sbbf_bits_per_key(), n as usize),
+                Default::default(),
+            )
+        }),
+        measure("bloomfilter 3 (SipHash)", keys, absent, || {
+            BloomfilterCrate(bloomfilter::Bloom::new_for_fp_rate(n as usize, FPP).unwrap())
+        }),
+        measure("random read (limit)", keys, absent, || {
+            RandomRead(vec![1u64; blocked_blocks as usize * 8], Default::default())
+        }),
+    ]
+}
+
+/// Inserts with 1 and 2 threads into the atomic blocked filter: ns per insert (wall).
+fn concurrent_inserts(keys: &[u64]) -> (f64, f64) {
+    let n = keys.len() as u64;
+    let mut one = Vec::new();
+    let mut two = Vec::new();
+    for _ in 0..REPS {
+        let filter = AtomicBlockedBloomFilter::with_fpp(n, FPP).unwrap();
+        let start = Instant::now();
+        for key in keys {
+            filter.insert(key);
+        }
+        one.push(ns_per(start, keys.len()));
+        let filter = AtomicBlockedBloomFilter::with_fpp(n, FPP).unwrap();
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            for half in keys.chunks(keys.len().div_ceil(2)) {
+                let filter = &filter;
+                scope.spawn(move || {
+                    for key in half {
+                        filter.insert(key);
+                    }
+                });
+            }
+        });
+        two.push(ns_per(start, keys.len()));
+        assert!(keys.iter().take(1_000).all(|key| filter.contains(key)));
+    }
+    (median(one), median(two))
+}
+
+/// Guava's BloomFilter on the JVM with the same keys, if java and guava.jar are here.
+fn guava_on_the_jvm(n: usize, probes: usize) -> Option<Row> {
+    let jar = ["/usr/share/java/guava.jar"]
+        .into_iter()
+        .find(|path| Path::new(path).exists())?;
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/guava/GuavaBench.java");
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/guava-bench");
+    std::fs::create_dir_all(&out).ok()?;
+    let compiled = Command::new("javac")
+        .args(["-cp", jar, "-d"])
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .ok()?
+        .success();
+    if !compiled {
+        eprintln!("javac failed: Guava row skipped");
+        return None;
+    }
+    let class_path = format!("{jar}:{}", out.display());
+    let output = Command::new("java")
+        .args(["-Xmx4g", "-cp", &class_path, "GuavaBench"])
+        .args([n.to_string(), probes.to_string(), REPS.to_string()])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let field = |name: &str| -> Option<f64> {
+        text.split_whitespace()
+            .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+    };
+    let row = Row {
+        name: "Guava 31.1 on the JVM",
+        insert_ns: field("insert_ns")?,
+        present_ns: field("present_ns")?,
+        absent_ns: field("absent_ns")?,
+        fpr: field("fpr")?,
+        bits_per_key: field("bits")? / n as f64,
+    };
+    eprintln!("  {row:?}");
+    Some(row)
+}
+
+fn print_table(title: &str, rows: &[Row]) {
+    println!("\n### {title}\n");
+    println!("| filter | insert ns | lookup present ns | lookup absent ns | measured fpr | bits/key |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for row in rows {
+        let fpr = if row.fpr.is_nan() {
+            "-".to_string()
+        } else {
+            format!("{:.4}%", row.fpr * 100.0)
+        };
+        println!(
+            "| {} | {:.1} | {:.1} | {:.1} | {} | {:.2} |",
+            row.name, row.insert_ns, row.present_ns, row.absent_ns, fpr, row.bits_per_key
+        );
+    }
+}
+
+fn find<'a>(rows: &'a [Row], name: &str) -> &'a Row {
+    rows.iter()
+        .find(|row| row.name.starts_with(name))
+        .expect("row measured")
+}
+
+fn ratio_line(what: &str, ours: f64, theirs: f64, target: f64) {
+    let ratio = theirs / ours;
+    let verdict = if ratio >= target { "met" } else { "MISSED" };
+    println!("| {what} | {ours:.1} ns vs {theirs:.1} ns | {ratio:.2}x | {target}x | {verdict} |");
+}
+
+fn main() {
+    let quick = std::env::args().any(|arg| arg == "--quick");
+    let sizes: &[usize] = if quick {
+        &[1_000_000, 10_000_000]
+    } else {
+        &[1_000_000, 10_000_000, 100_000_000]
+    };
+    println!("kernel: {}", bloomery::blocked::Kernel::detect().name());
+
+    let mut tables = Vec::new();
+    for &n in sizes {
+        let keys = u64_keys(INSERT_SEED, n);
+        let absent = u64_keys(ABSENT_SEED, n.min(MAX_PROBES));
+        let mut rows = run_workload(&format!("u64 keys, n = {n}"), &keys, &absent);
+        if n == 10_000_000
+            && let Some(guava) = guava_on_the_jvm(n, MAX_PROBES)
+        {
+            rows.push(guava);
+        }
+        tables.push((n, format!("u64 keys, n = {n}, p = 1%"), rows));
+    }
+    let keys = u64_keys(INSERT_SEED, 10_000_000);
+    let (one_thread, two_threads) = concurrent_inserts(&keys);
+    drop(keys);
+
+    let urls = url_keys(INSERT_SEED, 10_000_000);
+    let absent_urls = url_keys(ABSENT_SEED, MAX_PROBES);
+    let url_rows = run_workload("64-byte URL keys, n = 10^7", &urls, &absent_urls);
+    drop((urls, absent_urls));
+
+    println!("\n## Results");
+    for (_, title, rows) in &tables {
+        print_table(title, rows);
+    }
+    print_table("64-byte URL-like keys, n = 10^7, p = 1%", &url_rows);
+    println!("\n### Concurrent inserts (atomic blocked filter, u64 keys, n = 10^7)\n");
+    println!(
+        "| threads | ns per insert (wall) |\n|---|---:|\n| 1 | {one_thread:.1} |\n| 2 | {two_threads:.1} |"
+    );
+
+    println!("\n### Targets (ratios from this run)\n");
+    println!("| target | ours vs theirs | ratio | needed | verdict |\n|---|---|---:|---:|---|");
+    let at = |n: usize| {
+        tables
+            .iter()
+            .find(|(size, _, _)| *size == n)
+            .map(|(_, _, rows)| rows)
+    };
+    if let Some(rows) = at(10_000_000) {
+        let blocked = find(rows, "bloomery blocked");
+        let sbbf = find(rows, "sbbf-rs-safe");
+        let fast = find(rows, "fastbloom");
+        ratio_line(
+            "n=10^7 lookup (absent) vs sbbf-rs-safe",
+            blocked.absent_ns,
+            sbbf.absent_ns,
+            1.2,
+        );
+        ratio_line(
+            "n=10^7 lookup (present) vs sbbf-rs-safe",
+            blocked.present_ns,
+            sbbf.present_ns,
+            1.2,
+        );
+        ratio_line(
+            "n=10^7 insert vs sbbf-rs-safe",
+            blocked.insert_ns,
+            sbbf.insert_ns,
+            1.2,
+        );
+        ratio_line(
+            "n=10^7 lookup (absent) vs fastbloom",
+            blocked.absent_ns,
+            fast.absent_ns,
+            2.0,
+        );
+        ratio_line(
+            "n=10^7 lookup (present) vs fastbloom",
+            blocked.present_ns,
+            fast.present_ns,
+            2.0,
+        );
+        ratio_line(
+            "n=10^7 insert vs fastbloom",
+            blocked.insert_ns,
+            fast.insert_ns,
+            2.0,
+        );
+        println!(
+            "| n=10^7 blocked accuracy | {:.4}% at {:.2} bits/key | | <= 1%, <= 12 bits | {} |",
+            blocked.fpr * 100.0,
+            blocked.bits_per_key,
+            if blocked.fpr <= 0.01 && blocked.bits_per_key <= 12.0 {
+                "met"
+            } else {
+                "MISSED"
+            }
+        );
+        if let Some(guava) = rows.iter().find(|row| row.name.starts_with("Guava")) {
+            let classic = find(rows, "bloomery Guava-compatible");
+            ratio_line(
+                "n=10^7 Guava-compatible lookup (present) vs Guava/JVM",
+                classic.present_ns,
+                guava.present_ns,
+                2.0,
+            );
+            ratio_line(
+                "n=10^7 Guava-compatible lookup (absent) vs Guava/JVM",
+                classic.absent_ns,
+                guava.absent_ns,
+                2.0,
+            );
+        } else {
+            println!("| Guava-compatible vs Guava/JVM | java or guava.jar missing | | 2x | not measured |");
+        }
+    }
+    if let Some(rows) = at(100_000_000) {
+        let single = find(rows, "bloomery blocked");
+        let batch = find(rows, "bloomery blocked, batch");
+        let limit = find(rows, "random read (limit)");
+        ratio_line(
+            "n=10^8 batch vs single lookup (present)",
+            batch.present_ns,
+            single.present_ns,
+            2.0,
+        );
+        ratio_line(
+            "n=10^8 batch vs single lookup (absent)",
+            batch.absent_ns,
+            single.absent_ns,
+            2.0,
+        );
+        println!(
+            "| n=10^8 batch lookup within 1.5x of random read | {:.1} ns vs {:.1} ns | {:.2}x slower | <= 1.5x | {} |",
+            batch.present_ns,
+            limit.present_ns,
+            batch.present_ns / limit.present_ns,
+            if batch.present_ns <= 1.5 * limit.present_ns {
+                "met"
+            } else {
+                "MISSED"
+            }
+        );
+    }
+    ratio_line("concurrent inserts, 2 threads vs 1", two_threads, one_thread, 1.7);
+}
