@@ -10,10 +10,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod pages;
+pub(crate) use pages::{Zeroable, ZeroedArray};
+
 /// A fixed-size array of bits stored as 64-bit words.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BitVec {
-    words: Box<[u64]>,
+    words: ZeroedArray<u64>,
     ones: u64,
 }
 
@@ -21,7 +24,7 @@ impl BitVec {
     /// `num_words` words of zero bits.
     pub fn zeroed(num_words: usize) -> Self {
         Self {
-            words: vec![0; num_words].into_boxed_slice(),
+            words: ZeroedArray::new(num_words),
             ones: 0,
         }
     }
@@ -30,7 +33,7 @@ impl BitVec {
     pub fn from_words(words: Vec<u64>) -> Self {
         let ones = count_ones(&words);
         Self {
-            words: words.into_boxed_slice(),
+            words: ZeroedArray::from_vec(words),
             ones,
         }
     }
@@ -49,7 +52,7 @@ impl BitVec {
 
     /// Gives the words back.
     pub fn into_words(self) -> Vec<u64> {
-        self.words.into_vec()
+        self.words.to_vec()
     }
 
     /// Whether bit `index` is set. Panics if `index >= num_bits()`.
@@ -108,14 +111,14 @@ impl BitVec {
 /// (a join, a channel, a mutex), as for any relaxed atomics.
 #[derive(Debug)]
 pub struct AtomicBitVec {
-    words: Box<[AtomicU64]>,
+    words: ZeroedArray<AtomicU64>,
 }
 
 impl AtomicBitVec {
     /// `num_words` words of zero bits.
     pub fn zeroed(num_words: usize) -> Self {
         Self {
-            words: (0..num_words).map(|_| AtomicU64::new(0)).collect(),
+            words: ZeroedArray::new(num_words),
         }
     }
 
@@ -165,21 +168,17 @@ impl AtomicBitVec {
 
 impl From<BitVec> for AtomicBitVec {
     fn from(bits: BitVec) -> Self {
-        Self {
-            words: bits.words.iter().map(|&word| AtomicU64::new(word)).collect(),
+        let mut words = ZeroedArray::<AtomicU64>::new(bits.words.len());
+        for (atomic, &word) in words.iter_mut().zip(bits.words.iter()) {
+            *atomic.get_mut() = word;
         }
+        Self { words }
     }
 }
 
 impl From<AtomicBitVec> for BitVec {
     fn from(bits: AtomicBitVec) -> Self {
-        BitVec::from_words(
-            bits.words
-                .into_vec()
-                .into_iter()
-                .map(AtomicU64::into_inner)
-                .collect(),
-        )
+        bits.to_bit_vec()
     }
 }
 

@@ -14,6 +14,9 @@ pub(crate) const BLOCK_WORDS: usize = 8;
 #[repr(C, align(64))]
 pub struct Block(pub(crate) [u64; BLOCK_WORDS]);
 
+// SAFETY: eight u64s: all-zero is valid, no drop, alignment 64 <= 4096.
+unsafe impl crate::bits::Zeroable for Block {}
+
 /// The per-lane multipliers that turn a 32-bit fingerprint into eight bit positions.
 /// Any odd constants with well-mixed high bits do; these are the high halves of the first
 /// eight outputs of splitmix64 (Steele, Lea & Flood, 2014) from seed 0, forced odd, so

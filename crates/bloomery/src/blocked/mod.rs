@@ -34,6 +34,7 @@ use kernel::SALTS;
 use kernel::{BATCH_AHEAD, BLOCK_WORDS, block_index, fingerprint, masks};
 pub use kernel::{Block, Kernel};
 
+use crate::bits::{Zeroable, ZeroedArray};
 use crate::error::{Error, FormatProblem, Result};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::sizing::{
@@ -137,15 +138,14 @@ impl PersistentHasher for SeededFoldHash {
 /// ```
 #[derive(Clone, Debug)]
 pub struct BlockedBloomFilter<S = SeededFoldHash> {
-    blocks: Box<[Block]>,
+    blocks: ZeroedArray<Block>,
     hasher: S,
     kernel: Kernel,
 }
 
-/// Blocks that start as all zero bits.
-fn zeroed_blocks(num_blocks: usize) -> Box<[Block]> {
-    // SAFETY: a Block is plain u64s, for which all-zero bytes are a valid value.
-    unsafe { Box::<[Block]>::new_zeroed_slice(num_blocks).assume_init() }
+/// Blocks that start as all zero bits (on huge pages when large).
+fn zeroed_blocks(num_blocks: usize) -> ZeroedArray<Block> {
+    ZeroedArray::new(num_blocks)
 }
 
 fn check_num_blocks(num_blocks: u64) -> Result<usize> {
@@ -368,7 +368,7 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
 impl<S> PartialEq for BlockedBloomFilter<S> {
     /// Equal bits (the hasher and kernel are not compared).
     fn eq(&self, other: &Self) -> bool {
-        self.blocks == other.blocks
+        *self.blocks == *other.blocks
     }
 }
 
@@ -487,6 +487,9 @@ fn inconsistent(message: String) -> Error {
 #[repr(C, align(64))]
 struct AtomicBlock([AtomicU64; BLOCK_WORDS]);
 
+// SAFETY: eight AtomicU64s: all-zero is valid, no drop, alignment 64 <= 4096.
+unsafe impl Zeroable for AtomicBlock {}
+
 /// The thread-safe twin of [`BlockedBloomFilter`]: many threads insert through `&self`,
 /// each setting its item's lanes with one atomic OR per lane (skipped when already set).
 /// Same bits, same answers.
@@ -508,7 +511,7 @@ struct AtomicBlock([AtomicU64; BLOCK_WORDS]);
 /// ```
 #[derive(Debug)]
 pub struct AtomicBlockedBloomFilter<S = SeededFoldHash> {
-    blocks: Box<[AtomicBlock]>,
+    blocks: ZeroedArray<AtomicBlock>,
     hasher: S,
 }
 
@@ -525,9 +528,7 @@ impl AtomicBlockedBloomFilter<SeededFoldHash> {
 impl<S: BuildHasher> AtomicBlockedBloomFilter<S> {
     /// A filter of `num_blocks` 512-bit blocks.
     pub fn with_num_blocks(num_blocks: u64, hasher: S) -> Result<Self> {
-        let num_blocks = check_num_blocks(num_blocks)?;
-        // SAFETY: AtomicU64 has the same in-memory representation as u64: zero is valid.
-        let blocks = unsafe { Box::<[AtomicBlock]>::new_zeroed_slice(num_blocks).assume_init() };
+        let blocks = ZeroedArray::new(check_num_blocks(num_blocks)?);
         Ok(Self { blocks, hasher })
     }
 
@@ -610,11 +611,10 @@ impl<S: BuildHasher + Clone> AtomicBlockedBloomFilter<S> {
 
 impl<S: BuildHasher> From<BlockedBloomFilter<S>> for AtomicBlockedBloomFilter<S> {
     fn from(filter: BlockedBloomFilter<S>) -> Self {
-        let blocks = filter
-            .blocks
-            .iter()
-            .map(|block| AtomicBlock(block.0.map(AtomicU64::new)))
-            .collect();
+        let mut blocks = ZeroedArray::<AtomicBlock>::new(filter.blocks.len());
+        for (atomic, block) in blocks.iter_mut().zip(filter.blocks.iter()) {
+            *atomic = AtomicBlock(block.0.map(AtomicU64::new));
+        }
         Self {
             blocks,
             hasher: filter.hasher,
