@@ -255,6 +255,105 @@ impl Persist for BloomFilter {
     }
 }
 
+/// A read-only Guava-compatible filter over borrowed words, for example the payload of a
+/// memory-mapped file: the same answers as [`BloomFilter`] without copying the bits.
+///
+/// ```
+/// use bloomery::classic::BloomFilterView;
+/// use bloomery::BloomFilter;
+///
+/// let mut filter = BloomFilter::with_fpp(100, 0.01)?;
+/// filter.insert("x");
+/// let view = BloomFilterView::new(filter.words(), filter.num_hashes())?;
+/// assert!(view.contains("x") && !view.contains("y"));
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct BloomFilterView<'a> {
+    words: &'a [u64],
+    num_hashes: u32,
+    modulus: Modulus,
+}
+
+impl<'a> BloomFilterView<'a> {
+    /// A view of `words` (bit `i` is bit `i % 64` of word `i / 64`) with `num_hashes`.
+    pub fn new(words: &'a [u64], num_hashes: u32) -> Result<Self> {
+        num_words_for_bits((words.len() as u64).saturating_mul(64))?;
+        check_num_hashes(num_hashes)?;
+        Ok(Self {
+            words,
+            num_hashes,
+            modulus: Modulus::new(words.len() as u64 * 64),
+        })
+    }
+
+    /// A view of a native envelope's parameters and payload (see [`Persist`]), without
+    /// copying; `None` when the payload is not 8-byte aligned or the machine is big-endian
+    /// (then load the filter with [`Persist::from_parts`]).
+    pub fn from_parts(params: &[u8], payload: &'a [u8]) -> Result<Option<Self>> {
+        let mut params = ParamReader::new(params);
+        let num_hashes = params.u32()?;
+        params.finish()?;
+        match native::words_in_place(payload)? {
+            Some(words) => Ok(Some(Self::new(words, num_hashes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether `item` might be in the filter.
+    #[inline]
+    pub fn contains<T: Funnel + ?Sized>(&self, item: &T) -> bool {
+        self.contains_hash(hash_item(item))
+    }
+
+    /// Looks an item up by its murmur3_128 hash.
+    #[inline]
+    pub fn contains_hash(&self, hash: (u64, u64)) -> bool {
+        mitz64_indices(hash, self.num_hashes, self.modulus)
+            .all(|index| self.words[(index / 64) as usize] & (1 << (index % 64)) != 0)
+    }
+
+    /// The number of bits.
+    pub fn num_bits(&self) -> u64 {
+        self.words.len() as u64 * 64
+    }
+
+    /// The number of hash functions.
+    pub fn num_hashes(&self) -> u32 {
+        self.num_hashes
+    }
+
+    /// The number of bits set (a popcount over the words).
+    pub fn bit_count(&self) -> u64 {
+        self.words.iter().map(|word| u64::from(word.count_ones())).sum()
+    }
+
+    /// As [`BloomFilter::expected_fpp`].
+    pub fn expected_fpp(&self) -> f64 {
+        guava_expected_fpp(self.bit_count(), self.num_bits(), self.num_hashes)
+    }
+
+    /// As [`BloomFilter::approximate_element_count`].
+    pub fn approximate_element_count(&self) -> u64 {
+        guava_approximate_element_count(self.bit_count(), self.num_bits(), self.num_hashes)
+    }
+
+    /// The words.
+    pub fn words(&self) -> &'a [u64] {
+        self.words
+    }
+
+    /// An owned copy.
+    pub fn to_bloom_filter(&self) -> BloomFilter {
+        let bits = BitVec::from_words(self.words.to_vec());
+        BloomFilter {
+            bits,
+            num_hashes: self.num_hashes,
+            modulus: self.modulus,
+        }
+    }
+}
+
 /// The thread-safe twin of [`BloomFilter`]: many threads insert through `&self`, each bit
 /// set with one atomic `fetch_or` (Guava's `LockFreeBitArray`). The bits, answers and
 /// conversions are those of [`BloomFilter`].

@@ -14,6 +14,13 @@ pub(crate) const BLOCK_WORDS: usize = 8;
 #[repr(C, align(64))]
 pub struct Block(pub(crate) [u64; BLOCK_WORDS]);
 
+impl Block {
+    /// The eight lanes.
+    pub fn words(&self) -> &[u64; BLOCK_WORDS] {
+        &self.0
+    }
+}
+
 // SAFETY: eight u64s: all-zero is valid, no drop, alignment 64 <= 4096.
 unsafe impl crate::bits::Zeroable for Block {}
 

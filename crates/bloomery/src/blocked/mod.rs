@@ -441,30 +441,9 @@ impl<S: PersistentHasher> Persist for BlockedBloomFilter<S> {
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
-        let mut params = ParamReader::new(params);
-        let num_blocks = params.u64()?;
-        let lanes = params.u32()?;
-        let hasher_id = params.u32()?;
-        let seed = params.u64()?;
-        params.finish()?;
-        if lanes != BLOCK_LANES {
-            return Err(inconsistent(format!(
-                "{lanes} lanes per block; this library reads {BLOCK_LANES}"
-            )));
-        }
-        if hasher_id != S::ID {
-            return Err(inconsistent(format!(
-                "filter was hashed with hasher {hasher_id}; this build reads hasher {}",
-                S::ID
-            )));
-        }
-        let num_blocks = check_num_blocks(num_blocks)?;
+        let (num_blocks, seed) = blocked_params::<S>(params)?;
         if payload.len() as u64 != num_blocks as u64 * 64 {
-            return Err(inconsistent(format!(
-                "{num_blocks} blocks need {} payload bytes, found {}",
-                num_blocks as u64 * 64,
-                payload.len()
-            )));
+            return Err(payload_mismatch(num_blocks, payload.len()));
         }
         let mut filter = Self::with_num_blocks(num_blocks as u64, S::from_seed(seed))?;
         let words = native::words_from_le_bytes(payload)?;
@@ -473,6 +452,127 @@ impl<S: PersistentHasher> Persist for BlockedBloomFilter<S> {
         }
         Ok(filter)
     }
+}
+
+/// A read-only blocked filter over borrowed blocks, for example the payload of a
+/// memory-mapped file: the same answers as [`BlockedBloomFilter`] without copying.
+///
+/// ```
+/// use bloomery::blocked::BlockedBloomFilterView;
+/// use bloomery::BlockedBloomFilter;
+///
+/// let mut filter = BlockedBloomFilter::with_fpp(100, 0.01)?;
+/// filter.insert("x");
+/// let view = BlockedBloomFilterView::new(filter.blocks(), filter.hasher().clone())?;
+/// assert!(view.contains("x"));
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct BlockedBloomFilterView<'a, S = SeededFoldHash> {
+    blocks: &'a [Block],
+    hasher: S,
+    kernel: Kernel,
+}
+
+impl<'a, S: BuildHasher> BlockedBloomFilterView<'a, S> {
+    /// A view of `blocks`, hashing with `hasher`.
+    pub fn new(blocks: &'a [Block], hasher: S) -> Result<Self> {
+        check_num_blocks(blocks.len() as u64)?;
+        Ok(Self {
+            blocks,
+            hasher,
+            kernel: Kernel::detect(),
+        })
+    }
+
+    /// Whether `item` might be in the filter.
+    #[inline]
+    pub fn contains<T: Hash + ?Sized>(&self, item: &T) -> bool {
+        self.contains_hash(self.hasher.hash_one(item))
+    }
+
+    /// Looks an item up by its 64-bit hash.
+    #[inline]
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        self.kernel.contains(self.blocks, hash)
+    }
+
+    /// The number of bits.
+    pub fn num_bits(&self) -> u64 {
+        self.blocks.len() as u64 * BLOCK_BITS
+    }
+
+    /// As [`BlockedBloomFilter::estimated_len`].
+    pub fn estimated_len(&self) -> u64 {
+        let bit_count = self
+            .blocks
+            .iter()
+            .flat_map(|block| block.0)
+            .map(|word| u64::from(word.count_ones()))
+            .sum();
+        estimated_len(bit_count, self.num_bits())
+    }
+
+    /// As [`BlockedBloomFilter::expected_fpp`].
+    pub fn expected_fpp(&self) -> f64 {
+        current_fpp(self.blocks.iter().map(|block| block.0))
+    }
+
+    /// The blocks.
+    pub fn blocks(&self) -> &'a [Block] {
+        self.blocks
+    }
+}
+
+impl<'a, S: PersistentHasher> BlockedBloomFilterView<'a, S> {
+    /// A view of a native envelope's parameters and payload, without copying; `None` when
+    /// the payload is not 64-byte aligned or the machine is big-endian (then load the
+    /// filter with [`Persist::from_parts`]).
+    pub fn from_parts(params: &[u8], payload: &'a [u8]) -> Result<Option<Self>> {
+        let (num_blocks, seed) = blocked_params::<S>(params)?;
+        if payload.len() as u64 != num_blocks as u64 * 64 {
+            return Err(payload_mismatch(num_blocks, payload.len()));
+        }
+        if cfg!(target_endian = "big") {
+            return Ok(None);
+        }
+        // SAFETY: a Block is eight u64s, valid for every bit pattern; align_to yields only a
+        // correctly aligned middle part, accepted only when nothing is left over.
+        let (head, blocks, tail) = unsafe { payload.align_to::<Block>() };
+        if !head.is_empty() || !tail.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Self::new(blocks, S::from_seed(seed))?))
+    }
+}
+
+/// Checks a blocked filter's parameters; returns the block count and the hasher seed.
+fn blocked_params<S: PersistentHasher>(params: &[u8]) -> Result<(usize, u64)> {
+    let mut params = ParamReader::new(params);
+    let num_blocks = params.u64()?;
+    let lanes = params.u32()?;
+    let hasher_id = params.u32()?;
+    let seed = params.u64()?;
+    params.finish()?;
+    if lanes != BLOCK_LANES {
+        return Err(inconsistent(format!(
+            "{lanes} lanes per block; this library reads {BLOCK_LANES}"
+        )));
+    }
+    if hasher_id != S::ID {
+        return Err(inconsistent(format!(
+            "filter was hashed with hasher {hasher_id}; this build reads hasher {}",
+            S::ID
+        )));
+    }
+    Ok((check_num_blocks(num_blocks)?, seed))
+}
+
+fn payload_mismatch(num_blocks: usize, payload_len: usize) -> Error {
+    inconsistent(format!(
+        "{num_blocks} blocks need {} payload bytes, found {payload_len}",
+        num_blocks as u64 * 64
+    ))
 }
 
 fn inconsistent(message: String) -> Error {

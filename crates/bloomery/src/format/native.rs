@@ -382,6 +382,25 @@ pub fn words_from_le_bytes(bytes: &[u8]) -> Result<Vec<u64>> {
         .collect())
 }
 
+/// The payload as 64-bit words in place, without copying: `Some` when the bytes are 8-byte
+/// aligned and the machine is little-endian (the stored order), `None` otherwise; an error
+/// when the length is not a whole number of words.
+pub fn words_in_place(bytes: &[u8]) -> Result<Option<&[u64]>> {
+    if !bytes.len().is_multiple_of(8) {
+        return Err(Error::format(
+            FORMAT,
+            FormatProblem::PayloadNotWords(bytes.len() as u64),
+        ));
+    }
+    if cfg!(target_endian = "big") {
+        return Ok(None);
+    }
+    // SAFETY: every bit pattern is a valid u64; align_to only yields a middle part that is
+    // correctly aligned, and we accept it only when nothing is left over on either side.
+    let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
+    Ok((head.is_empty() && tail.is_empty()).then_some(words))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,162 @@
+//! `bloomery`: Bloom filters in files, driven from the shell.
+//!
+//! Exit status: 0 success (for `check`: every item probably present), 1 `check` found an
+//! absent item, 2 an error (one line on stderr, naming the file and the problem).
+
+mod combine;
+mod error;
+mod guava;
+mod items;
+mod progress;
+mod query;
+mod store;
+mod update;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::store::Kind;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bloomery",
+    version,
+    about = "Bloom filters in files: create, add, check, dedup, merge, export to Guava"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Items for a command: given as arguments, read from files (one per line), or, when
+/// neither is given, read from standard input.
+#[derive(Args, Debug, Clone)]
+struct ItemArgs {
+    /// Items (the bytes of each argument).
+    items: Vec<String>,
+    /// Read items from FILE, one per line ("-" for standard input); repeatable.
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    inputs: Vec<PathBuf>,
+}
+
+/// Sizing for a new filter.
+#[derive(Args, Debug, Clone)]
+struct SizeArgs {
+    /// Expected number of distinct items.
+    #[arg(short = 'n', long = "items", default_value_t = 10_000_000)]
+    expected_items: u64,
+    /// Target false-positive probability, in (0, 1).
+    #[arg(short = 'p', long = "fpp", default_value_t = 0.01)]
+    fpp: f64,
+    /// Filter variant: classic (Guava-compatible) or blocked (fastest).
+    #[arg(long, value_enum, default_value_t = Kind::Blocked)]
+    variant: Kind,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Create an empty filter file.
+    Create {
+        /// The filter file to write.
+        file: PathBuf,
+        #[command(flatten)]
+        size: SizeArgs,
+        /// Replace FILE if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Add items to a filter file (atomically, under a lock).
+    Add {
+        /// The filter file.
+        file: PathBuf,
+        #[command(flatten)]
+        items: ItemArgs,
+    },
+    /// Check items: prints "probably present" or "absent" for each; exit status 0 when
+    /// all are probably present, 1 otherwise.
+    Check {
+        /// The filter file (memory-mapped, not read whole).
+        file: PathBuf,
+        #[command(flatten)]
+        items: ItemArgs,
+        /// Print nothing; only the exit status tells.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// Print each input line the first time it is seen (standard input, or --input files).
+    Dedup {
+        /// Keep the memory of seen lines in FILE across runs (created if missing).
+        #[arg(long, value_name = "FILE")]
+        filter: Option<PathBuf>,
+        #[command(flatten)]
+        size: SizeArgs,
+        /// Read lines from FILE ("-" for standard input); repeatable.
+        #[arg(short = 'i', long = "input", value_name = "FILE")]
+        inputs: Vec<PathBuf>,
+    },
+    /// Show a filter file's variant, parameters, memory, fill and estimates.
+    Info {
+        /// The filter file.
+        file: PathBuf,
+    },
+    /// Write the union of compatible filter files to OUTPUT.
+    Merge {
+        /// The file to write.
+        output: PathBuf,
+        /// The filters to merge (same variant and shape).
+        #[arg(required = true, num_args = 1..)]
+        inputs: Vec<PathBuf>,
+    },
+    /// Write the intersection of compatible filter files to OUTPUT.
+    Intersect {
+        /// The file to write.
+        output: PathBuf,
+        /// The filters to intersect (same variant and shape).
+        #[arg(required = true, num_args = 1..)]
+        inputs: Vec<PathBuf>,
+    },
+    /// Write a classic filter as Guava's BloomFilter.writeTo bytes.
+    Export {
+        /// The classic filter file.
+        file: PathBuf,
+        /// Where to write the Guava bytes.
+        output: PathBuf,
+    },
+    /// Make a filter file from Guava's BloomFilter.writeTo bytes ("-" for standard input).
+    Import {
+        /// The Guava bytes.
+        input: PathBuf,
+        /// The filter file to write.
+        output: PathBuf,
+    },
+    /// Check a filter file's header and payload checksums.
+    Verify {
+        /// The filter file.
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Create { file, size, force } => update::create(&file, &size, force),
+        Command::Add { file, items } => update::add(&file, &items),
+        Command::Check { file, items, quiet } => query::check(&file, &items, quiet),
+        Command::Dedup { filter, size, inputs } => update::dedup(filter.as_deref(), &size, &inputs),
+        Command::Info { file } => query::info(&file),
+        Command::Merge { output, inputs } => combine::combine(&output, &inputs, true),
+        Command::Intersect { output, inputs } => combine::combine(&output, &inputs, false),
+        Command::Export { file, output } => guava::export(&file, &output),
+        Command::Import { input, output } => guava::import(&input, &output),
+        Command::Verify { file } => query::verify(&file),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("bloomery: {error}");
+            ExitCode::from(2)
+        }
+    }
+}

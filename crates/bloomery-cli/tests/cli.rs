@@ -1,0 +1,581 @@
+//! The `bloomery` binary, end to end: every subcommand, every bad input, crashes and
+//! concurrent writers, on real files.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+fn bloomery() -> Command {
+    Command::cargo_bin("bloomery").expect("the binary is built")
+}
+
+fn stdout_of(command: &mut Command) -> String {
+    let output = command.output().expect("runs");
+    assert!(
+        output.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
+/// Runs a command that must fail with status 2 and one line on stderr; returns that line.
+fn error_of(command: &mut Command) -> String {
+    let output = command.output().expect("runs");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8(output.stderr).expect("UTF-8");
+    assert_eq!(stderr.lines().count(), 1, "one line expected: {stderr}");
+    assert!(stderr.starts_with("bloomery: "), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{stderr}"
+    );
+    stderr.trim_end().to_string()
+}
+
+fn create(dir: &TempDir, name: &str, variant: &str, items: u64) -> PathBuf {
+    let path = dir.path().join(name);
+    bloomery()
+        .args([
+            "create",
+            "--variant",
+            variant,
+            "--items",
+            &items.to_string(),
+            "--fpp",
+            "0.01",
+        ])
+        .arg(&path)
+        .assert()
+        .success();
+    path
+}
+
+fn lines(prefix: &str, count: usize) -> String {
+    (0..count).map(|i| format!("{prefix}{i}\n")).collect()
+}
+
+#[test]
+fn create_add_and_check_for_both_variants() {
+    let dir = TempDir::new().unwrap();
+    for variant in ["classic", "blocked"] {
+        let path = create(&dir, &format!("{variant}.bloom"), variant, 1000);
+        bloomery()
+            .arg("add")
+            .arg(&path)
+            .args(["apple", "banana"])
+            .assert()
+            .success();
+        bloomery()
+            .arg("add")
+            .arg(&path)
+            .write_stdin("cherry\r\ndate\n")
+            .assert()
+            .success();
+        let out = stdout_of(
+            bloomery()
+                .arg("check")
+                .arg(&path)
+                .args(["apple", "cherry", "date"]),
+        );
+        assert_eq!(
+            out,
+            "probably present\tapple\nprobably present\tcherry\nprobably present\tdate\n"
+        );
+        let output = bloomery()
+            .arg("check")
+            .arg(&path)
+            .args(["apple", "zucchini"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "probably present\tapple\nabsent\tzucchini\n"
+        );
+        bloomery()
+            .arg("check")
+            .arg("--quiet")
+            .arg(&path)
+            .arg("banana")
+            .assert()
+            .success()
+            .stdout("");
+    }
+}
+
+#[test]
+fn add_reads_items_from_files_and_stdin() {
+    let dir = TempDir::new().unwrap();
+    let path = create(&dir, "f.bloom", "blocked", 10_000);
+    let list = dir.path().join("list.txt");
+    fs::write(&list, lines("file-", 500)).unwrap();
+    bloomery()
+        .arg("add")
+        .arg(&path)
+        .arg("-i")
+        .arg(&list)
+        .assert()
+        .success();
+    let check = dir.path().join("check.txt");
+    fs::write(&check, lines("file-", 500)).unwrap();
+    bloomery()
+        .arg("check")
+        .arg("-q")
+        .arg(&path)
+        .arg("-i")
+        .arg(&check)
+        .assert()
+        .success();
+    bloomery()
+        .arg("check")
+        .arg("-q")
+        .arg(&path)
+        .arg("-i")
+        .arg("-")
+        .write_stdin(lines("file-", 10))
+        .assert()
+        .success();
+}
+
+#[test]
+fn info_reports_variant_parameters_and_estimates() {
+    let dir = TempDir::new().unwrap();
+    let path = create(&dir, "f.bloom", "classic", 1000);
+    bloomery()
+        .arg("add")
+        .arg(&path)
+        .write_stdin(lines("x", 300))
+        .assert()
+        .success();
+    let out = stdout_of(bloomery().arg("info").arg(&path));
+    assert!(out.contains("variant: classic"), "{out}");
+    assert!(
+        out.contains("bits: 9600") && out.contains("hash functions: 7"),
+        "{out}"
+    );
+    let estimate: f64 = out
+        .lines()
+        .find_map(|line| line.strip_prefix("estimated items: "))
+        .expect("an estimate")
+        .parse()
+        .unwrap();
+    assert!((estimate - 300.0).abs() < 30.0, "{out}");
+    assert!(
+        out.contains("fill ratio") && out.contains("current false-positive estimate"),
+        "{out}"
+    );
+    let blocked = create(&dir, "b.bloom", "blocked", 1000);
+    assert!(stdout_of(bloomery().arg("info").arg(&blocked)).contains("variant: blocked"));
+}
+
+#[test]
+fn dedup_prints_each_line_once_and_remembers_across_runs() {
+    let dir = TempDir::new().unwrap();
+    let input = "a\nb\na\nc\nb\nd\n";
+    let out = stdout_of(bloomery().args(["dedup", "--items", "1000"]).write_stdin(input));
+    assert_eq!(out, "a\nb\nc\nd\n");
+    let memory = dir.path().join("seen.bloom");
+    let first = stdout_of(
+        bloomery()
+            .arg("dedup")
+            .arg("--filter")
+            .arg(&memory)
+            .write_stdin("a\nb\n"),
+    );
+    assert_eq!(first, "a\nb\n");
+    let second = stdout_of(
+        bloomery()
+            .arg("dedup")
+            .arg("--filter")
+            .arg(&memory)
+            .write_stdin("b\nc\na\n"),
+    );
+    assert_eq!(second, "c\n");
+}
+
+#[test]
+fn merge_and_intersect_combine_compatible_files() {
+    let dir = TempDir::new().unwrap();
+    let a = create(&dir, "a.bloom", "blocked", 1000);
+    let b = create(&dir, "b.bloom", "blocked", 1000);
+    bloomery()
+        .arg("add")
+        .arg(&a)
+        .args(["left", "both"])
+        .assert()
+        .success();
+    bloomery()
+        .arg("add")
+        .arg(&b)
+        .args(["right", "both"])
+        .assert()
+        .success();
+    let union = dir.path().join("union.bloom");
+    bloomery()
+        .arg("merge")
+        .arg(&union)
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success();
+    bloomery()
+        .arg("check")
+        .arg(&union)
+        .args(["left", "right", "both"])
+        .assert()
+        .success();
+    let common = dir.path().join("common.bloom");
+    bloomery()
+        .arg("intersect")
+        .arg(&common)
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success();
+    bloomery()
+        .arg("check")
+        .arg(&common)
+        .arg("both")
+        .assert()
+        .success();
+    bloomery().arg("check").arg(&common).arg("left").assert().code(1);
+
+    let other = create(&dir, "other.bloom", "blocked", 100_000);
+    let message = error_of(
+        bloomery()
+            .arg("merge")
+            .arg(dir.path().join("x.bloom"))
+            .arg(&a)
+            .arg(&other),
+    );
+    assert!(
+        message.contains("other.bloom") && message.contains("incompatible"),
+        "{message}"
+    );
+    let classic = create(&dir, "c.bloom", "classic", 1000);
+    let message = error_of(
+        bloomery()
+            .arg("merge")
+            .arg(dir.path().join("y.bloom"))
+            .arg(&a)
+            .arg(&classic),
+    );
+    assert!(message.contains("classic"), "{message}");
+}
+
+#[test]
+fn export_writes_guava_bytes_that_the_library_reads_back() {
+    let dir = TempDir::new().unwrap();
+    let path = create(&dir, "c.bloom", "classic", 1000);
+    bloomery()
+        .arg("add")
+        .arg(&path)
+        .write_stdin(lines("item", 200))
+        .assert()
+        .success();
+    let exported = dir.path().join("c.guava");
+    bloomery()
+        .arg("export")
+        .arg(&path)
+        .arg(&exported)
+        .assert()
+        .success();
+    let guava = bloomery::BloomFilter::from_guava_bytes(&fs::read(&exported).unwrap()).unwrap();
+    let bytes = fs::read(&path).unwrap();
+    let (header, payload) = bloomery::format::native::decode(&bytes).unwrap();
+    let native: bloomery::BloomFilter =
+        bloomery::format::native::Persist::from_parts(&header.params, payload).unwrap();
+    assert_eq!(guava, native, "exported bits differ from the file's");
+    for i in 0..200 {
+        assert!(guava.contains(format!("item{i}").as_bytes()));
+    }
+    let blocked = create(&dir, "b.bloom", "blocked", 1000);
+    let message = error_of(
+        bloomery()
+            .arg("export")
+            .arg(&blocked)
+            .arg(dir.path().join("b.guava")),
+    );
+    assert!(message.contains("only classic filters"), "{message}");
+}
+
+fn guava_data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../bloomery/tests/data/guava/filters")
+        .join(name)
+}
+
+fn from_hex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn an_imported_guava_filter_answers_the_probes_as_guava_does() {
+    let dir = TempDir::new().unwrap();
+    // Text items through `bloomery check` (the ascii funnel hashes the line's bytes).
+    let name = "ascii_n1000_p0.01";
+    let imported = dir.path().join("ascii.bloom");
+    bloomery()
+        .arg("import")
+        .arg(guava_data(&format!("{name}.bin")))
+        .arg(&imported)
+        .assert()
+        .success();
+    bloomery().arg("verify").arg(&imported).assert().success();
+    let probes = fs::read_to_string(guava_data(&format!("{name}.probes.tsv"))).unwrap();
+    let mut input = String::new();
+    let mut expected = String::new();
+    for line in probes.lines().skip(1) {
+        let (answer, item) = line.split_once('\t').unwrap();
+        input.push_str(item);
+        input.push('\n');
+        expected.push_str(if answer == "1" {
+            "probably present\t"
+        } else {
+            "absent\t"
+        });
+        expected.push_str(item);
+        expected.push('\n');
+    }
+    let output = bloomery()
+        .arg("check")
+        .arg(&imported)
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);
+
+    // Binary items (hex in the vectors) cannot be command-line lines; read the imported file
+    // back with the library and probe it with the raw bytes.
+    let name = "bytes_n1000_p0.01";
+    let imported = dir.path().join("bytes.bloom");
+    bloomery()
+        .arg("import")
+        .arg("-")
+        .arg(&imported)
+        .write_stdin(fs::read(guava_data(&format!("{name}.bin"))).unwrap())
+        .assert()
+        .success();
+    let bytes = fs::read(&imported).unwrap();
+    let filter = <bloomery::BloomFilter as bloomery::format::native::Persist>::from_bytes(&bytes).unwrap();
+    let probes = fs::read_to_string(guava_data(&format!("{name}.probes.tsv"))).unwrap();
+    for line in probes.lines().skip(1) {
+        let (answer, item) = line.split_once('\t').unwrap();
+        assert_eq!(filter.contains(&from_hex(item)[..]), answer == "1", "{item}");
+    }
+}
+
+#[test]
+fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
+    let dir = TempDir::new().unwrap();
+    let missing = dir.path().join("missing.bloom");
+    let message = error_of(bloomery().arg("check").arg(&missing).arg("x"));
+    assert!(
+        message.contains("missing.bloom") && message.contains("No such file"),
+        "{message}"
+    );
+
+    let foreign = dir.path().join("foreign.bloom");
+    fs::write(
+        &foreign,
+        b"this is not a filter at all, just some text that is long enough",
+    )
+    .unwrap();
+    let message = error_of(bloomery().arg("info").arg(&foreign));
+    assert!(
+        message.contains("foreign.bloom") && message.contains("magic"),
+        "{message}"
+    );
+
+    let good = create(&dir, "good.bloom", "blocked", 1000);
+    let bytes = fs::read(&good).unwrap();
+
+    let mut future = bytes.clone();
+    future[8] = 9;
+    let path = dir.path().join("future.bloom");
+    fs::write(&path, &future).unwrap();
+    let message = error_of(bloomery().arg("check").arg(&path).arg("x"));
+    assert!(message.contains("version 9"), "{message}");
+
+    let path = dir.path().join("truncated.bloom");
+    fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
+    let message = error_of(bloomery().arg("check").arg(&path).arg("x"));
+    assert!(message.contains("truncated"), "{message}");
+    let message = error_of(bloomery().arg("add").arg(&path).arg("x"));
+    assert!(message.contains("truncated"), "{message}");
+
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 0x20;
+    let path = dir.path().join("flipped.bloom");
+    fs::write(&path, &flipped).unwrap();
+    let message = error_of(bloomery().arg("verify").arg(&path));
+    assert!(
+        message.contains("flipped.bloom") && message.contains("payload checksum"),
+        "{message}"
+    );
+    let message = error_of(bloomery().arg("add").arg(&path).arg("x"));
+    assert!(message.contains("payload checksum"), "{message}");
+
+    let message = error_of(
+        bloomery()
+            .args(["create", "--fpp", "1.5"])
+            .arg(dir.path().join("p.bloom")),
+    );
+    assert!(
+        message.contains("fpp") && message.contains("(0, 1)") && message.contains("1.5"),
+        "{message}"
+    );
+    let message = error_of(
+        bloomery()
+            .args(["create", "--fpp", "NaN"])
+            .arg(dir.path().join("p.bloom")),
+    );
+    assert!(message.contains("NaN"), "{message}");
+    let message = error_of(bloomery().arg("create").arg(&good));
+    assert!(message.contains("already exists"), "{message}");
+
+    // Standard input that cannot be read: a directory.
+    let output = StdCommand::new(assert_cmd::cargo::cargo_bin("bloomery"))
+        .arg("add")
+        .arg(&good)
+        .stdin(fs::File::open(dir.path()).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("bloomery: <stdin>:") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn verify_accepts_a_good_file() {
+    let dir = TempDir::new().unwrap();
+    let path = create(&dir, "good.bloom", "classic", 1000);
+    let out = stdout_of(bloomery().arg("verify").arg(&path));
+    assert!(out.starts_with("ok: "), "{out}");
+}
+
+#[test]
+fn a_killed_add_leaves_the_old_or_the_new_complete_filter() {
+    let dir = TempDir::new().unwrap();
+    let path = create(&dir, "big.bloom", "blocked", 2_000_000);
+    bloomery().arg("add").arg(&path).arg("before").assert().success();
+    let before = fs::read(&path).unwrap();
+    for delay_ms in [5u64, 50, 200, 600] {
+        let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("bloomery"))
+            .arg("add")
+            .arg(&path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            let chunk = lines("killed-", 100_000);
+            let _ = stdin.write_all(chunk.as_bytes());
+        });
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        writer.join().unwrap();
+        bloomery().arg("verify").arg(&path).assert().success();
+        let now = fs::read(&path).unwrap();
+        if now != before {
+            // The new filter: every item of the killed run made it.
+            bloomery()
+                .arg("check")
+                .arg("-q")
+                .arg(&path)
+                .write_stdin(lines("killed-", 100_000))
+                .assert()
+                .success();
+        }
+        bloomery()
+            .arg("check")
+            .arg("-q")
+            .arg(&path)
+            .arg("before")
+            .assert()
+            .success();
+    }
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.contains(".tmp."))
+        .collect();
+    // A killed writer may leave its temporary file; it is never mistaken for the filter.
+    assert!(
+        leftovers.iter().all(|name| name.starts_with("big.bloom.tmp.")),
+        "{leftovers:?}"
+    );
+}
+
+#[test]
+fn concurrent_adds_lose_nothing() {
+    let dir = TempDir::new().unwrap();
+    let path = create(&dir, "shared.bloom", "blocked", 200_000);
+    let children: Vec<_> = (0..4)
+        .map(|writer| {
+            let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("bloomery"))
+                .arg("add")
+                .arg(&path)
+                .stdin(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            stdin
+                .write_all(lines(&format!("writer{writer}-"), 20_000).as_bytes())
+                .unwrap();
+            drop(stdin);
+            child
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    for writer in 0..4 {
+        bloomery()
+            .arg("check")
+            .arg("-q")
+            .arg(&path)
+            .write_stdin(lines(&format!("writer{writer}-"), 20_000))
+            .assert()
+            .success();
+    }
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for subcommand in [
+        "create",
+        "add",
+        "check",
+        "dedup",
+        "info",
+        "merge",
+        "intersect",
+        "export",
+        "import",
+        "verify",
+    ] {
+        bloomery().arg(subcommand).arg("--help").assert().success();
+    }
+}
