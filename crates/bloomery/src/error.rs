@@ -35,6 +35,28 @@ pub enum Error {
         why: &'static str,
     },
 
+    /// Another parameter is out of range.
+    #[error("{name} must be {allowed}, got {value}")]
+    Parameter {
+        /// The parameter's name.
+        name: &'static str,
+        /// The rejected value.
+        value: String,
+        /// What is allowed.
+        allowed: &'static str,
+    },
+
+    /// A filter that does not grow is at its capacity.
+    #[error("filter is full: it holds its capacity of {capacity} items and does not grow")]
+    Full {
+        /// The capacity reached.
+        capacity: u64,
+    },
+
+    /// An item to remove is definitely not in the filter.
+    #[error("item is not in the filter: nothing was removed")]
+    NotPresent,
+
     /// Two filters cannot be combined or compared.
     #[error("filters are incompatible: {reason}")]
     Incompatible {

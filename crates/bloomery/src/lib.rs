@@ -12,6 +12,11 @@
 //! - [`BlockedBloomFilter`]: the fast filter: each item in one 64-byte cache line, SIMD
 //!   kernels, batched lookups with prefetch, exact sizing for the blocked layout; and its
 //!   lock-free twin [`AtomicBlockedBloomFilter`].
+//! - Filters that delete, grow, forget and age: [`CountingBloomFilter`] (4-bit counters,
+//!   remove), [`ScalableBloomFilter`] (grows at a bounded rate), [`RetouchedBloomFilter`]
+//!   (clears known false positives, reporting the false negatives this makes),
+//!   [`AllowlistedBloomFilter`] (lists known false positives exactly),
+//!   [`RotatingBloomFilter`] (generations for endless streams).
 //! - [`Funnel`]: how an item becomes the bytes that are hashed (Guava's `Funnel`); built in
 //!   for strings, integers and byte slices, and easy to write for your own types.
 //!
@@ -34,18 +39,28 @@
 //!
 //! No filter here has false negatives: an inserted item is always reported present.
 
+pub mod allowlist;
 pub mod bits;
 pub mod blocked;
 pub mod classic;
+pub mod counting;
 mod error;
 pub mod format;
 pub mod hash;
+pub mod retouched;
+pub mod rotating;
+pub mod scalable;
 pub mod sizing;
 
+pub use allowlist::AllowlistedBloomFilter;
 pub use blocked::{AtomicBlockedBloomFilter, BlockedBloomFilter};
 pub use classic::{AtomicBloomFilter, BloomFilter};
+pub use counting::CountingBloomFilter;
 pub use error::{Error, FormatProblem, Result};
 pub use hash::{Funnel, Sink, UnencodedChars, Utf16Units};
+pub use retouched::{ClearingScheme, RetouchedBloomFilter};
+pub use rotating::RotatingBloomFilter;
+pub use scalable::{ScalableBloomFilter, ScalableOptions};
 
 /// What every filter in this library does with items of type `T`, so tools (the CLI, the
 /// Redis module) are written once against it. Its companion [`FilterStats`] reports the

@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod counters;
 mod pages;
 pub(crate) use pages::{Zeroable, ZeroedArray};
 
@@ -76,6 +77,17 @@ impl BitVec {
     #[inline]
     pub fn count_ones(&self) -> u64 {
         self.ones
+    }
+
+    /// Clears bit `index`; returns whether it was set. Panics if `index >= num_bits()`.
+    #[inline]
+    pub fn clear_bit(&mut self, index: u64) -> bool {
+        let word = &mut self.words[(index / 64) as usize];
+        let mask = 1 << (index % 64);
+        let was_set = *word & mask != 0;
+        *word &= !mask;
+        self.ones -= u64::from(was_set);
+        was_set
     }
 
     /// Sets every bit that is set in `other` (bitwise OR). The arrays must be the same size.

@@ -45,6 +45,16 @@ pub enum Variant {
     Classic = 1,
     /// [`BlockedBloomFilter`](crate::BlockedBloomFilter), cache-line blocks.
     Blocked = 2,
+    /// [`CountingBloomFilter`](crate::CountingBloomFilter), 4-bit counters.
+    Counting = 3,
+    /// [`ScalableBloomFilter`](crate::ScalableBloomFilter), a growing chain.
+    Scalable = 4,
+    /// [`RetouchedBloomFilter`](crate::RetouchedBloomFilter), false positives cleared.
+    Retouched = 5,
+    /// [`AllowlistedBloomFilter`](crate::AllowlistedBloomFilter), known false positives listed.
+    Allowlisted = 6,
+    /// [`RotatingBloomFilter`](crate::RotatingBloomFilter), aging generations.
+    Rotating = 7,
 }
 
 impl Variant {
@@ -53,6 +63,11 @@ impl Variant {
         match code {
             1 => Some(Variant::Classic),
             2 => Some(Variant::Blocked),
+            3 => Some(Variant::Counting),
+            4 => Some(Variant::Scalable),
+            5 => Some(Variant::Retouched),
+            6 => Some(Variant::Allowlisted),
+            7 => Some(Variant::Rotating),
             _ => None,
         }
     }

@@ -1,0 +1,302 @@
+//! The rotating (aging) filter for never-ending streams: a few generations of classic
+//! filters; items go into the newest, lookups ask all, and the oldest is dropped when the
+//! newest is full or its time window has passed.
+//!
+//! With g generations, each holding at most c items at false-positive probability p, the
+//! memory is bounded by g filters of c items and the false-positive rate by
+//! 1 - (1 - p)^g ≈ g·p, whatever the stream's length. An item is remembered for at least
+//! g - 1 full generations after the one it went into (the "window"), and forgotten when
+//! its generation is dropped: the periodic rebuild a blocklist or a deduplication window
+//! needs, without ever stopping. Measured: 3 generations of 100,000 items at 1% after
+//! 1,000,000 inserts: 2.94% over 10^6 fresh keys against a bound of 2.97%, in 359 KB
+//! (`tests/variants.rs`).
+//!
+//! Time windows use caller-supplied timestamps in milliseconds ([`insert_at`]), so the
+//! filter is deterministic and testable; [`insert`] uses the system clock.
+//!
+//! [`insert_at`]: RotatingBloomFilter::insert_at
+//! [`insert`]: RotatingBloomFilter::insert
+
+use std::collections::VecDeque;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::classic::BloomFilter;
+use crate::error::{Error, FormatProblem, Result};
+use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
+use crate::hash::{Funnel, hash_item};
+use crate::sizing::{ClassicShape, check_fpp};
+
+/// The most generations a rotating filter keeps.
+pub const MAX_GENERATIONS: usize = 1024;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Generation {
+    filter: BloomFilter,
+    len: u64,
+    started_ms: u64,
+}
+
+/// A Bloom filter over a sliding window of generations.
+///
+/// ```
+/// use bloomery::RotatingBloomFilter;
+///
+/// // 2 generations of 1,000 items each at 1%.
+/// let mut recent = RotatingBloomFilter::new(2, 1_000, 0.01)?;
+/// recent.insert("old");
+/// for i in 0..3_000i64 {
+///     recent.insert(&i);
+/// }
+/// assert!(recent.contains(&2_999i64));
+/// assert!(!recent.contains("old")); // aged out with its generation
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct RotatingBloomFilter {
+    generations: VecDeque<Generation>,
+    max_generations: usize,
+    items_per_generation: u64,
+    fpp: f64,
+    window_ms: Option<u64>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
+
+impl RotatingBloomFilter {
+    /// `generations` generations (at least 2) of `items_per_generation` items at `fpp`
+    /// each, rotated by count only.
+    pub fn new(generations: usize, items_per_generation: u64, fpp: f64) -> Result<Self> {
+        Self::with_window(generations, items_per_generation, fpp, None, now_ms())
+    }
+
+    /// As [`new`](Self::new), also rotating when the newest generation is `window_ms` old
+    /// (by the timestamps passed to [`insert_at`](Self::insert_at)); `now_ms` starts the
+    /// first generation.
+    pub fn with_window(
+        generations: usize,
+        items_per_generation: u64,
+        fpp: f64,
+        window_ms: Option<u64>,
+        now_ms: u64,
+    ) -> Result<Self> {
+        if !(2..=MAX_GENERATIONS).contains(&generations) {
+            return Err(Error::Parameter {
+                name: "generations",
+                value: generations.to_string(),
+                allowed: "in 2..=1024",
+            });
+        }
+        if items_per_generation == 0 {
+            return Err(Error::Parameter {
+                name: "items_per_generation",
+                value: "0".into(),
+                allowed: "at least 1",
+            });
+        }
+        if window_ms == Some(0) {
+            return Err(Error::Parameter {
+                name: "window_ms",
+                value: "0".into(),
+                allowed: "at least 1",
+            });
+        }
+        check_fpp(fpp)?;
+        ClassicShape::for_fpp(items_per_generation, fpp)?;
+        let mut filter = Self {
+            generations: VecDeque::with_capacity(generations),
+            max_generations: generations,
+            items_per_generation,
+            fpp,
+            window_ms,
+        };
+        filter.start_generation(now_ms)?;
+        Ok(filter)
+    }
+
+    fn start_generation(&mut self, now_ms: u64) -> Result<()> {
+        if self.generations.len() == self.max_generations {
+            self.generations.pop_front();
+        }
+        self.generations.push_back(Generation {
+            filter: BloomFilter::with_fpp(self.items_per_generation, self.fpp)?,
+            len: 0,
+            started_ms: now_ms,
+        });
+        Ok(())
+    }
+
+    /// Adds `item` at the system clock's time; returns whether it was new to the newest
+    /// generation.
+    pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
+        self.insert_at(item, now_ms())
+    }
+
+    /// Adds `item` at time `now_ms`, first rotating if the newest generation is full or
+    /// its window has passed.
+    pub fn insert_at<T: Funnel + ?Sized>(&mut self, item: &T, now_ms: u64) -> bool {
+        let newest = self.generations.back().expect("at least one generation");
+        let expired = self
+            .window_ms
+            .is_some_and(|window| now_ms.saturating_sub(newest.started_ms) >= window);
+        if newest.len >= self.items_per_generation || expired {
+            // The shape was checked at construction, so this cannot fail.
+            self.start_generation(now_ms)
+                .expect("generation parameters were checked");
+        }
+        let newest = self.generations.back_mut().expect("at least one generation");
+        let changed = newest.filter.insert(item);
+        newest.len += u64::from(changed);
+        changed
+    }
+
+    /// Whether `item` might have been inserted within the kept generations.
+    pub fn contains<T: Funnel + ?Sized>(&self, item: &T) -> bool {
+        let hash = hash_item(item);
+        self.generations
+            .iter()
+            .any(|generation| generation.filter.contains_hash(hash))
+    }
+
+    /// The generations kept now.
+    pub fn num_generations(&self) -> usize {
+        self.generations.len()
+    }
+
+    /// The bound on the false-positive rate: 1 - (1 - p)^g.
+    pub fn fpp_bound(&self) -> f64 {
+        1.0 - (1.0 - self.fpp).powi(self.max_generations as i32)
+    }
+
+    /// Items in the kept generations (inserts that changed a bit).
+    pub fn len(&self) -> u64 {
+        self.generations.iter().map(|generation| generation.len).sum()
+    }
+
+    /// Whether the kept generations hold nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of filter bits.
+    pub fn memory_bytes(&self) -> usize {
+        self.generations
+            .iter()
+            .map(|generation| std::mem::size_of_val(generation.filter.words()))
+            .sum()
+    }
+
+    /// The current false-positive probability: 1 - Π(1 - fpp_i).
+    pub fn expected_fpp(&self) -> f64 {
+        1.0 - self
+            .generations
+            .iter()
+            .map(|generation| 1.0 - generation.filter.expected_fpp())
+            .product::<f64>()
+    }
+}
+
+impl<T: Funnel + ?Sized> crate::Filter<T> for RotatingBloomFilter {
+    fn insert(&mut self, item: &T) -> bool {
+        RotatingBloomFilter::insert(self, item)
+    }
+
+    fn contains(&self, item: &T) -> bool {
+        RotatingBloomFilter::contains(self, item)
+    }
+}
+
+impl crate::FilterStats for RotatingBloomFilter {
+    fn estimated_len(&self) -> u64 {
+        self.len()
+    }
+
+    fn expected_fpp(&self) -> f64 {
+        RotatingBloomFilter::expected_fpp(self)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        RotatingBloomFilter::memory_bytes(self)
+    }
+}
+
+/// Parameters: max generations (u32), items per generation (u64), fpp (f64), window in ms
+/// (u64, 0 for none), kept generation count (u32), then per generation (oldest first) its
+/// item count (u64) and start time (u64 ms). Payload: each generation's words in order
+/// (every generation has the shape of `items_per_generation` at `fpp`).
+impl Persist for RotatingBloomFilter {
+    const VARIANT: Variant = Variant::Rotating;
+
+    fn params(&self) -> Vec<u8> {
+        let mut params = ParamWriter::new()
+            .u32(self.max_generations as u32)
+            .u64(self.items_per_generation)
+            .f64(self.fpp)
+            .u64(self.window_ms.unwrap_or(0))
+            .u32(self.generations.len() as u32);
+        for generation in &self.generations {
+            params = params.u64(generation.len).u64(generation.started_ms);
+        }
+        params.finish()
+    }
+
+    fn payload(&self) -> Vec<u8> {
+        let mut payload = Vec::with_capacity(self.memory_bytes());
+        for generation in &self.generations {
+            payload.extend_from_slice(&native::words_to_le_bytes(generation.filter.words()));
+        }
+        payload
+    }
+
+    fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
+        let mut reader = ParamReader::new(params);
+        let max_generations = reader.u32()? as usize;
+        let items_per_generation = reader.u64()?;
+        let fpp = reader.f64()?;
+        let window_ms = Some(reader.u64()?).filter(|&window| window > 0);
+        let kept = reader.u32()? as usize;
+        if !(2..=MAX_GENERATIONS).contains(&max_generations) || kept == 0 || kept > max_generations {
+            return Err(inconsistent(format!(
+                "{kept} of {max_generations} generations; 2..=1024 generations, 1..=all kept"
+            )));
+        }
+        check_fpp(fpp)?;
+        let shape = ClassicShape::for_fpp(items_per_generation, fpp)?;
+        let generation_bytes = shape.num_words as u64 * 8;
+        if payload.len() as u64 != generation_bytes.saturating_mul(kept as u64) {
+            return Err(inconsistent(format!(
+                "{kept} generations of {generation_bytes} bytes do not make {} payload bytes",
+                payload.len()
+            )));
+        }
+        let mut generations = VecDeque::with_capacity(kept);
+        for words in payload.chunks_exact(generation_bytes as usize) {
+            let len = reader.u64()?;
+            let started_ms = reader.u64()?;
+            let filter = BloomFilter::from_words(native::words_from_le_bytes(words)?, shape.num_hashes)?;
+            generations.push_back(Generation {
+                filter,
+                len,
+                started_ms,
+            });
+        }
+        reader.finish()?;
+        Ok(Self {
+            generations,
+            max_generations,
+            items_per_generation,
+            fpp,
+            window_ms,
+        })
+    }
+}
+
+fn inconsistent(message: String) -> Error {
+    Error::Format {
+        format: "bloomery",
+        problem: FormatProblem::Inconsistent(message),
+    }
+}

@@ -1,0 +1,401 @@
+//! The filters that delete, grow, forget and age, against exact models, with their measured
+//! false-positive rates (printed with `--nocapture`).
+
+use std::collections::{HashMap, HashSet};
+
+use bloomery::format::native::Persist;
+use bloomery::hash::hash_item;
+use bloomery::{
+    AllowlistedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter, RetouchedBloomFilter,
+    RotatingBloomFilter, ScalableBloomFilter, ScalableOptions,
+};
+use proptest::prelude::*;
+
+const N: u64 = 100_000;
+const PROBES: u64 = 1_000_000;
+
+/// Fresh keys: never inserted by these tests (inserted keys are below 10^9).
+fn fresh_keys() -> impl Iterator<Item = u64> {
+    (0..PROBES).map(|i| 1_000_000_000 + i)
+}
+
+fn measured<F: Fn(&u64) -> bool>(contains: F) -> f64 {
+    fresh_keys().filter(|key| contains(key)).count() as f64 / PROBES as f64
+}
+
+#[test]
+fn counting_and_plain_filters_measure_within_ten_percent_of_the_formula() {
+    let mut plain = BloomFilter::with_fpp(N, 0.01).unwrap();
+    let mut counting = CountingBloomFilter::with_fpp(N, 0.01).unwrap();
+    for key in 0..N {
+        plain.insert(&key);
+        counting.insert(&key);
+    }
+    let formula = counting.fpp_for_items(N);
+    let plain_rate = measured(|key| plain.contains(key));
+    let counting_rate = measured(|key| counting.contains(key));
+    println!("plain: {plain_rate:.5}, counting: {counting_rate:.5}, formula {formula:.5} (n = {N}, p = 1%)");
+    assert!(
+        (plain_rate / formula - 1.0).abs() < 0.1,
+        "plain {plain_rate} vs {formula}"
+    );
+    assert!(
+        (counting_rate / formula - 1.0).abs() < 0.1,
+        "counting {counting_rate} vs {formula}"
+    );
+    // Removing every other item brings the rate down towards that of the remaining half.
+    for key in (0..N).step_by(2) {
+        counting.remove(&key).unwrap();
+    }
+    assert!((1..N).step_by(2).all(|key| counting.contains(&key)));
+    let after = measured(|key| counting.contains(key));
+    println!(
+        "counting after removing half: {after:.5}, formula {:.5}",
+        counting.fpp_for_items(N / 2)
+    );
+    assert!(after < counting_rate / 4.0);
+}
+
+#[test]
+fn scalable_filter_grows_through_sub_filters_below_the_requested_rate() {
+    let mut filter = ScalableBloomFilter::new(1_000, 0.01).unwrap();
+    for key in 0..N {
+        filter.insert(&key).unwrap();
+    }
+    let rate = measured(|key| filter.contains(key));
+    println!(
+        "scalable: {} sub-filters, capacity {}, {} items, {} bytes: measured {rate:.5} at p = 0.01",
+        filter.num_filters(),
+        filter.capacity(),
+        filter.len(),
+        filter.memory_bytes()
+    );
+    assert!(filter.num_filters() >= 5);
+    assert!(rate <= 0.01, "{rate}");
+    assert!((0..N).all(|key| filter.contains(&key)));
+}
+
+#[test]
+fn rotating_filter_stays_below_its_bound_on_a_long_stream() {
+    let mut filter = RotatingBloomFilter::new(3, N, 0.01).unwrap();
+    for key in 0..10 * N {
+        filter.insert_at(&key, 0);
+    }
+    let rate = measured(|key| filter.contains(key));
+    println!(
+        "rotating: {} generations, {} bytes after {} inserts: measured {rate:.5}, bound {:.5}",
+        filter.num_generations(),
+        filter.memory_bytes(),
+        10 * N,
+        filter.fpp_bound()
+    );
+    assert!(rate <= filter.fpp_bound(), "{rate}");
+    // The last two full generations and the current one are remembered.
+    assert!((8 * N..10 * N).all(|key| filter.contains(&key)));
+}
+
+#[test]
+fn allowlisted_filter_answers_listed_false_positives_absent() {
+    let mut filter = AllowlistedBloomFilter::with_fpp(N, 0.01).unwrap();
+    for key in 0..N {
+        filter.insert(&key);
+    }
+    let false_positives: Vec<u64> = fresh_keys().filter(|key| filter.contains(key)).collect();
+    for key in &false_positives {
+        assert!(filter.allow(key));
+    }
+    let after = measured(|key| filter.contains(key));
+    let others = PROBES - false_positives.len() as u64;
+    let fresh_rate = measured(|key| filter.filter().contains(key));
+    println!(
+        "allow-listed: {} false positives listed ({} bytes in all); listed keys now absent, \
+         fresh rate of the filter {fresh_rate:.5}, of the filter with the list {after:.5}",
+        false_positives.len(),
+        filter.memory_bytes()
+    );
+    assert_eq!(after, 0.0);
+    assert!(others > 0);
+    assert!((0..N).all(|key| filter.contains(&key)));
+}
+
+#[test]
+fn retouched_filter_removes_false_positives_and_reports_what_it_costs() {
+    for scheme in [
+        ClearingScheme::Random,
+        ClearingScheme::MinimumFalseNegatives,
+        ClearingScheme::MaximumFalsePositives,
+        ClearingScheme::Ratio,
+    ] {
+        let mut filter = RetouchedBloomFilter::with_fpp(10_000, 0.01).unwrap();
+        for key in 0..10_000u64 {
+            filter.insert(&key);
+        }
+        let probes: Vec<u64> = (1_000_000_000..1_000_100_000).collect();
+        let false_positives: Vec<u64> = probes
+            .iter()
+            .copied()
+            .filter(|key| filter.contains(key))
+            .collect();
+        for key in &false_positives {
+            filter.record_false_positive(key);
+        }
+        let mut lost = HashSet::new();
+        for key in &false_positives {
+            let removal = filter.remove_false_positive(key, scheme);
+            lost.extend(removal.false_negatives);
+            assert!(!filter.contains(key));
+        }
+        for key in 0..10_000u64 {
+            assert_eq!(
+                filter.contains(&key),
+                !lost.contains(&hash_item(&key)),
+                "{scheme:?}: unreported loss"
+            );
+        }
+        println!(
+            "retouched {scheme:?}: {} false positives removed, {} inserted items lost (reported)",
+            false_positives.len(),
+            lost.len()
+        );
+        assert_eq!(filter.total_false_negatives(), lost.len() as u64);
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Operation {
+    Insert(u32),
+    Remove(u32),
+    Query(u32),
+}
+
+fn operations() -> impl Strategy<Value = Vec<Operation>> {
+    proptest::collection::vec(
+        prop_oneof![
+            3 => (0u32..500).prop_map(Operation::Insert),
+            2 => (0u32..500).prop_map(Operation::Remove),
+            2 => (0u32..1000).prop_map(Operation::Query),
+        ],
+        0..400,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Counting filter against a multiset: present items are always found, including when
+    /// counters saturate (small filters and repeated inserts); removing an absent item is an
+    /// error that changes nothing.
+    #[test]
+    fn counting_filter_has_no_false_negatives(operations in operations(), expected in 1u64..300) {
+        let mut filter = CountingBloomFilter::with_fpp(expected, 0.05).unwrap();
+        let mut model: HashMap<u32, u32> = HashMap::new();
+        for operation in operations {
+            match operation {
+                Operation::Insert(key) => {
+                    filter.insert(&key);
+                    *model.entry(key).or_default() += 1;
+                }
+                Operation::Remove(key) => {
+                    if let Some(count) = model.get_mut(&key) {
+                        // Removing an inserted item always succeeds.
+                        prop_assert!(filter.remove(&key).is_ok());
+                        *count -= 1;
+                        if *count == 0 {
+                            model.remove(&key);
+                        }
+                    } else if !filter.contains(&key) {
+                        // Definitely absent: an error, and nothing changes.
+                        let before = filter.clone();
+                        prop_assert!(filter.remove(&key).is_err());
+                        prop_assert_eq!(&filter, &before);
+                    }
+                    // (A false positive that was never inserted is not removed: that is
+                    // outside a counting filter's contract, see `remove`.)
+                }
+                Operation::Query(key) => {
+                    if model.contains_key(&key) {
+                        prop_assert!(filter.contains(&key));
+                        prop_assert!(u32::from(filter.count(&key)) >= model[&key].min(15));
+                    }
+                }
+            }
+            for key in model.keys() {
+                prop_assert!(filter.contains(key));
+            }
+        }
+        let copy = CountingBloomFilter::from_bytes(&filter.to_bytes()).unwrap();
+        prop_assert_eq!(copy, filter);
+    }
+
+    #[test]
+    fn scalable_filter_has_no_false_negatives(
+        keys in proptest::collection::vec(any::<u32>(), 0..600),
+        capacity in 1u64..50,
+        expansion in 2u32..4,
+    ) {
+        let options = ScalableOptions { expansion, ..ScalableOptions::default() };
+        let mut filter = ScalableBloomFilter::with_options(capacity, 0.01, options).unwrap();
+        let mut model = HashSet::new();
+        for key in &keys {
+            let added = filter.insert(key).unwrap();
+            if added {
+                prop_assert!(model.insert(*key), "counted twice");
+            }
+            model.insert(*key);
+            prop_assert!(model.iter().all(|key| filter.contains(key)));
+        }
+        prop_assert!(filter.len() <= model.len() as u64);
+        let copy = ScalableBloomFilter::from_bytes(&filter.to_bytes()).unwrap();
+        prop_assert_eq!(copy, filter);
+    }
+
+    #[test]
+    fn non_scaling_filter_reports_full_and_keeps_its_items(keys in proptest::collection::hash_set(any::<u32>(), 0..100)) {
+        let options = ScalableOptions { scaling: false, ..ScalableOptions::default() };
+        let mut filter = ScalableBloomFilter::with_options(20, 0.01, options).unwrap();
+        let mut kept = Vec::new();
+        for key in &keys {
+            match filter.insert(key) {
+                Ok(_) => kept.push(*key),
+                Err(error) => prop_assert!(error.to_string().contains("full")),
+            }
+        }
+        prop_assert!(filter.len() <= 20);
+        prop_assert!(kept.iter().all(|key| filter.contains(key)));
+    }
+
+    #[test]
+    fn allowlisted_filter_has_no_false_negatives(
+        inserted in proptest::collection::vec(0u32..300, 0..200),
+        allowed in proptest::collection::vec(300u32..3000, 0..200),
+        late in proptest::collection::vec(300u32..3000, 0..50),
+    ) {
+        let mut filter = AllowlistedBloomFilter::with_fpp(100, 0.1).unwrap();
+        for key in &inserted {
+            filter.insert(key);
+        }
+        // Items never inserted may be listed; some of them are inserted later anyway.
+        for key in &allowed {
+            filter.allow(key);
+            prop_assert!(!filter.contains(key));
+        }
+        for key in &late {
+            filter.insert(key);
+        }
+        for key in inserted.iter().chain(&late) {
+            prop_assert!(filter.contains(key));
+        }
+        let copy = AllowlistedBloomFilter::from_bytes(&filter.to_bytes()).unwrap();
+        prop_assert_eq!(copy, filter);
+    }
+
+    #[test]
+    fn rotating_filter_remembers_its_window(
+        keys in proptest::collection::vec(any::<u32>(), 0..2_000),
+        generations in 2usize..5,
+        per_generation in 1u64..200,
+    ) {
+        let mut filter = RotatingBloomFilter::with_window(generations, per_generation, 0.01, Some(1_000), 0).unwrap();
+        let mut history: Vec<u32> = Vec::new();
+        for (time, key) in keys.iter().enumerate() {
+            filter.insert_at(key, time as u64);
+            history.push(*key);
+            // The newest `per_generation` distinct inserts are always within the window.
+            let recent = history.iter().rev().take(per_generation as usize);
+            for key in recent {
+                prop_assert!(filter.contains(key));
+            }
+        }
+        prop_assert!(filter.num_generations() <= generations);
+        let copy = RotatingBloomFilter::from_bytes(&filter.to_bytes()).unwrap();
+        prop_assert_eq!(copy, filter);
+    }
+
+    #[test]
+    fn retouched_filter_loses_only_what_it_reports(
+        inserted in proptest::collection::hash_set(0u32..100_000, 0..300),
+        probes in proptest::collection::vec(100_000u32..10_000_000, 0..3_000),
+        scheme in prop_oneof![
+            Just(ClearingScheme::Random),
+            Just(ClearingScheme::MinimumFalseNegatives),
+            Just(ClearingScheme::MaximumFalsePositives),
+            Just(ClearingScheme::Ratio),
+        ],
+    ) {
+        let mut filter = RetouchedBloomFilter::with_fpp(300, 0.05).unwrap();
+        for key in &inserted {
+            filter.insert(key);
+        }
+        let mut lost = HashSet::new();
+        for key in &probes {
+            if filter.contains(key) {
+                filter.record_false_positive(key);
+                lost.extend(filter.remove_false_positive(key, scheme).false_negatives);
+                prop_assert!(!filter.contains(key));
+            }
+        }
+        for key in &inserted {
+            prop_assert_eq!(filter.contains(key), !lost.contains(&hash_item(key)));
+        }
+        let copy = RetouchedBloomFilter::from_bytes(&filter.to_bytes()).unwrap();
+        prop_assert_eq!(copy, filter);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_the_variant_readers(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = CountingBloomFilter::from_bytes(&bytes);
+        let _ = ScalableBloomFilter::from_bytes(&bytes);
+        let _ = AllowlistedBloomFilter::from_bytes(&bytes);
+        let _ = RotatingBloomFilter::from_bytes(&bytes);
+        let _ = RetouchedBloomFilter::from_bytes(&bytes);
+    }
+}
+
+#[test]
+fn a_scalable_filter_that_cannot_grow_further_says_so() {
+    let options = ScalableOptions {
+        expansion: 1,
+        ..ScalableOptions::default()
+    };
+    let mut filter = ScalableBloomFilter::with_options(1, 0.01, options).unwrap();
+    let outcome = (0..10_000u32).map(|key| filter.insert(&key)).find(Result::is_err);
+    let message = outcome.expect("growth stops").unwrap_err().to_string();
+    assert!(
+        message.contains("full") || message.contains("num_hashes"),
+        "{message}"
+    );
+    assert!(filter.num_filters() <= bloomery::scalable::MAX_SUB_FILTERS);
+}
+
+#[test]
+fn variant_readers_refuse_hostile_parameters_in_valid_envelopes() {
+    use bloomery::format::native::{ParamWriter, Variant, encode};
+    // A scalable filter whose one sub-filter claims 2^40 words over an empty payload.
+    let params = ParamWriter::new()
+        .u64(100)
+        .f64(0.01)
+        .u32(2)
+        .f64(0.5)
+        .u8(1)
+        .u32(1)
+        .u64(100)
+        .u64(0)
+        .u32(7)
+        .u64(1 << 40)
+        .finish();
+    assert!(ScalableBloomFilter::from_bytes(&encode(Variant::Scalable, &params, &[])).is_err());
+    // A rotating filter of 10^12 items per generation: refused before allocating.
+    let params = ParamWriter::new()
+        .u32(3)
+        .u64(1_000_000_000_000)
+        .f64(0.01)
+        .u64(0)
+        .u32(1)
+        .u64(0)
+        .u64(0)
+        .finish();
+    assert!(RotatingBloomFilter::from_bytes(&encode(Variant::Rotating, &params, &[])).is_err());
+    // A counting filter whose counters do not match its payload.
+    let params = ParamWriter::new().u64(1_000).u32(3).finish();
+    assert!(CountingBloomFilter::from_bytes(&encode(Variant::Counting, &params, &[0; 10])).is_err());
+}
