@@ -224,3 +224,35 @@ impl Persist for CountingBloomFilter {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturated_counters_never_cause_a_false_negative() {
+        let mut filter = CountingBloomFilter::with_fpp(10, 0.01).unwrap();
+        for _ in 0..20 {
+            filter.insert("hot");
+        }
+        filter.insert("cold");
+        assert_eq!(filter.count("hot"), SATURATED);
+        assert!(filter.saturated_counters() >= 1);
+        // Twenty removals of "hot" leave its saturated counters at 15...
+        for _ in 0..20 {
+            filter.remove("hot").unwrap();
+        }
+        assert!(filter.contains("hot"), "saturated counters stay set");
+        // ...and "cold", which may share them, is still present.
+        assert!(filter.contains("cold"));
+    }
+
+    #[test]
+    fn a_refused_removal_changes_nothing() {
+        let mut filter = CountingBloomFilter::with_fpp(100, 0.01).unwrap();
+        filter.insert("a");
+        let before = filter.clone();
+        assert!(matches!(filter.remove("b"), Err(Error::NotPresent)));
+        assert_eq!(filter, before);
+    }
+}
