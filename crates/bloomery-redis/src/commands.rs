@@ -1,0 +1,351 @@
+//! The `BF.*` commands, with RedisBloom 2.6.28's syntax, defaults and error replies
+//! (`shared/peers/redisbloom-2.6.28.md`). Where RedisBloom is plainly wrong we differ, and
+//! say so here: `BF.EXISTS`/`BF.MEXISTS` on a key of another type answer WRONGTYPE (as
+//! `BF.CARD` does) instead of 0, and a filter beyond the memory cap is refused with an
+//! error instead of taking the server down.
+
+use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
+use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+
+use crate::datatype::BLOOM_TYPE;
+use crate::limits::{MAX_EXPANSION, MAX_FILTER_BYTES, first_filter_bytes};
+
+/// RedisBloom's defaults for filters created by `BF.ADD`/`BF.MADD`/`BF.INSERT`.
+const DEFAULT_ERROR_RATE: f64 = 0.01;
+const DEFAULT_CAPACITY: u64 = 100;
+const DEFAULT_EXPANSION: u32 = 2;
+
+const FULL: &str = "ERR non scaling filter is full";
+const WRONG_TYPE: RedisError =
+    RedisError::Str("WRONGTYPE Operation against a key holding the wrong kind of value");
+
+/// Parameters of a new filter.
+struct Reservation {
+    error_rate: f64,
+    capacity: u64,
+    expansion: u32,
+    scaling: bool,
+}
+
+impl Default for Reservation {
+    fn default() -> Self {
+        Self {
+            error_rate: DEFAULT_ERROR_RATE,
+            capacity: DEFAULT_CAPACITY,
+            expansion: DEFAULT_EXPANSION,
+            scaling: true,
+        }
+    }
+}
+
+impl Reservation {
+    fn create(&self) -> Result<ScalableBloomFilter, RedisError> {
+        let bytes = first_filter_bytes(self.capacity, self.error_rate);
+        if bytes > MAX_FILTER_BYTES {
+            return Err(RedisError::String(format!(
+                "ERR filter would take {bytes} bytes, more than the module's limit of {MAX_FILTER_BYTES}"
+            )));
+        }
+        let options = ScalableOptions {
+            expansion: self.expansion,
+            tightening: 0.5,
+            scaling: self.scaling,
+        };
+        ScalableBloomFilter::with_options(self.capacity, self.error_rate, options)
+            .map_err(|error| RedisError::String(format!("ERR {error}")))
+    }
+}
+
+fn parse_f64(arg: &RedisString) -> Option<f64> {
+    arg.try_as_str()
+        .ok()?
+        .parse::<f64>()
+        .ok()
+        .filter(|value| !value.is_nan())
+}
+
+fn parse_i64(arg: &RedisString) -> Option<i64> {
+    arg.try_as_str().ok()?.parse::<i64>().ok()
+}
+
+fn word_is(arg: &RedisString, word: &str) -> bool {
+    arg.try_as_str().is_ok_and(|text| text.eq_ignore_ascii_case(word))
+}
+
+fn notify_and_replicate(ctx: &Context, event: &str, key: &RedisString) {
+    ctx.notify_keyspace_event(NotifyEvent::GENERIC, event, key);
+    ctx.replicate_verbatim();
+}
+
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
+pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 4 {
+        return Err(RedisError::WrongArity);
+    }
+    let key = &args[1];
+    let error_rate = parse_f64(&args[2]).ok_or(RedisError::Str("ERR bad error rate"))?;
+    if !(error_rate > 0.0 && error_rate < 1.0) {
+        return Err(RedisError::Str("ERR (0 < error rate range < 1) "));
+    }
+    let capacity = parse_i64(&args[3]).ok_or(RedisError::Str("ERR bad capacity"))?;
+    if capacity <= 0 {
+        return Err(RedisError::Str("ERR (capacity should be larger than 0)"));
+    }
+    let mut reservation = Reservation {
+        error_rate,
+        capacity: capacity as u64,
+        ..Reservation::default()
+    };
+    let mut expansion_given = false;
+    let mut rest = args[4..].iter();
+    while let Some(word) = rest.next() {
+        if word_is(word, "EXPANSION") {
+            let value = rest.next().ok_or(RedisError::WrongArity)?;
+            let expansion = parse_i64(value).ok_or(RedisError::Str("ERR bad expansion"))?;
+            if expansion < 1 {
+                return Err(RedisError::Str("ERR expansion should be greater or equal to 1"));
+            }
+            if expansion as u64 > MAX_EXPANSION {
+                return Err(RedisError::String(format!(
+                    "ERR expansion above the module's limit of {MAX_EXPANSION}"
+                )));
+            }
+            reservation.expansion = expansion as u32;
+            expansion_given = true;
+        } else if word_is(word, "NONSCALING") {
+            reservation.scaling = false;
+        }
+        // Other words are ignored, as RedisBloom does.
+    }
+    if !reservation.scaling && expansion_given {
+        return Err(RedisError::Str("Nonscaling filters cannot expand"));
+    }
+    let redis_key = ctx.open_key_writable(key);
+    if !redis_key.is_empty() {
+        // WRONGTYPE for another type, "item exists" for a filter.
+        redis_key
+            .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+            .map_err(|_| WRONG_TYPE)?;
+        return Err(RedisError::Str("ERR item exists"));
+    }
+    redis_key.set_value(&BLOOM_TYPE, reservation.create()?)?;
+    notify_and_replicate(ctx, "bf.reserve", key);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// Adds `items` to the filter at `key` (created from `reservation` if missing, unless
+/// `create` is false); one reply per item, stopping at the first error as RedisBloom does.
+fn add_items(
+    ctx: &Context,
+    key: &RedisString,
+    items: &[RedisString],
+    reservation: Option<&Reservation>,
+) -> Result<Vec<RedisValue>, RedisError> {
+    let redis_key = ctx.open_key_writable(key);
+    let filter = match redis_key
+        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?
+    {
+        Some(filter) => filter,
+        None => {
+            let Some(reservation) = reservation else {
+                return Err(RedisError::Str("ERR not found"));
+            };
+            redis_key.set_value(&BLOOM_TYPE, reservation.create()?)?;
+            redis_key
+                .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+                .map_err(|_| WRONG_TYPE)?
+                .ok_or(RedisError::Str("ERR could not create the filter"))?
+        }
+    };
+    let mut replies = Vec::with_capacity(items.len());
+    for item in items {
+        match filter.insert(item.as_slice()) {
+            Ok(added) => replies.push(RedisValue::Integer(i64::from(added))),
+            Err(BloomError::Full { .. }) => {
+                replies.push(RedisValue::StaticError(FULL));
+                break;
+            }
+            Err(_) => {
+                replies.push(RedisValue::StaticError("ERR filter cannot grow any further"));
+                break;
+            }
+        }
+    }
+    notify_and_replicate(ctx, "bf.add", key);
+    Ok(replies)
+}
+
+/// `BF.ADD key item`
+pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let mut replies = add_items(ctx, &args[1], &args[2..], Some(&Reservation::default()))?;
+    match replies.pop() {
+        Some(RedisValue::StaticError(message)) => Err(RedisError::Str(message)),
+        Some(reply) => Ok(reply),
+        None => Err(RedisError::Str("ERR no reply")),
+    }
+}
+
+/// `BF.MADD key item [item ...]`
+pub fn madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 3 {
+        return Err(RedisError::WrongArity);
+    }
+    Ok(RedisValue::Array(add_items(
+        ctx,
+        &args[1],
+        &args[2..],
+        Some(&Reservation::default()),
+    )?))
+}
+
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
+pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 4 {
+        return Err(RedisError::WrongArity);
+    }
+    let mut reservation = Reservation::default();
+    let mut create = true;
+    let mut index = 2;
+    let items_at = loop {
+        let Some(word) = args.get(index) else {
+            return Err(RedisError::WrongArity);
+        };
+        if word_is(word, "ITEMS") {
+            break index + 1;
+        }
+        let value = args.get(index + 1);
+        if word_is(word, "CAPACITY") {
+            let capacity = value.and_then(parse_i64).filter(|&capacity| capacity > 0);
+            reservation.capacity = capacity.ok_or(RedisError::Str("Bad argument received"))? as u64;
+            index += 2;
+        } else if word_is(word, "ERROR") {
+            let error_rate = value.and_then(parse_f64).filter(|&rate| rate > 0.0 && rate < 1.0);
+            reservation.error_rate = error_rate.ok_or(RedisError::Str("Bad argument received"))?;
+            index += 2;
+        } else if word_is(word, "EXPANSION") {
+            let expansion = value
+                .and_then(parse_i64)
+                .filter(|&n| n >= 1 && n as u64 <= MAX_EXPANSION);
+            reservation.expansion = expansion.ok_or(RedisError::Str("Bad argument received"))? as u32;
+            index += 2;
+        } else if word_is(word, "NOCREATE") {
+            create = false;
+            index += 1;
+        } else if word_is(word, "NONSCALING") {
+            reservation.scaling = false;
+            index += 1;
+        } else {
+            return Err(RedisError::Str("Unknown argument received"));
+        }
+    };
+    if items_at >= args.len() {
+        return Err(RedisError::WrongArity);
+    }
+    let reservation = create.then_some(&reservation);
+    Ok(RedisValue::Array(add_items(
+        ctx,
+        &args[1],
+        &args[items_at..],
+        reservation,
+    )?))
+}
+
+/// Looks items up in the filter at `key`; a missing key answers 0 for each.
+fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec<RedisValue>, RedisError> {
+    let redis_key = ctx.open_key(key);
+    let filter = redis_key
+        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?;
+    Ok(items
+        .iter()
+        .map(|item| {
+            RedisValue::Integer(i64::from(
+                filter.is_some_and(|filter| filter.contains(item.as_slice())),
+            ))
+        })
+        .collect())
+}
+
+/// `BF.EXISTS key item`
+pub fn exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let mut replies = lookup(ctx, &args[1], &args[2..])?;
+    Ok(replies.pop().unwrap_or(RedisValue::Integer(0)))
+}
+
+/// `BF.MEXISTS key item [item ...]`
+pub fn mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 3 {
+        return Err(RedisError::WrongArity);
+    }
+    Ok(RedisValue::Array(lookup(ctx, &args[1], &args[2..])?))
+}
+
+/// `BF.CARD key`
+pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 2 {
+        return Err(RedisError::WrongArity);
+    }
+    let redis_key = ctx.open_key(&args[1]);
+    let filter = redis_key
+        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?;
+    Ok(RedisValue::Integer(
+        filter.map_or(0, |filter| filter.len() as i64),
+    ))
+}
+
+/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]`
+pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 2 && args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let redis_key = ctx.open_key(&args[1]);
+    let filter = redis_key
+        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?
+        .ok_or(RedisError::Str("ERR not found"))?;
+    let expansion = if filter.options().scaling {
+        RedisValue::Integer(i64::from(filter.expansion()))
+    } else {
+        RedisValue::Null
+    };
+    let fields = [
+        (
+            "Capacity",
+            "CAPACITY",
+            RedisValue::Integer(filter.capacity() as i64),
+        ),
+        ("Size", "SIZE", RedisValue::Integer(filter.memory_bytes() as i64)),
+        (
+            "Number of filters",
+            "FILTERS",
+            RedisValue::Integer(filter.num_filters() as i64),
+        ),
+        (
+            "Number of items inserted",
+            "ITEMS",
+            RedisValue::Integer(filter.len() as i64),
+        ),
+        ("Expansion rate", "EXPANSION", expansion),
+    ];
+    if let Some(wanted) = args.get(2) {
+        return fields
+            .into_iter()
+            .find(|(_, name, _)| word_is(wanted, name))
+            .map(|(_, _, value)| value)
+            .ok_or(RedisError::Str("Invalid information value"));
+    }
+    Ok(RedisValue::Array(
+        fields
+            .into_iter()
+            .flat_map(|(label, _, value)| [RedisValue::SimpleStringStatic(label), value])
+            .collect(),
+    ))
+}

@@ -1,0 +1,72 @@
+//! The module's data type: a `ScalableBloomFilter` per key, saved to RDB as the library's
+//! native envelope (checksummed, so a damaged RDB is refused rather than half-loaded).
+
+use std::os::raw::{c_int, c_void};
+
+use bloomery::ScalableBloomFilter;
+use bloomery::format::native::Persist;
+use redis_module::native_types::RedisType;
+use redis_module::raw;
+
+/// The RDB encoding version of [`BLOOM_TYPE`].
+const ENCODING_VERSION: c_int = 0;
+
+/// The module's type; the name is exactly 9 characters, as Redis requires.
+pub static BLOOM_TYPE: RedisType = RedisType::new(
+    "bloomery_",
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: None,
+        free: Some(free),
+        mem_usage: Some(mem_usage),
+        digest: None,
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: None,
+        unlink: None,
+        copy: None,
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: None,
+    },
+);
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    if !value.is_null() {
+        // SAFETY: every value of this type was created by `Box::into_raw` in `set_value` or
+        // `rdb_load` from a `ScalableBloomFilter`.
+        drop(unsafe { Box::from_raw(value.cast::<ScalableBloomFilter>()) });
+    }
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // SAFETY: as in `free`; Redis holds the key while it asks.
+    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
+    filter.memory_bytes() + std::mem::size_of::<ScalableBloomFilter>()
+}
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: as in `free`.
+    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
+    raw::save_slice(rdb, &filter.to_bytes());
+}
+
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
+    if encoding_version != ENCODING_VERSION {
+        return std::ptr::null_mut();
+    }
+    let Ok(buffer) = raw::load_string_buffer(rdb) else {
+        return std::ptr::null_mut();
+    };
+    match ScalableBloomFilter::from_bytes(buffer.as_ref()) {
+        Ok(filter) => Box::into_raw(Box::new(filter)).cast::<c_void>(),
+        Err(_) => std::ptr::null_mut(),
+    }
+}

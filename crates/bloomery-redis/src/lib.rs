@@ -1,0 +1,33 @@
+//! A Redis module serving RedisBloom-compatible `BF.*` commands from bloomery's scalable
+//! filter: `redis-server --loadmodule target/release/libbloomery_redis.so`.
+//!
+//! Work in progress (see the project's issue): `BF.RESERVE`, `BF.ADD`, `BF.MADD`,
+//! `BF.INSERT`, `BF.EXISTS`, `BF.MEXISTS`, `BF.CARD` and `BF.INFO` with RedisBloom's
+//! syntax, defaults (error rate 0.01, capacity 100, expansion 2) and error replies, and the
+//! data type's RDB save and load, free and memory usage.
+
+mod commands;
+mod datatype;
+pub mod limits;
+
+use datatype::BLOOM_TYPE;
+use redis_module::redis_module;
+
+redis_module! {
+    name: "bloomery",
+    version: 1,
+    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+    data_types: [
+        BLOOM_TYPE,
+    ],
+    commands: [
+        ["bf.reserve", commands::reserve, "write deny-oom", 1, 1, 1, ""],
+        ["bf.add", commands::add, "write deny-oom", 1, 1, 1, ""],
+        ["bf.madd", commands::madd, "write deny-oom", 1, 1, 1, ""],
+        ["bf.insert", commands::insert, "write deny-oom", 1, 1, 1, ""],
+        ["bf.exists", commands::exists, "readonly", 1, 1, 1, ""],
+        ["bf.mexists", commands::mexists, "readonly", 1, 1, 1, ""],
+        ["bf.card", commands::card, "readonly", 1, 1, 1, ""],
+        ["bf.info", commands::info, "readonly", 1, 1, 1, ""],
+    ],
+}

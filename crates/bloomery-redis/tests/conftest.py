@@ -1,0 +1,73 @@
+"""Real redis-server processes with the bloomery module loaded, on free loopback ports."""
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[3]
+MODULE = Path(os.environ.get("BLOOMERY_REDIS_MODULE", ROOT / "target/release/libbloomery_redis.so"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """One redis-server on 127.0.0.1 with the module; restartable on the same data dir."""
+
+    def __init__(self, directory: Path, *extra: str):
+        self.directory = directory
+        self.extra = list(extra)
+        self.port = free_port()
+        self.process = None
+
+    def start(self) -> "Server":
+        self.process = subprocess.Popen(
+            [
+                "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", str(self.directory), "--save", "", "--appendonly", "no",
+                "--loadmodule", str(MODULE), *self.extra,
+            ],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        client = self.client()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                return self
+            except redis.ConnectionError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server on port {self.port} did not start")
+                time.sleep(0.05)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture
+def server(tmp_path):
+    assert MODULE.exists(), f"build the module first: {MODULE}"
+    instance = Server(tmp_path).start()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+def r(server):
+    return server.client()

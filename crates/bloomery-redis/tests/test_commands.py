@@ -1,0 +1,139 @@
+"""BF.* commands against RedisBloom 2.6.28's recorded replies (shared/peers), and the
+data type's persistence, on a real redis-server."""
+import pytest
+import redis
+
+
+def error_of(client, *command) -> str:
+    with pytest.raises(redis.ResponseError) as raised:
+        client.execute_command(*command)
+    return str(raised.value)
+
+
+def test_reserve_and_its_errors_match_redisbloom(r):
+    assert r.execute_command("BF.RESERVE", "k1", "0.01", "1000") in (b"OK", "OK", True)
+    assert error_of(r, "BF.RESERVE", "k1", "0.01", "1000") == "item exists"
+    for rate in ("0", "1", "-1"):
+        assert error_of(r, "BF.RESERVE", "k2", rate, "1000") == "(0 < error rate range < 1) "
+    assert error_of(r, "BF.RESERVE", "k2", "abc", "1000") == "bad error rate"
+    for capacity in ("0", "-5"):
+        assert error_of(r, "BF.RESERVE", "k2", "0.01", capacity) == "(capacity should be larger than 0)"
+    assert error_of(r, "BF.RESERVE", "k2", "0.01", "abc") == "bad capacity"
+    assert error_of(r, "BF.RESERVE", "k2", "0.01", "100", "EXPANSION", "0") == "expansion should be greater or equal to 1"
+    assert error_of(r, "BF.RESERVE", "k2", "0.01", "100", "EXPANSION", "abc") == "bad expansion"
+    assert error_of(r, "BF.RESERVE", "k2", "0.01", "100", "NONSCALING", "EXPANSION", "2") == "Nonscaling filters cannot expand"
+    assert error_of(r, "BF.RESERVE", "k2", "0.01") == "wrong number of arguments for 'bf.reserve' command"
+    # Unknown words are ignored, as RedisBloom does.
+    r.execute_command("BF.RESERVE", "k2", "0.01", "100", "FOO")
+    assert r.execute_command("BF.INFO", "k2", "CAPACITY") == 100
+
+
+def test_add_exists_and_card(r):
+    assert error_of(r, "BF.ADD", "k1") == "wrong number of arguments for 'bf.add' command"
+    assert r.execute_command("BF.ADD", "k1", "a") == 1
+    assert r.execute_command("BF.ADD", "k1", "a") == 0
+    assert r.execute_command("BF.MADD", "k1", "a", "b", "c") == [0, 1, 1]
+    assert r.execute_command("BF.MEXISTS", "k1", "a", "b", "z") == [1, 1, 0]
+    assert r.execute_command("BF.EXISTS", "k1", "c") == 1
+    assert r.execute_command("BF.EXISTS", "k1", "zz") == 0
+    assert r.execute_command("BF.CARD", "k1") == 3
+    assert r.execute_command("BF.EXISTS", "missing", "a") == 0
+    assert r.execute_command("BF.MEXISTS", "missing", "a", "b") == [0, 0]
+    assert r.execute_command("BF.CARD", "missing") == 0
+
+
+def test_other_types_get_wrongtype(r):
+    r.set("str", "v")
+    wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value"
+    assert error_of(r, "BF.ADD", "str", "a") == wrongtype
+    assert error_of(r, "BF.CARD", "str") == wrongtype
+    assert error_of(r, "BF.RESERVE", "str", "0.01", "100") == wrongtype
+    # RedisBloom answers 0 here; bloomery answers WRONGTYPE, as BF.CARD does.
+    assert error_of(r, "BF.EXISTS", "str", "a") == wrongtype
+
+
+def test_defaults_match_redisbloom(r):
+    assert r.execute_command("BF.ADD", "auto", "x") == 1
+    info = r.execute_command("BF.INFO", "auto")
+    fields = dict(zip(info[0::2], info[1::2]))
+    assert fields[b"Capacity"] == 100
+    assert fields[b"Number of filters"] == 1
+    assert fields[b"Number of items inserted"] == 1
+    assert fields[b"Expansion rate"] == 2
+    assert fields[b"Size"] > 0
+
+
+def test_info_fields_and_errors(r):
+    r.execute_command("BF.RESERVE", "k1", "0.01", "1000")
+    r.execute_command("BF.MADD", "k1", "a", "b", "c")
+    assert r.execute_command("BF.INFO", "k1", "CAPACITY") == 1000
+    assert r.execute_command("BF.INFO", "k1", "FILTERS") == 1
+    assert r.execute_command("BF.INFO", "k1", "ITEMS") == 3
+    assert r.execute_command("BF.INFO", "k1", "EXPANSION") == 2
+    assert r.execute_command("BF.INFO", "k1", "SIZE") > 0
+    assert error_of(r, "BF.INFO", "k1", "FOO") == "Invalid information value"
+    assert error_of(r, "BF.INFO", "missing") == "not found"
+
+
+def test_insert_options_and_errors(r):
+    assert error_of(r, "BF.INSERT", "missing", "NOCREATE", "ITEMS", "a") == "not found"
+    assert error_of(r, "BF.INSERT", "k3", "ITEMS") == "wrong number of arguments for 'bf.insert' command"
+    assert error_of(r, "BF.INSERT", "k3", "CAPACITY", "0", "ITEMS", "a") == "Bad argument received"
+    assert error_of(r, "BF.INSERT", "k3", "ERROR", "2", "ITEMS", "a") == "Bad argument received"
+    assert error_of(r, "BF.INSERT", "k3", "FOO", "ITEMS", "a") == "Unknown argument received"
+    assert r.execute_command("BF.INSERT", "k3", "CAPACITY", "50", "ERROR", "0.001", "EXPANSION", "4", "ITEMS", "a", "b", "c") == [1, 1, 1]
+    assert r.execute_command("BF.INFO", "k3", "CAPACITY") == 50
+    assert r.execute_command("BF.INFO", "k3", "EXPANSION") == 4
+    assert r.execute_command("BF.INSERT", "k4", "NONSCALING", "CAPACITY", "2", "ITEMS", "x") == [1]
+    assert r.execute_command("BF.INFO", "k4", "EXPANSION") is None
+
+
+def test_a_full_nonscaling_filter_says_so(r):
+    r.execute_command("BF.RESERVE", "ns", "0.01", "2", "NONSCALING")
+    replies = r.execute_command("BF.MADD", "ns", "a", "b", "c", "d")
+    assert replies[:2] == [1, 1]
+    assert isinstance(replies[2], redis.ResponseError) and str(replies[2]) == "non scaling filter is full"
+    assert len(replies) == 3
+    assert error_of(r, "BF.ADD", "ns", "e") == "non scaling filter is full"
+    assert r.execute_command("BF.INFO", "ns", "EXPANSION") is None
+
+
+def test_a_scaling_filter_grows_and_keeps_every_item(r):
+    r.execute_command("BF.RESERVE", "grow", "0.01", "100")
+    items = [f"item-{i}" for i in range(5000)]
+    r.execute_command("BF.MADD", "grow", *items)
+    assert r.execute_command("BF.INFO", "grow", "FILTERS") >= 5
+    assert all(r.execute_command("BF.MEXISTS", "grow", *items))
+    fresh = [f"fresh-{i}" for i in range(20000)]
+    false_positives = sum(r.execute_command("BF.MEXISTS", "grow", *fresh))
+    assert false_positives / len(fresh) <= 0.01
+
+
+def test_huge_requests_are_refused_and_the_server_lives(r):
+    message = error_of(r, "BF.RESERVE", "big", "0.01", "100000000000")
+    assert "limit" in message
+    message = error_of(r, "BF.RESERVE", "tiny", "1e-300", "1000000000")
+    assert "limit" in message
+    assert r.ping()
+    assert r.exists("big") == 0
+
+
+def test_memory_usage_reports_the_filter(r):
+    r.execute_command("BF.RESERVE", "m", "0.001", "100000")
+    usage = r.memory_usage("m")
+    assert usage >= r.execute_command("BF.INFO", "m", "SIZE")
+
+
+def test_data_survives_a_restart_from_rdb(server):
+    client = server.client()
+    client.execute_command("BF.RESERVE", "kept", "0.01", "100", "EXPANSION", "3")
+    items = [f"persisted-{i}" for i in range(3000)]
+    client.execute_command("BF.MADD", "kept", *items)
+    info_before = client.execute_command("BF.INFO", "kept")
+    client.save()
+    server.stop()
+    server.start()
+    client = server.client()
+    assert client.execute_command("BF.INFO", "kept") == info_before
+    assert all(client.execute_command("BF.MEXISTS", "kept", *items))
+    assert client.execute_command("BF.ADD", "kept", "after-restart") == 1
