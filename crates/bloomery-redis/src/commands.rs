@@ -7,7 +7,12 @@
 use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
 
-use crate::datatype::BLOOM_TYPE;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use bloomery::format::native::{Header, Persist, Variant};
+
+use crate::datatype::{BLOOM_TYPE, CHUNK_BYTES, dump_chunk};
 use crate::limits::{MAX_EXPANSION, MAX_FILTER_BYTES, first_filter_bytes};
 
 /// RedisBloom's defaults for filters created by `BF.ADD`/`BF.MADD`/`BF.INSERT`.
@@ -348,4 +353,114 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             .flat_map(|(label, _, value)| [RedisValue::SimpleStringStatic(label), value])
             .collect(),
     ))
+}
+
+/// `BF.SCANDUMP key iterator`: piece `iterator + 1` of the filter's serialized form, as
+/// `[next iterator, bytes]`; `[0, ""]` when done. Feed each pair to `BF.LOADCHUNK`.
+pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let iterator = parse_i64(&args[2])
+        .filter(|&iterator| iterator >= 0)
+        .ok_or(RedisError::Str("ERR invalid iterator"))?;
+    let redis_key = ctx.open_key(&args[1]);
+    let filter = redis_key
+        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?
+        .ok_or(RedisError::Str("ERR not found"))?;
+    let bytes = filter.to_bytes();
+    let next = iterator as u64 + 1;
+    Ok(match dump_chunk(&bytes, next) {
+        Some(chunk) => RedisValue::Array(vec![
+            RedisValue::Integer(next as i64),
+            RedisValue::StringBuffer(chunk.to_vec()),
+        ]),
+        None => RedisValue::Array(vec![RedisValue::Integer(0), RedisValue::StringBuffer(Vec::new())]),
+    })
+}
+
+/// A dump being loaded piece by piece: the bytes so far, the total the header announced,
+/// and the iterator the next piece must carry.
+struct PendingLoad {
+    bytes: Vec<u8>,
+    total: u64,
+    next_iterator: i64,
+}
+
+/// Loads in progress, by key. Memory grows only with the pieces received.
+static PENDING: Mutex<BTreeMap<Vec<u8>, PendingLoad>> = Mutex::new(BTreeMap::new());
+
+/// The largest dump `BF.LOADCHUNK` accepts: 64 sub-filters at the per-filter cap.
+const MAX_DUMP_BYTES: u64 = 64 * MAX_FILTER_BYTES;
+
+const BAD_DATA: RedisError = RedisError::Str("ERR received bad data");
+
+/// `BF.LOADCHUNK key iterator data`: restores a filter from `BF.SCANDUMP`'s pieces, in
+/// order. The key is written when the last piece arrives and the whole dump passes its
+/// checksums; anything malformed is refused with "received bad data" and changes nothing.
+pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 4 {
+        return Err(RedisError::WrongArity);
+    }
+    let key = &args[1];
+    let iterator = parse_i64(&args[2]).ok_or(BAD_DATA)?;
+    let data = args[3].as_slice();
+    let mut pending = PENDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let key_bytes = key.as_slice().to_vec();
+    let complete = if iterator == 1 {
+        pending.remove(&key_bytes);
+        let header = Header::parse(data).map_err(|_| BAD_DATA)?;
+        if header.variant != Variant::Scalable || header.total_len() > MAX_DUMP_BYTES {
+            return Err(BAD_DATA);
+        }
+        if data.len() as u64 > header.total_len() {
+            return Err(BAD_DATA);
+        }
+        if (data.len() as u64) < header.total_len() {
+            if data.len() != CHUNK_BYTES {
+                return Err(BAD_DATA);
+            }
+            pending.insert(
+                key_bytes,
+                PendingLoad {
+                    bytes: data.to_vec(),
+                    total: header.total_len(),
+                    next_iterator: 2,
+                },
+            );
+            None
+        } else {
+            Some(data.to_vec())
+        }
+    } else {
+        let load = pending.get_mut(&key_bytes).ok_or(BAD_DATA)?;
+        let received = load.bytes.len() as u64 + data.len() as u64;
+        let last = received == load.total;
+        if iterator != load.next_iterator || received > load.total || (!last && data.len() != CHUNK_BYTES) {
+            pending.remove(&key_bytes);
+            return Err(BAD_DATA);
+        }
+        load.bytes.extend_from_slice(data);
+        load.next_iterator += 1;
+        if last {
+            pending.remove(&key_bytes).map(|load| load.bytes)
+        } else {
+            None
+        }
+    };
+    drop(pending);
+    if let Some(bytes) = complete {
+        let filter = ScalableBloomFilter::from_bytes(&bytes).map_err(|_| BAD_DATA)?;
+        let redis_key = ctx.open_key_writable(key);
+        if !redis_key.is_empty() {
+            redis_key
+                .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+                .map_err(|_| WRONG_TYPE)?;
+        }
+        redis_key.set_value(&BLOOM_TYPE, filter)?;
+        ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.loadchunk", key);
+    }
+    ctx.replicate_verbatim();
+    Ok(RedisValue::SimpleStringStatic("OK"))
 }

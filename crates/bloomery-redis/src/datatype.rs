@@ -19,17 +19,17 @@ pub static BLOOM_TYPE: RedisType = RedisType::new(
         version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
         rdb_load: Some(rdb_load),
         rdb_save: Some(rdb_save),
-        aof_rewrite: None,
+        aof_rewrite: Some(aof_rewrite),
         free: Some(free),
         mem_usage: Some(mem_usage),
-        digest: None,
+        digest: Some(digest),
         aux_load: None,
         aux_save: None,
         aux_save2: None,
         aux_save_triggers: 0,
         free_effort: None,
         unlink: None,
-        copy: None,
+        copy: Some(copy),
         defrag: None,
         copy2: None,
         free_effort2: None,
@@ -69,4 +69,66 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_
         Ok(filter) => Box::into_raw(Box::new(filter)).cast::<c_void>(),
         Err(_) => std::ptr::null_mut(),
     }
+}
+
+/// The largest piece of a dump (`BF.SCANDUMP` reply, `BF.LOADCHUNK` argument, AOF command).
+pub const CHUNK_BYTES: usize = 16 << 20;
+
+/// Piece `iterator` (1-based) of the filter's serialized form, or `None` past the end.
+pub fn dump_chunk(bytes: &[u8], iterator: u64) -> Option<&[u8]> {
+    let start = usize::try_from(iterator.checked_sub(1)?)
+        .ok()?
+        .checked_mul(CHUNK_BYTES)?;
+    (start < bytes.len()).then(|| &bytes[start..bytes.len().min(start + CHUNK_BYTES)])
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: as in `free`.
+    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
+    let bytes = filter.to_bytes();
+    let mut iterator = 1;
+    while let Some(chunk) = dump_chunk(&bytes, iterator) {
+        // SAFETY: Redis gives a valid AOF handle and key; the format "slb" takes a module
+        // string, a long long and a (pointer, length) buffer, as passed.
+        unsafe {
+            raw::RedisModule_EmitAOF.expect("EmitAOF is provided by redis-server")(
+                aof,
+                c"BF.LOADCHUNK".as_ptr(),
+                c"slb".as_ptr(),
+                key,
+                iterator as std::os::raw::c_longlong,
+                chunk.as_ptr().cast::<std::os::raw::c_char>(),
+                chunk.len(),
+            );
+        }
+        iterator += 1;
+    }
+}
+
+unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: as in `free`; `md` is valid for the duration of the call.
+    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
+    let bytes = filter.to_bytes();
+    unsafe {
+        raw::RedisModule_DigestAddStringBuffer.expect("provided by redis-server")(
+            md,
+            bytes.as_ptr().cast::<std::os::raw::c_char>(),
+            bytes.len(),
+        );
+        raw::RedisModule_DigestEndSequence.expect("provided by redis-server")(md);
+    }
+}
+
+unsafe extern "C" fn copy(
+    _from_key: *mut raw::RedisModuleString,
+    _to_key: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // SAFETY: as in `free`.
+    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
+    Box::into_raw(Box::new(filter.clone())).cast::<c_void>()
 }

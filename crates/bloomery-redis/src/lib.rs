@@ -2,9 +2,10 @@
 //! filter: `redis-server --loadmodule target/release/libbloomery_redis.so`.
 //!
 //! Work in progress (see the project's issue): `BF.RESERVE`, `BF.ADD`, `BF.MADD`,
-//! `BF.INSERT`, `BF.EXISTS`, `BF.MEXISTS`, `BF.CARD` and `BF.INFO` with RedisBloom's
-//! syntax, defaults (error rate 0.01, capacity 100, expansion 2) and error replies, and the
-//! data type's RDB save and load, free and memory usage.
+//! `BF.INSERT`, `BF.EXISTS`, `BF.MEXISTS`, `BF.CARD`, `BF.INFO`, `BF.SCANDUMP` and
+//! `BF.LOADCHUNK` with RedisBloom's syntax, defaults (error rate 0.01, capacity 100,
+//! expansion 2) and error replies, and the data type's RDB save and load, AOF rewrite
+//! (as `BF.LOADCHUNK` commands), digest, copy, free and memory usage.
 
 mod commands;
 mod datatype;
@@ -29,5 +30,7 @@ redis_module! {
         ["bf.mexists", commands::mexists, "readonly", 1, 1, 1, ""],
         ["bf.card", commands::card, "readonly", 1, 1, 1, ""],
         ["bf.info", commands::info, "readonly", 1, 1, 1, ""],
+        ["bf.scandump", commands::scandump, "readonly", 1, 1, 1, ""],
+        ["bf.loadchunk", commands::loadchunk, "write deny-oom", 1, 1, 1, ""],
     ],
 }

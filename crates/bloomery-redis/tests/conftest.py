@@ -1,5 +1,6 @@
 """Real redis-server processes with the bloomery module loaded, on free loopback ports."""
 import os
+import random
 import socket
 import subprocess
 import time
@@ -12,10 +13,22 @@ ROOT = Path(__file__).resolve().parents[3]
 MODULE = Path(os.environ.get("BLOOMERY_REDIS_MODULE", ROOT / "target/release/libbloomery_redis.so"))
 
 
-def free_port() -> int:
+def port_is_free(port: int) -> bool:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        try:
+            sock.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port() -> int:
+    """A free loopback port whose cluster bus port (port + 10000) is free too."""
+    rng = random.Random()
+    while True:
+        port = rng.randrange(20000, 50000)
+        if port_is_free(port) and port_is_free(port + 10000):
+            return port
 
 
 class Server:
@@ -32,7 +45,7 @@ class Server:
             [
                 "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", str(self.directory), "--save", "", "--appendonly", "no",
-                "--loadmodule", str(MODULE), *self.extra,
+                "--enable-debug-command", "yes", "--loadmodule", str(MODULE), *self.extra,
             ],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

@@ -1,0 +1,134 @@
+"""The data type in the keyspace: dumps between keys and servers, AOF, replication,
+digest, COPY/RENAME/UNLINK, keyspace notifications."""
+import time
+
+import pytest
+import redis
+
+from conftest import Server
+
+
+def dump(client, key):
+    chunks, iterator = [], 0
+    while True:
+        iterator, data = client.execute_command("BF.SCANDUMP", key, iterator)
+        if iterator == 0:
+            return chunks
+        chunks.append((iterator, data))
+
+
+def load(client, key, chunks):
+    for iterator, data in chunks:
+        assert client.execute_command("BF.LOADCHUNK", key, iterator, data) in (b"OK", "OK", True)
+
+
+def fill(client, key, count, prefix="item"):
+    items = [f"{prefix}-{i}" for i in range(count)]
+    client.execute_command("BF.RESERVE", key, "0.01", "1000")
+    for start in range(0, count, 1000):
+        client.execute_command("BF.MADD", key, *items[start:start + 1000])
+    return items
+
+
+def test_scandump_and_loadchunk_copy_a_filter_to_another_key(r):
+    items = fill(r, "source", 5000)
+    load(r, "copy", dump(r, "source"))
+    assert r.execute_command("BF.INFO", "copy") == r.execute_command("BF.INFO", "source")
+    assert all(r.execute_command("BF.MEXISTS", "copy", *items))
+    assert r.execute_command("DEBUG", "DIGEST-VALUE", "copy") == r.execute_command("DEBUG", "DIGEST-VALUE", "source")
+
+
+def test_scandump_and_loadchunk_move_a_filter_to_another_server(server, tmp_path):
+    items = fill(server.client(), "moving", 3000)
+    (tmp_path / "other").mkdir()
+    other = Server(tmp_path / "other").start()
+    try:
+        load(other.client(), "arrived", dump(server.client(), "moving"))
+        assert all(other.client().execute_command("BF.MEXISTS", "arrived", *items))
+    finally:
+        other.stop()
+
+
+def test_scandump_of_a_missing_key_and_bad_chunks_are_errors(r):
+    with pytest.raises(redis.ResponseError, match="not found"):
+        r.execute_command("BF.SCANDUMP", "missing", 0)
+    for iterator, data in [(1, b"garbage"), (2, b"x"), (1, b"")]:
+        with pytest.raises(redis.ResponseError, match="received bad data"):
+            r.execute_command("BF.LOADCHUNK", "newk", iterator, data)
+    assert r.exists("newk") == 0
+    fill(r, "good", 100)
+    (iterator, data), = dump(r, "good")
+    damaged = bytearray(data)
+    damaged[-1] ^= 1
+    with pytest.raises(redis.ResponseError, match="received bad data"):
+        r.execute_command("BF.LOADCHUNK", "newk", 1, bytes(damaged))
+    assert r.exists("newk") == 0
+
+
+def test_data_survives_an_aof_rewrite_and_restart(tmp_path):
+    server = Server(tmp_path, "--appendonly", "yes").start()
+    try:
+        client = server.client()
+        items = fill(client, "aof", 4000)
+        client.bgrewriteaof()
+        deadline = time.monotonic() + 30
+        while client.info("persistence")["aof_rewrite_in_progress"] or client.info("persistence")["aof_rewrite_scheduled"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        client.execute_command("BF.ADD", "aof", "after-rewrite")
+        info = client.execute_command("BF.INFO", "aof")
+        server.stop()
+        server.start()
+        client = server.client()
+        assert client.execute_command("BF.INFO", "aof") == info
+        assert all(client.execute_command("BF.MEXISTS", "aof", *items, "after-rewrite"))
+    finally:
+        server.stop()
+
+
+def test_a_replica_answers_as_the_primary(server, tmp_path):
+    (tmp_path / "replica").mkdir()
+    replica = Server(tmp_path / "replica", "--replicaof", "127.0.0.1", str(server.port)).start()
+    try:
+        primary = server.client()
+        items = fill(primary, "replicated", 2000)
+        primary.execute_command("BF.INSERT", "inserted", "CAPACITY", "10", "ITEMS", "a", "b")
+        load(primary, "loaded", dump(primary, "replicated"))
+        primary.execute_command("WAIT", 1, 5000)
+        follower = replica.client()
+        deadline = time.monotonic() + 10
+        while follower.execute_command("BF.CARD", "loaded") == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        for key in ("replicated", "inserted", "loaded"):
+            assert follower.execute_command("BF.INFO", key) == primary.execute_command("BF.INFO", key)
+            assert follower.execute_command("DEBUG", "DIGEST-VALUE", key) == primary.execute_command("DEBUG", "DIGEST-VALUE", key)
+        assert all(follower.execute_command("BF.MEXISTS", "replicated", *items))
+    finally:
+        replica.stop()
+
+
+def test_copy_rename_unlink_and_memory_usage(r):
+    items = fill(r, "original", 1000)
+    assert r.copy("original", "duplicate")
+    r.execute_command("BF.ADD", "duplicate", "only-in-duplicate")
+    assert r.execute_command("BF.EXISTS", "original", "only-in-duplicate") == 0
+    assert all(r.execute_command("BF.MEXISTS", "duplicate", *items))
+    r.rename("duplicate", "renamed")
+    assert r.execute_command("BF.EXISTS", "renamed", "only-in-duplicate") == 1
+    assert r.memory_usage("renamed") > 1000
+    r.config_set("lazyfree-lazy-user-del", "yes")
+    assert r.unlink("renamed") == 1
+    assert r.delete("original") == 1
+    assert r.exists("renamed", "original") == 0
+
+
+def test_writes_raise_keyspace_notifications(r):
+    r.config_set("notify-keyspace-events", "KEA")
+    pubsub = r.pubsub()
+    pubsub.psubscribe("__keyspace@0__:watched")
+    assert pubsub.get_message(timeout=2)["type"] == "psubscribe"
+    r.execute_command("BF.ADD", "watched", "x")
+    message = pubsub.get_message(timeout=2)
+    assert message is not None and message["data"] == b"bf.add"
+    pubsub.close()
