@@ -5,20 +5,59 @@
 //! error instead of taking the server down.
 
 use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
-use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, Status};
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bloomery::format::native::{Header, Persist, Variant};
 
 use crate::datatype::{BLOOM_TYPE, CHUNK_BYTES, dump_chunk};
 use crate::limits::{MAX_EXPANSION, MAX_FILTER_BYTES, first_filter_bytes};
 
-/// RedisBloom's defaults for filters created by `BF.ADD`/`BF.MADD`/`BF.INSERT`.
-const DEFAULT_ERROR_RATE: f64 = 0.01;
-const DEFAULT_CAPACITY: u64 = 100;
-const DEFAULT_EXPANSION: u32 = 2;
+/// The defaults for filters created by `BF.ADD`/`BF.MADD`/`BF.INSERT`: RedisBloom's
+/// (error rate 0.01, capacity 100, expansion 2), overridable when the module is loaded:
+/// `--loadmodule libbloomery_redis.so ERROR_RATE 0.001 INITIAL_SIZE 1000 EXPANSION 4`.
+static DEFAULT_ERROR_RATE_BITS: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B); // 0.01
+static DEFAULT_CAPACITY: AtomicU64 = AtomicU64::new(100);
+static DEFAULT_EXPANSION: AtomicU64 = AtomicU64::new(2);
+
+/// Reads the module's load arguments (pairs of NAME VALUE); refuses to load on a bad one.
+pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
+    let mut pairs = args.chunks(2);
+    for pair in &mut pairs {
+        let [name, value] = pair else {
+            ctx.log_warning("bloomery: load arguments come in NAME VALUE pairs");
+            return Status::Err;
+        };
+        let accepted = if word_is(name, "ERROR_RATE") {
+            parse_f64(value)
+                .filter(|&rate| rate > 0.0 && rate < 1.0)
+                .map(|rate| DEFAULT_ERROR_RATE_BITS.store(rate.to_bits(), Ordering::Relaxed))
+        } else if word_is(name, "INITIAL_SIZE") {
+            parse_i64(value)
+                .filter(|&capacity| {
+                    capacity > 0 && first_filter_bytes(capacity as u64, 0.01) <= MAX_FILTER_BYTES
+                })
+                .map(|capacity| DEFAULT_CAPACITY.store(capacity as u64, Ordering::Relaxed))
+        } else if word_is(name, "EXPANSION") {
+            parse_i64(value)
+                .filter(|&expansion| expansion >= 1 && expansion as u64 <= MAX_EXPANSION)
+                .map(|expansion| DEFAULT_EXPANSION.store(expansion as u64, Ordering::Relaxed))
+        } else {
+            None
+        };
+        if accepted.is_none() {
+            ctx.log_warning(&format!(
+                "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION >= 1)",
+                name, value
+            ));
+            return Status::Err;
+        }
+    }
+    Status::Ok
+}
 
 const FULL: &str = "ERR non scaling filter is full";
 const WRONG_TYPE: RedisError =
@@ -35,9 +74,9 @@ struct Reservation {
 impl Default for Reservation {
     fn default() -> Self {
         Self {
-            error_rate: DEFAULT_ERROR_RATE,
-            capacity: DEFAULT_CAPACITY,
-            expansion: DEFAULT_EXPANSION,
+            error_rate: f64::from_bits(DEFAULT_ERROR_RATE_BITS.load(Ordering::Relaxed)),
+            capacity: DEFAULT_CAPACITY.load(Ordering::Relaxed),
+            expansion: DEFAULT_EXPANSION.load(Ordering::Relaxed) as u32,
             scaling: true,
         }
     }

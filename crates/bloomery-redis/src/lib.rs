@@ -11,6 +11,7 @@ mod commands;
 mod datatype;
 pub mod limits;
 
+use commands::configure;
 use datatype::BLOOM_TYPE;
 use redis_module::redis_module;
 
@@ -21,6 +22,7 @@ redis_module! {
     data_types: [
         BLOOM_TYPE,
     ],
+    init: configure,
     commands: [
         ["bf.reserve", commands::reserve, "write deny-oom", 1, 1, 1, ""],
         ["bf.add", commands::add, "write deny-oom", 1, 1, 1, ""],

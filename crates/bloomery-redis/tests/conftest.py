@@ -34,9 +34,10 @@ def free_port() -> int:
 class Server:
     """One redis-server on 127.0.0.1 with the module; restartable on the same data dir."""
 
-    def __init__(self, directory: Path, *extra: str):
+    def __init__(self, directory: Path, *extra: str, module_args=()):
         self.directory = directory
         self.extra = list(extra)
+        self.module_args = list(module_args)
         self.port = free_port()
         self.process = None
 
@@ -45,7 +46,7 @@ class Server:
             [
                 "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", str(self.directory), "--save", "", "--appendonly", "no",
-                "--enable-debug-command", "yes", "--loadmodule", str(MODULE), *self.extra,
+                "--enable-debug-command", "yes", "--loadmodule", str(MODULE), *self.module_args, *self.extra,
             ],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

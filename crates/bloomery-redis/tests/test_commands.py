@@ -137,3 +137,28 @@ def test_data_survives_a_restart_from_rdb(server):
     assert client.execute_command("BF.INFO", "kept") == info_before
     assert all(client.execute_command("BF.MEXISTS", "kept", *items))
     assert client.execute_command("BF.ADD", "kept", "after-restart") == 1
+
+
+def test_load_arguments_override_the_defaults(tmp_path):
+    from conftest import Server
+
+    server = Server(tmp_path, module_args=["ERROR_RATE", "0.001", "INITIAL_SIZE", "1000", "EXPANSION", "4"]).start()
+    try:
+        client = server.client()
+        client.execute_command("BF.ADD", "auto", "x")
+        assert client.execute_command("BF.INFO", "auto", "CAPACITY") == 1000
+        assert client.execute_command("BF.INFO", "auto", "EXPANSION") == 4
+    finally:
+        server.stop()
+
+
+def test_bad_load_arguments_refuse_to_load(tmp_path):
+    import subprocess
+    from conftest import MODULE, free_port
+
+    result = subprocess.run(
+        ["redis-server", "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path),
+         "--loadmodule", str(MODULE), "ERROR_RATE", "2"],
+        capture_output=True, timeout=20,
+    )
+    assert result.returncode != 0
