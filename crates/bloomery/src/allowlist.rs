@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 
 use crate::classic::BloomFilter;
-use crate::error::{Error, FormatProblem, Result};
+use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Sink};
 
@@ -194,12 +194,5 @@ impl Persist for AllowlistedBloomFilter {
             )));
         }
         Ok(Self { filter, allowed })
-    }
-}
-
-fn inconsistent(message: String) -> Error {
-    Error::Format {
-        format: "bloomery",
-        problem: FormatProblem::Inconsistent(message),
     }
 }

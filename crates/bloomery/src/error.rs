@@ -168,5 +168,10 @@ impl Error {
     }
 }
 
+/// A native envelope whose parameters and payload disagree.
+pub(crate) fn inconsistent(message: String) -> Error {
+    Error::format("bloomery", FormatProblem::Inconsistent(message))
+}
+
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 
 use crate::bits::BitVec;
-use crate::error::{Error, FormatProblem, Result};
+use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices};
 use crate::sizing::ClassicShape;
@@ -364,12 +364,5 @@ impl Persist for RetouchedBloomFilter {
             random_state,
             total_false_negatives,
         })
-    }
-}
-
-fn inconsistent(message: String) -> Error {
-    Error::Format {
-        format: "bloomery",
-        problem: FormatProblem::Inconsistent(message),
     }
 }

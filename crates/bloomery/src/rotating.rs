@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::classic::BloomFilter;
-use crate::error::{Error, FormatProblem, Result};
+use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, hash_item};
 use crate::sizing::{ClassicShape, check_fpp};
@@ -291,12 +291,5 @@ impl Persist for RotatingBloomFilter {
             fpp,
             window_ms,
         })
-    }
-}
-
-fn inconsistent(message: String) -> Error {
-    Error::Format {
-        format: "bloomery",
-        problem: FormatProblem::Inconsistent(message),
     }
 }

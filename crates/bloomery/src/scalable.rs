@@ -16,7 +16,7 @@
 //! An insert first asks every sub-filter, so an item is never counted twice (as RedisBloom).
 
 use crate::classic::BloomFilter;
-use crate::error::{Error, FormatProblem, Result};
+use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, hash_item};
 use crate::sizing::{ClassicShape, check_fpp};
@@ -352,12 +352,5 @@ impl Persist for ScalableBloomFilter {
             )));
         }
         Ok(filter)
-    }
-}
-
-fn inconsistent(message: String) -> Error {
-    Error::Format {
-        format: "bloomery",
-        problem: FormatProblem::Inconsistent(message),
     }
 }

@@ -35,7 +35,7 @@ use kernel::{BATCH_AHEAD, BLOCK_WORDS, block_index, fingerprint, masks};
 pub use kernel::{Block, Kernel};
 
 use crate::bits::{Zeroable, ZeroedArray};
-use crate::error::{Error, FormatProblem, Result};
+use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::sizing::{
     BLOCK_BITS, BLOCK_LANES, MAX_NUM_BLOCKS, blocked_false_positive_rate, blocked_num_blocks,
@@ -573,13 +573,6 @@ fn payload_mismatch(num_blocks: usize, payload_len: usize) -> Error {
         "{num_blocks} blocks need {} payload bytes, found {payload_len}",
         num_blocks as u64 * 64
     ))
-}
-
-fn inconsistent(message: String) -> Error {
-    Error::Format {
-        format: "bloomery",
-        problem: FormatProblem::Inconsistent(message),
-    }
 }
 
 /// One block of atomic lanes, cache-line aligned.
