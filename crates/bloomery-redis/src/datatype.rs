@@ -27,7 +27,7 @@ pub static BLOOM_TYPE: RedisType = RedisType::new(
         aux_save: None,
         aux_save2: None,
         aux_save_triggers: 0,
-        free_effort: None,
+        free_effort: Some(free_effort),
         unlink: None,
         copy: Some(copy),
         defrag: None,
@@ -44,6 +44,15 @@ unsafe extern "C" fn free(value: *mut c_void) {
         // `rdb_load` from a `ScalableBloomFilter`.
         drop(unsafe { Box::from_raw(value.cast::<ScalableBloomFilter>()) });
     }
+}
+
+/// How much work freeing a value is, in Redis's units (roughly allocations): one per 64 KiB
+/// of bits, so that `UNLINK` (and lazy-free `DEL`) of a large filter frees it in the
+/// background (Redis does so above 64).
+unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    // SAFETY: as in `free`.
+    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
+    filter.memory_bytes() / (64 << 10) + filter.num_filters()
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {

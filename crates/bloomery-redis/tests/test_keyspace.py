@@ -121,6 +121,14 @@ def test_copy_rename_unlink_and_memory_usage(r):
     assert r.unlink("renamed") == 1
     assert r.delete("original") == 1
     assert r.exists("renamed", "original") == 0
+    # A large filter is freed in the background.
+    r.execute_command("BF.RESERVE", "large", "0.001", "3000000")
+    before = r.info("memory")["lazyfreed_objects"]
+    assert r.unlink("large") == 1
+    deadline = time.monotonic() + 10
+    while r.info("memory")["lazyfreed_objects"] == before:
+        assert time.monotonic() < deadline, "UNLINK of a large filter was not freed lazily"
+        time.sleep(0.05)
 
 
 def test_writes_raise_keyspace_notifications(r):
