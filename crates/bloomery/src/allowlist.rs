@@ -166,12 +166,8 @@ impl Persist for AllowlistedBloomFilter {
         let num_words = params.u64()?;
         let num_allowed = params.u64()?;
         params.finish()?;
-        let word_bytes = num_words
-            .checked_mul(8)
-            .filter(|&bytes| bytes <= payload.len() as u64)
-            .ok_or_else(|| inconsistent(format!("{num_words} words overrun the payload")))?;
-        let (words, mut rest) = payload.split_at(word_bytes as usize);
-        let filter = BloomFilter::from_words(native::words_from_le_bytes(words)?, num_hashes)?;
+        let (words, mut rest) = native::split_words(payload, num_words)?;
+        let filter = BloomFilter::from_words(words, num_hashes)?;
         let mut allowed = HashSet::new();
         for _ in 0..num_allowed {
             let Some((length, tail)) = rest.split_first_chunk::<4>() else {

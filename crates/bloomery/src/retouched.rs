@@ -315,13 +315,9 @@ impl Persist for RetouchedBloomFilter {
         let item_lists = params.u64()?;
         let false_positive_lists = params.u64()?;
         params.finish()?;
-        let word_bytes = num_words
-            .checked_mul(8)
-            .filter(|&bytes| bytes <= payload.len() as u64)
-            .ok_or_else(|| inconsistent(format!("{num_words} words overrun the payload")))?;
-        let (words, mut rest) = payload.split_at(word_bytes as usize);
         let shape = ClassicShape::new(num_words.saturating_mul(64), num_hashes)?;
-        let bits = BitVec::from_words(native::words_from_le_bytes(words)?);
+        let (words, mut rest) = native::split_words(payload, num_words)?;
+        let bits = BitVec::from_words(words);
         let mut read_lists = |count: u64| -> Result<HashMap<u64, Vec<ItemHash>>> {
             let mut lists = HashMap::new();
             for _ in 0..count {

@@ -328,16 +328,10 @@ impl Persist for ScalableBloomFilter {
             let len = reader.u64()?;
             let num_hashes = reader.u32()?;
             let num_words = reader.u64()?;
-            let bytes = num_words
-                .checked_mul(8)
-                .filter(|&bytes| bytes <= rest.len() as u64)
-                .ok_or_else(|| {
-                    inconsistent(format!("a sub-filter of {num_words} words overruns the payload"))
-                })?;
-            let (words, tail) = rest.split_at(bytes as usize);
-            rest = tail;
             ClassicShape::new(num_words.saturating_mul(64), num_hashes)?;
-            let sub = BloomFilter::from_words(native::words_from_le_bytes(words)?, num_hashes)?;
+            let (words, tail) = native::split_words(rest, num_words)?;
+            rest = tail;
+            let sub = BloomFilter::from_words(words, num_hashes)?;
             filter.filters.push(SubFilter {
                 filter: sub,
                 capacity,

@@ -397,6 +397,21 @@ pub fn words_from_le_bytes(bytes: &[u8]) -> Result<Vec<u64>> {
         .collect())
 }
 
+/// Takes `num_words` little-endian words off the front of `payload`; returns them and the
+/// rest. An error, without allocating, when the payload is shorter than that.
+pub fn split_words(payload: &[u8], num_words: u64) -> Result<(Vec<u64>, &[u8])> {
+    let Some(bytes) = num_words
+        .checked_mul(8)
+        .filter(|&bytes| bytes <= payload.len() as u64)
+    else {
+        return Err(crate::error::inconsistent(format!(
+            "{num_words} words overrun the payload"
+        )));
+    };
+    let (words, rest) = payload.split_at(bytes as usize);
+    Ok((words_from_le_bytes(words)?, rest))
+}
+
 /// The payload as 64-bit words in place, without copying: `Some` when the bytes are 8-byte
 /// aligned and the machine is little-endian (the stored order), `None` otherwise; an error
 /// when the length is not a whole number of words.
