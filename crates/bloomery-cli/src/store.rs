@@ -133,23 +133,7 @@ impl Mapped {
         // so the mapped bytes do not change under us.
         let map = unsafe { Mmap::map(&file) }.with_path(path)?;
         let header = Header::parse(&map).with_path(path)?;
-        let expected = header.total_len();
-        let actual = map.len() as u64;
-        if actual != expected {
-            let problem = if actual < expected {
-                bloomery::FormatProblem::Truncated { expected, actual }
-            } else {
-                bloomery::FormatProblem::TrailingBytes {
-                    expected,
-                    extra: actual - expected,
-                }
-            };
-            return Err(bloomery::Error::Format {
-                format: "bloomery",
-                problem,
-            })
-            .with_path(path);
-        }
+        header.check_file_len(map.len() as u64).with_path(path)?;
         Ok(Self {
             map,
             header,

@@ -114,20 +114,7 @@ impl BloomFilter {
             return Err(truncated(HEADER_LEN as u64, bytes.len() as u64));
         };
         let header = Header::parse(header)?;
-        let expected = header.total_len();
-        let actual = bytes.len() as u64;
-        if actual < expected {
-            return Err(truncated(expected, actual));
-        }
-        if actual > expected {
-            return Err(Error::format(
-                FORMAT,
-                FormatProblem::TrailingBytes {
-                    expected,
-                    extra: actual - expected,
-                },
-            ));
-        }
+        super::check_exact_len(FORMAT, header.total_len(), bytes.len() as u64)?;
         let words = payload
             .chunks_exact(8)
             .map(|chunk| u64::from_be_bytes(chunk.try_into().expect("chunks of 8")))

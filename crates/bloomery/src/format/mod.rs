@@ -6,3 +6,24 @@
 
 pub mod guava;
 pub mod native;
+
+use crate::error::{Error, FormatProblem, Result};
+
+/// Checks that data holding one serialized filter of `expected` bytes is exactly that
+/// long: shorter is truncated, longer has trailing bytes.
+pub(crate) fn check_exact_len(format: &'static str, expected: u64, actual: u64) -> Result<()> {
+    if actual < expected {
+        return Err(Error::format(
+            format,
+            FormatProblem::Truncated { expected, actual },
+        ));
+    }
+    if actual > expected {
+        let extra = actual - expected;
+        return Err(Error::format(
+            format,
+            FormatProblem::TrailingBytes { expected, extra },
+        ));
+    }
+    Ok(())
+}

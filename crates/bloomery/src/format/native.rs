@@ -188,6 +188,11 @@ impl Header {
         self.payload_offset as u64 + self.payload_len
     }
 
+    /// Checks that data of `actual` bytes holds exactly this envelope, nothing more.
+    pub fn check_file_len(&self, actual: u64) -> Result<()> {
+        super::check_exact_len(FORMAT, self.total_len(), actual)
+    }
+
     /// Checks `payload` against the stored checksum.
     pub fn verify_payload(&self, payload: &[u8]) -> Result<()> {
         if xxh3_64(payload) == self.payload_checksum {
@@ -202,20 +207,7 @@ impl Header {
 /// and returns the header and the payload.
 pub fn decode(bytes: &[u8]) -> Result<(Header, &[u8])> {
     let header = Header::parse(bytes)?;
-    let expected = header.total_len();
-    let actual = bytes.len() as u64;
-    if actual < expected {
-        return Err(truncated(expected, actual));
-    }
-    if actual > expected {
-        return Err(Error::format(
-            FORMAT,
-            FormatProblem::TrailingBytes {
-                expected,
-                extra: actual - expected,
-            },
-        ));
-    }
+    header.check_file_len(bytes.len() as u64)?;
     let payload = &bytes[header.payload_offset..];
     header.verify_payload(payload)?;
     Ok((header, payload))
