@@ -5,6 +5,7 @@
 //! error instead of taking the server down.
 
 use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
+use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, Status};
 
 use std::collections::BTreeMap;
@@ -62,6 +63,19 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
 const FULL: &str = "ERR non scaling filter is full";
 const WRONG_TYPE: RedisError =
     RedisError::Str("WRONGTYPE Operation against a key holding the wrong kind of value");
+
+/// The filter at a key opened for reading; `None` for a missing key, WRONGTYPE (Redis's own
+/// wording) for a key of another type.
+fn read_filter(key: &RedisKey) -> Result<Option<&ScalableBloomFilter>, RedisError> {
+    key.get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)
+}
+
+/// As [`read_filter`], for a key opened for writing.
+fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut ScalableBloomFilter>, RedisError> {
+    key.get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)
+}
 
 /// Parameters of a new filter.
 struct Reservation {
@@ -167,9 +181,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let redis_key = ctx.open_key_writable(key);
     if !redis_key.is_empty() {
         // WRONGTYPE for another type, "item exists" for a filter.
-        redis_key
-            .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-            .map_err(|_| WRONG_TYPE)?;
+        write_filter(&redis_key)?;
         return Err(RedisError::Str("ERR item exists"));
     }
     redis_key.set_value(&BLOOM_TYPE, reservation.create()?)?;
@@ -186,20 +198,14 @@ fn add_items(
     reservation: Option<&Reservation>,
 ) -> Result<Vec<RedisValue>, RedisError> {
     let redis_key = ctx.open_key_writable(key);
-    let filter = match redis_key
-        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-        .map_err(|_| WRONG_TYPE)?
-    {
+    let filter = match write_filter(&redis_key)? {
         Some(filter) => filter,
         None => {
             let Some(reservation) = reservation else {
                 return Err(RedisError::Str("ERR not found"));
             };
             redis_key.set_value(&BLOOM_TYPE, reservation.create()?)?;
-            redis_key
-                .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-                .map_err(|_| WRONG_TYPE)?
-                .ok_or(RedisError::Str("ERR could not create the filter"))?
+            write_filter(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
     };
     let mut replies = Vec::with_capacity(items.len());
@@ -301,9 +307,7 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Looks items up in the filter at `key`; a missing key answers 0 for each.
 fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec<RedisValue>, RedisError> {
     let redis_key = ctx.open_key(key);
-    let filter = redis_key
-        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-        .map_err(|_| WRONG_TYPE)?;
+    let filter = read_filter(&redis_key)?;
     Ok(items
         .iter()
         .map(|item| {
@@ -337,9 +341,7 @@ pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let redis_key = ctx.open_key(&args[1]);
-    let filter = redis_key
-        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-        .map_err(|_| WRONG_TYPE)?;
+    let filter = read_filter(&redis_key)?;
     Ok(RedisValue::Integer(
         filter.map_or(0, |filter| filter.len() as i64),
     ))
@@ -351,10 +353,7 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let redis_key = ctx.open_key(&args[1]);
-    let filter = redis_key
-        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-        .map_err(|_| WRONG_TYPE)?
-        .ok_or(RedisError::Str("ERR not found"))?;
+    let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
     let expansion = if filter.options().scaling {
         RedisValue::Integer(i64::from(filter.expansion()))
     } else {
@@ -404,10 +403,7 @@ pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .filter(|&iterator| iterator >= 0)
         .ok_or(RedisError::Str("ERR invalid iterator"))?;
     let redis_key = ctx.open_key(&args[1]);
-    let filter = redis_key
-        .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-        .map_err(|_| WRONG_TYPE)?
-        .ok_or(RedisError::Str("ERR not found"))?;
+    let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
     let bytes = filter.to_bytes();
     let next = iterator as u64 + 1;
     Ok(match dump_chunk(&bytes, next) {
@@ -493,9 +489,7 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let filter = ScalableBloomFilter::from_bytes(&bytes).map_err(|_| BAD_DATA)?;
         let redis_key = ctx.open_key_writable(key);
         if !redis_key.is_empty() {
-            redis_key
-                .get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-                .map_err(|_| WRONG_TYPE)?;
+            write_filter(&redis_key)?;
         }
         redis_key.set_value(&BLOOM_TYPE, filter)?;
         ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.loadchunk", key);
