@@ -32,13 +32,15 @@ rps() { # pipeline, then the command; the median of 3 runs
 echo "| command | rps (single) | rps (-P 16) |"
 echo "|---|---:|---:|"
 declare -A single piped
-for name in SET GET BF.ADD BF.EXISTS BF.MEXISTS; do
+for name in SET GET BF.ADD BF.EXISTS BF.MEXISTS BF.EXISTS-missing; do
   case $name in
     SET) cmd=(SET key:__rand_int__ value) ;;
     GET) cmd=(GET key:__rand_int__) ;;
     BF.ADD) cmd=(BF.ADD bench item:__rand_int__) ;;
     BF.EXISTS) cmd=(BF.EXISTS bench item:__rand_int__) ;;
     BF.MEXISTS) read -r -a list <<< "$items"; cmd=(BF.MEXISTS bench "${list[@]}") ;;
+    # The module's dispatch alone: a lookup on a key that does not exist.
+    BF.EXISTS-missing) cmd=(BF.EXISTS missing item:__rand_int__) ;;
   esac
   single[$name]=$(rps 1 "${cmd[@]}")
   piped[$name]=$(rps 16 "${cmd[@]}")
