@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
-ldconfig -p 2>/dev/null | grep -q 'libclang' || missing+=(libclang-dev)
+# Not `ldconfig | grep libclang`: libclang-cpp (a different library) may be there alone.
+dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
