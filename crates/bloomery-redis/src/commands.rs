@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bloomery::format::native::{Header, Persist, Variant};
 
 use crate::datatype::{BLOOM_TYPE, CHUNK_BYTES, dump_chunk};
-use crate::limits::{MAX_EXPANSION, MAX_FILTER_BYTES, first_filter_bytes};
+use crate::limits::{MAX_DUMP_BYTES, MAX_EXPANSION, MAX_FILTER_BYTES, first_filter_bytes};
 
 /// The defaults for filters created by `BF.ADD`/`BF.MADD`/`BF.INSERT`: RedisBloom's
 /// (error rate 0.01, capacity 100, expansion 2), overridable when the module is loaded:
@@ -25,7 +25,10 @@ static DEFAULT_CAPACITY: AtomicU64 = AtomicU64::new(100);
 static DEFAULT_EXPANSION: AtomicU64 = AtomicU64::new(2);
 
 /// Reads the module's load arguments (pairs of NAME VALUE); refuses to load on a bad one.
+/// Also makes every filter array come from Redis's allocator (no directly mapped huge-page
+/// arrays), so `INFO memory`, `maxmemory` and eviction see all of the module's memory.
 pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
+    bloomery::bits::set_huge_pages(false);
     let mut pairs = args.chunks(2);
     for pair in &mut pairs {
         let [name, value] = pair else {
@@ -394,7 +397,8 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `BF.SCANDUMP key iterator`: piece `iterator + 1` of the filter's serialized form, as
-/// `[next iterator, bytes]`; `[0, ""]` when done. Feed each pair to `BF.LOADCHUNK`.
+/// `[next iterator, bytes]`; `[0, ""]` when done. Feed each pair to `BF.LOADCHUNK`. Each
+/// call copies one piece (at most 16 MiB) from the filter; the first also checksums it.
 pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
@@ -404,12 +408,11 @@ pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .ok_or(RedisError::Str("ERR invalid iterator"))?;
     let redis_key = ctx.open_key(&args[1]);
     let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
-    let bytes = filter.to_bytes();
     let next = iterator as u64 + 1;
-    Ok(match dump_chunk(&bytes, next) {
+    Ok(match dump_chunk(&filter.envelope(), next) {
         Some(chunk) => RedisValue::Array(vec![
             RedisValue::Integer(next as i64),
-            RedisValue::StringBuffer(chunk.to_vec()),
+            RedisValue::StringBuffer(chunk),
         ]),
         None => RedisValue::Array(vec![RedisValue::Integer(0), RedisValue::StringBuffer(Vec::new())]),
     })
@@ -425,9 +428,6 @@ struct PendingLoad {
 
 /// Loads in progress, by key. Memory grows only with the pieces received.
 static PENDING: Mutex<BTreeMap<Vec<u8>, PendingLoad>> = Mutex::new(BTreeMap::new());
-
-/// The largest dump `BF.LOADCHUNK` accepts: 64 sub-filters at the per-filter cap.
-const MAX_DUMP_BYTES: u64 = 64 * MAX_FILTER_BYTES;
 
 const BAD_DATA: RedisError = RedisError::Str("ERR received bad data");
 

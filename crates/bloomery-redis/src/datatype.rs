@@ -1,15 +1,20 @@
 //! The module's data type: a `ScalableBloomFilter` per key, saved to RDB as the library's
 //! native envelope (checksummed, so a damaged RDB is refused rather than half-loaded).
+//! Saving, AOF rewrite, digests and `BF.SCANDUMP` stream the envelope from the filter's own
+//! memory ([`Envelope`]) in pieces of at most [`CHUNK_BYTES`], never a whole-filter copy.
 
 use std::os::raw::{c_int, c_void};
 
 use bloomery::ScalableBloomFilter;
-use bloomery::format::native::Persist;
+use bloomery::format::native::{Envelope, Persist};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 
-/// The RDB encoding version of [`BLOOM_TYPE`].
-const ENCODING_VERSION: c_int = 0;
+use crate::limits::MAX_DUMP_BYTES;
+
+/// The RDB encoding version of [`BLOOM_TYPE`]: 1 is the envelope's length, then the envelope
+/// in strings of at most [`CHUNK_BYTES`]; 0 (still read) was the envelope as one string.
+const ENCODING_VERSION: c_int = 1;
 
 /// The module's type; the name is exactly 9 characters, as Redis requires.
 pub static BLOOM_TYPE: RedisType = RedisType::new(
@@ -64,31 +69,56 @@ unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: as in `free`.
     let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
-    raw::save_slice(rdb, &filter.to_bytes());
+    let envelope = filter.envelope();
+    raw::save_unsigned(rdb, envelope.len());
+    let mut iterator = 1;
+    while let Some(chunk) = dump_chunk(&envelope, iterator) {
+        raw::save_slice(rdb, &chunk);
+        iterator += 1;
+    }
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
-    if encoding_version != ENCODING_VERSION {
-        return std::ptr::null_mut();
-    }
-    let Ok(buffer) = raw::load_string_buffer(rdb) else {
-        return std::ptr::null_mut();
+    let bytes = match encoding_version {
+        0 => raw::load_string_buffer(rdb)
+            .map(|buffer| buffer.as_ref().to_vec())
+            .ok(),
+        1 => load_chunks(rdb),
+        _ => None,
     };
-    match ScalableBloomFilter::from_bytes(buffer.as_ref()) {
-        Ok(filter) => Box::into_raw(Box::new(filter)).cast::<c_void>(),
-        Err(_) => std::ptr::null_mut(),
+    match bytes.map(|bytes| ScalableBloomFilter::from_bytes(&bytes)) {
+        Some(Ok(filter)) => Box::into_raw(Box::new(filter)).cast::<c_void>(),
+        _ => std::ptr::null_mut(),
     }
 }
 
-/// The largest piece of a dump (`BF.SCANDUMP` reply, `BF.LOADCHUNK` argument, AOF command).
+/// Encoding 1's envelope: its length, then pieces adding up to exactly that length.
+fn load_chunks(rdb: *mut raw::RedisModuleIO) -> Option<Vec<u8>> {
+    let total = raw::load_unsigned(rdb)
+        .ok()
+        .filter(|&total| total <= MAX_DUMP_BYTES)?;
+    let mut bytes = Vec::with_capacity(total.min(CHUNK_BYTES as u64) as usize);
+    while (bytes.len() as u64) < total {
+        let chunk = raw::load_string_buffer(rdb).ok()?;
+        let chunk = chunk.as_ref();
+        if chunk.is_empty() || bytes.len() as u64 + chunk.len() as u64 > total {
+            return None;
+        }
+        bytes.extend_from_slice(chunk);
+    }
+    Some(bytes)
+}
+
+/// The largest piece of a dump (`BF.SCANDUMP` reply, `BF.LOADCHUNK` argument, AOF command,
+/// RDB string).
 pub const CHUNK_BYTES: usize = 16 << 20;
 
-/// Piece `iterator` (1-based) of the filter's serialized form, or `None` past the end.
-pub fn dump_chunk(bytes: &[u8], iterator: u64) -> Option<&[u8]> {
-    let start = usize::try_from(iterator.checked_sub(1)?)
-        .ok()?
-        .checked_mul(CHUNK_BYTES)?;
-    (start < bytes.len()).then(|| &bytes[start..bytes.len().min(start + CHUNK_BYTES)])
+/// Piece `iterator` (1-based) of the filter's envelope, or `None` past the end. Only the
+/// first piece computes the payload checksum (it holds the header); the others are copies
+/// of the filter's memory.
+pub fn dump_chunk(envelope: &Envelope<'_>, iterator: u64) -> Option<Vec<u8>> {
+    let start = iterator.checked_sub(1)?.checked_mul(CHUNK_BYTES as u64)?;
+    (start < envelope.len()).then(|| envelope.read_range(start..start.saturating_add(CHUNK_BYTES as u64)))
 }
 
 unsafe extern "C" fn aof_rewrite(
@@ -98,9 +128,9 @@ unsafe extern "C" fn aof_rewrite(
 ) {
     // SAFETY: as in `free`.
     let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
-    let bytes = filter.to_bytes();
+    let envelope = filter.envelope();
     let mut iterator = 1;
-    while let Some(chunk) = dump_chunk(&bytes, iterator) {
+    while let Some(chunk) = dump_chunk(&envelope, iterator) {
         // SAFETY: Redis gives a valid AOF handle and key; the format "slb" takes a module
         // string, a long long and a (pointer, length) buffer, as passed.
         unsafe {
@@ -121,13 +151,21 @@ unsafe extern "C" fn aof_rewrite(
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     // SAFETY: as in `free`; `md` is valid for the duration of the call.
     let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
-    let bytes = filter.to_bytes();
+    let envelope = filter.envelope();
+    let mut iterator = 1;
+    while let Some(chunk) = dump_chunk(&envelope, iterator) {
+        // SAFETY: `md` is valid for the call; the buffer outlives it.
+        unsafe {
+            raw::RedisModule_DigestAddStringBuffer.expect("provided by redis-server")(
+                md,
+                chunk.as_ptr().cast::<std::os::raw::c_char>(),
+                chunk.len(),
+            );
+        }
+        iterator += 1;
+    }
+    // SAFETY: as above.
     unsafe {
-        raw::RedisModule_DigestAddStringBuffer.expect("provided by redis-server")(
-            md,
-            bytes.as_ptr().cast::<std::os::raw::c_char>(),
-            bytes.len(),
-        );
         raw::RedisModule_DigestEndSequence.expect("provided by redis-server")(md);
     }
 }

@@ -7,6 +7,10 @@
 /// 1% in the first sub-filter.
 pub const MAX_FILTER_BYTES: u64 = 512 << 20;
 
+/// The largest dump `BF.LOADCHUNK` (or an RDB file) may hold: 64 sub-filters at the
+/// per-filter cap.
+pub const MAX_DUMP_BYTES: u64 = 64 * MAX_FILTER_BYTES;
+
 /// The largest expansion factor accepted (RedisBloom accepts any; past 32768 one growth
 /// step would exceed the memory cap anyway).
 pub const MAX_EXPANSION: u64 = 32_768;

@@ -140,3 +140,37 @@ def test_writes_raise_keyspace_notifications(r):
     message = pubsub.get_message(timeout=2)
     assert message is not None and message["data"] == b"bf.add"
     pubsub.close()
+
+
+CHUNK_BYTES = 16 << 20
+
+
+def test_a_filter_larger_than_one_chunk_dumps_restarts_and_is_counted_by_redis(server):
+    client = server.client()
+    before = client.info("memory")["used_memory"]
+    # 1.5 * 10^7 items at 1%: a first sub-filter of about 20 MB, two dump chunks.
+    client.execute_command("BF.RESERVE", "huge", "0.01", "15000000")
+    size = client.execute_command("BF.INFO", "huge", "SIZE")
+    assert size > CHUNK_BYTES
+    # The filter's memory comes from Redis's allocator: INFO sees it, and maxmemory
+    # applies to it (deny-oom commands are refused once the server is over the limit).
+    assert client.info("memory")["used_memory"] - before >= size
+    items = [f"big-{i}" for i in range(20000)]
+    client.execute_command("BF.MADD", "huge", *items)
+    chunks = dump(client, "huge")
+    assert len(chunks) == 2 and all(len(data) <= CHUNK_BYTES for _, data in chunks)
+    load(client, "huge-copy", chunks)
+    digest = client.execute_command("DEBUG", "DIGEST-VALUE", "huge")
+    assert client.execute_command("DEBUG", "DIGEST-VALUE", "huge-copy") == digest
+    client.save()
+    server.stop()
+    server.start()
+    client = server.client()
+    assert client.execute_command("DEBUG", "DIGEST-VALUE", "huge") == digest
+    assert all(client.execute_command("BF.MEXISTS", "huge", *items))
+    client.delete("huge-copy")
+    client.config_set("maxmemory", client.info("memory")["used_memory"] + (4 << 20))
+    client.execute_command("BF.RESERVE", "fits-under-the-limit-at-the-start", "0.01", "15000000")
+    with pytest.raises(redis.ResponseError, match="maxmemory"):
+        client.execute_command("BF.RESERVE", "over-the-limit", "0.01", "15000000")
+    client.config_set("maxmemory", 0)

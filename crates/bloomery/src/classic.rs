@@ -247,6 +247,10 @@ impl Persist for BloomFilter {
         native::words_to_le_bytes(self.words())
     }
 
+    fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
+        vec![native::words_as_le_bytes(self.words())]
+    }
+
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
         let mut params = ParamReader::new(params);
         let num_hashes = params.u32()?;

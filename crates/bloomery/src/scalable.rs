@@ -300,6 +300,13 @@ impl Persist for ScalableBloomFilter {
         payload
     }
 
+    fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
+        self.filters
+            .iter()
+            .map(|sub| native::words_as_le_bytes(sub.filter.words()))
+            .collect()
+    }
+
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
         let mut reader = ParamReader::new(params);
         let initial_capacity = reader.u64()?;

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod counters;
 mod pages;
+pub use pages::set_huge_pages;
 pub(crate) use pages::{Zeroable, ZeroedArray};
 
 /// A fixed-size array of bits stored as 64-bit words.

@@ -5,14 +5,40 @@
 //! therefore mapped as anonymous memory and advised `MADV_HUGEPAGE` (transparent huge pages
 //! in the kernel's default "madvise" mode): 2 MiB pages cover a 1.2 GB filter with 600 TLB
 //! entries instead of 300,000. The mapping starts zeroed and is only backed as it is
-//! touched. Smaller arrays, and any platform where the mapping fails, use the heap.
+//! touched. Smaller arrays, and any platform where the mapping fails, use the heap, as do
+//! all arrays once [`set_huge_pages`]`(false)` was called.
 
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use memmap2::MmapMut;
 
 /// Arrays at least this large are mapped and advised for huge pages.
 const HUGE_PAGE_THRESHOLD: usize = 4 << 20;
+
+static HUGE_PAGES: AtomicBool = AtomicBool::new(true);
+
+/// Whether arrays of 4 MiB or more created from now on are mapped directly and advised
+/// for huge pages (the default), or taken from the global allocator like small ones.
+///
+/// A host whose allocator accounts for memory turns this off once at start: a Redis module,
+/// for example, whose global allocator is Redis's, so that `INFO memory` and `maxmemory`
+/// see every filter. Arrays that already exist are not moved.
+///
+/// ```
+/// bloomery::bits::set_huge_pages(false);
+/// let filter = bloomery::BloomFilter::with_fpp(10_000_000, 0.01)?; // 11 MiB, on the heap
+/// bloomery::bits::set_huge_pages(true);
+/// # drop(filter);
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub fn set_huge_pages(enabled: bool) {
+    HUGE_PAGES.store(enabled, Ordering::Relaxed);
+}
+
+fn huge_pages_for(bytes: usize) -> bool {
+    bytes >= HUGE_PAGE_THRESHOLD && HUGE_PAGES.load(Ordering::Relaxed)
+}
 
 /// Element types for which all-zero bytes are a valid value and that need no drop.
 ///
@@ -36,7 +62,7 @@ impl<T: Zeroable> ZeroedArray<T> {
     /// `len` zeroed elements.
     pub(crate) fn new(len: usize) -> Self {
         let bytes = len.checked_mul(size_of::<T>()).expect("array size fits usize");
-        if bytes >= HUGE_PAGE_THRESHOLD
+        if huge_pages_for(bytes)
             && let Ok(map) = MmapMut::map_anon(bytes)
         {
             #[cfg(target_os = "linux")]
@@ -54,7 +80,7 @@ impl<T: Zeroable> ZeroedArray<T> {
 impl<T: Zeroable + Copy> ZeroedArray<T> {
     /// The elements of `elements`, moved to huge pages when the array is large.
     pub(crate) fn from_vec(elements: Vec<T>) -> Self {
-        if elements.len() * size_of::<T>() >= HUGE_PAGE_THRESHOLD {
+        if huge_pages_for(elements.len() * size_of::<T>()) {
             let mut array = Self::new(elements.len());
             array.copy_from_slice(&elements);
             array

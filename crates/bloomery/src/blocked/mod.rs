@@ -440,6 +440,15 @@ impl<S: PersistentHasher> Persist for BlockedBloomFilter<S> {
         bytes
     }
 
+    fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
+        let blocks: &[Block] = &self.blocks;
+        // SAFETY: a Block is `repr(C)` around `[u64; 8]`, 64 bytes with no padding, so the
+        // blocks are exactly `8 * len` initialised u64s, borrowed for as long as `self`.
+        let words =
+            unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u64>(), blocks.len() * BLOCK_WORDS) };
+        vec![native::words_as_le_bytes(words)]
+    }
+
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
         let (num_blocks, seed) = blocked_params::<S>(params)?;
         if payload.len() as u64 != num_blocks as u64 * 64 {

@@ -21,7 +21,11 @@
 //! skipped when a large filter is opened lazily. xxh3 runs at memory speed (about 30 GB/s
 //! on one x86-64 core), so a full check costs about as much as reading the payload.
 
-use xxhash_rust::xxh3::xxh3_64;
+use std::borrow::Cow;
+use std::io::{self, Write};
+use std::ops::Range;
+
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 use crate::error::{Error, FormatProblem, Result};
 
@@ -122,6 +126,104 @@ pub fn encode(variant: Variant, params: &[u8], payload: &[u8]) -> Vec<u8> {
     let mut bytes = encode_header(variant, params, payload);
     bytes.extend_from_slice(payload);
     bytes
+}
+
+/// A filter's envelope as pieces borrowed from the filter: the parameters, then the payload
+/// in the filter's own memory, without a serialized copy. For writers that stream a large
+/// filter (a file, a socket, chunked dumps): [`len`](Envelope::len) is known at once,
+/// [`read_range`](Envelope::read_range) copies any byte range, and the payload checksum
+/// (one pass over the payload) is computed only for ranges that include the header.
+///
+/// ```
+/// use bloomery::{BloomFilter, format::native::Persist};
+///
+/// let mut filter = BloomFilter::with_fpp(10_000, 0.01)?;
+/// filter.insert("kept");
+/// let envelope = filter.envelope();
+/// let mut pieces = Vec::new();
+/// for start in (0..envelope.len()).step_by(1000) {
+///     pieces.extend(envelope.read_range(start..(start + 1000).min(envelope.len())));
+/// }
+/// assert_eq!(pieces, filter.to_bytes());
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Envelope<'a> {
+    variant: Variant,
+    params: Vec<u8>,
+    pieces: Vec<Cow<'a, [u8]>>,
+    payload_len: u64,
+}
+
+impl<'a> Envelope<'a> {
+    /// An envelope of `variant` with `params` whose payload is `pieces` in order.
+    pub fn new(variant: Variant, params: Vec<u8>, pieces: Vec<Cow<'a, [u8]>>) -> Self {
+        let payload_len = pieces.iter().map(|piece| piece.len() as u64).sum();
+        Self {
+            variant,
+            params,
+            pieces,
+            payload_len,
+        }
+    }
+
+    /// The header's length in bytes (where the payload starts).
+    pub fn header_len(&self) -> u64 {
+        header_len(self.params.len()) as u64
+    }
+
+    /// The envelope's whole length in bytes.
+    pub fn len(&self) -> u64 {
+        self.header_len() + self.payload_len
+    }
+
+    /// Whether the envelope has no bytes (never: the header always has some).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The header bytes, with the payload checksum (one pass over the payload).
+    pub fn header(&self) -> Vec<u8> {
+        let mut hasher = Xxh3::new();
+        for piece in &self.pieces {
+            hasher.update(piece);
+        }
+        encode_header_with_checksum(self.variant, &self.params, self.payload_len, hasher.digest())
+    }
+
+    /// Bytes `range` of the envelope (clamped to its length).
+    pub fn read_range(&self, range: Range<u64>) -> Vec<u8> {
+        let end = range.end.min(self.len());
+        let mut start = range.start.min(end);
+        let mut out = Vec::with_capacity((end - start) as usize);
+        let header_len = self.header_len();
+        if start < header_len {
+            let header = self.header();
+            out.extend_from_slice(&header[start as usize..end.min(header_len) as usize]);
+            start = header_len;
+        }
+        let mut piece_start = header_len;
+        for piece in &self.pieces {
+            let piece_end = piece_start + piece.len() as u64;
+            if start < end && start < piece_end {
+                let from = (start - piece_start) as usize;
+                let to = (end.min(piece_end) - piece_start) as usize;
+                out.extend_from_slice(&piece[from..to]);
+                start = piece_start + to as u64;
+            }
+            piece_start = piece_end;
+        }
+        out
+    }
+
+    /// Writes the whole envelope to `writer`, piece by piece.
+    pub fn write_to(&self, writer: &mut impl Write) -> io::Result<()> {
+        writer.write_all(&self.header())?;
+        for piece in &self.pieces {
+            writer.write_all(piece)?;
+        }
+        Ok(())
+    }
 }
 
 /// A checked header.
@@ -349,6 +451,12 @@ pub trait Persist: Sized {
     /// The payload bytes.
     fn payload(&self) -> Vec<u8>;
 
+    /// The payload as pieces, borrowed where the filter's memory already holds them in the
+    /// stored order (the default: one owned copy of [`payload`](Persist::payload)).
+    fn payload_pieces(&self) -> Vec<Cow<'_, [u8]>> {
+        vec![Cow::Owned(self.payload())]
+    }
+
     /// Rebuilds the filter from checked parameters and payload; every inconsistency is an
     /// error, never a panic.
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self>;
@@ -356,6 +464,11 @@ pub trait Persist: Sized {
     /// The whole envelope.
     fn to_bytes(&self) -> Vec<u8> {
         encode(Self::VARIANT, &self.params(), &self.payload())
+    }
+
+    /// The envelope as borrowed pieces, for streaming it without a copy (see [`Envelope`]).
+    fn envelope(&self) -> Envelope<'_> {
+        Envelope::new(Self::VARIANT, self.params(), self.payload_pieces())
     }
 
     /// Reads a whole envelope of this variant, checking both checksums.
@@ -373,6 +486,18 @@ pub fn words_to_le_bytes(words: &[u64]) -> Vec<u8> {
         bytes.extend_from_slice(&word.to_le_bytes());
     }
     bytes
+}
+
+/// 64-bit words as their little-endian bytes: borrowed on a little-endian machine, where
+/// memory already holds them that way, copied otherwise.
+pub fn words_as_le_bytes(words: &[u64]) -> Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: the bytes of initialised u64s are initialised; u8 has alignment 1; the
+        // length is the same memory's size in bytes, and the borrow keeps `words` alive.
+        Cow::Borrowed(unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), size_of_val(words)) })
+    } else {
+        Cow::Owned(words_to_le_bytes(words))
+    }
 }
 
 /// Little-endian bytes back to 64-bit words; the length must be a multiple of 8.
@@ -449,6 +574,52 @@ mod tests {
         let mut params = ParamReader::new(&header.params);
         assert_eq!((params.u32().unwrap(), params.f64().unwrap()), (7, 0.01));
         params.finish().unwrap();
+    }
+
+    /// Every range of every variant's envelope, read piece by piece, equals the same bytes
+    /// of `to_bytes`, and `write_to` writes exactly `to_bytes`.
+    fn check_envelope<F: Persist>(filter: &F) {
+        let bytes = filter.to_bytes();
+        let envelope = filter.envelope();
+        assert_eq!(envelope.len(), bytes.len() as u64);
+        let mut written = Vec::new();
+        envelope.write_to(&mut written).unwrap();
+        assert_eq!(written, bytes);
+        for chunk in [1, 7, 64, 100, 4096, bytes.len() + 1] {
+            let mut joined = Vec::new();
+            for start in (0..bytes.len()).step_by(chunk) {
+                let range = start as u64..(start + chunk) as u64;
+                let piece = envelope.read_range(range);
+                assert_eq!(piece, bytes[start..bytes.len().min(start + chunk)]);
+                joined.extend(piece);
+            }
+            assert_eq!(joined, bytes);
+        }
+        assert!(
+            envelope
+                .read_range(envelope.len()..envelope.len() + 10)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn envelopes_stream_the_same_bytes_as_to_bytes() {
+        use crate::{BlockedBloomFilter, BloomFilter, CountingBloomFilter, ScalableBloomFilter};
+        let mut classic = BloomFilter::with_fpp(2_000, 0.01).unwrap();
+        let mut blocked = BlockedBloomFilter::with_fpp(2_000, 0.01).unwrap();
+        let mut counting = CountingBloomFilter::with_fpp(2_000, 0.01).unwrap();
+        let mut scalable = ScalableBloomFilter::new(100, 0.01).unwrap();
+        for item in 0..1_000u64 {
+            classic.insert(&item);
+            blocked.insert(&item);
+            counting.insert(&item);
+            scalable.insert(&item).unwrap();
+        }
+        assert!(scalable.num_filters() > 1);
+        check_envelope(&classic);
+        check_envelope(&blocked);
+        check_envelope(&counting);
+        check_envelope(&scalable);
     }
 
     #[test]
