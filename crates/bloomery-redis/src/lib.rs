@@ -1,7 +1,7 @@
 //! A Redis module serving RedisBloom-compatible `BF.*` commands from bloomery's scalable
 //! filter: `redis-server --loadmodule target/release/libbloomery_redis.so`.
 //!
-//! Work in progress (see the project's issue): `BF.RESERVE`, `BF.ADD`, `BF.MADD`,
+//! `BF.RESERVE`, `BF.ADD`, `BF.MADD`,
 //! `BF.INSERT`, `BF.EXISTS`, `BF.MEXISTS`, `BF.CARD`, `BF.INFO`, `BF.SCANDUMP` and
 //! `BF.LOADCHUNK` with RedisBloom's syntax, defaults (error rate 0.01, capacity 100,
 //! expansion 2) and error replies, and the data type's RDB save and load, AOF rewrite
