@@ -1,10 +1,14 @@
 //! The one small interface behind which the block kernels live (see hashbrown's
 //! `control/group`): a [`Block`] is one 64-byte cache line of eight 64-bit lanes, and a
 //! [`Kernel`] sets or tests an item's eight bits in it. `scalar.rs` is the portable
-//! reference; `avx2.rs` and `avx512.rs` are chosen at run time when the CPU has them.
-//! aarch64 uses the scalar kernel, which the compiler vectorises with NEON.
+//! reference; `avx2.rs` and `avx512.rs` are chosen at run time when the CPU has them, and
+//! `neon.rs` on aarch64 (where NEON is always there). Other targets use the scalar kernel.
 
-use super::{avx2, avx512, scalar};
+#[cfg(target_arch = "aarch64")]
+use super::neon;
+use super::scalar;
+#[cfg(target_arch = "x86_64")]
+use super::{avx2, avx512};
 
 /// Lanes in a block.
 pub(crate) const BLOCK_WORDS: usize = 8;
@@ -49,8 +53,12 @@ const fn salts() -> [u32; BLOCK_WORDS] {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {
     Scalar,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     Avx2,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     Avx512,
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    Neon,
 }
 
 /// Which implementation sets and tests bits in a block. All give identical bits and
@@ -82,15 +90,22 @@ impl Kernel {
                 }
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        {
+            if std::arch::is_aarch64_feature_detected!("neon") {
+                kernels.push(Kernel(Kind::Neon));
+            }
+        }
         kernels
     }
 
-    /// The kernel's name: "scalar", "avx2" or "avx512".
+    /// The kernel's name: "scalar", "avx2", "avx512" or "neon".
     pub fn name(self) -> &'static str {
         match self.0 {
             Kind::Scalar => "scalar",
             Kind::Avx2 => "avx2",
             Kind::Avx512 => "avx512",
+            Kind::Neon => "neon",
         }
     }
 
@@ -98,14 +113,14 @@ impl Kernel {
     #[inline(always)]
     pub(crate) fn insert(self, blocks: &mut [Block], hash: u64) -> bool {
         match self.0 {
-            Kind::Scalar => scalar::insert(blocks, hash),
             // SAFETY: Kind::Avx2 and Kind::Avx512 are only built by `available`, after the
             // CPU reported the features.
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => unsafe { avx2::insert(blocks, hash) },
             #[cfg(target_arch = "x86_64")]
             Kind::Avx512 => unsafe { avx512::insert(blocks, hash) },
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(target_arch = "aarch64")]
+            Kind::Neon => neon::insert(blocks, hash),
             _ => scalar::insert(blocks, hash),
         }
     }
@@ -114,13 +129,13 @@ impl Kernel {
     #[inline(always)]
     pub(crate) fn contains(self, blocks: &[Block], hash: u64) -> bool {
         match self.0 {
-            Kind::Scalar => scalar::contains(blocks, hash),
             // SAFETY: as in `insert`.
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => unsafe { avx2::contains(blocks, hash) },
             #[cfg(target_arch = "x86_64")]
             Kind::Avx512 => unsafe { avx512::contains(blocks, hash) },
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(target_arch = "aarch64")]
+            Kind::Neon => neon::contains(blocks, hash),
             _ => scalar::contains(blocks, hash),
         }
     }
@@ -128,13 +143,13 @@ impl Kernel {
     /// Adds every hash, hashing ahead and prefetching.
     pub(crate) fn insert_batch(self, blocks: &mut [Block], hashes: &[u64]) {
         match self.0 {
-            Kind::Scalar => scalar::insert_batch(blocks, hashes),
             // SAFETY: as in `insert`.
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => unsafe { avx2::insert_batch(blocks, hashes) },
             #[cfg(target_arch = "x86_64")]
             Kind::Avx512 => unsafe { avx512::insert_batch(blocks, hashes) },
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(target_arch = "aarch64")]
+            Kind::Neon => neon::insert_batch(blocks, hashes),
             _ => scalar::insert_batch(blocks, hashes),
         }
     }
@@ -142,13 +157,13 @@ impl Kernel {
     /// Looks up every hash, prefetching ahead; `results` has one slot per hash.
     pub(crate) fn contains_batch(self, blocks: &[Block], hashes: &[u64], results: &mut [bool]) {
         match self.0 {
-            Kind::Scalar => scalar::contains_batch(blocks, hashes, results),
             // SAFETY: as in `insert`.
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => unsafe { avx2::contains_batch(blocks, hashes, results) },
             #[cfg(target_arch = "x86_64")]
             Kind::Avx512 => unsafe { avx512::contains_batch(blocks, hashes, results) },
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(target_arch = "aarch64")]
+            Kind::Neon => neon::contains_batch(blocks, hashes, results),
             _ => scalar::contains_batch(blocks, hashes, results),
         }
     }

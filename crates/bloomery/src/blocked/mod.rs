@@ -15,7 +15,7 @@
 //! item) and a measured rate of 0.942% over 2·10^6 fresh keys; at 0.1%, 15.87 bits and
 //! 0.092% (`cargo test --test blocked -- --nocapture` prints them).
 //!
-//! Kernels (scalar, AVX2, AVX-512; `kernel.rs`) give identical bits; batch operations hash
+//! Kernels (scalar, AVX2, AVX-512, NEON; `kernel.rs`) give identical bits; batch operations hash
 //! a group of items first and prefetch their blocks, so a large filter is limited by how
 //! many cache misses the memory system overlaps, not by one miss's latency.
 
@@ -24,6 +24,8 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod kernel;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod scalar;
 
 use std::hash::{BuildHasher, Hash};
