@@ -187,7 +187,7 @@ proptest! {
     fn no_false_negatives(
         expected in 0u64..5_000,
         fpp in prop_oneof![Just(0.1), Just(0.01), 1e-6f64..0.5],
-        items in proptest::collection::vec(".{0,16}", 0..500),
+        items in proptest::collection::vec(".{0,16}", 0..1500),
     ) {
         let mut filter = BlockedBloomFilter::with_fpp(expected, fpp).unwrap();
         let (first, second) = items.split_at(items.len() / 2);

@@ -182,23 +182,32 @@ pub(crate) fn fingerprint(hash: u64) -> u32 {
     hash as u32
 }
 
-/// Items whose blocks are prefetched before the first of them is touched. Enough to keep
-/// the ~20 line-fill buffers of a current core busy without evicting what was prefetched.
-pub(crate) const BATCH_AHEAD: usize = 16;
+/// How many items ahead the batch loops prefetch: while item i is tested, the block of item
+/// i + PREFETCH_DISTANCE is requested, so that many misses stay in flight all the time
+/// (a rolling window rather than groups, which would drain between groups).
+pub(crate) const PREFETCH_DISTANCE: usize = 64;
 
-/// The batch insert loop, shared by the kernels: prefetch a group's blocks, then set bits.
+/// Hashes the batch APIs compute ahead of the kernel loop, per call (on the stack).
+pub(crate) const HASH_CHUNK: usize = 512;
+
+/// Asks for the block `hash` picks, without a bounds check (a prefetch never faults).
+#[inline(always)]
+fn prefetch_block(blocks: &[Block], hash: u64) {
+    prefetch(blocks.as_ptr().wrapping_add(block_index(hash, blocks.len())));
+}
+
+/// The batch insert loop, shared by the kernels: prefetch ahead, then set bits.
 #[inline(always)]
 pub(crate) fn batch_insert(blocks: &mut [Block], hashes: &[u64], insert: impl Fn(&mut Block, u32) -> bool) {
-    let num_blocks = blocks.len();
-    for chunk in hashes.chunks(BATCH_AHEAD) {
-        let mut indices = [0usize; BATCH_AHEAD];
-        for (index, &hash) in indices.iter_mut().zip(chunk) {
-            *index = block_index(hash, num_blocks);
-            prefetch(&blocks[*index]);
+    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+        prefetch_block(blocks, hash);
+    }
+    for (i, &hash) in hashes.iter().enumerate() {
+        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+            prefetch_block(blocks, ahead);
         }
-        for (&index, &hash) in indices.iter().zip(chunk) {
-            insert(&mut blocks[index], fingerprint(hash));
-        }
+        let index = block_index(hash, blocks.len());
+        insert(&mut blocks[index], fingerprint(hash));
     }
 }
 
@@ -210,16 +219,14 @@ pub(crate) fn batch_contains(
     results: &mut [bool],
     contains: impl Fn(&Block, u32) -> bool,
 ) {
-    let num_blocks = blocks.len();
-    for (chunk, results) in hashes.chunks(BATCH_AHEAD).zip(results.chunks_mut(BATCH_AHEAD)) {
-        let mut indices = [0usize; BATCH_AHEAD];
-        for (index, &hash) in indices.iter_mut().zip(chunk) {
-            *index = block_index(hash, num_blocks);
-            prefetch(&blocks[*index]);
+    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+        prefetch_block(blocks, hash);
+    }
+    for (i, (result, &hash)) in results.iter_mut().zip(hashes).enumerate() {
+        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+            prefetch_block(blocks, ahead);
         }
-        for ((result, &index), &hash) in results.iter_mut().zip(&indices).zip(chunk) {
-            *result = contains(&blocks[index], fingerprint(hash));
-        }
+        *result = contains(&blocks[block_index(hash, blocks.len())], fingerprint(hash));
     }
 }
 
@@ -230,15 +237,25 @@ pub(crate) fn masks(fingerprint: u32) -> [u64; BLOCK_WORDS] {
     scalar::masks(fingerprint)
 }
 
-/// Asks the CPU to start loading the cache line at `address` (a hint; never faults).
+/// Asks the CPU to start loading the cache line at `address` into L2 (a hint; never
+/// faults). L2, not L1: an L2 keeps more misses in flight than L1's few fill buffers, so
+/// a deep prefetch window is not capped by them (n = 10^8 on an Intel Xeon with AVX-512:
+/// 8.6 ns per batch lookup with this hint, 10.4 ns with `T0`; equal where the filter fits
+/// in L3). The line moves on to L1 when the kernel touches it, by then a short L2 hit.
 #[inline(always)]
 pub(crate) fn prefetch<T>(address: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetch is a hint that never faults, whatever the address; SSE is part of
     // the x86_64 baseline.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address.cast());
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(address.cast());
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: PRFM is a hint that never faults, whatever the address, and touches no
+    // register or memory the compiler knows of.
+    unsafe {
+        std::arch::asm!("prfm pldl2keep, [{0}]", in(reg) address, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = address;
 }

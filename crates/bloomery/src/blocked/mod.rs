@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(test)]
 use kernel::SALTS;
-use kernel::{BATCH_AHEAD, BLOCK_WORDS, block_index, fingerprint, masks};
+use kernel::{BLOCK_WORDS, HASH_CHUNK, block_index, fingerprint, masks};
 pub use kernel::{Block, Kernel};
 
 use crate::bits::{Zeroable, ZeroedArray};
@@ -234,8 +234,8 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
 
     /// Adds every item, hashing a few ahead and prefetching their blocks.
     pub fn insert_batch<T: Hash>(&mut self, items: &[T]) {
-        for chunk in items.chunks(BATCH_AHEAD) {
-            let mut hashes = [0u64; BATCH_AHEAD];
+        for chunk in items.chunks(HASH_CHUNK) {
+            let mut hashes = [0u64; HASH_CHUNK];
             for (hash, item) in hashes.iter_mut().zip(chunk) {
                 *hash = self.hasher.hash_one(item);
             }
@@ -259,8 +259,8 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
     /// lengths differ.
     pub fn contains_batch_into<T: Hash>(&self, items: &[T], results: &mut [bool]) {
         assert_eq!(items.len(), results.len(), "one result per item");
-        for (chunk, results) in items.chunks(BATCH_AHEAD).zip(results.chunks_mut(BATCH_AHEAD)) {
-            let mut hashes = [0u64; BATCH_AHEAD];
+        for (chunk, results) in items.chunks(HASH_CHUNK).zip(results.chunks_mut(HASH_CHUNK)) {
+            let mut hashes = [0u64; HASH_CHUNK];
             for (hash, item) in hashes.iter_mut().zip(chunk) {
                 *hash = self.hasher.hash_one(item);
             }
