@@ -1,7 +1,12 @@
 """BF.* commands against RedisBloom 2.6.28's recorded replies (shared/peers), and the
 data type's persistence, on a real redis-server."""
+import shutil
+from pathlib import Path
+
 import pytest
 import redis
+
+from conftest import Server
 
 
 def error_of(client, *command) -> str:
@@ -139,9 +144,27 @@ def test_data_survives_a_restart_from_rdb(server):
     assert client.execute_command("BF.ADD", "kept", "after-restart") == 1
 
 
-def test_load_arguments_override_the_defaults(tmp_path):
-    from conftest import Server
+def test_an_rdb_from_the_earlier_one_string_encoding_still_loads(tmp_path):
+    shutil.copy(Path(__file__).parent / "data" / "encoding-v0.rdb", tmp_path / "dump.rdb")
+    server = Server(tmp_path).start()
+    try:
+        client = server.client()
+        expected = [b"Capacity", 700, b"Size", 1152, b"Number of filters", 3,
+                    b"Number of items inserted", 497, b"Expansion rate", 2]
+        assert client.execute_command("BF.INFO", "v0") == expected
+        items = [f"v0-item-{i}" for i in range(500)]
+        assert all(client.execute_command("BF.MEXISTS", "v0", *items))
+        client.save()  # now written in the current encoding
+        server.stop()
+        server.start()
+        client = server.client()
+        assert client.execute_command("BF.INFO", "v0") == expected
+        assert all(client.execute_command("BF.MEXISTS", "v0", *items))
+    finally:
+        server.stop()
 
+
+def test_load_arguments_override_the_defaults(tmp_path):
     server = Server(tmp_path, module_args=["ERROR_RATE", "0.001", "INITIAL_SIZE", "1000", "EXPANSION", "4"]).start()
     try:
         client = server.client()
