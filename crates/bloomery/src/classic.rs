@@ -244,7 +244,7 @@ impl Persist for BloomFilter {
     }
 
     fn payload(&self) -> Vec<u8> {
-        native::words_to_le_bytes(self.words())
+        self.payload_pieces().concat()
     }
 
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {

@@ -293,11 +293,7 @@ impl Persist for ScalableBloomFilter {
     }
 
     fn payload(&self) -> Vec<u8> {
-        let mut payload = Vec::with_capacity(self.memory_bytes());
-        for sub in &self.filters {
-            payload.extend_from_slice(&native::words_to_le_bytes(sub.filter.words()));
-        }
-        payload
+        self.payload_pieces().concat()
     }
 
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {

@@ -433,13 +433,7 @@ impl<S: PersistentHasher> Persist for BlockedBloomFilter<S> {
     }
 
     fn payload(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(self.memory_bytes());
-        for block in self.blocks.iter() {
-            for word in block.0 {
-                bytes.extend_from_slice(&word.to_le_bytes());
-            }
-        }
-        bytes
+        self.payload_pieces().concat()
     }
 
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
