@@ -71,25 +71,22 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
     let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
     let envelope = filter.envelope();
     raw::save_unsigned(rdb, envelope.len());
-    let mut iterator = 1;
-    while let Some(chunk) = dump_chunk(&envelope, iterator) {
+    for (_, chunk) in dump_chunks(&envelope) {
         raw::save_slice(rdb, &chunk);
-        iterator += 1;
     }
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
-    let bytes = match encoding_version {
+    let filter = match encoding_version {
         0 => raw::load_string_buffer(rdb)
-            .map(|buffer| buffer.as_ref().to_vec())
-            .ok(),
-        1 => load_chunks(rdb),
+            .ok()
+            .and_then(|buffer| ScalableBloomFilter::from_bytes(buffer.as_ref()).ok()),
+        1 => load_chunks(rdb).and_then(|bytes| ScalableBloomFilter::from_bytes(&bytes).ok()),
         _ => None,
     };
-    match bytes.map(|bytes| ScalableBloomFilter::from_bytes(&bytes)) {
-        Some(Ok(filter)) => Box::into_raw(Box::new(filter)).cast::<c_void>(),
-        _ => std::ptr::null_mut(),
-    }
+    filter.map_or(std::ptr::null_mut(), |filter| {
+        Box::into_raw(Box::new(filter)).cast::<c_void>()
+    })
 }
 
 /// Encoding 1's envelope: its length, then pieces adding up to exactly that length.
@@ -121,6 +118,11 @@ pub fn dump_chunk(envelope: &Envelope<'_>, iterator: u64) -> Option<Vec<u8>> {
     (start < envelope.len()).then(|| envelope.read_range(start..start.saturating_add(CHUNK_BYTES as u64)))
 }
 
+/// Every piece of the envelope in order, with its 1-based iterator.
+fn dump_chunks<'a>(envelope: &'a Envelope<'_>) -> impl Iterator<Item = (u64, Vec<u8>)> + 'a {
+    (1..).map_while(|iterator| dump_chunk(envelope, iterator).map(|chunk| (iterator, chunk)))
+}
+
 unsafe extern "C" fn aof_rewrite(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
@@ -129,8 +131,7 @@ unsafe extern "C" fn aof_rewrite(
     // SAFETY: as in `free`.
     let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
     let envelope = filter.envelope();
-    let mut iterator = 1;
-    while let Some(chunk) = dump_chunk(&envelope, iterator) {
+    for (iterator, chunk) in dump_chunks(&envelope) {
         // SAFETY: Redis gives a valid AOF handle and key; the format "slb" takes a module
         // string, a long long and a (pointer, length) buffer, as passed.
         unsafe {
@@ -144,7 +145,6 @@ unsafe extern "C" fn aof_rewrite(
                 chunk.len(),
             );
         }
-        iterator += 1;
     }
 }
 
@@ -152,8 +152,7 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
     // SAFETY: as in `free`; `md` is valid for the duration of the call.
     let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
     let envelope = filter.envelope();
-    let mut iterator = 1;
-    while let Some(chunk) = dump_chunk(&envelope, iterator) {
+    for (_, chunk) in dump_chunks(&envelope) {
         // SAFETY: `md` is valid for the call; the buffer outlives it.
         unsafe {
             raw::RedisModule_DigestAddStringBuffer.expect("provided by redis-server")(
@@ -162,7 +161,6 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
                 chunk.len(),
             );
         }
-        iterator += 1;
     }
     // SAFETY: as above.
     unsafe {
