@@ -239,10 +239,9 @@ pub(crate) fn masks(fingerprint: u32) -> [u64; BLOCK_WORDS] {
 
 /// Asks the CPU to start loading the cache line at `address` into L2 (a hint; never
 /// faults). L2, not L1: an L2 keeps more misses in flight than L1's few fill buffers, so
-/// a deep prefetch window is not capped by them; on the Intel Xeon of docs/benchmarks.md
-/// this made batch lookups at n = 10^8 about a fifth faster than prefetching into L1, and
-/// made no difference where the filter fits in L3. The line moves on to L1 when the
-/// kernel touches it, by then a short L2 hit.
+/// a deep prefetch window is not capped by them. The line moves on to L1 when the kernel
+/// touches it, by then a short L2 hit. (The batch rows of docs/benchmarks.md, runs G and
+/// H, are measured with this hint.)
 #[inline(always)]
 pub(crate) fn prefetch<T>(address: *const T) {
     #[cfg(target_arch = "x86_64")]
