@@ -1,19 +1,91 @@
-//! Where items come from: the command line, files, or standard input, one per line.
-//! A line's bytes are the item, without its '\n' (and without a '\r' before it, so files
-//! with Windows line ends give the same items).
+//! Where items come from (the command line, files, or standard input, one per line) and
+//! how a line becomes the item's bytes. A line's bytes are taken without its '\n' (and
+//! without a '\r' before it, so files with Windows line ends give the same items).
+//!
+//! The bytes are the item: the library hashes exactly what a `Funnel` would write, so
+//! `--format text` lines are the items a Rust `&str`, a Java `stringFunnel(UTF_8)` or a
+//! Python `str` make, `--format long` is Guava's `longFunnel` (8 bytes little-endian),
+//! `--format int` its `integerFunnel` (4 bytes), and `--format hex` gives any bytes.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Context, Result};
+use crate::error::{CliError, Context, Result};
 
-/// Calls `each` for every item: the `items` given as arguments, then the lines of each
-/// `files` entry ("-" is standard input), or the lines of standard input when both are
-/// empty. Stops at the first error or when `each` returns false.
-pub fn for_each_item(items: &[String], files: &[PathBuf], mut each: impl FnMut(&[u8]) -> bool) -> Result<()> {
+/// How a line (or an argument) becomes an item's bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ItemFormat {
+    /// The line's bytes as they are (UTF-8 text: Guava's stringFunnel(UTF_8)).
+    #[default]
+    Text,
+    /// Hexadecimal digits, two per byte.
+    Hex,
+    /// A decimal 64-bit integer (signed, or unsigned up to 2^64-1), as 8 bytes
+    /// little-endian: Guava's longFunnel.
+    Long,
+    /// A decimal 32-bit integer (signed, or unsigned up to 2^32-1), as 4 bytes
+    /// little-endian: Guava's integerFunnel.
+    Int,
+}
+
+impl ItemFormat {
+    /// The item bytes for `raw` (a line or an argument), written into `buffer` when they
+    /// differ from `raw`.
+    pub fn decode<'a>(self, raw: &'a [u8], buffer: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+        let bad =
+            |what: &str| CliError::new(format!("item '{}' is not {what}", String::from_utf8_lossy(raw)));
+        buffer.clear();
+        match self {
+            ItemFormat::Text => return Ok(raw),
+            ItemFormat::Hex => {
+                if !raw.len().is_multiple_of(2) {
+                    return Err(bad("hexadecimal (an even number of digits 0-9, a-f)"));
+                }
+                for pair in raw.chunks_exact(2) {
+                    let digits = std::str::from_utf8(pair).ok();
+                    let byte = digits.and_then(|digits| u8::from_str_radix(digits, 16).ok());
+                    buffer.push(byte.ok_or_else(|| bad("hexadecimal (an even number of digits 0-9, a-f)"))?);
+                }
+            }
+            ItemFormat::Long => {
+                let text = std::str::from_utf8(raw).map_err(|_| bad("a decimal 64-bit integer"))?;
+                let value = text
+                    .parse::<i64>()
+                    .or_else(|_| text.parse::<u64>().map(|value| value as i64))
+                    .map_err(|_| bad("a decimal 64-bit integer"))?;
+                buffer.extend_from_slice(&value.to_le_bytes());
+            }
+            ItemFormat::Int => {
+                let text = std::str::from_utf8(raw).map_err(|_| bad("a decimal 32-bit integer"))?;
+                let value = text
+                    .parse::<i32>()
+                    .or_else(|_| text.parse::<u32>().map(|value| value as i32))
+                    .map_err(|_| bad("a decimal 32-bit integer"))?;
+                buffer.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+        Ok(buffer)
+    }
+}
+
+/// Calls `each(item, raw)` for every item, `item` being the bytes to hash and `raw` the
+/// text as given: the `items` given as arguments, then the lines of each `files` entry
+/// ("-" is standard input), or the lines of standard input when both are empty. Stops at
+/// the first error (a bad item included) or when `each` returns `Ok(false)`.
+pub fn for_each_item(
+    items: &[String],
+    files: &[PathBuf],
+    format: ItemFormat,
+    mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+) -> Result<()> {
+    let mut buffer = Vec::new();
+    let mut one = |raw: &[u8]| -> Result<bool> {
+        let item = format.decode(raw, &mut buffer)?;
+        each(item, raw)
+    };
     for item in items {
-        if !each(item.as_bytes()) {
+        if !one(item.as_bytes())? {
             return Ok(());
         }
     }
@@ -24,10 +96,10 @@ pub fn for_each_item(items: &[String], files: &[PathBuf], mut each: impl FnMut(&
     let files = if files.is_empty() { &stdin[..] } else { files };
     for path in files {
         let keep_going = if path.as_os_str() == "-" {
-            for_each_line(io::stdin().lock(), &mut each).with_path(Path::new("<stdin>"))?
+            for_each_line(io::stdin().lock(), Path::new("<stdin>"), &mut one)?
         } else {
             let file = File::open(path).with_path(path)?;
-            for_each_line(BufReader::with_capacity(1 << 16, file), &mut each).with_path(path)?
+            for_each_line(BufReader::with_capacity(1 << 16, file), path, &mut one)?
         };
         if !keep_going {
             break;
@@ -37,11 +109,15 @@ pub fn for_each_item(items: &[String], files: &[PathBuf], mut each: impl FnMut(&
 }
 
 /// Calls `each` for every line of `input`; returns false when `each` asked to stop.
-pub fn for_each_line<R: BufRead>(mut input: R, each: &mut impl FnMut(&[u8]) -> bool) -> io::Result<bool> {
+fn for_each_line<R: BufRead>(
+    mut input: R,
+    path: &Path,
+    each: &mut impl FnMut(&[u8]) -> Result<bool>,
+) -> Result<bool> {
     let mut line = Vec::with_capacity(256);
     loop {
         line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
+        if input.read_until(b'\n', &mut line).with_path(path)? == 0 {
             return Ok(true);
         }
         if line.last() == Some(&b'\n') {
@@ -50,7 +126,7 @@ pub fn for_each_line<R: BufRead>(mut input: R, each: &mut impl FnMut(&[u8]) -> b
                 line.pop();
             }
         }
-        if !each(&line) {
+        if !each(&line)? {
             return Ok(false);
         }
     }
@@ -66,5 +142,41 @@ pub fn read_all(path: &Path) -> Result<Vec<u8>> {
         Ok(bytes)
     } else {
         std::fs::read(path).with_path(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(format: ItemFormat, raw: &str) -> Result<Vec<u8>> {
+        let mut buffer = Vec::new();
+        format.decode(raw.as_bytes(), &mut buffer).map(<[u8]>::to_vec)
+    }
+
+    #[test]
+    fn each_format_gives_the_funnel_bytes() {
+        assert_eq!(decoded(ItemFormat::Text, "apple").unwrap(), b"apple");
+        assert_eq!(decoded(ItemFormat::Hex, "00ff10").unwrap(), [0, 255, 16]);
+        assert_eq!(decoded(ItemFormat::Long, "-1").unwrap(), [255; 8]);
+        assert_eq!(
+            decoded(ItemFormat::Long, "18446744073709551615").unwrap(),
+            [255; 8]
+        );
+        assert_eq!(
+            decoded(ItemFormat::Long, "258").unwrap(),
+            [2, 1, 0, 0, 0, 0, 0, 0]
+        );
+        assert_eq!(decoded(ItemFormat::Int, "258").unwrap(), [2, 1, 0, 0]);
+        assert_eq!(decoded(ItemFormat::Int, "4294967295").unwrap(), [255; 4]);
+    }
+
+    #[test]
+    fn a_bad_item_is_an_error_naming_it() {
+        let message = decoded(ItemFormat::Long, "12x").unwrap_err().to_string();
+        assert_eq!(message, "item '12x' is not a decimal 64-bit integer");
+        assert!(decoded(ItemFormat::Int, "4294967296").is_err());
+        assert!(decoded(ItemFormat::Hex, "abc").is_err());
+        assert!(decoded(ItemFormat::Hex, "zz").is_err());
     }
 }

@@ -15,9 +15,11 @@ mod update;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bloomery::any::Spec;
+use bloomery::format::native::Variant;
 use clap::{Args, Parser, Subcommand};
 
-use crate::store::Kind;
+use crate::items::ItemFormat;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -34,25 +36,57 @@ struct Cli {
 /// neither is given, read from standard input.
 #[derive(Args, Debug, Clone)]
 struct ItemArgs {
-    /// Items (the bytes of each argument).
+    /// Items (each argument, read as --format says).
     items: Vec<String>,
     /// Read items from FILE, one per line ("-" for standard input); repeatable.
     #[arg(short = 'i', long = "input", value_name = "FILE")]
     inputs: Vec<PathBuf>,
+    /// How a line or argument becomes the item's bytes.
+    #[arg(short = 'f', long, value_enum, default_value_t = ItemFormat::Text)]
+    format: ItemFormat,
 }
 
 /// Sizing for a new filter.
 #[derive(Args, Debug, Clone)]
 struct SizeArgs {
-    /// Expected number of distinct items.
+    /// Expected number of distinct items (scalable: of the first sub-filter; rotating: of
+    /// each generation).
     #[arg(short = 'n', long = "items", default_value_t = 10_000_000)]
     expected_items: u64,
     /// Target false-positive probability, in (0, 1).
     #[arg(short = 'p', long = "fpp", default_value_t = 0.01)]
     fpp: f64,
-    /// Filter variant: classic (Guava-compatible) or blocked (fastest).
-    #[arg(long, value_enum, default_value_t = Kind::Blocked)]
-    variant: Kind,
+    /// Filter variant: blocked (fastest), classic (Guava-compatible), counting (remove),
+    /// scalable (grows), retouched, allowlisted, or rotating (forgets old generations).
+    #[arg(long, default_value = "blocked", value_parser = parse_variant)]
+    variant: Variant,
+    /// Hash seed (blocked filters).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Generations kept (rotating filters), 2 to 1024.
+    #[arg(long, default_value_t = 2)]
+    generations: usize,
+    /// Refuse items beyond the capacity instead of growing (scalable filters).
+    #[arg(long)]
+    nonscaling: bool,
+}
+
+impl SizeArgs {
+    /// The library's description of the filter to create.
+    fn spec(&self) -> Spec {
+        let mut spec = Spec::new(self.variant, self.expected_items, self.fpp);
+        spec.seed = self.seed;
+        spec.generations = self.generations;
+        spec.scalable.scaling = !self.nonscaling;
+        spec
+    }
+}
+
+fn parse_variant(name: &str) -> Result<Variant, String> {
+    Variant::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Variant::ALL.iter().map(|variant| variant.name()).collect();
+        format!("unknown variant '{name}': one of {}", names.join(", "))
+    })
 }
 
 #[derive(Subcommand, Debug)]
@@ -69,6 +103,13 @@ enum Command {
     },
     /// Add items to a filter file (atomically, under a lock).
     Add {
+        /// The filter file.
+        file: PathBuf,
+        #[command(flatten)]
+        items: ItemArgs,
+    },
+    /// Remove items from a counting filter (one occurrence each).
+    Remove {
         /// The filter file.
         file: PathBuf,
         #[command(flatten)]
@@ -95,6 +136,9 @@ enum Command {
         /// Read lines from FILE ("-" for standard input); repeatable.
         #[arg(short = 'i', long = "input", value_name = "FILE")]
         inputs: Vec<PathBuf>,
+        /// How a line becomes the item's bytes (lines are printed as read).
+        #[arg(short = 'f', long, value_enum, default_value_t = ItemFormat::Text)]
+        format: ItemFormat,
     },
     /// Show a filter file's variant, parameters, memory, fill and estimates.
     Info {
@@ -131,7 +175,8 @@ enum Command {
         /// The filter file to write.
         output: PathBuf,
     },
-    /// Check a filter file's header and payload checksums.
+    /// Check a filter file whole: header and payload checksums, length, and every
+    /// parameter (what a load for update checks).
     Verify {
         /// The filter file.
         file: PathBuf,
@@ -143,8 +188,14 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Create { file, size, force } => update::create(&file, &size, force),
         Command::Add { file, items } => update::add(&file, &items),
+        Command::Remove { file, items } => update::remove(&file, &items),
         Command::Check { file, items, quiet } => query::check(&file, &items, quiet),
-        Command::Dedup { filter, size, inputs } => update::dedup(filter.as_deref(), &size, &inputs),
+        Command::Dedup {
+            filter,
+            size,
+            inputs,
+            format,
+        } => update::dedup(filter.as_deref(), &size, &inputs, format),
         Command::Info { file } => query::info(&file),
         Command::Merge { output, inputs } => combine::combine(&output, &inputs, true),
         Command::Intersect { output, inputs } => combine::combine(&output, &inputs, false),

@@ -1,115 +1,30 @@
 //! Filters in files: the library's native envelope (docs/format.md), opened with mmap for
-//! queries, loaded whole (payload checksum checked) for updates, written atomically
-//! (temporary file, fsync, rename, fsync of the directory) under a lock file so that
-//! concurrent writers never lose each other's items.
+//! queries, loaded whole (both checksums and every parameter checked) for updates, written
+//! atomically (temporary file, fsync, rename, fsync of the directory) under a lock file so
+//! that concurrent writers never lose each other's items. Every variant goes through the
+//! library's one interface ([`DynFilter`], [`FilterView`]): nothing here knows variants.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 
-use bloomery::blocked::{BlockedBloomFilterView, SeededFoldHash};
-use bloomery::classic::BloomFilterView;
-use bloomery::format::native::{self, Header, Persist, Variant};
-use bloomery::{BlockedBloomFilter, BloomFilter};
+use bloomery::any::{self, DynFilter, FilterView};
+use bloomery::format::native::Header;
 use memmap2::Mmap;
 
-use crate::error::{CliError, Context, Result};
+use crate::error::{Context, Result};
 
-/// The filter variants the tool creates and reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Kind {
-    /// Guava-compatible bits (exportable to Java's BloomFilter.readFrom).
-    Classic,
-    /// Cache-line blocked: one memory access per item, the fastest.
-    Blocked,
+/// Loads a file whole, checking everything a load checks.
+pub fn load(path: &Path) -> Result<Box<dyn DynFilter>> {
+    let bytes = fs::read(path).with_path(path)?;
+    any::open(&bytes).with_path(path)
 }
 
-/// A filter loaded whole, to be changed.
-#[derive(Clone, Debug)]
-pub enum Filter {
-    Classic(BloomFilter),
-    Blocked(BlockedBloomFilter),
-}
-
-impl Filter {
-    /// A new empty filter.
-    pub fn create(kind: Kind, expected_items: u64, fpp: f64) -> bloomery::Result<Self> {
-        Ok(match kind {
-            Kind::Classic => Filter::Classic(BloomFilter::with_fpp(expected_items, fpp)?),
-            Kind::Blocked => Filter::Blocked(BlockedBloomFilter::with_fpp(expected_items, fpp)?),
-        })
-    }
-
-    /// Adds an item; true when it was not (probably) there before.
-    #[inline]
-    pub fn insert(&mut self, item: &[u8]) -> bool {
-        match self {
-            Filter::Classic(filter) => filter.insert(item),
-            Filter::Blocked(filter) => filter.insert(item),
-        }
-    }
-
-    /// The header and the payload of the file form.
-    fn encode(&self) -> (Vec<u8>, Vec<u8>) {
-        let (variant, params, payload) = match self {
-            Filter::Classic(filter) => (Variant::Classic, filter.params(), filter.payload()),
-            Filter::Blocked(filter) => (Variant::Blocked, filter.params(), filter.payload()),
-        };
-        (native::encode_header(variant, &params, &payload), payload)
-    }
-
-    /// Reads a whole file's bytes, checking both checksums.
-    pub fn decode(bytes: &[u8]) -> bloomery::Result<Self> {
-        let (header, payload) = native::decode(bytes)?;
-        Ok(match header.variant {
-            Variant::Blocked => Filter::Blocked(BlockedBloomFilter::from_parts(&header.params, payload)?),
-            Variant::Classic => Filter::Classic(BloomFilter::from_parts(&header.params, payload)?),
-            other => {
-                return Err(bloomery::Error::Format {
-                    format: "bloomery",
-                    problem: bloomery::FormatProblem::Inconsistent(format!(
-                        "variant {other:?} is not served by this tool"
-                    )),
-                });
-            }
-        })
-    }
-
-    /// Loads a file whole.
-    pub fn load(path: &Path) -> Result<Self> {
-        let bytes = fs::read(path).with_path(path)?;
-        Filter::decode(&bytes).with_path(path)
-    }
-
-    /// Writes the filter to `path` atomically: readers see the old file or the new one,
-    /// never a mix, whatever happens to this process.
-    pub fn save(&self, path: &Path) -> Result<()> {
-        let (header, payload) = self.encode();
-        write_atomically(path, &[&header, &payload]).with_path(path)
-    }
-
-    /// Union (`merge`) or intersection with another filter of the same variant and shape.
-    pub fn combine(&mut self, other: &Filter, union: bool) -> bloomery::Result<()> {
-        match (self, other) {
-            (Filter::Classic(mine), Filter::Classic(theirs)) => {
-                if union {
-                    mine.union(theirs)
-                } else {
-                    mine.intersection(theirs)
-                }
-            }
-            (Filter::Blocked(mine), Filter::Blocked(theirs)) => {
-                if union {
-                    mine.union(theirs)
-                } else {
-                    mine.intersection(theirs)
-                }
-            }
-            _ => Err(bloomery::Error::Incompatible {
-                reason: "one filter is classic, the other blocked".into(),
-            }),
-        }
-    }
+/// Writes `filter` to `path` atomically: readers see the old file or the new one, never a
+/// mix, whatever happens to this process.
+pub fn save(path: &Path, filter: &dyn DynFilter) -> Result<()> {
+    let envelope = filter.envelope();
+    write_atomically(path, |file| envelope.write_to(file)).with_path(path)
 }
 
 /// A filter file mapped read-only: only the header is read and checked on open.
@@ -117,12 +32,6 @@ pub struct Mapped {
     map: Mmap,
     header: Header,
     path: PathBuf,
-}
-
-/// A read-only view of a mapped filter.
-pub enum View<'a> {
-    Classic(BloomFilterView<'a>),
-    Blocked(BlockedBloomFilterView<'a, SeededFoldHash>),
 }
 
 impl Mapped {
@@ -141,59 +50,20 @@ impl Mapped {
         })
     }
 
-    /// The header.
-    pub fn header(&self) -> &Header {
-        &self.header
-    }
-
-    /// The payload bytes.
-    pub fn payload(&self) -> &[u8] {
-        &self.map[self.header.payload_offset..]
-    }
-
     /// The file's length.
     pub fn file_len(&self) -> u64 {
         self.map.len() as u64
     }
 
-    /// Checks the payload checksum (reads every byte).
-    pub fn verify(&self) -> Result<()> {
-        self.header.verify_payload(self.payload()).with_path(&self.path)
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
     }
 
-    /// A view that answers queries from the mapped bytes.
-    pub fn view(&self) -> Result<View<'_>> {
-        let params = &self.header.params;
-        let view = match self.header.variant {
-            Variant::Blocked => {
-                BlockedBloomFilterView::from_parts(params, self.payload()).map(|v| v.map(View::Blocked))
-            }
-            Variant::Classic => {
-                BloomFilterView::from_parts(params, self.payload()).map(|v| v.map(View::Classic))
-            }
-            other => {
-                return Err(CliError::new(format!(
-                    "{}: variant {other:?} is not served by this tool",
-                    self.path.display()
-                )));
-            }
-        };
-        view.with_path(&self.path)?.ok_or_else(|| {
-            CliError::new(format!(
-                "{}: payload cannot be used in place",
-                self.path.display()
-            ))
-        })
-    }
-}
-
-impl View<'_> {
-    /// Whether the item is probably present.
-    pub fn contains(&self, item: &[u8]) -> bool {
-        match self {
-            View::Classic(view) => view.contains(item),
-            View::Blocked(view) => view.contains(item),
-        }
+    /// A view that answers queries: the classic and blocked variants from the mapped bytes
+    /// in place, the others built in memory.
+    pub fn view(&self) -> Result<Box<dyn FilterView + '_>> {
+        any::view(&self.header, &self.map[self.header.payload_offset..]).with_path(&self.path)
     }
 }
 
@@ -228,15 +98,17 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes `parts` to a temporary file beside `path`, syncs it, renames it over `path` and
-/// syncs the directory, so a crash leaves the old file or the new one.
-pub fn write_atomically(path: &Path, parts: &[&[u8]]) -> io::Result<()> {
+/// Writes what `write` produces to a temporary file beside `path`, syncs it, renames it
+/// over `path` and syncs the directory, so a crash leaves the old file or the new one.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
     let temporary = sibling(path, &format!(".tmp.{}", std::process::id()));
     let result = (|| {
-        let mut file = File::create(&temporary)?;
-        for part in parts {
-            file.write_all(part)?;
-        }
+        let mut file = BufWriter::with_capacity(1 << 20, File::create(&temporary)?);
+        write(&mut file)?;
+        let file = file.into_inner().map_err(|error| error.into_error())?;
         file.sync_all()?;
         drop(file);
         fs::rename(&temporary, path)?;

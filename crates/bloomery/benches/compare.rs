@@ -10,12 +10,13 @@
 //! filter's size. When `java` and Guava's jar are present (benches/guava/run.sh installs
 //! them), Guava's own BloomFilter is measured with the same keys on the JVM.
 
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
+use bloomery::hash::xxh3_64_item;
 use bloomery::{AtomicBlockedBloomFilter, BlockedBloomFilter, BloomFilter, Funnel};
 
 const FPP: f64 = 0.01;
@@ -72,13 +73,13 @@ struct Blocked(BlockedBloomFilter);
 struct BlockedBatch(BlockedBloomFilter);
 struct Classic(BloomFilter);
 struct FastBloom(fastbloom::BloomFilter<foldhash::fast::RandomState>);
-/// sbbf-rs-safe fed the blocked filter's own hash (foldhash quality).
-struct Sbbf(sbbf_rs_safe::Filter, bloomery::blocked::SeededFoldHash);
+/// sbbf-rs-safe fed the blocked filter's own hash (XXH3-64 of the item's bytes, seed 0).
+struct Sbbf(sbbf_rs_safe::Filter);
 struct BloomfilterCrate<K: Hash + ?Sized>(bloomfilter::Bloom<K>);
 /// One random 64-bit read per key from an array of the blocked filter's size.
-struct RandomRead(Vec<u64>, bloomery::blocked::SeededFoldHash);
+struct RandomRead(Vec<u64>);
 
-impl<K: Hash> Subject<K> for Blocked {
+impl<K: Funnel> Subject<K> for Blocked {
     fn insert_all(&mut self, keys: &[K]) {
         for key in keys {
             self.0.insert(key);
@@ -92,7 +93,7 @@ impl<K: Hash> Subject<K> for Blocked {
     }
 }
 
-impl<K: Hash> Subject<K> for BlockedBatch {
+impl<K: Funnel> Subject<K> for BlockedBatch {
     fn insert_all(&mut self, keys: &[K]) {
         self.0.insert_batch(keys);
     }
@@ -139,15 +140,15 @@ impl<K: Hash> Subject<K> for FastBloom {
     }
 }
 
-impl<K: Hash> Subject<K> for Sbbf {
+impl<K: Funnel> Subject<K> for Sbbf {
     fn insert_all(&mut self, keys: &[K]) {
         for key in keys {
-            self.0.insert_hash(self.1.hash_one(key));
+            self.0.insert_hash(xxh3_64_item(key, 0));
         }
     }
     fn count_present(&self, keys: &[K]) -> usize {
         keys.iter()
-            .filter(|key| self.0.contains_hash(self.1.hash_one(*key)))
+            .filter(|key| self.0.contains_hash(xxh3_64_item(*key, 0)))
             .count()
     }
     fn num_bits(&self) -> u64 {
@@ -169,13 +170,13 @@ impl<K: Hash> Subject<K> for BloomfilterCrate<K> {
     }
 }
 
-impl<K: Hash> Subject<K> for RandomRead {
+impl<K: Funnel> Subject<K> for RandomRead {
     fn insert_all(&mut self, _keys: &[K]) {}
     fn count_present(&self, keys: &[K]) -> usize {
         let len = self.0.len() as u64;
         let mut odd = 0;
         for key in keys {
-            let hash = self.1.hash_one(key);
+            let hash = xxh3_64_item(key, 0);
             let word = self.0[(((hash >> 32) * len) >> 32) as usize];
             odd += (word & 1) as usize;
         }
@@ -271,16 +272,13 @@ fn run_workload<K: Hash + Funnel>(title: &str, keys: &[K], absent: &[K]) -> Vec<
             )
         }),
         measure("sbbf-rs-safe 0.3 (same hash)", keys, absent, || {
-            Sbbf(
-                sbbf_rs_safe::Filter::new(SBBF_BITS_PER_KEY, n as usize),
-                Default::default(),
-            )
+            Sbbf(sbbf_rs_safe::Filter::new(SBBF_BITS_PER_KEY, n as usize))
         }),
         measure("bloomfilter 3 (SipHash)", keys, absent, || {
             BloomfilterCrate(bloomfilter::Bloom::new_for_fp_rate(n as usize, FPP).unwrap())
         }),
         measure("random read (limit)", keys, absent, || {
-            RandomRead(vec![1u64; blocked_blocks as usize * 8], Default::default())
+            RandomRead(vec![1u64; blocked_blocks as usize * 8])
         }),
     ]
 }

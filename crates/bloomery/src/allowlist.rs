@@ -17,20 +17,7 @@ use std::collections::HashSet;
 use crate::classic::BloomFilter;
 use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
-use crate::hash::{Funnel, Sink};
-
-/// The bytes a funnel writes, to keep an item exactly.
-fn funnel_bytes<T: Funnel + ?Sized>(item: &T) -> Vec<u8> {
-    struct Recorder(Vec<u8>);
-    impl Sink for Recorder {
-        fn put_bytes(&mut self, bytes: &[u8]) {
-            self.0.extend_from_slice(bytes);
-        }
-    }
-    let mut recorder = Recorder(Vec::new());
-    item.funnel(&mut recorder);
-    recorder.0
-}
+use crate::hash::{Funnel, funnel_bytes};
 
 /// A Bloom filter with an exact list of known false positives.
 ///
@@ -112,8 +99,8 @@ impl AllowlistedBloomFilter {
 }
 
 impl<T: Funnel + ?Sized> crate::Filter<T> for AllowlistedBloomFilter {
-    fn insert(&mut self, item: &T) -> bool {
-        AllowlistedBloomFilter::insert(self, item)
+    fn insert(&mut self, item: &T) -> Result<bool> {
+        Ok(AllowlistedBloomFilter::insert(self, item))
     }
 
     fn contains(&self, item: &T) -> bool {

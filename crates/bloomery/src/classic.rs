@@ -1,5 +1,8 @@
 //! The classic Bloom filter, bit for bit Guava's `BloomFilter` (strategy
-//! `MURMUR128_MITZ_64`), and its lock-free twin.
+//! `MURMUR128_MITZ_64`): one [`ClassicFilter`] over any bit store ([`Bits`]): owned words
+//! ([`BloomFilter`]), atomic words that many threads set at once ([`AtomicBloomFilter`]),
+//! or words borrowed from a memory-mapped file ([`BloomFilterView`]). Lookups and
+//! estimates are written once for all three.
 //!
 //! An item is funnelled to bytes ([`Funnel`]), hashed once with murmur3_128 into two
 //! 64-bit halves h1, h2, and the k positions are derived by double hashing
@@ -16,11 +19,21 @@
 //! filter give exactly 100,075 false positives in the next 10^7 ints, 1.0008%
 //! (`cargo run --release --example classic`).
 
-use crate::bits::{AtomicBitVec, BitVec};
+use crate::bits::{AtomicBitVec, BitVec, Bits, OwnedBits};
 use crate::error::{Error, Result};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices};
-use crate::sizing::{ClassicShape, check_num_hashes, num_words_for_bits};
+use crate::sizing::{ClassicShape, check_num_hashes, estimated_items, fill_fpp, num_words_for_bits};
+
+/// A Guava-compatible Bloom filter over the bit store `B`. Use it through its aliases:
+/// [`BloomFilter`], [`AtomicBloomFilter`] and [`BloomFilterView`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassicFilter<B> {
+    bits: B,
+    num_hashes: u32,
+    /// `num_bits` as a precomputed modulus (derived from `bits`).
+    modulus: Modulus,
+}
 
 /// A Bloom filter with Guava's exact bits, answers and serialized form.
 ///
@@ -38,15 +51,49 @@ use crate::sizing::{ClassicShape, check_num_hashes, num_words_for_bits};
 /// assert_eq!(filter.approximate_element_count(), 2);
 /// # Ok::<(), bloomery::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BloomFilter {
-    bits: BitVec,
-    num_hashes: u32,
-    /// `num_bits` as a precomputed modulus (derived from `bits`).
-    modulus: Modulus,
-}
+pub type BloomFilter = ClassicFilter<BitVec>;
 
-impl BloomFilter {
+/// The thread-safe twin of [`BloomFilter`]: many threads insert through `&self`, each bit
+/// set with one atomic `fetch_or` (Guava's `LockFreeBitArray`). The bits, answers and
+/// conversions are those of [`BloomFilter`].
+///
+/// ```
+/// use bloomery::{AtomicBloomFilter, BloomFilter};
+///
+/// let filter = AtomicBloomFilter::with_fpp(10_000, 0.01)?;
+/// std::thread::scope(|scope| {
+///     for thread in 0..4i64 {
+///         let filter = &filter;
+///         scope.spawn(move || {
+///             for i in 0..1_000 {
+///                 filter.insert(&(thread * 1_000 + i));
+///             }
+///         });
+///     }
+/// });
+/// assert!((0..4_000i64).all(|i| filter.contains(&i)));
+/// let plain: BloomFilter = filter.into();
+/// assert!(plain.contains(&3_999i64));
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub type AtomicBloomFilter = ClassicFilter<AtomicBitVec>;
+
+/// A read-only Guava-compatible filter over borrowed words, for example the payload of a
+/// memory-mapped file: the same answers as [`BloomFilter`] without copying the bits.
+///
+/// ```
+/// use bloomery::classic::BloomFilterView;
+/// use bloomery::BloomFilter;
+///
+/// let mut filter = BloomFilter::with_fpp(100, 0.01)?;
+/// filter.insert("x");
+/// let view = BloomFilterView::new(filter.words(), filter.num_hashes())?;
+/// assert!(view.contains("x") && !view.contains("y"));
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub type BloomFilterView<'a> = ClassicFilter<&'a [u64]>;
+
+impl<B: OwnedBits> ClassicFilter<B> {
     /// A filter for `expected_items` at false-positive probability `fpp`, sized as Guava's
     /// `BloomFilter.create(funnel, expected_items, fpp)`.
     ///
@@ -72,29 +119,23 @@ impl BloomFilter {
     /// An empty filter of the given shape.
     pub fn with_shape(shape: ClassicShape) -> Self {
         Self {
-            bits: BitVec::zeroed(shape.num_words),
+            bits: B::zeroed(shape.num_words),
             num_hashes: shape.num_hashes,
             modulus: Modulus::new(shape.num_bits()),
         }
     }
+}
 
-    /// A filter over existing words (bit `i` is bit `i % 64` of word `i / 64`).
-    pub fn from_words(words: Vec<u64>, num_hashes: u32) -> Result<Self> {
-        num_words_for_bits((words.len() as u64).saturating_mul(64))?;
+impl<B: Bits> ClassicFilter<B> {
+    /// The filter over `bits`, checked: 1 to 2^31 - 1 words, 1 to 255 hashes.
+    fn over(bits: B, num_hashes: u32) -> Result<Self> {
+        num_words_for_bits((bits.num_words() as u64).saturating_mul(64))?;
         check_num_hashes(num_hashes)?;
-        let bits = BitVec::from_words(words);
         Ok(Self {
             modulus: Modulus::new(bits.num_bits()),
             bits,
             num_hashes,
         })
-    }
-
-    /// Adds `item`; returns whether any bit changed (Guava's `put`). `false` means the item
-    /// was already present or is a false positive.
-    #[inline]
-    pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
-        self.insert_hash(hash_item(item))
     }
 
     /// Whether `item` might be in the filter (Guava's `mightContain`): `false` is certain,
@@ -104,18 +145,7 @@ impl BloomFilter {
         self.contains_hash(hash_item(item))
     }
 
-    /// Adds an item by its murmur3_128 hash `(h1, h2)` (see [`crate::hash::hash_item`]),
-    /// for callers that hash once and use the hash several times.
-    #[inline]
-    pub fn insert_hash(&mut self, hash: (u64, u64)) -> bool {
-        let mut changed = false;
-        for index in mitz64_indices(hash, self.num_hashes, self.modulus) {
-            changed |= self.bits.set(index);
-        }
-        changed
-    }
-
-    /// Looks an item up by its murmur3_128 hash `(h1, h2)`.
+    /// Looks an item up by its murmur3_128 hash `(h1, h2)` (see [`crate::hash::hash_item`]).
     #[inline]
     pub fn contains_hash(&self, hash: (u64, u64)) -> bool {
         mitz64_indices(hash, self.num_hashes, self.modulus).all(|index| self.bits.get(index))
@@ -133,8 +163,7 @@ impl BloomFilter {
         self.num_hashes
     }
 
-    /// The number of bits set (Guava's `bitCount`).
-    #[inline]
+    /// The number of bits set (Guava's `bitCount`; a popcount over the words).
     pub fn bit_count(&self) -> u64 {
         self.bits.count_ones()
     }
@@ -142,26 +171,72 @@ impl BloomFilter {
     /// The probability that a fresh item is reported present, from the bits set now:
     /// `(bit_count / num_bits)^k` (Guava's `expectedFpp`).
     pub fn expected_fpp(&self) -> f64 {
-        guava_expected_fpp(self.bit_count(), self.num_bits(), self.num_hashes)
+        fill_fpp(self.bit_count(), self.num_bits(), self.num_hashes)
     }
 
     /// An estimate of the number of distinct items inserted, from the bits set
     /// (Guava's `approximateElementCount`). Saturates at `u64::MAX` when every bit is set.
     pub fn approximate_element_count(&self) -> u64 {
-        guava_approximate_element_count(self.bit_count(), self.num_bits(), self.num_hashes)
+        estimated_items(self.bit_count(), self.num_bits(), self.num_hashes)
+    }
+
+    /// The filter's shape (bits and hashes).
+    pub fn shape(&self) -> ClassicShape {
+        ClassicShape {
+            num_words: self.bits.num_words(),
+            num_hashes: self.num_hashes,
+        }
+    }
+
+    /// Whether `other` has the same number of bits and hashes, so that [`union`](BloomFilter::union)
+    /// and [`intersection`](BloomFilter::intersection) are defined. (Both filters must also
+    /// have been filled through the same [`Funnel`]: the types cannot tell.)
+    pub fn is_compatible<C: Bits>(&self, other: &ClassicFilter<C>) -> bool {
+        check_compatible(self.shape(), other.shape()).is_ok()
+    }
+
+    /// A plain copy of the filter as it is now.
+    pub fn to_bloom_filter(&self) -> BloomFilter {
+        ClassicFilter {
+            bits: BitVec::from_words(
+                (0..self.bits.num_words())
+                    .map(|index| self.bits.word(index))
+                    .collect(),
+            ),
+            num_hashes: self.num_hashes,
+            modulus: self.modulus,
+        }
+    }
+}
+
+impl BloomFilter {
+    /// A filter over existing words (bit `i` is bit `i % 64` of word `i / 64`).
+    pub fn from_words(words: Vec<u64>, num_hashes: u32) -> Result<Self> {
+        Self::over(BitVec::from_words(words), num_hashes)
+    }
+
+    /// Adds `item`; returns whether any bit changed (Guava's `put`). `false` means the item
+    /// was already present or is a false positive.
+    #[inline]
+    pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
+        self.insert_hash(hash_item(item))
+    }
+
+    /// Adds an item by its murmur3_128 hash `(h1, h2)` (see [`crate::hash::hash_item`]),
+    /// for callers that hash once and use the hash several times.
+    #[inline]
+    pub fn insert_hash(&mut self, hash: (u64, u64)) -> bool {
+        let mut changed = false;
+        for index in mitz64_indices(hash, self.num_hashes, self.modulus) {
+            changed |= self.bits.set(index);
+        }
+        changed
     }
 
     /// The 64-bit words holding the bits (bit `i` is bit `i % 64` of word `i / 64`).
     #[inline]
     pub fn words(&self) -> &[u64] {
         self.bits.words()
-    }
-
-    /// Whether `other` has the same number of bits and hashes, so that [`union`](Self::union)
-    /// and [`intersection`](Self::intersection) are defined. (Both filters must also have
-    /// been filled through the same [`Funnel`]: the types cannot tell.)
-    pub fn is_compatible(&self, other: &Self) -> bool {
-        check_compatible(self.shape(), other.shape()).is_ok()
     }
 
     /// Adds every item of `other` to `self` (bitwise OR; Guava's `putAll`). Afterwards `self`
@@ -201,214 +276,13 @@ impl BloomFilter {
     pub fn clear(&mut self) {
         self.bits.clear();
     }
-
-    /// The filter's shape (bits and hashes).
-    pub fn shape(&self) -> ClassicShape {
-        ClassicShape {
-            num_words: self.bits.words().len(),
-            num_hashes: self.num_hashes,
-        }
-    }
-}
-
-impl<T: Funnel + ?Sized> crate::Filter<T> for BloomFilter {
-    fn insert(&mut self, item: &T) -> bool {
-        BloomFilter::insert(self, item)
-    }
-
-    fn contains(&self, item: &T) -> bool {
-        BloomFilter::contains(self, item)
-    }
-}
-
-impl crate::FilterStats for BloomFilter {
-    fn estimated_len(&self) -> u64 {
-        self.approximate_element_count()
-    }
-
-    fn expected_fpp(&self) -> f64 {
-        BloomFilter::expected_fpp(self)
-    }
-
-    fn memory_bytes(&self) -> usize {
-        std::mem::size_of_val(self.words())
-    }
-}
-
-/// Parameters: `num_hashes` (u32); payload: the words, little-endian.
-impl Persist for BloomFilter {
-    const VARIANT: Variant = Variant::Classic;
-
-    fn params(&self) -> Vec<u8> {
-        ParamWriter::new().u32(self.num_hashes).finish()
-    }
-
-    fn payload(&self) -> Vec<u8> {
-        self.payload_pieces().concat()
-    }
-
-    fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
-        vec![native::words_as_le_bytes(self.words())]
-    }
-
-    fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
-        let mut params = ParamReader::new(params);
-        let num_hashes = params.u32()?;
-        params.finish()?;
-        Self::from_words(native::words_from_le_bytes(payload)?, num_hashes)
-    }
-}
-
-/// A read-only Guava-compatible filter over borrowed words, for example the payload of a
-/// memory-mapped file: the same answers as [`BloomFilter`] without copying the bits.
-///
-/// ```
-/// use bloomery::classic::BloomFilterView;
-/// use bloomery::BloomFilter;
-///
-/// let mut filter = BloomFilter::with_fpp(100, 0.01)?;
-/// filter.insert("x");
-/// let view = BloomFilterView::new(filter.words(), filter.num_hashes())?;
-/// assert!(view.contains("x") && !view.contains("y"));
-/// # Ok::<(), bloomery::Error>(())
-/// ```
-#[derive(Clone, Copy, Debug)]
-pub struct BloomFilterView<'a> {
-    words: &'a [u64],
-    num_hashes: u32,
-    modulus: Modulus,
-}
-
-impl<'a> BloomFilterView<'a> {
-    /// A view of `words` (bit `i` is bit `i % 64` of word `i / 64`) with `num_hashes`.
-    pub fn new(words: &'a [u64], num_hashes: u32) -> Result<Self> {
-        num_words_for_bits((words.len() as u64).saturating_mul(64))?;
-        check_num_hashes(num_hashes)?;
-        Ok(Self {
-            words,
-            num_hashes,
-            modulus: Modulus::new(words.len() as u64 * 64),
-        })
-    }
-
-    /// A view of a native envelope's parameters and payload (see [`Persist`]), without
-    /// copying; `None` when the payload is not 8-byte aligned or the machine is big-endian
-    /// (then load the filter with [`Persist::from_parts`]).
-    pub fn from_parts(params: &[u8], payload: &'a [u8]) -> Result<Option<Self>> {
-        let mut params = ParamReader::new(params);
-        let num_hashes = params.u32()?;
-        params.finish()?;
-        match native::words_in_place(payload)? {
-            Some(words) => Ok(Some(Self::new(words, num_hashes)?)),
-            None => Ok(None),
-        }
-    }
-
-    /// Whether `item` might be in the filter.
-    #[inline]
-    pub fn contains<T: Funnel + ?Sized>(&self, item: &T) -> bool {
-        self.contains_hash(hash_item(item))
-    }
-
-    /// Looks an item up by its murmur3_128 hash.
-    #[inline]
-    pub fn contains_hash(&self, hash: (u64, u64)) -> bool {
-        mitz64_indices(hash, self.num_hashes, self.modulus)
-            .all(|index| self.words[(index / 64) as usize] & (1 << (index % 64)) != 0)
-    }
-
-    /// The number of bits.
-    pub fn num_bits(&self) -> u64 {
-        self.words.len() as u64 * 64
-    }
-
-    /// The number of hash functions.
-    pub fn num_hashes(&self) -> u32 {
-        self.num_hashes
-    }
-
-    /// The number of bits set (a popcount over the words).
-    pub fn bit_count(&self) -> u64 {
-        self.words.iter().map(|word| u64::from(word.count_ones())).sum()
-    }
-
-    /// As [`BloomFilter::expected_fpp`].
-    pub fn expected_fpp(&self) -> f64 {
-        guava_expected_fpp(self.bit_count(), self.num_bits(), self.num_hashes)
-    }
-
-    /// As [`BloomFilter::approximate_element_count`].
-    pub fn approximate_element_count(&self) -> u64 {
-        guava_approximate_element_count(self.bit_count(), self.num_bits(), self.num_hashes)
-    }
-
-    /// The words.
-    pub fn words(&self) -> &'a [u64] {
-        self.words
-    }
-
-    /// An owned copy.
-    pub fn to_bloom_filter(&self) -> BloomFilter {
-        let bits = BitVec::from_words(self.words.to_vec());
-        BloomFilter {
-            bits,
-            num_hashes: self.num_hashes,
-            modulus: self.modulus,
-        }
-    }
-}
-
-/// The thread-safe twin of [`BloomFilter`]: many threads insert through `&self`, each bit
-/// set with one atomic `fetch_or` (Guava's `LockFreeBitArray`). The bits, answers and
-/// conversions are those of [`BloomFilter`].
-///
-/// ```
-/// use bloomery::{AtomicBloomFilter, BloomFilter};
-///
-/// let filter = AtomicBloomFilter::with_fpp(10_000, 0.01)?;
-/// std::thread::scope(|scope| {
-///     for thread in 0..4i64 {
-///         let filter = &filter;
-///         scope.spawn(move || {
-///             for i in 0..1_000 {
-///                 filter.insert(&(thread * 1_000 + i));
-///             }
-///         });
-///     }
-/// });
-/// assert!((0..4_000i64).all(|i| filter.contains(&i)));
-/// let plain: BloomFilter = filter.into();
-/// assert!(plain.contains(&3_999i64));
-/// # Ok::<(), bloomery::Error>(())
-/// ```
-#[derive(Debug)]
-pub struct AtomicBloomFilter {
-    bits: AtomicBitVec,
-    num_hashes: u32,
-    modulus: Modulus,
 }
 
 impl AtomicBloomFilter {
-    /// A filter for `expected_items` at false-positive probability `fpp`, sized as Guava.
-    pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
-        let shape = ClassicShape::for_fpp(expected_items, fpp)?;
-        Ok(Self {
-            bits: AtomicBitVec::zeroed(shape.num_words),
-            num_hashes: shape.num_hashes,
-            modulus: Modulus::new(shape.num_bits()),
-        })
-    }
-
     /// Adds `item` from any thread; returns whether this call changed a bit.
     #[inline]
     pub fn insert<T: Funnel + ?Sized>(&self, item: &T) -> bool {
         self.insert_hash(hash_item(item))
-    }
-
-    /// Whether `item` might be in the filter.
-    #[inline]
-    pub fn contains<T: Funnel + ?Sized>(&self, item: &T) -> bool {
-        self.contains_hash(hash_item(item))
     }
 
     /// Adds an item by its murmur3_128 hash `(h1, h2)`.
@@ -420,45 +294,28 @@ impl AtomicBloomFilter {
         }
         changed
     }
+}
 
-    /// Looks an item up by its murmur3_128 hash `(h1, h2)`.
-    #[inline]
-    pub fn contains_hash(&self, hash: (u64, u64)) -> bool {
-        mitz64_indices(hash, self.num_hashes, self.modulus).all(|index| self.bits.get(index))
+impl<'a> BloomFilterView<'a> {
+    /// A view of `words` (bit `i` is bit `i % 64` of word `i / 64`) with `num_hashes`.
+    pub fn new(words: &'a [u64], num_hashes: u32) -> Result<Self> {
+        Self::over(words, num_hashes)
     }
 
-    /// The number of bits, a multiple of 64.
-    pub fn num_bits(&self) -> u64 {
-        self.bits.num_bits()
-    }
-
-    /// The number of hash functions, k.
-    pub fn num_hashes(&self) -> u32 {
-        self.num_hashes
-    }
-
-    /// The number of bits set now (a popcount over the whole array).
-    pub fn bit_count(&self) -> u64 {
-        self.bits.count_ones()
-    }
-
-    /// As [`BloomFilter::expected_fpp`], from the bits set now.
-    pub fn expected_fpp(&self) -> f64 {
-        guava_expected_fpp(self.bit_count(), self.num_bits(), self.num_hashes)
-    }
-
-    /// As [`BloomFilter::approximate_element_count`], from the bits set now.
-    pub fn approximate_element_count(&self) -> u64 {
-        guava_approximate_element_count(self.bit_count(), self.num_bits(), self.num_hashes)
-    }
-
-    /// A plain copy of the filter as it is now.
-    pub fn to_bloom_filter(&self) -> BloomFilter {
-        BloomFilter {
-            bits: self.bits.to_bit_vec(),
-            num_hashes: self.num_hashes,
-            modulus: self.modulus,
+    /// A view of a native envelope's parameters and payload (see [`Persist`]), without
+    /// copying; `None` when the payload is not 8-byte aligned or the machine is big-endian
+    /// (then load the filter with [`Persist::from_parts`]).
+    pub fn from_parts(params: &[u8], payload: &'a [u8]) -> Result<Option<Self>> {
+        let num_hashes = classic_params(params)?;
+        match native::words_in_place(payload)? {
+            Some(words) => Ok(Some(Self::new(words, num_hashes)?)),
+            None => Ok(None),
         }
+    }
+
+    /// The words.
+    pub fn words(&self) -> &'a [u64] {
+        self.bits
     }
 }
 
@@ -482,6 +339,58 @@ impl From<AtomicBloomFilter> for BloomFilter {
     }
 }
 
+impl<T: Funnel + ?Sized> crate::Filter<T> for BloomFilter {
+    fn insert(&mut self, item: &T) -> Result<bool> {
+        Ok(BloomFilter::insert(self, item))
+    }
+
+    fn contains(&self, item: &T) -> bool {
+        BloomFilter::contains(self, item)
+    }
+}
+
+impl<B: Bits> crate::FilterStats for ClassicFilter<B> {
+    fn estimated_len(&self) -> u64 {
+        self.approximate_element_count()
+    }
+
+    fn expected_fpp(&self) -> f64 {
+        ClassicFilter::expected_fpp(self)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.bits.num_words() * 8
+    }
+}
+
+/// Parameters: `num_hashes` (u32); payload: the words, little-endian.
+impl Persist for BloomFilter {
+    const VARIANT: Variant = Variant::Classic;
+
+    fn params(&self) -> Vec<u8> {
+        ParamWriter::new().u32(self.num_hashes).finish()
+    }
+
+    fn payload(&self) -> Vec<u8> {
+        self.payload_pieces().concat()
+    }
+
+    fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
+        vec![native::words_as_le_bytes(self.words())]
+    }
+
+    fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
+        Self::from_words(native::words_from_le_bytes(payload)?, classic_params(params)?)
+    }
+}
+
+fn classic_params(params: &[u8]) -> Result<u32> {
+    let mut params = ParamReader::new(params);
+    let num_hashes = params.u32()?;
+    params.finish()?;
+    Ok(num_hashes)
+}
+
 fn check_compatible(mine: ClassicShape, theirs: ClassicShape) -> Result<()> {
     if mine.num_hashes != theirs.num_hashes {
         return Err(Error::Incompatible {
@@ -494,19 +403,6 @@ fn check_compatible(mine: ClassicShape, theirs: ClassicShape) -> Result<()> {
         });
     }
     Ok(())
-}
-
-fn guava_expected_fpp(bit_count: u64, num_bits: u64, num_hashes: u32) -> f64 {
-    (bit_count as f64 / num_bits as f64).powf(f64::from(num_hashes))
-}
-
-fn guava_approximate_element_count(bit_count: u64, num_bits: u64, num_hashes: u32) -> u64 {
-    let fraction_set = bit_count as f64 / num_bits as f64;
-    // Same operation order as Guava, so the rounding agrees to the last bit.
-    let estimate = -(-fraction_set).ln_1p() * num_bits as f64 / f64::from(num_hashes);
-    // f64::round is half away from zero, Guava's HALF_UP for this non-negative value;
-    // `as` saturates the infinity of a full filter.
-    estimate.round() as u64
 }
 
 #[cfg(test)]
@@ -585,6 +481,9 @@ mod tests {
         atomic.insert("b");
         plain.insert("b");
         assert_eq!(atomic.to_bloom_filter(), plain);
+        let view = BloomFilterView::new(plain.words(), plain.num_hashes()).unwrap();
+        assert!(view.contains("a") && view.contains("b"));
+        assert_eq!(view.to_bloom_filter(), plain);
         assert_eq!(
             atomic.approximate_element_count(),
             plain.approximate_element_count()

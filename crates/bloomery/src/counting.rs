@@ -17,7 +17,7 @@ use crate::bits::counters::{CounterVec, SATURATED};
 use crate::error::{Error, FormatProblem, Result};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices};
-use crate::sizing::{ClassicShape, check_num_hashes, false_positive_rate};
+use crate::sizing::{ClassicShape, check_num_hashes, estimated_items, false_positive_rate, fill_fpp};
 
 /// A Bloom filter with 4-bit counters: insert, remove, and estimate multiplicity.
 ///
@@ -124,14 +124,12 @@ impl CountingBloomFilter {
     /// An estimate of the distinct items present, from the non-zero counters:
     /// -(m/k) ln(1 - nonzero/m).
     pub fn estimated_len(&self) -> u64 {
-        let m = self.counters.len() as f64;
-        let fraction = self.counters.nonzero() as f64 / m;
-        (-(-fraction).ln_1p() * m / f64::from(self.num_hashes)).round() as u64
+        estimated_items(self.counters.nonzero(), self.counters.len(), self.num_hashes)
     }
 
     /// The probability that a fresh item is reported present now: (nonzero/m)^k.
     pub fn expected_fpp(&self) -> f64 {
-        (self.counters.nonzero() as f64 / self.counters.len() as f64).powf(f64::from(self.num_hashes))
+        fill_fpp(self.counters.nonzero(), self.counters.len(), self.num_hashes)
     }
 
     /// The false-positive probability the sizing formula predicts for `num_items` items.
@@ -163,8 +161,8 @@ impl CountingBloomFilter {
 }
 
 impl<T: Funnel + ?Sized> crate::Filter<T> for CountingBloomFilter {
-    fn insert(&mut self, item: &T) -> bool {
-        CountingBloomFilter::insert(self, item)
+    fn insert(&mut self, item: &T) -> Result<bool> {
+        Ok(CountingBloomFilter::insert(self, item))
     }
 
     fn contains(&self, item: &T) -> bool {

@@ -35,6 +35,27 @@ pub enum Error {
         why: &'static str,
     },
 
+    /// No filter of the kind asked for can hold `expected_items` at `fpp`.
+    #[error("cannot size a filter for {expected_items} items at fpp {fpp}: {problem}")]
+    Sizing {
+        /// The expected number of items asked for.
+        expected_items: u64,
+        /// The false-positive probability asked for.
+        fpp: f64,
+        /// What limit the request passes.
+        problem: String,
+    },
+
+    /// An operation the filter variant does not have (for example removing from a classic
+    /// filter).
+    #[error("{variant} filters do not support {operation}")]
+    Unsupported {
+        /// The variant's name.
+        variant: &'static str,
+        /// The operation asked for.
+        operation: &'static str,
+    },
+
     /// Another parameter is out of range.
     #[error("{name} must be {allowed}, got {value}")]
     Parameter {
@@ -117,7 +138,7 @@ pub enum FormatProblem {
     BadMagic,
 
     /// The data was written by a format version this library does not read.
-    #[error("format version {0} is not supported: this library reads version 1")]
+    #[error("format version {0} is not supported: this library reads versions 1 and 2")]
     UnsupportedVersion(u16),
 
     /// The header's checksum does not match its bytes.

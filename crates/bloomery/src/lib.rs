@@ -40,6 +40,7 @@
 //! No filter here has false negatives: an inserted item is always reported present.
 
 pub mod allowlist;
+pub mod any;
 pub mod bits;
 pub mod blocked;
 pub mod classic;
@@ -54,7 +55,7 @@ pub mod sizing;
 
 pub use allowlist::AllowlistedBloomFilter;
 pub use blocked::{AtomicBlockedBloomFilter, BlockedBloomFilter};
-pub use classic::{AtomicBloomFilter, BloomFilter};
+pub use classic::{AtomicBloomFilter, BloomFilter, ClassicFilter};
 pub use counting::CountingBloomFilter;
 pub use error::{Error, FormatProblem, Result};
 pub use hash::{Funnel, Sink, UnencodedChars, Utf16Units};
@@ -69,22 +70,24 @@ pub use scalable::{ScalableBloomFilter, ScalableOptions};
 /// ```
 /// use bloomery::{BloomFilter, Filter, FilterStats};
 ///
-/// fn load<F: Filter<str>>(filter: &mut F, lines: &str) {
+/// fn load<F: Filter<str>>(filter: &mut F, lines: &str) -> bloomery::Result<()> {
 ///     for line in lines.lines() {
-///         filter.insert(line);
+///         filter.insert(line)?;
 ///     }
+///     Ok(())
 /// }
 ///
 /// let mut filter = BloomFilter::with_fpp(100, 0.01)?;
-/// load(&mut filter, "a\nb\nc");
+/// load(&mut filter, "a\nb\nc")?;
 /// assert!(Filter::contains(&filter, "b"));
 /// assert_eq!(filter.estimated_len(), 3);
 /// # Ok::<(), bloomery::Error>(())
 /// ```
 pub trait Filter<T: ?Sized> {
     /// Adds `item`; returns whether the filter changed (false: already present, or a false
-    /// positive).
-    fn insert(&mut self, item: &T) -> bool;
+    /// positive). An error when the filter cannot take the item (a full filter that does
+    /// not grow): then the item was not added, and may well answer "absent".
+    fn insert(&mut self, item: &T) -> Result<bool>;
 
     /// Whether `item` might be present: `false` is certain, `true` is wrong with
     /// probability about [`FilterStats::expected_fpp`].

@@ -19,11 +19,11 @@
 
 use std::collections::HashMap;
 
-use crate::bits::BitVec;
+use crate::bits::{BitVec, Bits, OwnedBits};
 use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
-use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices};
-use crate::sizing::ClassicShape;
+use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices, splitmix64};
+use crate::sizing::{ClassicShape, estimated_items, fill_fpp};
 
 /// An item's identity in the bookkeeping: its murmur3_128 hash.
 pub type ItemHash = (u64, u64);
@@ -159,7 +159,7 @@ impl RetouchedBloomFilter {
         let sharing = |index: &u64| self.false_positives.get(index).map_or(0, Vec::len);
         let chosen = match scheme {
             ClearingScheme::Random => {
-                let pick = splitmix(&mut self.random_state) % candidates.len() as u64;
+                let pick = splitmix64(&mut self.random_state) % candidates.len() as u64;
                 candidates[pick as usize]
             }
             ClearingScheme::MinimumFalseNegatives => *candidates
@@ -232,21 +232,13 @@ impl RetouchedBloomFilter {
 
     /// The probability that a fresh item is reported present now.
     pub fn expected_fpp(&self) -> f64 {
-        (self.bits.count_ones() as f64 / self.num_bits() as f64).powf(f64::from(self.num_hashes))
+        fill_fpp(self.bits.count_ones(), self.num_bits(), self.num_hashes)
     }
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 impl<T: Funnel + ?Sized> crate::Filter<T> for RetouchedBloomFilter {
-    fn insert(&mut self, item: &T) -> bool {
-        RetouchedBloomFilter::insert(self, item)
+    fn insert(&mut self, item: &T) -> Result<bool> {
+        Ok(RetouchedBloomFilter::insert(self, item))
     }
 
     fn contains(&self, item: &T) -> bool {
@@ -256,9 +248,7 @@ impl<T: Funnel + ?Sized> crate::Filter<T> for RetouchedBloomFilter {
 
 impl crate::FilterStats for RetouchedBloomFilter {
     fn estimated_len(&self) -> u64 {
-        let m = self.num_bits() as f64;
-        let fraction = self.bits.count_ones() as f64 / m;
-        (-(-fraction).ln_1p() * m / f64::from(self.num_hashes)).round() as u64
+        estimated_items(self.bits.count_ones(), self.num_bits(), self.num_hashes)
     }
 
     fn expected_fpp(&self) -> f64 {

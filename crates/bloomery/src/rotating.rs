@@ -149,7 +149,11 @@ impl RotatingBloomFilter {
         }
         let newest = self.generations.back_mut().expect("at least one generation");
         let changed = newest.filter.insert(item);
-        newest.len += u64::from(changed);
+        // Not `len += u64::from(changed)`: this machine's rustc 1.95 drops that update in
+        // release builds (rust-lang/rust#158206), and `len` decides when to rotate.
+        if changed {
+            newest.len += 1;
+        }
         changed
     }
 
@@ -173,7 +177,9 @@ impl RotatingBloomFilter {
 
     /// Items in the kept generations (inserts that changed a bit).
     pub fn len(&self) -> u64 {
-        self.generations.iter().map(|generation| generation.len).sum()
+        self.generations
+            .iter()
+            .fold(0u64, |sum, generation| sum.saturating_add(generation.len))
     }
 
     /// Whether the kept generations hold nothing.
@@ -200,8 +206,8 @@ impl RotatingBloomFilter {
 }
 
 impl<T: Funnel + ?Sized> crate::Filter<T> for RotatingBloomFilter {
-    fn insert(&mut self, item: &T) -> bool {
-        RotatingBloomFilter::insert(self, item)
+    fn insert(&mut self, item: &T) -> Result<bool> {
+        Ok(RotatingBloomFilter::insert(self, item))
     }
 
     fn contains(&self, item: &T) -> bool {
@@ -225,8 +231,10 @@ impl crate::FilterStats for RotatingBloomFilter {
 
 /// Parameters: max generations (u32), items per generation (u64), fpp (f64), window in ms
 /// (u64, 0 for none), kept generation count (u32), then per generation (oldest first) its
-/// item count (u64) and start time (u64 ms). Payload: each generation's words in order
-/// (every generation has the shape of `items_per_generation` at `fpp`).
+/// item count (u64), start time (u64 ms), num_hashes (u32) and word count (u64). Payload:
+/// each generation's words in order. (Format version 1 stored no per-generation shape;
+/// such files are read with Guava's sizing of `items_per_generation` at `fpp`, which is
+/// what wrote them.)
 impl Persist for RotatingBloomFilter {
     const VARIANT: Variant = Variant::Rotating;
 
@@ -238,20 +246,37 @@ impl Persist for RotatingBloomFilter {
             .u64(self.window_ms.unwrap_or(0))
             .u32(self.generations.len() as u32);
         for generation in &self.generations {
-            params = params.u64(generation.len).u64(generation.started_ms);
+            params = params
+                .u64(generation.len)
+                .u64(generation.started_ms)
+                .u32(generation.filter.num_hashes())
+                .u64(generation.filter.words().len() as u64);
         }
         params.finish()
     }
 
     fn payload(&self) -> Vec<u8> {
-        let mut payload = Vec::with_capacity(self.memory_bytes());
-        for generation in &self.generations {
-            payload.extend_from_slice(&native::words_to_le_bytes(generation.filter.words()));
-        }
-        payload
+        self.payload_pieces().concat()
+    }
+
+    fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
+        self.generations
+            .iter()
+            .map(|generation| native::words_as_le_bytes(generation.filter.words()))
+            .collect()
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
+        Self::read(params, payload, true)
+    }
+
+    fn from_parts_of_version(version: u16, params: &[u8], payload: &[u8]) -> Result<Self> {
+        Self::read(params, payload, version >= 2)
+    }
+}
+
+impl RotatingBloomFilter {
+    fn read(params: &[u8], payload: &[u8], shapes_stored: bool) -> Result<Self> {
         let mut reader = ParamReader::new(params);
         let max_generations = reader.u32()? as usize;
         let items_per_generation = reader.u64()?;
@@ -263,27 +288,36 @@ impl Persist for RotatingBloomFilter {
                 "{kept} of {max_generations} generations; 2..=1024 generations, 1..=all kept"
             )));
         }
-        check_fpp(fpp)?;
-        let shape = ClassicShape::for_fpp(items_per_generation, fpp)?;
-        let generation_bytes = shape.num_words as u64 * 8;
-        if payload.len() as u64 != generation_bytes.saturating_mul(kept as u64) {
-            return Err(inconsistent(format!(
-                "{kept} generations of {generation_bytes} bytes do not make {} payload bytes",
-                payload.len()
-            )));
+        if items_per_generation == 0 {
+            return Err(inconsistent("0 items per generation".into()));
         }
+        check_fpp(fpp)?;
+        let sized = ClassicShape::for_fpp(items_per_generation, fpp)?;
         let mut generations = VecDeque::with_capacity(kept);
-        for words in payload.chunks_exact(generation_bytes as usize) {
+        let mut rest = payload;
+        for _ in 0..kept {
             let len = reader.u64()?;
             let started_ms = reader.u64()?;
-            let filter = BloomFilter::from_words(native::words_from_le_bytes(words)?, shape.num_hashes)?;
+            let (num_hashes, num_words) = if shapes_stored {
+                (reader.u32()?, reader.u64()?)
+            } else {
+                (sized.num_hashes, sized.num_words as u64)
+            };
+            let (words, tail) = native::split_words(rest, num_words)?;
+            rest = tail;
             generations.push_back(Generation {
-                filter,
+                filter: BloomFilter::from_words(words, num_hashes)?,
                 len,
                 started_ms,
             });
         }
         reader.finish()?;
+        if !rest.is_empty() {
+            return Err(inconsistent(format!(
+                "{} payload bytes after the last generation",
+                rest.len()
+            )));
+        }
         Ok(Self {
             generations,
             max_generations,

@@ -157,7 +157,9 @@ impl ScalableBloomFilter {
 
     /// Items added (inserts that returned `Ok(true)`).
     pub fn len(&self) -> u64 {
-        self.filters.iter().map(|sub| sub.len).sum()
+        self.filters
+            .iter()
+            .fold(0u64, |sum, sub| sum.saturating_add(sub.len))
     }
 
     /// Whether no item was added.
@@ -243,9 +245,9 @@ fn check_options(capacity: u64, fpp: f64, options: &ScalableOptions) -> Result<(
 }
 
 impl<T: Funnel + ?Sized> crate::Filter<T> for ScalableBloomFilter {
-    /// As [`ScalableBloomFilter::insert`], with a full filter answering `false`.
-    fn insert(&mut self, item: &T) -> bool {
-        ScalableBloomFilter::insert(self, item).unwrap_or(false)
+    /// As [`ScalableBloomFilter::insert`]: a filter that cannot take the item is an error.
+    fn insert(&mut self, item: &T) -> Result<bool> {
+        ScalableBloomFilter::insert(self, item)
     }
 
     fn contains(&self, item: &T) -> bool {

@@ -139,7 +139,22 @@ impl ClassicShape {
     pub fn for_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         let num_bits = optimal_num_bits(expected_items, fpp)?.max(1);
         let num_hashes = optimal_num_hashes(expected_items, num_bits);
-        Self::new(num_bits, num_hashes)
+        Self::new(num_bits, num_hashes).map_err(|error| {
+            let problem = match error {
+                Error::NumBits { .. } => format!(
+                    "it needs {num_bits} bits, more than the {MAX_NUM_BITS} of Guava's format (2^31 - 1 64-bit words)"
+                ),
+                Error::NumHashes { .. } => format!(
+                    "it needs {num_hashes} hash functions, more than the {MAX_NUM_HASHES} Guava's format holds"
+                ),
+                other => other.to_string(),
+            };
+            Error::Sizing {
+                expected_items,
+                fpp,
+                problem,
+            }
+        })
     }
 
     /// A shape with `num_bits` (rounded up to whole words) and `num_hashes`, checked.
@@ -174,6 +189,37 @@ pub fn false_positive_rate(num_bits: u64, num_items: u64, num_hashes: u32) -> f6
     let k = f64::from(num_hashes);
     let fill = -(-k * num_items as f64 / num_bits as f64).exp_m1();
     fill.powf(k)
+}
+
+/// An estimate of the distinct items in a filter where each item sets `bits_per_item` of
+/// `num_bits` bits and `bits_set` are set: n ≈ -(m/k) ln(1 - x/m) (Swamidass & Baldi,
+/// "Mathematical correction for fingerprint similarity measures", 2007), computed in
+/// Guava's operation order and rounded half up as its `approximateElementCount`, so the
+/// classic filter's answer agrees with Guava's to the last bit. Saturates at `u64::MAX`
+/// when every bit is set (the estimate is then infinite).
+///
+/// ```
+/// use bloomery::sizing::estimated_items;
+///
+/// assert_eq!(estimated_items(0, 9_600, 7), 0);
+/// assert_eq!(estimated_items(9_600, 9_600, 7), u64::MAX);
+/// ```
+pub fn estimated_items(bits_set: u64, num_bits: u64, bits_per_item: u32) -> u64 {
+    let fraction_set = bits_set as f64 / num_bits as f64;
+    let estimate = -(-fraction_set).ln_1p() * num_bits as f64 / f64::from(bits_per_item);
+    // f64::round is half away from zero, Guava's HALF_UP for this non-negative value;
+    // `as` saturates the infinity of a full filter.
+    estimate.round() as u64
+}
+
+/// The probability that a fresh item finds all its `num_hashes` positions among the
+/// `bits_set` of `num_bits` bits: `(x/m)^k` (Guava's `expectedFpp`).
+///
+/// ```
+/// assert_eq!(bloomery::sizing::fill_fpp(4_800, 9_600, 7), 0.5f64.powi(7));
+/// ```
+pub fn fill_fpp(bits_set: u64, num_bits: u64, num_hashes: u32) -> f64 {
+    (bits_set as f64 / num_bits as f64).powf(f64::from(num_hashes))
 }
 
 /// Bits in one block of the blocked filter: one 64-byte cache line.
@@ -211,20 +257,33 @@ pub fn blocked_false_positive_rate(num_blocks: u64, num_items: u64) -> f64 {
         return 0.0;
     }
     let lane_miss: f64 = 1.0 - 1.0 / 64.0;
-    // Sum the Poisson terms around the mean, in log space so large means do not underflow.
+    // Sum the Poisson terms around the mean (12 standard deviations each side, beyond
+    // which the terms are below 10^-30), each in log space with ln x! in closed form, so
+    // the cost is O(sqrt(mean)) and large means neither underflow nor take long.
     let spread = 12.0 * mean.sqrt() + 30.0;
     let last = (mean + spread).ceil() as u64;
     let first = (mean - spread).max(0.0).floor() as u64;
-    let mut log_factorial: f64 = (1..=first).map(|x| (x as f64).ln()).sum();
     let mut rate = 0.0;
     for x in first..=last {
-        if x > first {
-            log_factorial += (x as f64).ln();
-        }
-        let probability = (x as f64 * mean.ln() - mean - log_factorial).exp();
+        let probability = (x as f64 * mean.ln() - mean - ln_factorial(x)).exp();
         rate += probability * (1.0 - lane_miss.powf(x as f64)).powi(BLOCK_LANES as i32);
     }
     rate.min(1.0)
+}
+
+/// ln(x!): summed exactly below 16, and above by Stirling's series
+/// ln x! = x ln x - x + ln(2πx)/2 + 1/(12x) - 1/(360x³) + 1/(1260x⁵), whose first omitted
+/// term, 1/(1680x⁷), is below 3·10^-12 from x = 16 on.
+fn ln_factorial(x: u64) -> f64 {
+    if x < 16 {
+        return (2..=x).map(|i| (i as f64).ln()).sum();
+    }
+    let x = x as f64;
+    let inverse = 1.0 / x;
+    let inverse_squared = inverse * inverse;
+    x * x.ln() - x
+        + 0.5 * (std::f64::consts::TAU * x).ln()
+        + inverse * (1.0 / 12.0 - inverse_squared * (1.0 / 360.0 - inverse_squared / 1260.0))
 }
 
 /// The blocked filter is sized for this fraction of the requested false-positive rate.
@@ -251,14 +310,17 @@ pub const BLOCKED_HEADROOM: f64 = 0.95;
 pub fn blocked_num_blocks(expected_items: u64, fpp: f64) -> Result<u64> {
     check_fpp(fpp)?;
     let n = expected_items.max(1);
+    let requested = fpp;
     let fpp = fpp * BLOCKED_HEADROOM;
     // The rate falls as blocks are added: binary search for the fewest that reach fpp.
     let (mut low, mut high) = (1u64, MAX_NUM_BLOCKS);
     if blocked_false_positive_rate(high, n) > fpp {
-        return Err(Error::NumBits {
-            value: u128::from(n) * 1_000,
-            max: MAX_NUM_BLOCKS * BLOCK_BITS,
-            why: "a blocked filter addresses at most 2^32 blocks of 512 bits",
+        return Err(Error::Sizing {
+            expected_items,
+            fpp: requested,
+            problem: "a blocked filter has at most 2^32 blocks of 512 bits (256 GiB); \
+                      use fewer items per filter or a higher fpp"
+                .into(),
         });
     }
     while low < high {
@@ -315,7 +377,7 @@ mod tests {
         // 10^11 items at 1% need ~9.6 × 10^11 bits, beyond 2^31 - 1 words.
         assert!(matches!(
             ClassicShape::for_fpp(100_000_000_000, 0.01),
-            Err(Error::NumBits { .. })
+            Err(Error::Sizing { .. })
         ));
     }
 
@@ -323,7 +385,7 @@ mod tests {
     fn tiny_fpp_needs_more_than_255_hashes_and_is_rejected() {
         assert!(matches!(
             ClassicShape::for_fpp(10, 1e-100),
-            Err(Error::NumHashes { .. })
+            Err(Error::Sizing { .. })
         ));
     }
 
@@ -354,6 +416,37 @@ mod tests {
         // One block holding one item: exactly 1/64 per lane.
         let one = blocked_false_positive_rate(1_000_000, 1_000);
         assert!(one < (1.0f64 / 64.0).powi(8) * 1.01, "{one}");
+    }
+
+    #[test]
+    fn ln_factorial_matches_the_sum_of_logs() {
+        let mut sum = 0.0f64;
+        for x in 1..2_000u64 {
+            sum += (x as f64).ln();
+            let closed = ln_factorial(x);
+            assert!(
+                (closed - sum).abs() <= 1e-9 * sum.max(1.0),
+                "{x}: {closed} vs {sum}"
+            );
+        }
+        assert_eq!(ln_factorial(0), 0.0);
+    }
+
+    #[test]
+    fn sizing_errors_name_the_items_and_fpp_asked_for() {
+        let message = blocked_num_blocks(1_000_000_000_000_000_000, 0.01)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("cannot size a filter for 1000000000000000000 items at fpp 0.01:"),
+            "{message}"
+        );
+        let message = ClassicShape::for_fpp(100_000_000_000, 0.01)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("100000000000 items at fpp 0.01"), "{message}");
+        let message = ClassicShape::for_fpp(10, 1e-100).unwrap_err().to_string();
+        assert!(message.contains("hash functions"), "{message}");
     }
 
     #[test]

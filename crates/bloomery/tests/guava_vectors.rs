@@ -159,7 +159,7 @@ fn sizing_matches_every_guava_row() {
                 assert_eq!(shape.num_hashes, guava_hashes, "shape hashes, {context}");
             }
             // Guava computes these sizes but cannot serialize them: more than 2^31 - 1 words.
-            Err(Error::NumBits { .. }) => {
+            Err(Error::Sizing { .. }) => {
                 assert!(
                     guava_bit_size / 64 > i32::MAX as u64,
                     "{context} was refused but fits"

@@ -92,9 +92,15 @@ impl CounterVec {
 
     /// How many counters are not zero.
     pub fn nonzero(&self) -> u64 {
+        // Not `u64::from(flag)` sums: this machine's rustc 1.95 miscompiles counters
+        // updated that way in release builds (rust-lang/rust#158206).
         self.bytes
             .iter()
-            .map(|byte| u64::from(byte & 0x0f != 0) + u64::from(byte >> 4 != 0))
+            .map(|&byte| match (byte & 0x0f != 0, byte >> 4 != 0) {
+                (true, true) => 2,
+                (true, false) | (false, true) => 1,
+                (false, false) => 0,
+            })
             .sum()
     }
 

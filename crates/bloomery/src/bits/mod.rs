@@ -1,12 +1,13 @@
-//! Where the bits live: a plain array of 64-bit words ([`BitVec`]) and its lock-free twin
-//! ([`AtomicBitVec`]), the same layout as Guava's `LockFreeBitArray`: bit `i` is bit
-//! `i % 64` of word `i / 64`.
+//! Where the bits live: a plain array of 64-bit words ([`BitVec`]), its lock-free twin
+//! ([`AtomicBitVec`]) and words borrowed from elsewhere (a memory-mapped file's payload),
+//! all in the layout of Guava's `LockFreeBitArray`: bit `i` is bit `i % 64` of word
+//! `i / 64`. [`Bits`] is the one read interface the classic filter's lookups and
+//! estimates use, whichever of them holds the bits (Guava's `Strategy`/bit-array split).
 //!
-//! [`BitVec`] keeps a running count of set bits (updated by `set`, recomputed after bulk
-//! operations), so fill ratio, `expected_fpp` and `approximate_element_count` are O(1).
-//! [`AtomicBitVec`] does not: a shared counter would be one contended cache line that
-//! every inserting thread writes, so it counts with `popcount` on demand (about 1 ms for
-//! 12 MB of bits).
+//! No array keeps a running count of set bits: a counter updated on every insert costs the
+//! hot path a read-modify-write (and, for the atomic array, one contended cache line), and
+//! statistics are rare. [`Bits::count_ones`] is a popcount over the words instead, about
+//! 1 ms for 12 MB of bits.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,52 +16,58 @@ mod pages;
 pub use pages::set_huge_pages;
 pub(crate) use pages::{Zeroable, ZeroedArray};
 
+/// Read access to a bit array of 64-bit words.
+pub trait Bits {
+    /// The number of 64-bit words.
+    fn num_words(&self) -> usize;
+
+    /// Word `index`. Panics if `index >= num_words()`.
+    fn word(&self, index: usize) -> u64;
+
+    /// The number of bits, a multiple of 64.
+    #[inline]
+    fn num_bits(&self) -> u64 {
+        self.num_words() as u64 * 64
+    }
+
+    /// Whether bit `index` is set. Panics if `index >= num_bits()`.
+    #[inline]
+    fn get(&self, index: u64) -> bool {
+        self.word((index / 64) as usize) & (1 << (index % 64)) != 0
+    }
+
+    /// The number of set bits (a popcount over the words).
+    fn count_ones(&self) -> u64 {
+        (0..self.num_words())
+            .map(|index| u64::from(self.word(index).count_ones()))
+            .sum()
+    }
+}
+
+/// Bit arrays that can be created empty.
+pub trait OwnedBits: Bits + Sized {
+    /// `num_words` words of zero bits.
+    fn zeroed(num_words: usize) -> Self;
+}
+
 /// A fixed-size array of bits stored as 64-bit words.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BitVec {
     words: ZeroedArray<u64>,
-    ones: u64,
 }
 
 impl BitVec {
-    /// `num_words` words of zero bits.
-    pub fn zeroed(num_words: usize) -> Self {
-        Self {
-            words: ZeroedArray::new(num_words),
-            ones: 0,
-        }
-    }
-
     /// Bits taken from `words` (bit `i` is bit `i % 64` of word `i / 64`).
     pub fn from_words(words: Vec<u64>) -> Self {
-        let ones = count_ones(&words);
         Self {
             words: ZeroedArray::from_vec(words),
-            ones,
         }
-    }
-
-    /// The number of bits, a multiple of 64.
-    #[inline]
-    pub fn num_bits(&self) -> u64 {
-        self.words.len() as u64 * 64
     }
 
     /// The words.
     #[inline]
     pub fn words(&self) -> &[u64] {
         &self.words
-    }
-
-    /// Gives the words back.
-    pub fn into_words(self) -> Vec<u64> {
-        self.words.to_vec()
-    }
-
-    /// Whether bit `index` is set. Panics if `index >= num_bits()`.
-    #[inline]
-    pub fn get(&self, index: u64) -> bool {
-        self.words[(index / 64) as usize] & (1 << (index % 64)) != 0
     }
 
     /// Sets bit `index`; returns whether it was 0 before. Panics if `index >= num_bits()`.
@@ -70,14 +77,7 @@ impl BitVec {
         let mask = 1 << (index % 64);
         let changed = *word & mask == 0;
         *word |= mask;
-        self.ones += u64::from(changed);
         changed
-    }
-
-    /// The number of set bits.
-    #[inline]
-    pub fn count_ones(&self) -> u64 {
-        self.ones
     }
 
     /// Clears bit `index`; returns whether it was set. Panics if `index >= num_bits()`.
@@ -87,7 +87,6 @@ impl BitVec {
         let mask = 1 << (index % 64);
         let was_set = *word & mask != 0;
         *word &= !mask;
-        self.ones -= u64::from(was_set);
         was_set
     }
 
@@ -97,7 +96,6 @@ impl BitVec {
         for (mine, theirs) in self.words.iter_mut().zip(other.words.iter()) {
             *mine |= theirs;
         }
-        self.ones = count_ones(&self.words);
     }
 
     /// Clears every bit that is not set in `other` (bitwise AND). The arrays must be the
@@ -107,13 +105,52 @@ impl BitVec {
         for (mine, theirs) in self.words.iter_mut().zip(other.words.iter()) {
             *mine &= theirs;
         }
-        self.ones = count_ones(&self.words);
     }
 
     /// Clears all bits.
     pub fn clear(&mut self) {
         self.words.fill(0);
-        self.ones = 0;
+    }
+}
+
+impl Bits for BitVec {
+    #[inline]
+    fn num_words(&self) -> usize {
+        self.words.len()
+    }
+
+    #[inline]
+    fn word(&self, index: usize) -> u64 {
+        self.words[index]
+    }
+
+    fn count_ones(&self) -> u64 {
+        count_ones(&self.words)
+    }
+}
+
+impl OwnedBits for BitVec {
+    fn zeroed(num_words: usize) -> Self {
+        Self {
+            words: ZeroedArray::new(num_words),
+        }
+    }
+}
+
+/// Borrowed words, for example a memory-mapped file's payload.
+impl Bits for &[u64] {
+    #[inline]
+    fn num_words(&self) -> usize {
+        self.len()
+    }
+
+    #[inline]
+    fn word(&self, index: usize) -> u64 {
+        self[index]
+    }
+
+    fn count_ones(&self) -> u64 {
+        count_ones(self)
     }
 }
 
@@ -128,25 +165,6 @@ pub struct AtomicBitVec {
 }
 
 impl AtomicBitVec {
-    /// `num_words` words of zero bits.
-    pub fn zeroed(num_words: usize) -> Self {
-        Self {
-            words: ZeroedArray::new(num_words),
-        }
-    }
-
-    /// The number of bits, a multiple of 64.
-    #[inline]
-    pub fn num_bits(&self) -> u64 {
-        self.words.len() as u64 * 64
-    }
-
-    /// Whether bit `index` is set. Panics if `index >= num_bits()`.
-    #[inline]
-    pub fn get(&self, index: u64) -> bool {
-        self.words[(index / 64) as usize].load(Ordering::Relaxed) & (1 << (index % 64)) != 0
-    }
-
     /// Sets bit `index`; returns whether this call changed it from 0. Panics if
     /// `index >= num_bits()`.
     #[inline]
@@ -160,14 +178,6 @@ impl AtomicBitVec {
         word.fetch_or(mask, Ordering::Relaxed) & mask == 0
     }
 
-    /// The number of set bits (a popcount over all words).
-    pub fn count_ones(&self) -> u64 {
-        self.words
-            .iter()
-            .map(|word| u64::from(word.load(Ordering::Relaxed).count_ones()))
-            .sum()
-    }
-
     /// A copy of the words as they are now.
     pub fn to_bit_vec(&self) -> BitVec {
         BitVec::from_words(
@@ -176,6 +186,26 @@ impl AtomicBitVec {
                 .map(|word| word.load(Ordering::Relaxed))
                 .collect(),
         )
+    }
+}
+
+impl Bits for AtomicBitVec {
+    #[inline]
+    fn num_words(&self) -> usize {
+        self.words.len()
+    }
+
+    #[inline]
+    fn word(&self, index: usize) -> u64 {
+        self.words[index].load(Ordering::Relaxed)
+    }
+}
+
+impl OwnedBits for AtomicBitVec {
+    fn zeroed(num_words: usize) -> Self {
+        Self {
+            words: ZeroedArray::new(num_words),
+        }
     }
 }
 
@@ -195,7 +225,8 @@ impl From<AtomicBitVec> for BitVec {
     }
 }
 
-fn count_ones(words: &[u64]) -> u64 {
+/// The number of set bits in `words`.
+pub(crate) fn count_ones(words: &[u64]) -> u64 {
     words.iter().map(|word| u64::from(word.count_ones())).sum()
 }
 
@@ -214,7 +245,7 @@ mod tests {
     }
 
     #[test]
-    fn union_and_intersection_recount_the_bits() {
+    fn union_and_intersection_combine_the_words() {
         let mut a = BitVec::from_words(vec![0b1100, 1]);
         let b = BitVec::from_words(vec![0b1010, 0]);
         let mut c = a.clone();

@@ -39,12 +39,7 @@ const fn salts() -> [u32; BLOCK_WORDS] {
     let mut state = 0u64;
     let mut lane = 0;
     while lane < BLOCK_WORDS {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        salts[lane] = ((z >> 32) as u32) | 1;
+        salts[lane] = ((crate::hash::splitmix64(&mut state) >> 32) as u32) | 1;
         lane += 1;
     }
     salts

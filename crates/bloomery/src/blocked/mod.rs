@@ -1,7 +1,10 @@
 //! The blocked Bloom filter: every item lives in one 64-byte block, one cache line, so an
 //! insert or a lookup costs one memory access instead of k.
 //!
-//! A 64-bit hash h picks the block from its high 32 bits by multiply-shift,
+//! An item is funnelled to bytes ([`Funnel`]) and hashed with XXH3-64 and the filter's
+//! stored seed ([`crate::hash::xxh3_64_item`]), so a file answers the same on every
+//! platform and in every language with an XXH3 implementation (docs/format.md).
+//! The 64-bit hash h picks the block from its high 32 bits by multiply-shift,
 //! block = (h >> 32) · blocks >> 32 (Lemire, "A fast alternative to the modulo reduction",
 //! 2016), and the item's eight bits from its low 32 bits: lane i of the block gets bit
 //! (h · salt_i mod 2^32) >> 26. This is the split-block layout of Parquet's SBBF and
@@ -28,7 +31,6 @@ mod kernel;
 mod neon;
 mod scalar;
 
-use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(test)]
@@ -39,87 +41,21 @@ pub use kernel::{Block, Kernel};
 use crate::bits::{Zeroable, ZeroedArray};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
+use crate::hash::{Funnel, xxh3_64_item};
 use crate::sizing::{
-    BLOCK_BITS, BLOCK_LANES, MAX_NUM_BLOCKS, blocked_false_positive_rate, blocked_num_blocks,
+    BLOCK_BITS, BLOCK_LANES, MAX_NUM_BLOCKS, blocked_false_positive_rate, blocked_num_blocks, estimated_items,
 };
 
-/// The default hasher: foldhash's `quality` hasher with a fixed, stored seed, so a filter
-/// can be saved and loaded. Not foldhash's `fast` variant: its high 32 bits, which pick
-/// the block, are too regular for keys that differ only in their high half (keys
-/// `i << 32` gave 1.27% at a 1% setting; `quality`, one more folded multiply, 0.95%, as the
-/// formula says). foldhash does not promise the same output across its own
-/// releases; `tests/blocked.rs` pins known outputs, so an upgrade that changes them fails
-/// the tests instead of silently turning saved filters into false negatives.
-#[derive(Clone, Debug)]
-pub struct SeededFoldHash {
-    seed: u64,
-    state: foldhash::quality::FixedState,
-}
+/// The seed [`BlockedBloomFilter::with_fpp`] uses.
+pub const DEFAULT_SEED: u64 = 0;
 
-impl SeededFoldHash {
-    /// The seed used by [`BlockedBloomFilter::with_fpp`].
-    pub const DEFAULT_SEED: u64 = 0;
+/// The hasher code stored in a blocked filter's parameters: XXH3-64 of the item's
+/// funnelled bytes with the stored seed. Code 1 was foldhash 0.2 over Rust's `Hash` of the
+/// item (format version 1), which is not portable and no longer read.
+pub const HASHER_XXH3_64: u32 = 2;
 
-    /// A hasher with `seed`.
-    pub const fn with_seed(seed: u64) -> Self {
-        Self {
-            seed,
-            state: foldhash::quality::FixedState::with_seed(seed),
-        }
-    }
-
-    /// The seed.
-    pub fn seed(&self) -> u64 {
-        self.seed
-    }
-}
-
-impl Default for SeededFoldHash {
-    fn default() -> Self {
-        Self::with_seed(Self::DEFAULT_SEED)
-    }
-}
-
-impl PartialEq for SeededFoldHash {
-    fn eq(&self, other: &Self) -> bool {
-        self.seed == other.seed
-    }
-}
-
-impl Eq for SeededFoldHash {}
-
-impl BuildHasher for SeededFoldHash {
-    type Hasher = foldhash::quality::FoldHasher<'static>;
-
-    #[inline(always)]
-    fn build_hasher(&self) -> Self::Hasher {
-        self.state.build_hasher()
-    }
-}
-
-/// A [`BuildHasher`] whose output depends only on a stored seed, so filters hashed with it
-/// can be saved and loaded ([`Persist`]).
-pub trait PersistentHasher: BuildHasher + Sized {
-    /// Identifies the algorithm (and version of its output) in saved filters.
-    const ID: u32;
-    /// The seed to store.
-    fn seed(&self) -> u64;
-    /// The hasher for a stored seed.
-    fn from_seed(seed: u64) -> Self;
-}
-
-impl PersistentHasher for SeededFoldHash {
-    /// foldhash 0.2, `quality` variant.
-    const ID: u32 = 1;
-
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
-    fn from_seed(seed: u64) -> Self {
-        Self::with_seed(seed)
-    }
-}
+/// The hasher code of format version 1's blocked files (foldhash 0.2).
+const HASHER_FOLDHASH_V1: u32 = 1;
 
 /// A cache-line-blocked Bloom filter: one memory access per insert or lookup.
 ///
@@ -130,6 +66,7 @@ impl PersistentHasher for SeededFoldHash {
 /// filter.insert(&42u64);
 /// filter.insert("a string");
 /// assert!(filter.contains(&42u64));
+/// assert!(filter.contains(&b"a string"[..])); // the same bytes, the same item
 /// assert!(!filter.contains(&43u64));
 ///
 /// // Batches hash ahead and prefetch: the fast way to query many items.
@@ -139,9 +76,9 @@ impl PersistentHasher for SeededFoldHash {
 /// # Ok::<(), bloomery::Error>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct BlockedBloomFilter<S = SeededFoldHash> {
+pub struct BlockedBloomFilter {
     blocks: ZeroedArray<Block>,
-    hasher: S,
+    seed: u64,
     kernel: Kernel,
 }
 
@@ -161,26 +98,46 @@ fn check_num_blocks(num_blocks: u64) -> Result<usize> {
     Ok(num_blocks as usize)
 }
 
-impl BlockedBloomFilter<SeededFoldHash> {
-    /// A filter for `expected_items` at false-positive probability `fpp`, sized with the
-    /// blocked-filter formula ([`crate::sizing::blocked_num_blocks`]), with the default
-    /// hasher.
-    pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
-        Self::with_fpp_and_hasher(expected_items, fpp, SeededFoldHash::default())
-    }
+/// The number of bits set in `blocks`.
+fn bit_count(blocks: impl Iterator<Item = [u64; BLOCK_WORDS]>) -> u64 {
+    blocks
+        .map(|words| words.iter().map(|word| u64::from(word.count_ones())).sum::<u64>())
+        .sum()
 }
 
-impl<S: BuildHasher> BlockedBloomFilter<S> {
-    /// As [`with_fpp`](BlockedBloomFilter::with_fpp), hashing with `hasher`.
-    pub fn with_fpp_and_hasher(expected_items: u64, fpp: f64, hasher: S) -> Result<Self> {
-        Self::with_num_blocks(blocked_num_blocks(expected_items, fpp)?, hasher)
+/// The probability that a fresh item is reported present: the mean over blocks of the
+/// product of each lane's fill (exact for uniform hashing).
+fn current_fpp(blocks: impl ExactSizeIterator<Item = [u64; BLOCK_WORDS]>) -> f64 {
+    let num_blocks = blocks.len();
+    let sum: f64 = blocks
+        .map(|words| {
+            words
+                .iter()
+                .map(|word| f64::from(word.count_ones()) / 64.0)
+                .product::<f64>()
+        })
+        .sum();
+    sum / num_blocks as f64
+}
+
+impl BlockedBloomFilter {
+    /// A filter for `expected_items` at false-positive probability `fpp`, sized with the
+    /// blocked-filter formula ([`crate::sizing::blocked_num_blocks`]), with seed
+    /// [`DEFAULT_SEED`].
+    pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
+        Self::with_fpp_and_seed(expected_items, fpp, DEFAULT_SEED)
     }
 
-    /// A filter of `num_blocks` 512-bit blocks.
-    pub fn with_num_blocks(num_blocks: u64, hasher: S) -> Result<Self> {
+    /// As [`with_fpp`](BlockedBloomFilter::with_fpp), hashing with `seed`.
+    pub fn with_fpp_and_seed(expected_items: u64, fpp: f64, seed: u64) -> Result<Self> {
+        Self::with_num_blocks(blocked_num_blocks(expected_items, fpp)?, seed)
+    }
+
+    /// A filter of `num_blocks` 512-bit blocks hashing with `seed`.
+    pub fn with_num_blocks(num_blocks: u64, seed: u64) -> Result<Self> {
         Ok(Self {
             blocks: zeroed_blocks(check_num_blocks(num_blocks)?),
-            hasher,
+            seed,
             kernel: Kernel::detect(),
         })
     }
@@ -196,26 +153,27 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
         self.kernel
     }
 
-    /// The hasher.
-    pub fn hasher(&self) -> &S {
-        &self.hasher
+    /// The hash seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
-    /// The 64-bit hash of `item` that [`insert_hash`](Self::insert_hash) takes.
+    /// The 64-bit hash of `item` that [`insert_hash`](Self::insert_hash) takes: XXH3-64 of
+    /// its funnelled bytes with the filter's seed.
     #[inline]
-    pub fn hash<T: Hash + ?Sized>(&self, item: &T) -> u64 {
-        self.hasher.hash_one(item)
+    pub fn hash<T: Funnel + ?Sized>(&self, item: &T) -> u64 {
+        xxh3_64_item(item, self.seed)
     }
 
     /// Adds `item`; returns whether any bit changed.
     #[inline]
-    pub fn insert<T: Hash + ?Sized>(&mut self, item: &T) -> bool {
+    pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
         self.insert_hash(self.hash(item))
     }
 
     /// Whether `item` might be in the filter: `false` is certain.
     #[inline]
-    pub fn contains<T: Hash + ?Sized>(&self, item: &T) -> bool {
+    pub fn contains<T: Funnel + ?Sized>(&self, item: &T) -> bool {
         self.contains_hash(self.hash(item))
     }
 
@@ -233,11 +191,11 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
     }
 
     /// Adds every item, hashing a few ahead and prefetching their blocks.
-    pub fn insert_batch<T: Hash>(&mut self, items: &[T]) {
+    pub fn insert_batch<T: Funnel>(&mut self, items: &[T]) {
         for chunk in items.chunks(HASH_CHUNK) {
             let mut hashes = [0u64; HASH_CHUNK];
             for (hash, item) in hashes.iter_mut().zip(chunk) {
-                *hash = self.hasher.hash_one(item);
+                *hash = self.hash(item);
             }
             self.insert_hash_batch(&hashes[..chunk.len()]);
         }
@@ -249,7 +207,7 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
     }
 
     /// Looks up every item, hashing a few ahead and prefetching their blocks.
-    pub fn contains_batch<T: Hash>(&self, items: &[T]) -> Vec<bool> {
+    pub fn contains_batch<T: Funnel>(&self, items: &[T]) -> Vec<bool> {
         let mut results = vec![false; items.len()];
         self.contains_batch_into(items, &mut results);
         results
@@ -257,12 +215,12 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
 
     /// As [`contains_batch`](Self::contains_batch), writing into `results`. Panics if the
     /// lengths differ.
-    pub fn contains_batch_into<T: Hash>(&self, items: &[T], results: &mut [bool]) {
+    pub fn contains_batch_into<T: Funnel>(&self, items: &[T], results: &mut [bool]) {
         assert_eq!(items.len(), results.len(), "one result per item");
         for (chunk, results) in items.chunks(HASH_CHUNK).zip(results.chunks_mut(HASH_CHUNK)) {
             let mut hashes = [0u64; HASH_CHUNK];
             for (hash, item) in hashes.iter_mut().zip(chunk) {
-                *hash = self.hasher.hash_one(item);
+                *hash = self.hash(item);
             }
             self.contains_hash_batch(&hashes[..chunk.len()], results);
         }
@@ -286,17 +244,13 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
 
     /// The number of bits set.
     pub fn bit_count(&self) -> u64 {
-        self.blocks
-            .iter()
-            .flat_map(|block| block.0)
-            .map(|word| u64::from(word.count_ones()))
-            .sum()
+        bit_count(self.blocks.iter().map(|block| block.0))
     }
 
     /// An estimate of the distinct items inserted: each sets 8 of the m bits, so after n
     /// items a fraction f ≈ 1 - e^(-8n/m) is set and n ≈ -(m/8) ln(1 - f).
     pub fn estimated_len(&self) -> u64 {
-        estimated_len(self.bit_count(), self.num_bits())
+        estimated_items(self.bit_count(), self.num_bits(), BLOCK_LANES)
     }
 
     /// The probability that a fresh item is reported present, as the filter is now: the
@@ -320,26 +274,29 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
         &self.blocks
     }
 
-    /// Whether `other` has the same number of blocks (it must also use the same hasher).
+    /// Whether `other` puts every item at the same bits: the same number of blocks and the
+    /// same seed (the layout and the hash are fixed by the format).
     pub fn is_compatible(&self, other: &Self) -> bool {
-        self.blocks.len() == other.blocks.len()
+        self.check_compatible(other).is_ok()
     }
 
     fn check_compatible(&self, other: &Self) -> Result<()> {
-        if self.is_compatible(other) {
-            Ok(())
+        let reason = if self.blocks.len() != other.blocks.len() {
+            format!(
+                "num_blocks differ: {} vs {}",
+                self.blocks.len(),
+                other.blocks.len()
+            )
+        } else if self.seed != other.seed {
+            format!("seeds differ: {} vs {}", self.seed, other.seed)
         } else {
-            Err(Error::Incompatible {
-                reason: format!(
-                    "num_blocks differ: {} vs {}",
-                    self.blocks.len(),
-                    other.blocks.len()
-                ),
-            })
-        }
+            return Ok(());
+        };
+        Err(Error::Incompatible { reason })
     }
 
-    /// Adds every item of `other` (bitwise OR).
+    /// Adds every item of `other` (bitwise OR). An error, changing nothing, when the
+    /// filters differ in block count or seed.
     pub fn union(&mut self, other: &Self) -> Result<()> {
         self.check_compatible(other)?;
         for (mine, theirs) in self.blocks.iter_mut().zip(other.blocks.iter()) {
@@ -367,36 +324,18 @@ impl<S: BuildHasher> BlockedBloomFilter<S> {
     }
 }
 
-impl<S> PartialEq for BlockedBloomFilter<S> {
-    /// Equal bits (the hasher and kernel are not compared).
+impl PartialEq for BlockedBloomFilter {
+    /// Equal bits and seed (the kernel is not compared).
     fn eq(&self, other: &Self) -> bool {
-        *self.blocks == *other.blocks
+        self.seed == other.seed && *self.blocks == *other.blocks
     }
 }
 
-impl<S> Eq for BlockedBloomFilter<S> {}
+impl Eq for BlockedBloomFilter {}
 
-fn estimated_len(bit_count: u64, num_bits: u64) -> u64 {
-    let fraction_set = bit_count as f64 / num_bits as f64;
-    (-(-fraction_set).ln_1p() * num_bits as f64 / f64::from(BLOCK_LANES)).round() as u64
-}
-
-fn current_fpp(blocks: impl ExactSizeIterator<Item = [u64; BLOCK_WORDS]>) -> f64 {
-    let num_blocks = blocks.len();
-    let sum: f64 = blocks
-        .map(|words| {
-            words
-                .iter()
-                .map(|word| f64::from(word.count_ones()) / 64.0)
-                .product::<f64>()
-        })
-        .sum();
-    sum / num_blocks as f64
-}
-
-impl<T: Hash + ?Sized, S: BuildHasher> crate::Filter<T> for BlockedBloomFilter<S> {
-    fn insert(&mut self, item: &T) -> bool {
-        BlockedBloomFilter::insert(self, item)
+impl<T: Funnel + ?Sized> crate::Filter<T> for BlockedBloomFilter {
+    fn insert(&mut self, item: &T) -> Result<bool> {
+        Ok(BlockedBloomFilter::insert(self, item))
     }
 
     fn contains(&self, item: &T) -> bool {
@@ -404,7 +343,7 @@ impl<T: Hash + ?Sized, S: BuildHasher> crate::Filter<T> for BlockedBloomFilter<S
     }
 }
 
-impl<S: BuildHasher> crate::FilterStats for BlockedBloomFilter<S> {
+impl crate::FilterStats for BlockedBloomFilter {
     fn estimated_len(&self) -> u64 {
         BlockedBloomFilter::estimated_len(self)
     }
@@ -418,17 +357,17 @@ impl<S: BuildHasher> crate::FilterStats for BlockedBloomFilter<S> {
     }
 }
 
-/// Parameters: num_blocks (u64), lanes (u32, 8), hasher id (u32), hasher seed (u64);
-/// payload: the blocks' words, little-endian.
-impl<S: PersistentHasher> Persist for BlockedBloomFilter<S> {
+/// Parameters: num_blocks (u64), lanes (u32, 8), hasher (u32, [`HASHER_XXH3_64`]), seed
+/// (u64); payload: the blocks' words, little-endian.
+impl Persist for BlockedBloomFilter {
     const VARIANT: Variant = Variant::Blocked;
 
     fn params(&self) -> Vec<u8> {
         ParamWriter::new()
             .u64(self.num_blocks())
             .u32(BLOCK_LANES)
-            .u32(S::ID)
-            .u64(self.hasher.seed())
+            .u32(HASHER_XXH3_64)
+            .u64(self.seed)
             .finish()
     }
 
@@ -437,26 +376,24 @@ impl<S: PersistentHasher> Persist for BlockedBloomFilter<S> {
     }
 
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
-        let blocks: &[Block] = &self.blocks;
-        // SAFETY: a Block is `repr(C)` around `[u64; 8]`, 64 bytes with no padding, so the
-        // blocks are exactly `8 * len` initialised u64s, borrowed for as long as `self`.
-        let words =
-            unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u64>(), blocks.len() * BLOCK_WORDS) };
-        vec![native::words_as_le_bytes(words)]
+        vec![native::words_as_le_bytes(blocks_as_words(&self.blocks))]
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
-        let (num_blocks, seed) = blocked_params::<S>(params)?;
-        if payload.len() as u64 != num_blocks as u64 * 64 {
-            return Err(payload_mismatch(num_blocks, payload.len()));
-        }
-        let mut filter = Self::with_num_blocks(num_blocks as u64, S::from_seed(seed))?;
+        let (num_blocks, seed) = blocked_params(params, payload.len())?;
+        let mut filter = Self::with_num_blocks(num_blocks as u64, seed)?;
         let words = native::words_from_le_bytes(payload)?;
         for (block, chunk) in filter.blocks.iter_mut().zip(words.chunks_exact(BLOCK_WORDS)) {
             block.0.copy_from_slice(chunk);
         }
         Ok(filter)
     }
+}
+
+fn blocks_as_words(blocks: &[Block]) -> &[u64] {
+    // SAFETY: a Block is `repr(C)` around `[u64; 8]`, 64 bytes with no padding, so the
+    // blocks are exactly `8 * len` initialised u64s, borrowed for as long as `blocks`.
+    unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u64>(), blocks.len() * BLOCK_WORDS) }
 }
 
 /// A read-only blocked filter over borrowed blocks, for example the payload of a
@@ -468,32 +405,49 @@ impl<S: PersistentHasher> Persist for BlockedBloomFilter<S> {
 ///
 /// let mut filter = BlockedBloomFilter::with_fpp(100, 0.01)?;
 /// filter.insert("x");
-/// let view = BlockedBloomFilterView::new(filter.blocks(), filter.hasher().clone())?;
+/// let view = BlockedBloomFilterView::new(filter.blocks(), filter.seed())?;
 /// assert!(view.contains("x"));
 /// # Ok::<(), bloomery::Error>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct BlockedBloomFilterView<'a, S = SeededFoldHash> {
+pub struct BlockedBloomFilterView<'a> {
     blocks: &'a [Block],
-    hasher: S,
+    seed: u64,
     kernel: Kernel,
 }
 
-impl<'a, S: BuildHasher> BlockedBloomFilterView<'a, S> {
-    /// A view of `blocks`, hashing with `hasher`.
-    pub fn new(blocks: &'a [Block], hasher: S) -> Result<Self> {
+impl<'a> BlockedBloomFilterView<'a> {
+    /// A view of `blocks`, hashing with `seed`.
+    pub fn new(blocks: &'a [Block], seed: u64) -> Result<Self> {
         check_num_blocks(blocks.len() as u64)?;
         Ok(Self {
             blocks,
-            hasher,
+            seed,
             kernel: Kernel::detect(),
         })
     }
 
+    /// A view of a native envelope's parameters and payload, without copying; `None` when
+    /// the payload is not 64-byte aligned or the machine is big-endian (then load the
+    /// filter with [`Persist::from_parts`]).
+    pub fn from_parts(params: &[u8], payload: &'a [u8]) -> Result<Option<Self>> {
+        let (_, seed) = blocked_params(params, payload.len())?;
+        if cfg!(target_endian = "big") {
+            return Ok(None);
+        }
+        // SAFETY: a Block is eight u64s, valid for every bit pattern; align_to yields only a
+        // correctly aligned middle part, accepted only when nothing is left over.
+        let (head, blocks, tail) = unsafe { payload.align_to::<Block>() };
+        if !head.is_empty() || !tail.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Self::new(blocks, seed)?))
+    }
+
     /// Whether `item` might be in the filter.
     #[inline]
-    pub fn contains<T: Hash + ?Sized>(&self, item: &T) -> bool {
-        self.contains_hash(self.hasher.hash_one(item))
+    pub fn contains<T: Funnel + ?Sized>(&self, item: &T) -> bool {
+        self.contains_hash(xxh3_64_item(item, self.seed))
     }
 
     /// Looks an item up by its 64-bit hash.
@@ -502,20 +456,38 @@ impl<'a, S: BuildHasher> BlockedBloomFilterView<'a, S> {
         self.kernel.contains(self.blocks, hash)
     }
 
+    /// Looks up every item, hashing ahead and prefetching (as
+    /// [`BlockedBloomFilter::contains_batch_into`]).
+    pub fn contains_batch_into<T: Funnel>(&self, items: &[T], results: &mut [bool]) {
+        assert_eq!(items.len(), results.len(), "one result per item");
+        for (chunk, results) in items.chunks(HASH_CHUNK).zip(results.chunks_mut(HASH_CHUNK)) {
+            let mut hashes = [0u64; HASH_CHUNK];
+            for (hash, item) in hashes.iter_mut().zip(chunk) {
+                *hash = xxh3_64_item(item, self.seed);
+            }
+            self.kernel
+                .contains_batch(self.blocks, &hashes[..chunk.len()], results);
+        }
+    }
+
     /// The number of bits.
     pub fn num_bits(&self) -> u64 {
         self.blocks.len() as u64 * BLOCK_BITS
     }
 
+    /// The hash seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The number of bits set.
+    pub fn bit_count(&self) -> u64 {
+        bit_count(self.blocks.iter().map(|block| block.0))
+    }
+
     /// As [`BlockedBloomFilter::estimated_len`].
     pub fn estimated_len(&self) -> u64 {
-        let bit_count = self
-            .blocks
-            .iter()
-            .flat_map(|block| block.0)
-            .map(|word| u64::from(word.count_ones()))
-            .sum();
-        estimated_len(bit_count, self.num_bits())
+        estimated_items(self.bit_count(), self.num_bits(), BLOCK_LANES)
     }
 
     /// As [`BlockedBloomFilter::expected_fpp`].
@@ -529,34 +501,13 @@ impl<'a, S: BuildHasher> BlockedBloomFilterView<'a, S> {
     }
 }
 
-impl<'a, S: PersistentHasher> BlockedBloomFilterView<'a, S> {
-    /// A view of a native envelope's parameters and payload, without copying; `None` when
-    /// the payload is not 64-byte aligned or the machine is big-endian (then load the
-    /// filter with [`Persist::from_parts`]).
-    pub fn from_parts(params: &[u8], payload: &'a [u8]) -> Result<Option<Self>> {
-        let (num_blocks, seed) = blocked_params::<S>(params)?;
-        if payload.len() as u64 != num_blocks as u64 * 64 {
-            return Err(payload_mismatch(num_blocks, payload.len()));
-        }
-        if cfg!(target_endian = "big") {
-            return Ok(None);
-        }
-        // SAFETY: a Block is eight u64s, valid for every bit pattern; align_to yields only a
-        // correctly aligned middle part, accepted only when nothing is left over.
-        let (head, blocks, tail) = unsafe { payload.align_to::<Block>() };
-        if !head.is_empty() || !tail.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(Self::new(blocks, S::from_seed(seed))?))
-    }
-}
-
-/// Checks a blocked filter's parameters; returns the block count and the hasher seed.
-fn blocked_params<S: PersistentHasher>(params: &[u8]) -> Result<(usize, u64)> {
+/// Checks a blocked filter's parameters against a payload of `payload_len` bytes; returns
+/// the block count and the seed.
+fn blocked_params(params: &[u8], payload_len: usize) -> Result<(usize, u64)> {
     let mut params = ParamReader::new(params);
     let num_blocks = params.u64()?;
     let lanes = params.u32()?;
-    let hasher_id = params.u32()?;
+    let hasher = params.u32()?;
     let seed = params.u64()?;
     params.finish()?;
     if lanes != BLOCK_LANES {
@@ -564,20 +515,28 @@ fn blocked_params<S: PersistentHasher>(params: &[u8]) -> Result<(usize, u64)> {
             "{lanes} lanes per block; this library reads {BLOCK_LANES}"
         )));
     }
-    if hasher_id != S::ID {
+    if hasher == HASHER_FOLDHASH_V1 {
+        return Err(inconsistent(
+            "this blocked filter was written by bloomery's format version 1, which hashed items \
+             with foldhash (not portable, no longer computed); rebuild it from its items with \
+             `bloomery create` and `bloomery add`"
+                .into(),
+        ));
+    }
+    if hasher != HASHER_XXH3_64 {
         return Err(inconsistent(format!(
-            "filter was hashed with hasher {hasher_id}; this build reads hasher {}",
-            S::ID
+            "unknown hasher {hasher}; this library reads hasher {HASHER_XXH3_64} (XXH3-64)"
         )));
     }
-    Ok((check_num_blocks(num_blocks)?, seed))
-}
-
-fn payload_mismatch(num_blocks: usize, payload_len: usize) -> Error {
-    inconsistent(format!(
-        "{num_blocks} blocks need {} payload bytes, found {payload_len}",
-        num_blocks as u64 * 64
-    ))
+    let num_blocks = check_num_blocks(num_blocks)
+        .map_err(|_| inconsistent(format!("{num_blocks} blocks; 1..=2^32 allowed")))?;
+    if payload_len as u64 != num_blocks as u64 * 64 {
+        return Err(inconsistent(format!(
+            "{num_blocks} blocks need {} payload bytes, found {payload_len}",
+            num_blocks as u64 * 64
+        )));
+    }
+    Ok((num_blocks, seed))
 }
 
 /// One block of atomic lanes, cache-line aligned.
@@ -608,38 +567,33 @@ unsafe impl Zeroable for AtomicBlock {}
 /// # Ok::<(), bloomery::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct AtomicBlockedBloomFilter<S = SeededFoldHash> {
+pub struct AtomicBlockedBloomFilter {
     blocks: ZeroedArray<AtomicBlock>,
-    hasher: S,
+    seed: u64,
 }
 
-impl AtomicBlockedBloomFilter<SeededFoldHash> {
+impl AtomicBlockedBloomFilter {
     /// A filter for `expected_items` at `fpp`, sized as [`BlockedBloomFilter::with_fpp`].
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
-        Self::with_num_blocks(
-            blocked_num_blocks(expected_items, fpp)?,
-            SeededFoldHash::default(),
-        )
+        Self::with_num_blocks(blocked_num_blocks(expected_items, fpp)?, DEFAULT_SEED)
     }
-}
 
-impl<S: BuildHasher> AtomicBlockedBloomFilter<S> {
-    /// A filter of `num_blocks` 512-bit blocks.
-    pub fn with_num_blocks(num_blocks: u64, hasher: S) -> Result<Self> {
+    /// A filter of `num_blocks` 512-bit blocks hashing with `seed`.
+    pub fn with_num_blocks(num_blocks: u64, seed: u64) -> Result<Self> {
         let blocks = ZeroedArray::new(check_num_blocks(num_blocks)?);
-        Ok(Self { blocks, hasher })
+        Ok(Self { blocks, seed })
     }
 
     /// Adds `item` from any thread; returns whether this call set a bit.
     #[inline]
-    pub fn insert<T: Hash + ?Sized>(&self, item: &T) -> bool {
-        self.insert_hash(self.hasher.hash_one(item))
+    pub fn insert<T: Funnel + ?Sized>(&self, item: &T) -> bool {
+        self.insert_hash(xxh3_64_item(item, self.seed))
     }
 
     /// Whether `item` might be in the filter.
     #[inline]
-    pub fn contains<T: Hash + ?Sized>(&self, item: &T) -> bool {
-        self.contains_hash(self.hasher.hash_one(item))
+    pub fn contains<T: Funnel + ?Sized>(&self, item: &T) -> bool {
+        self.contains_hash(xxh3_64_item(item, self.seed))
     }
 
     /// Adds an item by its 64-bit hash.
@@ -673,18 +627,26 @@ impl<S: BuildHasher> AtomicBlockedBloomFilter<S> {
 
     /// An estimate of the distinct items inserted so far.
     pub fn estimated_len(&self) -> u64 {
-        let bit_count = self
-            .blocks
-            .iter()
-            .flat_map(|block| &block.0)
-            .map(|lane| u64::from(lane.load(Ordering::Relaxed).count_ones()))
-            .sum();
-        estimated_len(bit_count, self.num_blocks() * BLOCK_BITS)
+        let bits = bit_count(self.blocks.iter().map(load_block));
+        estimated_items(bits, self.num_blocks() * BLOCK_BITS, BLOCK_LANES)
     }
 
     /// The current false-positive probability.
     pub fn expected_fpp(&self) -> f64 {
         current_fpp(self.blocks.iter().map(load_block))
+    }
+
+    /// A plain copy of the filter as it is now.
+    pub fn to_blocked_bloom_filter(&self) -> BlockedBloomFilter {
+        let mut blocks = zeroed_blocks(self.blocks.len());
+        for (block, atomic) in blocks.iter_mut().zip(self.blocks.iter()) {
+            block.0 = load_block(atomic);
+        }
+        BlockedBloomFilter {
+            blocks,
+            seed: self.seed,
+            kernel: Kernel::detect(),
+        }
     }
 }
 
@@ -692,45 +654,22 @@ fn load_block(block: &AtomicBlock) -> [u64; BLOCK_WORDS] {
     std::array::from_fn(|lane| block.0[lane].load(Ordering::Relaxed))
 }
 
-impl<S: BuildHasher + Clone> AtomicBlockedBloomFilter<S> {
-    /// A plain copy of the filter as it is now.
-    pub fn to_blocked_bloom_filter(&self) -> BlockedBloomFilter<S> {
-        let mut blocks = zeroed_blocks(self.blocks.len());
-        for (block, atomic) in blocks.iter_mut().zip(self.blocks.iter()) {
-            block.0 = load_block(atomic);
-        }
-        BlockedBloomFilter {
-            blocks,
-            hasher: self.hasher.clone(),
-            kernel: Kernel::detect(),
-        }
-    }
-}
-
-impl<S: BuildHasher> From<BlockedBloomFilter<S>> for AtomicBlockedBloomFilter<S> {
-    fn from(filter: BlockedBloomFilter<S>) -> Self {
+impl From<BlockedBloomFilter> for AtomicBlockedBloomFilter {
+    fn from(filter: BlockedBloomFilter) -> Self {
         let mut blocks = ZeroedArray::<AtomicBlock>::new(filter.blocks.len());
         for (atomic, block) in blocks.iter_mut().zip(filter.blocks.iter()) {
             *atomic = AtomicBlock(block.0.map(AtomicU64::new));
         }
         Self {
             blocks,
-            hasher: filter.hasher,
+            seed: filter.seed,
         }
     }
 }
 
-impl<S: BuildHasher> From<AtomicBlockedBloomFilter<S>> for BlockedBloomFilter<S> {
-    fn from(filter: AtomicBlockedBloomFilter<S>) -> Self {
-        let mut blocks = zeroed_blocks(filter.blocks.len());
-        for (block, atomic) in blocks.iter_mut().zip(filter.blocks.iter()) {
-            block.0 = load_block(atomic);
-        }
-        BlockedBloomFilter {
-            blocks,
-            hasher: filter.hasher,
-            kernel: Kernel::detect(),
-        }
+impl From<AtomicBlockedBloomFilter> for BlockedBloomFilter {
+    fn from(filter: AtomicBlockedBloomFilter) -> Self {
+        filter.to_blocked_bloom_filter()
     }
 }
 
@@ -781,20 +720,20 @@ mod tests {
             probes in proptest::collection::vec(any::<u64>(), 0..600),
         ) {
             let reference = {
-                let mut filter = BlockedBloomFilter::with_num_blocks(num_blocks, SeededFoldHash::default())
+                let mut filter = BlockedBloomFilter::with_num_blocks(num_blocks, DEFAULT_SEED)
                     .unwrap()
                     .with_kernel(Kernel::scalar());
                 let changes: Vec<bool> = inserted.iter().map(|&h| filter.insert_hash(h)).collect();
                 (filter, changes)
             };
             for kernel in Kernel::available() {
-                let mut filter = BlockedBloomFilter::with_num_blocks(num_blocks, SeededFoldHash::default())
+                let mut filter = BlockedBloomFilter::with_num_blocks(num_blocks, DEFAULT_SEED)
                     .unwrap()
                     .with_kernel(kernel);
                 let changes: Vec<bool> = inserted.iter().map(|&h| filter.insert_hash(h)).collect();
                 prop_assert_eq!(&changes, &reference.1, "{}", kernel.name());
                 prop_assert!(filter == reference.0, "{} set other bits", kernel.name());
-                let mut batched = BlockedBloomFilter::with_num_blocks(num_blocks, SeededFoldHash::default())
+                let mut batched = BlockedBloomFilter::with_num_blocks(num_blocks, DEFAULT_SEED)
                     .unwrap()
                     .with_kernel(kernel);
                 batched.insert_hash_batch(&inserted);

@@ -5,7 +5,7 @@
 //! ```text
 //! offset   size  field (all integers little-endian)
 //! 0        8     magic "BLOOMERY"
-//! 8        2     format version (1)
+//! 8        2     format version (2; version 1 is still read)
 //! 10       2     variant (see `Variant`)
 //! 12       4     params_len P: bytes of variant parameters (at most 65,536)
 //! 16       8     payload_len L
@@ -31,12 +31,20 @@ use crate::error::{Error, FormatProblem, Result};
 
 /// The first 8 bytes of every bloomery envelope.
 pub const MAGIC: [u8; 8] = *b"BLOOMERY";
-/// The format version this library writes and reads.
-pub const VERSION: u16 = 1;
+/// The format version this library writes. Version 1 is also read: its header is the same,
+/// and it differs only in the blocked filter's hasher (foldhash, refused with a message
+/// saying how to rebuild) and the rotating filter's parameters (no per-generation shape).
+pub const VERSION: u16 = 2;
+/// The oldest format version this library reads.
+pub const OLDEST_VERSION: u16 = 1;
 /// The payload starts at a multiple of this many bytes (one cache line).
 pub const PAYLOAD_ALIGN: usize = 64;
 /// The largest parameter block accepted when reading.
 pub const MAX_PARAMS_LEN: usize = 1 << 16;
+/// The largest payload accepted when reading: 2^62 bytes, far beyond any filter (a blocked
+/// filter has at most 2^38 bytes), and small enough that no offset computed from it
+/// overflows a u64.
+pub const MAX_PAYLOAD_LEN: u64 = 1 << 62;
 
 const FIXED_LEN: usize = 32;
 const FORMAT: &str = "bloomery";
@@ -79,6 +87,48 @@ impl Variant {
     /// The stored code.
     pub fn code(self) -> u16 {
         self as u16
+    }
+
+    /// Every variant, in code order.
+    pub const ALL: [Variant; 7] = [
+        Variant::Classic,
+        Variant::Blocked,
+        Variant::Counting,
+        Variant::Scalable,
+        Variant::Retouched,
+        Variant::Allowlisted,
+        Variant::Rotating,
+    ];
+
+    /// The variant's name: "classic", "blocked", "counting", "scalable", "retouched",
+    /// "allowlisted" or "rotating".
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Classic => "classic",
+            Variant::Blocked => "blocked",
+            Variant::Counting => "counting",
+            Variant::Scalable => "scalable",
+            Variant::Retouched => "retouched",
+            Variant::Allowlisted => "allowlisted",
+            Variant::Rotating => "rotating",
+        }
+    }
+
+    /// The variant named `name` (as [`name`](Variant::name) gives it).
+    ///
+    /// ```
+    /// use bloomery::format::native::Variant;
+    /// assert_eq!(Variant::from_name("blocked"), Some(Variant::Blocked));
+    /// assert_eq!(Variant::from_name("bloom"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|variant| variant.name() == name)
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.name())
     }
 }
 
@@ -216,6 +266,16 @@ impl<'a> Envelope<'a> {
         out
     }
 
+    /// The whole envelope as one vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.len() as usize);
+        bytes.extend_from_slice(&self.header());
+        for piece in &self.pieces {
+            bytes.extend_from_slice(piece);
+        }
+        bytes
+    }
+
     /// Writes the whole envelope to `writer`, piece by piece.
     pub fn write_to(&self, writer: &mut impl Write) -> io::Result<()> {
         writer.write_all(&self.header())?;
@@ -229,6 +289,8 @@ impl<'a> Envelope<'a> {
 /// A checked header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// The format version the envelope was written in.
+    pub version: u16,
     /// The variant stored.
     pub variant: Variant,
     /// The variant's parameter bytes.
@@ -252,7 +314,7 @@ impl Header {
             return Err(Error::format(FORMAT, FormatProblem::BadMagic));
         }
         let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(Error::format(FORMAT, FormatProblem::UnsupportedVersion(version)));
         }
         let variant_code = u16::from_le_bytes([bytes[10], bytes[11]]);
@@ -266,6 +328,14 @@ impl Header {
         let payload_len = u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes"));
         let payload_checksum = u64::from_le_bytes(bytes[24..32].try_into().expect("8 bytes"));
         let len = header_len(params_len);
+        if payload_len > MAX_PAYLOAD_LEN {
+            return Err(Error::format(
+                FORMAT,
+                FormatProblem::Inconsistent(format!(
+                    "payload of {payload_len} bytes is longer than the {MAX_PAYLOAD_LEN} allowed"
+                )),
+            ));
+        }
         if bytes.len() < len {
             return Err(truncated(len as u64, bytes.len() as u64));
         }
@@ -277,6 +347,7 @@ impl Header {
         let variant = Variant::from_code(variant_code)
             .ok_or(Error::format(FORMAT, FormatProblem::UnknownVariant(variant_code)))?;
         Ok(Self {
+            version,
             variant,
             params: bytes[FIXED_LEN..FIXED_LEN + params_len].to_vec(),
             payload_offset: len,
@@ -285,7 +356,7 @@ impl Header {
         })
     }
 
-    /// The total length of the envelope.
+    /// The total length of the envelope (no overflow: `parse` bounds the payload length).
     pub fn total_len(&self) -> u64 {
         self.payload_offset as u64 + self.payload_len
     }
@@ -461,6 +532,13 @@ pub trait Persist: Sized {
     /// error, never a panic.
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self>;
 
+    /// As [`from_parts`](Persist::from_parts), for parts written in format `version`
+    /// (the variants whose parameters changed between versions override it).
+    fn from_parts_of_version(version: u16, params: &[u8], payload: &[u8]) -> Result<Self> {
+        let _ = version;
+        Self::from_parts(params, payload)
+    }
+
     /// The whole envelope.
     fn to_bytes(&self) -> Vec<u8> {
         encode(Self::VARIANT, &self.params(), &self.payload())
@@ -475,7 +553,7 @@ pub trait Persist: Sized {
     fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let (header, payload) = decode(bytes)?;
         expect_variant(&header, Self::VARIANT)?;
-        Self::from_parts(&header.params, payload)
+        Self::from_parts_of_version(header.version, &header.params, payload)
     }
 }
 
@@ -648,8 +726,8 @@ mod tests {
         foreign[0] = b'X';
         assert_eq!(problem(decode(&foreign)), FormatProblem::BadMagic);
         let mut future = bytes.clone();
-        future[8] = 2;
-        assert_eq!(problem(decode(&future)), FormatProblem::UnsupportedVersion(2));
+        future[8] = 3;
+        assert_eq!(problem(decode(&future)), FormatProblem::UnsupportedVersion(3));
         assert!(matches!(
             problem(decode(&bytes[..bytes.len() - 1])),
             FormatProblem::Truncated { .. }

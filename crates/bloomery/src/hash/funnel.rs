@@ -105,12 +105,25 @@ pub trait Sink {
 pub trait Funnel {
     /// Writes the bytes that stand for `self` into `into`.
     fn funnel<S: Sink + ?Sized>(&self, into: &mut S);
+
+    /// The bytes [`funnel`](Funnel::funnel) writes, when they already lie in memory as one
+    /// slice (strings and byte containers), so a hasher can read them in place instead of
+    /// collecting them. Implementations that return `Some` must return exactly those bytes.
+    #[inline]
+    fn contiguous_bytes(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl<T: Funnel + ?Sized> Funnel for &T {
     #[inline]
     fn funnel<S: Sink + ?Sized>(&self, into: &mut S) {
         (**self).funnel(into);
+    }
+
+    #[inline]
+    fn contiguous_bytes(&self) -> Option<&[u8]> {
+        (**self).contiguous_bytes()
     }
 }
 
@@ -119,12 +132,22 @@ impl Funnel for str {
     fn funnel<S: Sink + ?Sized>(&self, into: &mut S) {
         into.put_str(self);
     }
+
+    #[inline]
+    fn contiguous_bytes(&self) -> Option<&[u8]> {
+        Some(self.as_bytes())
+    }
 }
 
 impl Funnel for String {
     #[inline]
     fn funnel<S: Sink + ?Sized>(&self, into: &mut S) {
         into.put_str(self);
+    }
+
+    #[inline]
+    fn contiguous_bytes(&self) -> Option<&[u8]> {
+        Some(self.as_bytes())
     }
 }
 
@@ -133,6 +156,11 @@ impl Funnel for [u8] {
     fn funnel<S: Sink + ?Sized>(&self, into: &mut S) {
         into.put_bytes(self);
     }
+
+    #[inline]
+    fn contiguous_bytes(&self) -> Option<&[u8]> {
+        Some(self)
+    }
 }
 
 impl<const N: usize> Funnel for [u8; N] {
@@ -140,12 +168,22 @@ impl<const N: usize> Funnel for [u8; N] {
     fn funnel<S: Sink + ?Sized>(&self, into: &mut S) {
         into.put_bytes(self);
     }
+
+    #[inline]
+    fn contiguous_bytes(&self) -> Option<&[u8]> {
+        Some(self)
+    }
 }
 
 impl Funnel for Vec<u8> {
     #[inline]
     fn funnel<S: Sink + ?Sized>(&self, into: &mut S) {
         into.put_bytes(self);
+    }
+
+    #[inline]
+    fn contiguous_bytes(&self) -> Option<&[u8]> {
+        Some(self)
     }
 }
 
@@ -249,6 +287,22 @@ mod tests {
         // U+1F980 is the surrogate pair D83E DD80.
         assert_eq!(bytes_of(&UnencodedChars("🦀")), [0x3e, 0xd8, 0x80, 0xdd]);
         assert_eq!(bytes_of(&Utf16Units(&[0xd83e, 0xdd80])), [0x3e, 0xd8, 0x80, 0xdd]);
+    }
+
+    #[test]
+    fn contiguous_bytes_are_the_funnelled_bytes() {
+        fn check<T: Funnel + ?Sized>(item: &T) {
+            if let Some(bytes) = item.contiguous_bytes() {
+                assert_eq!(bytes, bytes_of(item));
+            }
+        }
+        check("apple");
+        check(&String::from("pear"));
+        check(&b"fig"[..]);
+        check(&vec![1u8, 2]);
+        check(&[7u8; 3]);
+        check(&&"nested");
+        assert_eq!(7u64.contiguous_bytes(), None);
     }
 
     #[test]

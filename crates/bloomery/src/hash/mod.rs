@@ -1,11 +1,119 @@
-//! Hashing: how an item becomes bytes ([`Funnel`], [`Sink`]) and how bytes become a
-//! 128-bit hash ([`murmur3_128`], Guava's `Hashing.murmur3_128()`).
+//! Hashing: how an item becomes bytes ([`Funnel`], [`Sink`]) and how those bytes become
+//! bit positions. There is one road for every filter: an item is funnelled to bytes, and
+//! the same bytes are the same item everywhere (`"apple"`, `b"apple"` and
+//! `String::from("apple")` alike, as Guava's UTF-8 string and byte funnels agree). Then:
+//!
+//! - the classic filter and the filters built on it hash the bytes with MurmurHash3 x64
+//!   128 ([`murmur3_128`], Guava's `Hashing.murmur3_128()`) and derive k positions with
+//!   [`mitz64_indices`];
+//! - the blocked filter hashes them with XXH3-64 and the filter's stored seed
+//!   ([`xxh3_64_item`]), a hash specified by the xxHash project and implemented in most
+//!   languages, with the same output on every platform.
 
 mod funnel;
 mod murmur3;
 
 pub use funnel::{Funnel, Sink, UnencodedChars, Utf16Units};
 pub use murmur3::{Murmur3_128, murmur3_128};
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+/// The XXH3-64 hash (`XXH3_64bits_withSeed`) of `item`'s funnelled bytes with `seed`: the
+/// blocked filter's item hash. Strings and byte slices are hashed in place; other items
+/// are first funnelled into a buffer on the stack (64 bytes, then the heap).
+///
+/// ```
+/// use bloomery::hash::xxh3_64_item;
+/// use xxhash_rust::xxh3::xxh3_64_with_seed;
+///
+/// assert_eq!(xxh3_64_item("apple", 7), xxh3_64_with_seed(b"apple", 7));
+/// assert_eq!(xxh3_64_item(&b"apple"[..], 7), xxh3_64_item("apple", 7));
+/// assert_eq!(xxh3_64_item(&5u64, 0), xxh3_64_with_seed(&5u64.to_le_bytes(), 0));
+/// ```
+#[inline]
+pub fn xxh3_64_item<T: Funnel + ?Sized>(item: &T, seed: u64) -> u64 {
+    if let Some(bytes) = item.contiguous_bytes() {
+        return xxh3_64_with_seed(bytes, seed);
+    }
+    let mut buffer = FunnelBuffer::new();
+    item.funnel(&mut buffer);
+    xxh3_64_with_seed(buffer.as_slice(), seed)
+}
+
+/// A [`Sink`] that collects an item's bytes: on the stack up to 64 bytes (every integer
+/// and most keys), on the heap beyond.
+pub(crate) struct FunnelBuffer {
+    inline: [u8; 64],
+    len: usize,
+    spilled: Vec<u8>,
+}
+
+impl FunnelBuffer {
+    #[inline]
+    pub(crate) fn new() -> Self {
+        Self {
+            inline: [0; 64],
+            len: 0,
+            spilled: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        if self.spilled.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.spilled
+        }
+    }
+}
+
+impl Sink for FunnelBuffer {
+    #[inline]
+    fn put_bytes(&mut self, bytes: &[u8]) {
+        if self.spilled.is_empty() {
+            if let Some(room) = self.inline.get_mut(self.len..self.len + bytes.len()) {
+                room.copy_from_slice(bytes);
+                self.len += bytes.len();
+                return;
+            }
+            self.spilled.reserve(self.len + bytes.len());
+            self.spilled.extend_from_slice(&self.inline[..self.len]);
+        }
+        self.spilled.extend_from_slice(bytes);
+    }
+}
+
+/// The bytes `item` funnels to, as a vector.
+///
+/// ```
+/// assert_eq!(bloomery::hash::funnel_bytes(&1i32), [1, 0, 0, 0]);
+/// ```
+pub fn funnel_bytes<T: Funnel + ?Sized>(item: &T) -> Vec<u8> {
+    if let Some(bytes) = item.contiguous_bytes() {
+        return bytes.to_vec();
+    }
+    let mut buffer = FunnelBuffer::new();
+    item.funnel(&mut buffer);
+    buffer.as_slice().to_vec()
+}
+
+/// One step of splitmix64 (Steele, Lea & Flood, "Fast Splittable Pseudorandom Number
+/// Generators", 2014): advances `state` by the golden-ratio increment and returns the
+/// mixed value. Used for the blocked filter's salts and the retouched filter's choices.
+///
+/// ```
+/// let mut state = 0;
+/// assert_eq!(bloomery::hash::splitmix64(&mut state), 0xe220_a839_7b1d_cdaf);
+/// ```
+#[inline]
+pub const fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
 
 /// The MurmurHash3 x64 128-bit hash (seed 0) of `item`'s funnelled bytes, as `(h1, h2)`:
 /// exactly what Guava's `Hashing.murmur3_128().hashObject(item, funnel)` gives.
@@ -89,6 +197,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_funnel_buffer_spills_to_the_heap_in_order() {
+        let mut buffer = FunnelBuffer::new();
+        let long: Vec<u8> = (0..200).map(|i| i as u8).collect();
+        buffer.put_bytes(&long[..60]);
+        buffer.put_bytes(&long[60..70]);
+        buffer.put_bytes(&long[70..]);
+        assert_eq!(buffer.as_slice(), &long[..]);
+        struct Pair(i64, i64);
+        impl Funnel for Pair {
+            fn funnel<S: Sink + ?Sized>(&self, into: &mut S) {
+                into.put_i64(self.0);
+                into.put_i64(self.1);
+            }
+        }
+        let expected = [1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(xxh3_64_item(&Pair(1, 2), 3), xxh3_64_with_seed(&expected, 3));
+    }
+
+    #[test]
     fn positions_follow_guava_mitz_64() {
         // h1 = 2^63 - 2, h2 = 3: the second and third sums wrap past the sign bit, which is
         // cleared (not negated) before the modulo: 2^63 + 1 -> 1, 2^63 + 4 -> 4.
@@ -126,12 +253,7 @@ mod tests {
                 assert_eq!(modulus.reduce(value), value % divisor, "{value} % {divisor}");
             }
             for _ in 0..100_000 {
-                // splitmix64
-                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                let value = (z ^ (z >> 31)) >> 1;
+                let value = splitmix64(&mut state) >> 1;
                 assert_eq!(modulus.reduce(value), value % divisor, "{value} % {divisor}");
             }
         }

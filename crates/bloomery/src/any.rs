@@ -1,0 +1,673 @@
+//! One object-safe interface for every saved variant, so tools (the CLI, the Redis module,
+//! bindings) are written once: [`DynFilter`] inserts, looks up, removes, combines, reports
+//! and saves any filter; [`FilterView`] is its read-only half, also served in place by a
+//! memory-mapped file. [`create`], [`open`] and [`view`] are the only places that choose a
+//! variant, by its stored code.
+//!
+//! Items are the bytes a [`Funnel`](crate::Funnel) gives: a string's UTF-8 bytes, a byte
+//! string as it is, an `i64`'s 8 little-endian bytes (Guava's `putLong`). Every filter
+//! hashes exactly those bytes, so `contains(b"apple")` here answers as
+//! `contains("apple")` through the typed API, in every language that follows
+//! docs/format.md.
+//!
+//! ```
+//! use bloomery::any::{self, Spec};
+//! use bloomery::format::native::Variant;
+//!
+//! let mut filter = any::create(&Spec::new(Variant::Scalable, 100, 0.01))?;
+//! assert!(filter.insert(b"apple")?);
+//! assert!(!filter.insert(b"apple")?); // already present
+//! let bytes = filter.envelope().to_vec();
+//! let loaded = any::open(&bytes)?;
+//! assert!(loaded.contains(b"apple"));
+//! assert_eq!(loaded.variant(), Variant::Scalable);
+//! # Ok::<(), bloomery::Error>(())
+//! ```
+
+use std::any::Any;
+
+use crate::blocked::BlockedBloomFilterView;
+use crate::classic::BloomFilterView;
+use crate::error::{Error, Result};
+use crate::format::native::{self, Envelope, Header, Persist, Variant};
+use crate::{
+    AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, FilterStats,
+    RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions,
+};
+
+/// A filter's state, whatever its variant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    /// Distinct items: counted where the filter counts them (scalable, rotating), else
+    /// estimated from the bits set. `u64::MAX` when every bit is set.
+    pub estimated_len: u64,
+    /// The probability that a fresh item is reported present, as the filter is now.
+    pub expected_fpp: f64,
+    /// Bytes of bits, counters and bookkeeping in memory.
+    pub memory_bytes: u64,
+    /// The items the filter holds before it refuses more (a non-scaling scalable filter)
+    /// or grows; `None` where it takes any number, at a rising false-positive rate.
+    pub capacity: Option<u64>,
+}
+
+/// What every filter answers, including a read-only view of a memory-mapped file.
+pub trait FilterView: Send + Sync {
+    /// The variant (its code is stored in files).
+    fn variant(&self) -> Variant;
+
+    /// Whether the item with these bytes might be present: `false` is certain (for the
+    /// retouched filter, except for the false negatives its removals reported).
+    fn contains(&self, item: &[u8]) -> bool;
+
+    /// Looks up every item; `results` gets one answer per item. Panics if the lengths
+    /// differ. The blocked filter hashes ahead and prefetches.
+    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
+        assert_eq!(items.len(), results.len(), "one result per item");
+        for (result, item) in results.iter_mut().zip(items) {
+            *result = self.contains(item);
+        }
+    }
+
+    /// Counts and estimates.
+    fn stats(&self) -> Stats;
+
+    /// The variant's parameters, as (name, value) lines for people (`bloomery info`).
+    fn describe(&self) -> Vec<(&'static str, String)>;
+}
+
+/// Everything a tool does with a filter it owns.
+pub trait DynFilter: FilterView {
+    /// Adds the item with these bytes: `Ok(true)` when the filter changed, `Ok(false)`
+    /// when it was (probably) present already, an error when the filter refused it (full,
+    /// or unable to grow): then the item was not added.
+    fn insert(&mut self, item: &[u8]) -> Result<bool>;
+
+    /// Adds every item in order; returns how many changed the filter. Stops at the first
+    /// refusal, with the items before it added.
+    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<u64> {
+        let mut added = 0;
+        for item in items {
+            if self.insert(item)? {
+                added += 1;
+            }
+        }
+        Ok(added)
+    }
+
+    /// Removes one occurrence of the item (counting filters only).
+    fn remove(&mut self, item: &[u8]) -> Result<()> {
+        let _ = item;
+        Err(unsupported(self.variant(), "remove"))
+    }
+
+    /// Adds every item of `other`, which must be the same variant with the same
+    /// parameters that decide bit positions.
+    fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
+        let _ = other;
+        Err(unsupported(self.variant(), "union (merge)"))
+    }
+
+    /// Keeps only what both filters hold (same variant and parameters).
+    fn intersection(&mut self, other: &dyn DynFilter) -> Result<()> {
+        let _ = other;
+        Err(unsupported(self.variant(), "intersection"))
+    }
+
+    /// The filter's file form (docs/format.md), borrowed from its memory.
+    fn envelope(&self) -> Envelope<'_>;
+
+    /// The concrete filter, for callers that need one variant's own API.
+    fn as_any(&self) -> &dyn Any;
+
+    /// A copy.
+    fn clone_box(&self) -> Box<dyn DynFilter>;
+}
+
+impl Clone for Box<dyn DynFilter> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
+fn unsupported(variant: Variant, operation: &'static str) -> Error {
+    Error::Unsupported {
+        variant: variant.name(),
+        operation,
+    }
+}
+
+/// `other` as the concrete type `F`, or an error naming both variants.
+fn same_variant<F: 'static>(mine: Variant, other: &dyn DynFilter) -> Result<&F> {
+    other
+        .as_any()
+        .downcast_ref::<F>()
+        .ok_or_else(|| Error::Incompatible {
+            reason: format!("variants differ: {} vs {}", mine.name(), other.variant().name()),
+        })
+}
+
+/// What a new filter should be.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spec {
+    /// The variant.
+    pub variant: Variant,
+    /// Expected distinct items: the capacity (for scalable filters, of the first
+    /// sub-filter; for rotating filters, of each generation).
+    pub expected_items: u64,
+    /// The false-positive probability at that many items, in (0, 1).
+    pub fpp: f64,
+    /// The blocked filter's hash seed.
+    pub seed: u64,
+    /// The scalable filter's growth.
+    pub scalable: ScalableOptions,
+    /// The rotating filter's number of generations (2..=1024).
+    pub generations: usize,
+}
+
+impl Spec {
+    /// A spec with the defaults: seed 0, growth 2 with tightening 0.5, 2 generations.
+    pub fn new(variant: Variant, expected_items: u64, fpp: f64) -> Self {
+        Self {
+            variant,
+            expected_items,
+            fpp,
+            seed: crate::blocked::DEFAULT_SEED,
+            scalable: ScalableOptions::default(),
+            generations: 2,
+        }
+    }
+}
+
+/// A new, empty filter.
+pub fn create(spec: &Spec) -> Result<Box<dyn DynFilter>> {
+    let (n, p) = (spec.expected_items, spec.fpp);
+    Ok(match spec.variant {
+        Variant::Classic => Box::new(BloomFilter::with_fpp(n, p)?),
+        Variant::Blocked => Box::new(BlockedBloomFilter::with_fpp_and_seed(n, p, spec.seed)?),
+        Variant::Counting => Box::new(CountingBloomFilter::with_fpp(n, p)?),
+        Variant::Scalable => Box::new(ScalableBloomFilter::with_options(n, p, spec.scalable)?),
+        Variant::Retouched => Box::new(RetouchedBloomFilter::with_fpp(n, p)?),
+        Variant::Allowlisted => Box::new(AllowlistedBloomFilter::with_fpp(n, p)?),
+        Variant::Rotating => Box::new(RotatingBloomFilter::new(spec.generations, n, p)?),
+    })
+}
+
+/// Reads a whole envelope (any variant, format version 1 or 2), checking both checksums
+/// and every parameter: what `bloomery verify` checks.
+pub fn open(bytes: &[u8]) -> Result<Box<dyn DynFilter>> {
+    let (header, payload) = native::decode(bytes)?;
+    from_parts(&header, payload)
+}
+
+/// Builds the filter from a checked header and its payload (the payload checksum is the
+/// caller's business: see [`Header::verify_payload`]).
+pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>> {
+    fn load<F: Persist + DynFilter + 'static>(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>> {
+        Ok(Box::new(F::from_parts_of_version(
+            header.version,
+            &header.params,
+            payload,
+        )?))
+    }
+    match header.variant {
+        Variant::Classic => load::<BloomFilter>(header, payload),
+        Variant::Blocked => load::<BlockedBloomFilter>(header, payload),
+        Variant::Counting => load::<CountingBloomFilter>(header, payload),
+        Variant::Scalable => load::<ScalableBloomFilter>(header, payload),
+        Variant::Retouched => load::<RetouchedBloomFilter>(header, payload),
+        Variant::Allowlisted => load::<AllowlistedBloomFilter>(header, payload),
+        Variant::Rotating => load::<RotatingBloomFilter>(header, payload),
+    }
+}
+
+/// A read-only filter over a checked header and its payload, for example a memory-mapped
+/// file: the classic and blocked variants answer from the payload in place (nothing is
+/// copied, only the pages a lookup touches are read); the others are built in memory.
+pub fn view<'a>(header: &Header, payload: &'a [u8]) -> Result<Box<dyn FilterView + 'a>> {
+    let in_place: Option<Box<dyn FilterView + 'a>> = match header.variant {
+        Variant::Classic => BloomFilterView::from_parts(&header.params, payload)?
+            .map(|view| Box::new(view) as Box<dyn FilterView + 'a>),
+        Variant::Blocked => BlockedBloomFilterView::from_parts(&header.params, payload)?
+            .map(|view| Box::new(view) as Box<dyn FilterView + 'a>),
+        _ => None,
+    };
+    match in_place {
+        Some(view) => Ok(view),
+        None => {
+            let owned: Box<dyn FilterView> = from_parts(header, payload)?;
+            Ok(owned)
+        }
+    }
+}
+
+/// The classic filter's Guava `writeTo` bytes; an error for other variants.
+pub fn to_guava_bytes(filter: &dyn DynFilter) -> Result<Vec<u8>> {
+    match filter.as_any().downcast_ref::<BloomFilter>() {
+        Some(classic) => Ok(classic.to_guava_bytes()),
+        None => Err(unsupported(
+            filter.variant(),
+            "Guava's format (only classic filters have it)",
+        )),
+    }
+}
+
+fn stats_of(filter: &impl FilterStats, capacity: Option<u64>) -> Stats {
+    Stats {
+        estimated_len: filter.estimated_len(),
+        expected_fpp: filter.expected_fpp(),
+        memory_bytes: filter.memory_bytes() as u64,
+        capacity,
+    }
+}
+
+/// The parts of `DynFilter` that every owned variant writes the same way.
+macro_rules! owned_filter_common {
+    () => {
+        fn envelope(&self) -> Envelope<'_> {
+            Persist::envelope(self)
+        }
+
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+
+        fn clone_box(&self) -> Box<dyn DynFilter> {
+            Box::new(self.clone())
+        }
+    };
+}
+
+fn classic_lines(num_bits: u64, num_hashes: u32, bit_count: u64) -> Vec<(&'static str, String)> {
+    vec![
+        ("hashing", "murmur3_128, Guava's MURMUR128_MITZ_64".into()),
+        ("bits", num_bits.to_string()),
+        ("hash functions", num_hashes.to_string()),
+        (
+            "bits set",
+            format!(
+                "{bit_count} (fill ratio {:.4})",
+                bit_count as f64 / num_bits as f64
+            ),
+        ),
+    ]
+}
+
+impl<B: crate::bits::Bits + Send + Sync> FilterView for crate::ClassicFilter<B> {
+    fn variant(&self) -> Variant {
+        Variant::Classic
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        crate::ClassicFilter::contains(self, item)
+    }
+
+    fn stats(&self) -> Stats {
+        stats_of(self, None)
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        classic_lines(self.num_bits(), self.num_hashes(), self.bit_count())
+    }
+}
+
+impl DynFilter for BloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(BloomFilter::insert(self, item))
+    }
+
+    fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
+        BloomFilter::union(self, same_variant(Variant::Classic, other)?)
+    }
+
+    fn intersection(&mut self, other: &dyn DynFilter) -> Result<()> {
+        BloomFilter::intersection(self, same_variant(Variant::Classic, other)?)
+    }
+
+    owned_filter_common!();
+}
+
+fn blocked_lines(num_blocks: u64, seed: u64, bit_count: u64) -> Vec<(&'static str, String)> {
+    let num_bits = num_blocks * crate::sizing::BLOCK_BITS;
+    vec![
+        ("hashing", format!("XXH3-64, seed {seed}")),
+        ("bits", num_bits.to_string()),
+        ("blocks", format!("{num_blocks} of 512 bits, 8 bits per item")),
+        (
+            "bits set",
+            format!(
+                "{bit_count} (fill ratio {:.4})",
+                bit_count as f64 / num_bits as f64
+            ),
+        ),
+    ]
+}
+
+impl FilterView for BlockedBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::Blocked
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        BlockedBloomFilter::contains(self, item)
+    }
+
+    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
+        self.contains_batch_into(items, results);
+    }
+
+    fn stats(&self) -> Stats {
+        stats_of(self, None)
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        blocked_lines(self.num_blocks(), self.seed(), self.bit_count())
+    }
+}
+
+impl DynFilter for BlockedBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(BlockedBloomFilter::insert(self, item))
+    }
+
+    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<u64> {
+        let before = self.bit_count();
+        self.insert_batch(items);
+        // Bits set, not items: a batch counts whether it changed anything.
+        Ok(u64::from(self.bit_count() != before))
+    }
+
+    fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
+        BlockedBloomFilter::union(self, same_variant(Variant::Blocked, other)?)
+    }
+
+    fn intersection(&mut self, other: &dyn DynFilter) -> Result<()> {
+        BlockedBloomFilter::intersection(self, same_variant(Variant::Blocked, other)?)
+    }
+
+    owned_filter_common!();
+}
+
+impl FilterView for BlockedBloomFilterView<'_> {
+    fn variant(&self) -> Variant {
+        Variant::Blocked
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        BlockedBloomFilterView::contains(self, item)
+    }
+
+    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
+        self.contains_batch_into(items, results);
+    }
+
+    fn stats(&self) -> Stats {
+        Stats {
+            estimated_len: self.estimated_len(),
+            expected_fpp: self.expected_fpp(),
+            memory_bytes: self.num_bits() / 8,
+            capacity: None,
+        }
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        blocked_lines(self.blocks().len() as u64, self.seed(), self.bit_count())
+    }
+}
+
+impl FilterView for CountingBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::Counting
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        CountingBloomFilter::contains(self, item)
+    }
+
+    fn stats(&self) -> Stats {
+        stats_of(self, None)
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("hashing", "murmur3_128, Guava's MURMUR128_MITZ_64".into()),
+            ("counters", format!("{} of 4 bits", self.num_counters())),
+            ("hash functions", self.num_hashes().to_string()),
+            ("saturated counters", self.saturated_counters().to_string()),
+        ]
+    }
+}
+
+impl DynFilter for CountingBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(CountingBloomFilter::insert(self, item))
+    }
+
+    fn remove(&mut self, item: &[u8]) -> Result<()> {
+        CountingBloomFilter::remove(self, item)
+    }
+
+    fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
+        CountingBloomFilter::union(self, same_variant(Variant::Counting, other)?)
+    }
+
+    owned_filter_common!();
+}
+
+impl FilterView for ScalableBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::Scalable
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        ScalableBloomFilter::contains(self, item)
+    }
+
+    fn stats(&self) -> Stats {
+        let capacity = (!self.options().scaling).then(|| self.capacity());
+        stats_of(self, capacity)
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        let options = self.options();
+        vec![
+            (
+                "hashing",
+                "murmur3_128, Guava's MURMUR128_MITZ_64 (each sub-filter)".into(),
+            ),
+            (
+                "sub-filters",
+                format!(
+                    "{} (growth {}, tightening {}{})",
+                    self.num_filters(),
+                    options.expansion,
+                    options.tightening,
+                    if options.scaling { "" } else { ", not scaling" }
+                ),
+            ),
+            (
+                "capacity",
+                format!("{} items before the next sub-filter", self.capacity()),
+            ),
+            ("items added", self.len().to_string()),
+            ("requested fpp", self.fpp().to_string()),
+        ]
+    }
+}
+
+impl DynFilter for ScalableBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        ScalableBloomFilter::insert(self, item)
+    }
+
+    owned_filter_common!();
+}
+
+impl FilterView for RetouchedBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::Retouched
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        RetouchedBloomFilter::contains(self, item)
+    }
+
+    fn stats(&self) -> Stats {
+        stats_of(self, None)
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("hashing", "murmur3_128, Guava's MURMUR128_MITZ_64".into()),
+            ("bits", self.num_bits().to_string()),
+            (
+                "false negatives made by removals",
+                self.total_false_negatives().to_string(),
+            ),
+        ]
+    }
+}
+
+impl DynFilter for RetouchedBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(RetouchedBloomFilter::insert(self, item))
+    }
+
+    owned_filter_common!();
+}
+
+impl FilterView for AllowlistedBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::Allowlisted
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        AllowlistedBloomFilter::contains(self, item)
+    }
+
+    fn stats(&self) -> Stats {
+        stats_of(self, None)
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        let filter = self.filter();
+        let mut lines = classic_lines(filter.num_bits(), filter.num_hashes(), filter.bit_count());
+        lines.push(("listed false positives", self.allowed_len().to_string()));
+        lines
+    }
+}
+
+impl DynFilter for AllowlistedBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(AllowlistedBloomFilter::insert(self, item))
+    }
+
+    fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
+        AllowlistedBloomFilter::union(self, same_variant(Variant::Allowlisted, other)?)
+    }
+
+    owned_filter_common!();
+}
+
+impl FilterView for RotatingBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::Rotating
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        RotatingBloomFilter::contains(self, item)
+    }
+
+    fn stats(&self) -> Stats {
+        stats_of(self, None)
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                "hashing",
+                "murmur3_128, Guava's MURMUR128_MITZ_64 (each generation)".into(),
+            ),
+            ("generations", self.num_generations().to_string()),
+            ("items in kept generations", self.len().to_string()),
+            ("false-positive bound", format!("{:.6}", self.fpp_bound())),
+        ]
+    }
+}
+
+impl DynFilter for RotatingBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(RotatingBloomFilter::insert(self, item))
+    }
+
+    owned_filter_common!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_variant() -> Vec<Box<dyn DynFilter>> {
+        Variant::ALL
+            .iter()
+            .map(|&variant| create(&Spec::new(variant, 1_000, 0.01)).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn every_variant_round_trips_through_open_with_its_items() {
+        for mut filter in every_variant() {
+            for i in 0..500u32 {
+                filter.insert(format!("item {i}").as_bytes()).unwrap();
+            }
+            let bytes = filter.envelope().to_vec();
+            let loaded = open(&bytes).unwrap();
+            assert_eq!(loaded.variant(), filter.variant());
+            assert_eq!(loaded.envelope().to_vec(), bytes);
+            for i in 0..500u32 {
+                assert!(
+                    loaded.contains(format!("item {i}").as_bytes()),
+                    "{:?}",
+                    filter.variant()
+                );
+            }
+            let (header, payload) = native::decode(&bytes).unwrap();
+            let view = view(&header, payload).unwrap();
+            let items: Vec<Vec<u8>> = (0..500u32).map(|i| format!("item {i}").into_bytes()).collect();
+            let items: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+            let mut results = vec![false; items.len()];
+            view.contains_batch(&items, &mut results);
+            assert!(results.iter().all(|&present| present), "{:?}", filter.variant());
+        }
+    }
+
+    #[test]
+    fn combining_different_variants_is_an_error_naming_both() {
+        let mut classic = create(&Spec::new(Variant::Classic, 100, 0.01)).unwrap();
+        let blocked = create(&Spec::new(Variant::Blocked, 100, 0.01)).unwrap();
+        let message = classic.union(blocked.as_ref()).unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "filters are incompatible: variants differ: classic vs blocked"
+        );
+        let mut scalable = create(&Spec::new(Variant::Scalable, 100, 0.01)).unwrap();
+        let message = scalable.remove(b"x").unwrap_err().to_string();
+        assert_eq!(message, "scalable filters do not support remove");
+    }
+
+    #[test]
+    fn a_refused_insert_is_an_error_not_a_presence() {
+        let mut spec = Spec::new(Variant::Scalable, 10, 0.01);
+        spec.scalable.scaling = false;
+        let mut filter = create(&spec).unwrap();
+        let mut refused = 0;
+        for i in 0..1_000u32 {
+            match filter.insert(&i.to_le_bytes()) {
+                Ok(_) => assert!(filter.contains(&i.to_le_bytes())),
+                Err(Error::Full { .. }) => refused += 1,
+                Err(other) => panic!("{other}"),
+            }
+        }
+        assert!(refused >= 980, "{refused}");
+        assert_eq!(filter.stats().capacity, Some(10));
+    }
+}
