@@ -679,6 +679,15 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn salts_are_the_documented_ones() {
+        // docs/format.md, "2: blocked".
+        let documented = [
+            0xe220a839, 0x6e789e6b, 0x06c45d19, 0xf88bb8a9, 0x1b39896b, 0x53cb9f0d, 0x2c829abf, 0xc584133b,
+        ];
+        assert_eq!(SALTS, documented);
+    }
+
+    #[test]
     fn salts_are_odd_and_distinct() {
         for (i, salt) in SALTS.iter().enumerate() {
             assert_eq!(salt % 2, 1);
