@@ -36,7 +36,9 @@ struct Cli {
 /// neither is given, read from standard input.
 #[derive(Args, Debug, Clone)]
 struct ItemArgs {
-    /// Items (each argument, read as --format says).
+    /// Items (each argument, read as --format says; put "--" before items that start
+    /// with "-", other than negative numbers).
+    #[arg(allow_negative_numbers = true)]
     items: Vec<String>,
     /// Read items from FILE, one per line ("-" for standard input); repeatable.
     #[arg(short = 'i', long = "input", value_name = "FILE")]

@@ -65,10 +65,20 @@ fn lines(prefix: &str, count: usize) -> String {
     (0..count).map(|i| format!("{prefix}{i}\n")).collect()
 }
 
+const VARIANTS: [&str; 7] = [
+    "classic",
+    "blocked",
+    "counting",
+    "scalable",
+    "retouched",
+    "allowlisted",
+    "rotating",
+];
+
 #[test]
-fn create_add_and_check_for_both_variants() {
+fn create_add_and_check_for_every_variant() {
     let dir = TempDir::new().unwrap();
-    for variant in ["classic", "blocked"] {
+    for variant in VARIANTS {
         let path = create(&dir, &format!("{variant}.bloom"), variant, 1000);
         bloomery()
             .arg("add")
@@ -462,6 +472,214 @@ fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
         stderr.starts_with("bloomery: <stdin>:") && stderr.lines().count() == 1,
         "{stderr}"
     );
+}
+
+/// A file the library wrote with items inserted as `&str`, `String` and `Vec<u8>` answers
+/// `bloomery check` for each, and a file the tool wrote answers the library's typed calls.
+#[test]
+fn library_and_tool_agree_on_items_in_every_variant() {
+    use bloomery::any::{self, Spec};
+    use bloomery::format::native::Variant;
+
+    let dir = TempDir::new().unwrap();
+    let items = ["apple", "naïve 🦀", "", "https://example.com/a?b=c"];
+    for variant in Variant::ALL {
+        let mut filter = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
+        for item in items {
+            filter.insert(item.as_bytes()).unwrap();
+        }
+        let path = dir.path().join(format!("lib-{variant}.bloom"));
+        fs::write(&path, filter.envelope().to_vec()).unwrap();
+        let out = stdout_of(bloomery().arg("check").arg(&path).args(items));
+        let expected: String = items
+            .iter()
+            .map(|item| format!("probably present\t{item}\n"))
+            .collect();
+        assert_eq!(out, expected, "{variant}");
+
+        let made = create(&dir, &format!("cli-{variant}.bloom"), variant.name(), 1_000);
+        bloomery().arg("add").arg(&made).args(items).assert().success();
+        let opened = any::open(&fs::read(&made).unwrap()).unwrap();
+        assert_eq!(opened.variant(), variant);
+        for item in items {
+            assert!(opened.contains(item.as_bytes()), "{variant}: {item}");
+        }
+    }
+    // The typed API: a blocked filter filled with &str, checked as bytes by the tool.
+    let mut typed = bloomery::BlockedBloomFilter::with_fpp(100, 0.01).unwrap();
+    typed.insert("apple");
+    typed.insert(&String::from("pear"));
+    typed.insert(&b"fig"[..]);
+    let path = dir.path().join("typed.bloom");
+    fs::write(&path, bloomery::format::native::Persist::to_bytes(&typed)).unwrap();
+    bloomery()
+        .arg("check")
+        .arg("-q")
+        .arg(&path)
+        .args(["apple", "pear", "fig"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn integers_in_guava_long_and_int_form() {
+    let dir = TempDir::new().unwrap();
+    for variant in ["classic", "blocked"] {
+        let path = create(&dir, &format!("{variant}.bloom"), variant, 1_000);
+        bloomery()
+            .args(["add", "--format", "long"])
+            .arg(&path)
+            .args(["42", "-7", "18446744073709551615"])
+            .assert()
+            .success();
+        // -1 and 2^64 - 1 are the same 64 bits.
+        bloomery()
+            .args(["check", "-q", "--format", "long"])
+            .arg(&path)
+            .args(["42", "-7", "-1"])
+            .assert()
+            .success();
+        // The same numbers as text or as 32-bit ints are other items.
+        bloomery()
+            .args(["check", "-q"])
+            .arg(&path)
+            .arg("42")
+            .assert()
+            .code(1);
+        bloomery()
+            .args(["check", "-q", "--format", "int"])
+            .arg(&path)
+            .arg("42")
+            .assert()
+            .code(1);
+        bloomery()
+            .args(["check", "-q", "--format", "hex"])
+            .arg(&path)
+            .arg("2a00000000000000")
+            .assert()
+            .success();
+        let message = error_of(bloomery().args(["add", "--format", "long"]).arg(&path).arg("4x"));
+        assert!(
+            message.contains("'4x' is not a decimal 64-bit integer"),
+            "{message}"
+        );
+    }
+    // A Guava BloomFilter<Long> of the same numbers is these bits: the library agrees.
+    let mut guava_long = bloomery::BloomFilter::with_fpp(1_000, 0.01).unwrap();
+    guava_long.insert(&42i64);
+    let from_tool = bloomery::any::open(&fs::read(dir.path().join("classic.bloom")).unwrap()).unwrap();
+    assert!(from_tool.contains(&42i64.to_le_bytes()));
+}
+
+#[test]
+fn remove_takes_items_out_of_a_counting_filter_only() {
+    let dir = TempDir::new().unwrap();
+    let path = create(&dir, "c.bloom", "counting", 1_000);
+    bloomery()
+        .arg("add")
+        .arg(&path)
+        .args(["a", "b"])
+        .assert()
+        .success();
+    bloomery().arg("remove").arg(&path).arg("a").assert().success();
+    let output = bloomery()
+        .arg("check")
+        .arg(&path)
+        .args(["a", "b"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "absent\ta\nprobably present\tb\n"
+    );
+    let before = fs::read(&path).unwrap();
+    let message = error_of(bloomery().arg("remove").arg(&path).args(["b", "never-added"]));
+    assert!(
+        message.contains("'never-added'") && message.contains("not in the filter"),
+        "{message}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), before, "a refused run saves nothing");
+    let classic = create(&dir, "k.bloom", "classic", 1_000);
+    let message = error_of(bloomery().arg("remove").arg(&classic).arg("a"));
+    assert!(
+        message.contains("classic filters do not support remove"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_full_nonscaling_filter_refuses_items_with_an_error() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("full.bloom");
+    bloomery()
+        .args(["create", "--variant", "scalable", "--nonscaling", "--items", "10"])
+        .arg(&path)
+        .assert()
+        .success();
+    let before = fs::read(&path).unwrap();
+    let message = error_of(bloomery().arg("add").arg(&path).write_stdin(lines("item-", 100)));
+    assert!(
+        message.contains("filter is full") && message.contains("nothing was saved"),
+        "{message}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+}
+
+/// A file whose checksums are right but whose parameters are not: `verify` and every
+/// command that loads it refuse it.
+#[test]
+fn verify_checks_parameters_not_only_checksums() {
+    use bloomery::format::native::{ParamWriter, Variant, encode};
+
+    let dir = TempDir::new().unwrap();
+    let blocked_params = |num_blocks: u64, lanes: u32, hasher: u32| {
+        ParamWriter::new()
+            .u64(num_blocks)
+            .u32(lanes)
+            .u32(hasher)
+            .u64(0)
+            .finish()
+    };
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "zero-hashes",
+            encode(Variant::Classic, &ParamWriter::new().u32(0).finish(), &[0; 8]),
+            "num_hashes",
+        ),
+        (
+            "256-hashes",
+            encode(Variant::Classic, &ParamWriter::new().u32(256).finish(), &[0; 8]),
+            "num_hashes",
+        ),
+        (
+            "lanes-7",
+            encode(Variant::Blocked, &blocked_params(1, 7, 2), &[0; 64]),
+            "lanes",
+        ),
+        (
+            "hasher-9",
+            encode(Variant::Blocked, &blocked_params(1, 8, 9), &[0; 64]),
+            "hasher 9",
+        ),
+        (
+            "foldhash",
+            encode(Variant::Blocked, &blocked_params(1, 8, 1), &[0; 64]),
+            "rebuild",
+        ),
+        (
+            "blocks-2",
+            encode(Variant::Blocked, &blocked_params(2, 8, 2), &[0; 64]),
+            "blocks",
+        ),
+    ];
+    for (name, bytes, expected) in cases {
+        let path = dir.path().join(format!("{name}.bloom"));
+        fs::write(&path, bytes).unwrap();
+        for command in ["verify", "info"] {
+            let message = error_of(bloomery().arg(command).arg(&path));
+            assert!(message.contains(expected), "{name}, {command}: {message}");
+        }
+    }
 }
 
 #[test]
