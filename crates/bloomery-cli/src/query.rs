@@ -67,7 +67,12 @@ pub fn info(path: &Path) -> Result<ExitCode> {
     }
     println!("estimated items: {}", stats.estimated_len);
     if let Some(capacity) = stats.capacity {
-        println!("capacity: {capacity} items");
+        let beyond = if stats.refuses_beyond_capacity {
+            "refuses more"
+        } else {
+            "then grows or rotates"
+        };
+        println!("sized for: {capacity} items ({beyond})");
     }
     println!("current false-positive estimate: {:.6}", stats.expected_fpp);
     println!("memory: {} bytes", stats.memory_bytes);

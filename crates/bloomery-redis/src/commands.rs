@@ -4,7 +4,8 @@
 //! `BF.CARD` does) instead of 0, and a filter beyond the memory cap is refused with an
 //! error instead of taking the server down.
 
-use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
+use bloomery::any::{self, DynFilter, Spec};
+use bloomery::{Error as BloomError, ScalableOptions};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, Status};
 
@@ -12,9 +13,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bloomery::format::native::{Header, Persist, Variant};
+use bloomery::format::native::{Header, Variant};
 
-use crate::datatype::{BLOOM_TYPE, CHUNK_BYTES, dump_chunk};
+use crate::datatype::{BLOOM_TYPE, CHUNK_BYTES, Stored, dump_chunk};
 use crate::limits::{MAX_DUMP_BYTES, MAX_EXPANSION, MAX_FILTER_BYTES, first_filter_bytes};
 
 /// The defaults for filters created by `BF.ADD`/`BF.MADD`/`BF.INSERT`: RedisBloom's
@@ -69,15 +70,16 @@ const WRONG_TYPE: RedisError =
 
 /// The filter at a key opened for reading; `None` for a missing key, WRONGTYPE (Redis's own
 /// wording) for a key of another type.
-fn read_filter(key: &RedisKey) -> Result<Option<&ScalableBloomFilter>, RedisError> {
-    key.get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-        .map_err(|_| WRONG_TYPE)
+fn read_filter(key: &RedisKey) -> Result<Option<&dyn DynFilter>, RedisError> {
+    Ok(key
+        .get_value::<Stored>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?
+        .map(|filter| &**filter))
 }
 
 /// As [`read_filter`], for a key opened for writing.
-fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut ScalableBloomFilter>, RedisError> {
-    key.get_value::<ScalableBloomFilter>(&BLOOM_TYPE)
-        .map_err(|_| WRONG_TYPE)
+fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut Stored>, RedisError> {
+    key.get_value::<Stored>(&BLOOM_TYPE).map_err(|_| WRONG_TYPE)
 }
 
 /// Parameters of a new filter.
@@ -100,20 +102,22 @@ impl Default for Reservation {
 }
 
 impl Reservation {
-    fn create(&self) -> Result<ScalableBloomFilter, RedisError> {
+    fn create(&self) -> Result<Stored, RedisError> {
         let bytes = first_filter_bytes(self.capacity, self.error_rate);
         if bytes > MAX_FILTER_BYTES {
             return Err(RedisError::String(format!(
                 "ERR filter would take {bytes} bytes, more than the module's limit of {MAX_FILTER_BYTES}"
             )));
         }
-        let options = ScalableOptions {
-            expansion: self.expansion,
-            tightening: 0.5,
-            scaling: self.scaling,
+        let spec = Spec {
+            scalable: ScalableOptions {
+                expansion: self.expansion,
+                tightening: 0.5,
+                scaling: self.scaling,
+            },
+            ..Spec::new(Variant::Scalable, self.capacity, self.error_rate)
         };
-        ScalableBloomFilter::with_options(self.capacity, self.error_rate, options)
-            .map_err(|error| RedisError::String(format!("ERR {error}")))
+        any::create(&spec).map_err(|error| RedisError::String(format!("ERR {error}")))
     }
 }
 
@@ -346,7 +350,7 @@ pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let redis_key = ctx.open_key(&args[1]);
     let filter = read_filter(&redis_key)?;
     Ok(RedisValue::Integer(
-        filter.map_or(0, |filter| filter.len() as i64),
+        filter.map_or(0, |filter| filter.stats().estimated_len as i64),
     ))
 }
 
@@ -356,28 +360,28 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let redis_key = ctx.open_key(&args[1]);
-    let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
-    let expansion = if filter.options().scaling {
-        RedisValue::Integer(i64::from(filter.expansion()))
-    } else {
-        RedisValue::Null
-    };
+    let stats = read_filter(&redis_key)?
+        .ok_or(RedisError::Str("ERR not found"))?
+        .stats();
+    let expansion = stats.expansion.map_or(RedisValue::Null, |expansion| {
+        RedisValue::Integer(i64::from(expansion))
+    });
     let fields = [
         (
             "Capacity",
             "CAPACITY",
-            RedisValue::Integer(filter.capacity() as i64),
+            RedisValue::Integer(stats.capacity.unwrap_or(0) as i64),
         ),
-        ("Size", "SIZE", RedisValue::Integer(filter.memory_bytes() as i64)),
+        ("Size", "SIZE", RedisValue::Integer(stats.memory_bytes as i64)),
         (
             "Number of filters",
             "FILTERS",
-            RedisValue::Integer(filter.num_filters() as i64),
+            RedisValue::Integer(stats.sub_filters as i64),
         ),
         (
             "Number of items inserted",
             "ITEMS",
-            RedisValue::Integer(filter.len() as i64),
+            RedisValue::Integer(stats.estimated_len as i64),
         ),
         ("Expansion rate", "EXPANSION", expansion),
     ];
@@ -432,7 +436,8 @@ static PENDING: Mutex<BTreeMap<Vec<u8>, PendingLoad>> = Mutex::new(BTreeMap::new
 const BAD_DATA: RedisError = RedisError::Str("ERR received bad data");
 
 /// `BF.LOADCHUNK key iterator data`: restores a filter from `BF.SCANDUMP`'s pieces, in
-/// order. The key is written when the last piece arrives and the whole dump passes its
+/// order. Any bloomery variant loads (a file made by the `bloomery` tool is one piece per
+/// 16 MiB of its bytes); `BF.*` commands then answer through the library's interface. The key is written when the last piece arrives and the whole dump passes its
 /// checksums; anything malformed is refused with "received bad data" and changes nothing.
 pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 4 {
@@ -446,7 +451,7 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let complete = if iterator == 1 {
         pending.remove(&key_bytes);
         let header = Header::parse(data).map_err(|_| BAD_DATA)?;
-        if header.variant != Variant::Scalable || header.total_len() > MAX_DUMP_BYTES {
+        if header.total_len() > MAX_DUMP_BYTES {
             return Err(BAD_DATA);
         }
         if data.len() as u64 > header.total_len() {
@@ -486,7 +491,7 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     drop(pending);
     if let Some(bytes) = complete {
-        let filter = ScalableBloomFilter::from_bytes(&bytes).map_err(|_| BAD_DATA)?;
+        let filter = any::open(&bytes).map_err(|_| BAD_DATA)?;
         let redis_key = ctx.open_key_writable(key);
         if !redis_key.is_empty() {
             write_filter(&redis_key)?;

@@ -1,12 +1,14 @@
-//! The module's data type: a `ScalableBloomFilter` per key, saved to RDB as the library's
-//! native envelope (checksummed, so a damaged RDB is refused rather than half-loaded).
+//! The module's data type: a filter per key, held through the library's one interface
+//! ([`DynFilter`]: the commands create scalable filters, and `BF.LOADCHUNK` or an RDB file
+//! may bring any variant), saved to RDB as the library's native envelope (checksummed, so
+//! a damaged RDB is refused rather than half-loaded).
 //! Saving, AOF rewrite, digests and `BF.SCANDUMP` stream the envelope from the filter's own
 //! memory ([`Envelope`]) in pieces of at most [`CHUNK_BYTES`], never a whole-filter copy.
 
 use std::os::raw::{c_int, c_void};
 
-use bloomery::ScalableBloomFilter;
-use bloomery::format::native::{Envelope, Persist};
+use bloomery::any::{self, DynFilter};
+use bloomery::format::native::Envelope;
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 
@@ -43,11 +45,28 @@ pub static BLOOM_TYPE: RedisType = RedisType::new(
     },
 );
 
+/// What a key of this type holds.
+pub type Stored = Box<dyn DynFilter>;
+
+/// The filter behind a value pointer.
+///
+/// # Safety
+/// `value` must be a value of this type: created by `Box::into_raw` of a [`Stored`] in
+/// `set_value`, `rdb_load` or `copy`, and still held by Redis.
+unsafe fn filter<'a>(value: *const c_void) -> &'a dyn DynFilter {
+    // SAFETY: as the caller promises.
+    unsafe { &**value.cast::<Stored>() }
+}
+
+fn into_value(filter: Stored) -> *mut c_void {
+    Box::into_raw(Box::new(filter)).cast::<c_void>()
+}
+
 unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
-        // SAFETY: every value of this type was created by `Box::into_raw` in `set_value` or
-        // `rdb_load` from a `ScalableBloomFilter`.
-        drop(unsafe { Box::from_raw(value.cast::<ScalableBloomFilter>()) });
+        // SAFETY: every value of this type was created by `Box::into_raw` of a `Stored`
+        // (see `filter`).
+        drop(unsafe { Box::from_raw(value.cast::<Stored>()) });
     }
 }
 
@@ -55,21 +74,20 @@ unsafe extern "C" fn free(value: *mut c_void) {
 /// of bits, so that `UNLINK` (and lazy-free `DEL`) of a large filter frees it in the
 /// background (Redis does so above 64).
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    // SAFETY: as in `free`.
-    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
-    filter.memory_bytes() / (64 << 10) + filter.num_filters()
+    // SAFETY: Redis passes a value of this type.
+    let stats = unsafe { filter(value) }.stats();
+    (stats.memory_bytes / (64 << 10) + stats.sub_filters) as usize
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
-    // SAFETY: as in `free`; Redis holds the key while it asks.
-    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
-    filter.memory_bytes() + std::mem::size_of::<ScalableBloomFilter>()
+    // SAFETY: Redis passes a value of this type and holds the key while it asks.
+    let stats = unsafe { filter(value) }.stats();
+    stats.memory_bytes as usize + std::mem::size_of::<Stored>() * 2
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: as in `free`.
-    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
-    let envelope = filter.envelope();
+    // SAFETY: Redis passes a value of this type.
+    let envelope = unsafe { filter(value) }.envelope();
     raw::save_unsigned(rdb, envelope.len());
     for (_, chunk) in dump_chunks(&envelope) {
         raw::save_slice(rdb, &chunk);
@@ -80,13 +98,11 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_
     let filter = match encoding_version {
         0 => raw::load_string_buffer(rdb)
             .ok()
-            .and_then(|buffer| ScalableBloomFilter::from_bytes(buffer.as_ref()).ok()),
-        1 => load_chunks(rdb).and_then(|bytes| ScalableBloomFilter::from_bytes(&bytes).ok()),
+            .and_then(|buffer| any::open(buffer.as_ref()).ok()),
+        1 => load_chunks(rdb).and_then(|bytes| any::open(&bytes).ok()),
         _ => None,
     };
-    filter.map_or(std::ptr::null_mut(), |filter| {
-        Box::into_raw(Box::new(filter)).cast::<c_void>()
-    })
+    filter.map_or(std::ptr::null_mut(), into_value)
 }
 
 /// Encoding 1's envelope: its length, then pieces adding up to exactly that length.
@@ -128,9 +144,8 @@ unsafe extern "C" fn aof_rewrite(
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    // SAFETY: as in `free`.
-    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
-    let envelope = filter.envelope();
+    // SAFETY: Redis passes a value of this type.
+    let envelope = unsafe { filter(value) }.envelope();
     for (iterator, chunk) in dump_chunks(&envelope) {
         // SAFETY: Redis gives a valid AOF handle and key; the format "slb" takes a module
         // string, a long long and a (pointer, length) buffer, as passed.
@@ -149,9 +164,8 @@ unsafe extern "C" fn aof_rewrite(
 }
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    // SAFETY: as in `free`; `md` is valid for the duration of the call.
-    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
-    let envelope = filter.envelope();
+    // SAFETY: Redis passes a value of this type; `md` is valid for the duration of the call.
+    let envelope = unsafe { filter(value) }.envelope();
     for (_, chunk) in dump_chunks(&envelope) {
         // SAFETY: `md` is valid for the call; the buffer outlives it.
         unsafe {
@@ -173,7 +187,6 @@ unsafe extern "C" fn copy(
     _to_key: *mut raw::RedisModuleString,
     value: *const c_void,
 ) -> *mut c_void {
-    // SAFETY: as in `free`.
-    let filter = unsafe { &*value.cast::<ScalableBloomFilter>() };
-    Box::into_raw(Box::new(filter.clone())).cast::<c_void>()
+    // SAFETY: Redis passes a value of this type.
+    into_value(unsafe { filter(value) }.clone_box())
 }

@@ -174,3 +174,28 @@ def test_a_filter_larger_than_one_chunk_dumps_restarts_and_is_counted_by_redis(s
     with pytest.raises(redis.ResponseError, match="maxmemory"):
         client.execute_command("BF.RESERVE", "over-the-limit", "0.01", "15000000")
     client.config_set("maxmemory", 0)
+
+
+def test_a_file_made_by_the_cli_loads_with_loadchunk_and_answers_as_the_cli(r, tmp_path):
+    """One interface for every variant: a blocked or counting filter file made by the
+    `bloomery` tool is one LOADCHUNK piece (under 16 MiB), and BF.EXISTS then answers
+    exactly as `bloomery check` does, for items it holds and items it does not."""
+    import subprocess
+    from conftest import ROOT
+
+    tool = ROOT / "target/release/bloomery"
+    if not tool.exists():
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "bloomery-cli"], cwd=ROOT, check=True)
+    items = [f"url-{i}" for i in range(2000)]
+    probes = items + [f"other-{i}" for i in range(2000)]
+    for variant in ["blocked", "counting", "classic"]:
+        path = tmp_path / f"{variant}.bloom"
+        subprocess.run([tool, "create", "--variant", variant, "--items", "2000", str(path)], check=True)
+        subprocess.run([tool, "add", str(path)], input="\n".join(items) + "\n", text=True, check=True)
+        checked = subprocess.run([tool, "check", str(path), *probes], capture_output=True, text=True)
+        expected = [int(line.startswith("probably present")) for line in checked.stdout.splitlines()]
+        assert r.execute_command("BF.LOADCHUNK", variant, 1, path.read_bytes()) in (b"OK", "OK", True)
+        assert r.execute_command("BF.MEXISTS", variant, *probes) == expected
+        assert all(expected[: len(items)])
+        (_, dumped), = dump(r, variant)
+        assert dumped == path.read_bytes()

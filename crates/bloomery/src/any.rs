@@ -45,9 +45,17 @@ pub struct Stats {
     pub expected_fpp: f64,
     /// Bytes of bits, counters and bookkeeping in memory.
     pub memory_bytes: u64,
-    /// The items the filter holds before it refuses more (a non-scaling scalable filter)
-    /// or grows; `None` where it takes any number, at a rising false-positive rate.
+    /// The items the filter is sized for now, before it grows (a scalable filter), starts
+    /// a generation (a rotating one) or refuses more (a non-scaling one); `None` where the
+    /// file does not say (classic, blocked, counting, retouched, allow-listed filters take
+    /// any number, at a rising false-positive rate).
     pub capacity: Option<u64>,
+    /// Whether items beyond `capacity` are refused.
+    pub refuses_beyond_capacity: bool,
+    /// Sub-filters (scalable) or generations (rotating); 1 for the others.
+    pub sub_filters: u64,
+    /// How much larger each new sub-filter is, for filters that grow.
+    pub expansion: Option<u32>,
 }
 
 /// What every filter answers, including a read-only view of a memory-mapped file.
@@ -251,12 +259,16 @@ pub fn to_guava_bytes(filter: &dyn DynFilter) -> Result<Vec<u8>> {
     }
 }
 
-fn stats_of(filter: &impl FilterStats, capacity: Option<u64>) -> Stats {
+/// The stats of a single-array filter.
+fn stats_of(filter: &impl FilterStats) -> Stats {
     Stats {
         estimated_len: filter.estimated_len(),
         expected_fpp: filter.expected_fpp(),
         memory_bytes: filter.memory_bytes() as u64,
-        capacity,
+        capacity: None,
+        refuses_beyond_capacity: false,
+        sub_filters: 1,
+        expansion: None,
     }
 }
 
@@ -302,7 +314,7 @@ impl<B: crate::bits::Bits + Send + Sync> FilterView for crate::ClassicFilter<B> 
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self, None)
+        stats_of(self)
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -356,7 +368,7 @@ impl FilterView for BlockedBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self, None)
+        stats_of(self)
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -406,6 +418,9 @@ impl FilterView for BlockedBloomFilterView<'_> {
             expected_fpp: self.expected_fpp(),
             memory_bytes: self.num_bits() / 8,
             capacity: None,
+            refuses_beyond_capacity: false,
+            sub_filters: 1,
+            expansion: None,
         }
     }
 
@@ -424,7 +439,7 @@ impl FilterView for CountingBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self, None)
+        stats_of(self)
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -463,8 +478,14 @@ impl FilterView for ScalableBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        let capacity = (!self.options().scaling).then(|| self.capacity());
-        stats_of(self, capacity)
+        let scaling = self.options().scaling;
+        Stats {
+            capacity: Some(self.capacity()),
+            refuses_beyond_capacity: !scaling,
+            sub_filters: self.num_filters() as u64,
+            expansion: scaling.then(|| self.expansion()),
+            ..stats_of(self)
+        }
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -512,7 +533,7 @@ impl FilterView for RetouchedBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self, None)
+        stats_of(self)
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -545,7 +566,7 @@ impl FilterView for AllowlistedBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self, None)
+        stats_of(self)
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -578,7 +599,11 @@ impl FilterView for RotatingBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self, None)
+        Stats {
+            capacity: Some(self.items_per_generation()),
+            sub_filters: self.num_generations() as u64,
+            ..stats_of(self)
+        }
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {

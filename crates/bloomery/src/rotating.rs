@@ -165,6 +165,11 @@ impl RotatingBloomFilter {
             .any(|generation| generation.filter.contains_hash(hash))
     }
 
+    /// The items each generation holds before the next one starts.
+    pub fn items_per_generation(&self) -> u64 {
+        self.items_per_generation
+    }
+
     /// The generations kept now.
     pub fn num_generations(&self) -> usize {
         self.generations.len()
