@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bloomery::format::native::{Header, Variant};
+use bloomery::format::native::Variant;
+use bloomery::format::pieces::{Assembled, PieceAssembler};
 
 use crate::datatype::{BLOOM_TYPE, CHUNK_BYTES, Stored, dump_chunk};
 use crate::limits::{MAX_DUMP_BYTES, MAX_EXPANSION, MAX_FILTER_BYTES, first_filter_bytes};
@@ -422,23 +423,17 @@ pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     })
 }
 
-/// A dump being loaded piece by piece: the bytes so far, the total the header announced,
-/// and the iterator the next piece must carry.
-struct PendingLoad {
-    bytes: Vec<u8>,
-    total: u64,
-    next_iterator: i64,
-}
-
 /// Loads in progress, by key. Memory grows only with the pieces received.
-static PENDING: Mutex<BTreeMap<Vec<u8>, PendingLoad>> = Mutex::new(BTreeMap::new());
+static PENDING: Mutex<BTreeMap<Vec<u8>, PieceAssembler>> = Mutex::new(BTreeMap::new());
 
 const BAD_DATA: RedisError = RedisError::Str("ERR received bad data");
 
 /// `BF.LOADCHUNK key iterator data`: restores a filter from `BF.SCANDUMP`'s pieces, in
-/// order. Any bloomery variant loads (a file made by the `bloomery` tool is one piece per
-/// 16 MiB of its bytes); `BF.*` commands then answer through the library's interface. The key is written when the last piece arrives and the whole dump passes its
-/// checksums; anything malformed is refused with "received bad data" and changes nothing.
+/// order (the library's [`PieceAssembler`] checks each piece as it comes). Any bloomery
+/// variant loads (a file made by the `bloomery` tool is one piece per 16 MiB of its
+/// bytes); `BF.*` commands then answer through the library's interface. The key is written
+/// when the last piece arrives and the whole dump passes its checksums and parameter
+/// checks; anything malformed is refused with "received bad data" and changes nothing.
 pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 4 {
         return Err(RedisError::WrongArity);
@@ -448,44 +443,18 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let data = args[3].as_slice();
     let mut pending = PENDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let key_bytes = key.as_slice().to_vec();
-    let complete = if iterator == 1 {
+    // A new dump (iterator 1) replaces any unfinished one for the key; a bad piece ends it.
+    let progress = if iterator == 1 {
         pending.remove(&key_bytes);
-        let header = Header::parse(data).map_err(|_| BAD_DATA)?;
-        if header.total_len() > MAX_DUMP_BYTES {
-            return Err(BAD_DATA);
-        }
-        if data.len() as u64 > header.total_len() {
-            return Err(BAD_DATA);
-        }
-        if (data.len() as u64) < header.total_len() {
-            if data.len() != CHUNK_BYTES {
-                return Err(BAD_DATA);
-            }
-            pending.insert(
-                key_bytes,
-                PendingLoad {
-                    bytes: data.to_vec(),
-                    total: header.total_len(),
-                    next_iterator: 2,
-                },
-            );
-            None
-        } else {
-            Some(data.to_vec())
-        }
+        PieceAssembler::start(data, CHUNK_BYTES, MAX_DUMP_BYTES)
     } else {
-        let load = pending.get_mut(&key_bytes).ok_or(BAD_DATA)?;
-        let received = load.bytes.len() as u64 + data.len() as u64;
-        let last = received == load.total;
-        if iterator != load.next_iterator || received > load.total || (!last && data.len() != CHUNK_BYTES) {
-            pending.remove(&key_bytes);
-            return Err(BAD_DATA);
-        }
-        load.bytes.extend_from_slice(data);
-        load.next_iterator += 1;
-        if last {
-            pending.remove(&key_bytes).map(|load| load.bytes)
-        } else {
+        let assembler = pending.remove(&key_bytes).ok_or(BAD_DATA)?;
+        assembler.push(u64::try_from(iterator).map_err(|_| BAD_DATA)?, data)
+    };
+    let complete = match progress.map_err(|_| BAD_DATA)? {
+        Assembled::Complete(bytes) => Some(bytes),
+        Assembled::NeedMore(assembler) => {
+            pending.insert(key_bytes, assembler);
             None
         }
     };

@@ -3,9 +3,11 @@
 //! - [`guava`]: the bytes of Guava's `BloomFilter.writeTo`, read and written as methods of
 //!   [`BloomFilter`](crate::BloomFilter).
 //! - [`native`]: bloomery's own checksummed envelope, one for every variant ([`native::Persist`]).
+//! - [`pieces`]: an envelope reassembled from numbered pieces (Redis dumps).
 
 pub mod guava;
 pub mod native;
+pub mod pieces;
 
 use crate::error::{Error, FormatProblem, Result};
 
