@@ -389,6 +389,80 @@ fn an_imported_guava_filter_answers_the_probes_as_guava_does() {
     }
 }
 
+/// Guava's own `BloomFilter<Long>` and `BloomFilter<Integer>` (longFunnel, integerFunnel),
+/// from the shell: `create` + `add --format long` builds exactly Guava's bytes, and
+/// `check --format long` on Guava's imported filter answers every probe as Guava did.
+#[test]
+fn guava_long_and_integer_filters_are_built_and_checked_from_the_shell() {
+    let dir = TempDir::new().unwrap();
+    for (name, format, items, fpp) in [
+        ("long_n1000_p0.01", "long", 1000, "0.01"),
+        ("long_n5000_p0.001", "long", 5000, "0.001"),
+        ("int_n1000_p0.01", "int", 1000, "0.01"),
+    ] {
+        let built = dir.path().join(format!("{name}.bloom"));
+        bloomery()
+            .args([
+                "create",
+                "--variant",
+                "classic",
+                "--items",
+                &items.to_string(),
+                "--fpp",
+                fpp,
+            ])
+            .arg(&built)
+            .assert()
+            .success();
+        bloomery()
+            .args(["add", "--format", format])
+            .arg(&built)
+            .arg("-i")
+            .arg(guava_data(&format!("{name}.inserted.txt")))
+            .assert()
+            .success();
+        let exported = dir.path().join(format!("{name}.guava"));
+        bloomery()
+            .arg("export")
+            .arg(&built)
+            .arg(&exported)
+            .assert()
+            .success();
+        assert_eq!(
+            fs::read(&exported).unwrap(),
+            fs::read(guava_data(&format!("{name}.bin"))).unwrap(),
+            "{name}: Guava's bytes"
+        );
+
+        let imported = dir.path().join(format!("{name}.imported.bloom"));
+        bloomery()
+            .arg("import")
+            .arg(guava_data(&format!("{name}.bin")))
+            .arg(&imported)
+            .assert()
+            .success();
+        let probes = fs::read_to_string(guava_data(&format!("{name}.probes.tsv"))).unwrap();
+        let (mut input, mut expected) = (String::new(), String::new());
+        for line in probes.lines().skip(1) {
+            let (answer, item) = line.split_once('\t').unwrap();
+            input.push_str(&format!("{item}\n"));
+            let label = if answer == "1" {
+                "probably present"
+            } else {
+                "absent"
+            };
+            expected.push_str(&format!("{label}\t{item}\n"));
+        }
+        let output = bloomery()
+            .args(["check", "--format", format])
+            .arg(&imported)
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8(output.stdout).unwrap(), expected, "{name}");
+    }
+}
+
 #[test]
 fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
     let dir = TempDir::new().unwrap();
