@@ -24,13 +24,7 @@ const MAX_PROBES: usize = 10_000_000;
 const REPS: usize = 3;
 
 /// splitmix64 (Steele, Lea & Flood, 2014): the key stream, identical in the Java harness.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+use bloomery::hash::splitmix64 as splitmix;
 
 /// The seeds of the inserted and the absent key streams (shared with GuavaBench.java).
 const INSERT_SEED: u64 = 1;

@@ -314,11 +314,17 @@ impl Persist for RetouchedBloomFilter {
                 let mut fields = ParamReader::new(rest);
                 let index = fields.u64()?;
                 let entries = fields.u32()? as usize;
-                let need = 12 + entries * 16;
-                if rest.len() < need || index >= shape.num_bits() {
-                    return Err(inconsistent(
-                        "a bookkeeping list overruns the payload or the bits".into(),
-                    ));
+                let need = entries.checked_mul(16).and_then(|bytes| bytes.checked_add(12));
+                let Some(need) = need.filter(|&need| need <= rest.len()) else {
+                    return Err(inconsistent(format!(
+                        "a bookkeeping list of {entries} entries overruns the payload"
+                    )));
+                };
+                if index >= shape.num_bits() {
+                    return Err(inconsistent(format!(
+                        "a bookkeeping list for bit {index} is beyond the {} bits",
+                        shape.num_bits()
+                    )));
                 }
                 let list = rest[12..need]
                     .chunks_exact(16)

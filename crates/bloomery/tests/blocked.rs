@@ -3,6 +3,7 @@
 
 use bloomery::blocked::DEFAULT_SEED;
 use bloomery::format::native::Persist;
+use bloomery::hash::splitmix64;
 use bloomery::{AtomicBlockedBloomFilter, BlockedBloomFilter};
 use proptest::prelude::*;
 
@@ -10,15 +11,7 @@ use proptest::prelude::*;
 /// spread over blocks more evenly than random ones and flatter the filter.
 fn random_keys(seed: u64, count: u64) -> Vec<u64> {
     let mut state = seed;
-    (0..count)
-        .map(|_| {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        })
-        .collect()
+    (0..count).map(|_| splitmix64(&mut state)).collect()
 }
 
 /// Inserts n random keys, probes `probes` fresh ones, returns the measured rate.
