@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond the Rust toolchain, if missing: redis-server (the
 # module's tests run real servers), libclang (the redis-module crate's bindgen), and a
-# Python virtualenv in target/venv with redis-py and pytest.
+# Python virtualenv in target/venv with redis-py, pytest, xxhash and mmh3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +15,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if [ ! -x target/venv/bin/pytest ]; then
-  python3 -m venv target/venv
-  target/venv/bin/pip install -q --disable-pip-version-check "redis>=5,<6" "pytest>=8,<9"
+# redis-py and pytest for the module's suite; xxhash and mmh3 for the independent reader
+# of docs/format.md (crates/bloomery-cli/tests/reader).
+[ -x target/venv/bin/python ] || python3 -m venv target/venv
+if ! target/venv/bin/python -c "import redis, pytest, xxhash, mmh3" 2>/dev/null; then
+  target/venv/bin/pip install -q --disable-pip-version-check \
+    "redis>=5,<6" "pytest>=8,<9" "xxhash>=3,<5" "mmh3>=4,<6"
 fi

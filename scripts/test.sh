@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# All the tests: the Rust workspace (test and release profiles), then the Redis module against real redis-server
-# processes (pytest). Installs what it needs first (scripts/test-setup.sh).
+# All the tests: the Rust workspace (test and release profiles), then with pytest the
+# independent reader of docs/format.md against the tool and the Redis module against real
+# redis-server processes. Installs what it needs first (scripts/test-setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,5 +11,5 @@ cargo test --workspace --locked
 # optimisations and without overflow checks (rust-lang/rust#158206), which the test
 # profile (overflow checks on) would hide.
 cargo test --workspace --locked --release
-cargo build --release --locked -p bloomery-redis
-target/venv/bin/pytest -q crates/bloomery-redis/tests
+cargo build --release --locked -p bloomery-redis -p bloomery-cli
+target/venv/bin/pytest -q crates/bloomery-redis/tests crates/bloomery-cli/tests/reader

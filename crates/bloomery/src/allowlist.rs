@@ -156,6 +156,7 @@ impl Persist for AllowlistedBloomFilter {
         let (words, mut rest) = native::split_words(payload, num_words)?;
         let filter = BloomFilter::from_words(words, num_hashes)?;
         let mut allowed = HashSet::new();
+        let mut previous = None;
         for _ in 0..num_allowed {
             let Some((length, tail)) = rest.split_first_chunk::<4>() else {
                 return Err(inconsistent("a listed item's length is cut off".into()));
@@ -167,6 +168,13 @@ impl Persist for AllowlistedBloomFilter {
                 )));
             }
             let (item, tail) = tail.split_at(length);
+            // The writer lists items in strictly increasing byte order: one form per filter.
+            if previous.is_some_and(|previous: &[u8]| previous >= item) {
+                return Err(inconsistent(
+                    "listed items are not in strictly increasing byte order".into(),
+                ));
+            }
+            previous = Some(item);
             allowed.insert(item.to_vec());
             rest = tail;
         }

@@ -230,7 +230,8 @@ pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>>
 
 /// A read-only filter over a checked header and its payload, for example a memory-mapped
 /// file: the classic and blocked variants answer from the payload in place (nothing is
-/// copied, only the pages a lookup touches are read); the others are built in memory.
+/// copied, only the pages a lookup touches are read, and the payload checksum is not
+/// computed); the others are built in memory, after the payload checksum is checked.
 pub fn view<'a>(header: &Header, payload: &'a [u8]) -> Result<Box<dyn FilterView + 'a>> {
     let in_place: Option<Box<dyn FilterView + 'a>> = match header.variant {
         Variant::Classic => BloomFilterView::from_parts(&header.params, payload)?
@@ -242,6 +243,8 @@ pub fn view<'a>(header: &Header, payload: &'a [u8]) -> Result<Box<dyn FilterView
     match in_place {
         Some(view) => Ok(view),
         None => {
+            // Built in memory: every payload byte is read anyway, so check them all.
+            header.verify_payload(payload)?;
             let owned: Box<dyn FilterView> = from_parts(header, payload)?;
             Ok(owned)
         }

@@ -310,6 +310,7 @@ impl Persist for RetouchedBloomFilter {
         let bits = BitVec::from_words(words);
         let mut read_lists = |count: u64| -> Result<HashMap<u64, Vec<ItemHash>>> {
             let mut lists = HashMap::new();
+            let mut previous = None;
             for _ in 0..count {
                 let mut fields = ParamReader::new(rest);
                 let index = fields.u64()?;
@@ -320,6 +321,13 @@ impl Persist for RetouchedBloomFilter {
                         "a bookkeeping list of {entries} entries overruns the payload"
                     )));
                 };
+                // The writer lists bits in strictly increasing order: one form per filter.
+                if previous.is_some_and(|previous| previous >= index) {
+                    return Err(inconsistent(
+                        "bookkeeping lists are not in strictly increasing bit order".into(),
+                    ));
+                }
+                previous = Some(index);
                 if index >= shape.num_bits() {
                     return Err(inconsistent(format!(
                         "a bookkeeping list for bit {index} is beyond the {} bits",

@@ -312,7 +312,11 @@ impl Persist for ScalableBloomFilter {
         let options = ScalableOptions {
             expansion: reader.u32()?,
             tightening: reader.f64()?,
-            scaling: reader.u8()? != 0,
+            scaling: match reader.u8()? {
+                0 => false,
+                1 => true,
+                other => return Err(inconsistent(format!("scaling flag {other}; 0 or 1 allowed"))),
+            },
         };
         let count = reader.u32()? as usize;
         if count == 0 || count > MAX_SUB_FILTERS {

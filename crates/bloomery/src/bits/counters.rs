@@ -23,9 +23,11 @@ impl CounterVec {
     }
 
     /// Counters from their packed bytes (two per byte, low nibble first); `None` when the
-    /// byte count does not match `len`.
+    /// byte count does not match `len`, or when `len` is odd and the last byte's unused high
+    /// nibble is not zero.
     pub fn from_bytes(bytes: Vec<u8>, len: u64) -> Option<Self> {
-        (bytes.len() as u64 == len.div_ceil(2)).then_some(Self { bytes, len })
+        let unused_nibble_is_zero = len.is_multiple_of(2) || bytes.last().is_some_and(|&last| last >> 4 == 0);
+        (bytes.len() as u64 == len.div_ceil(2) && unused_nibble_is_zero).then_some(Self { bytes, len })
     }
 
     /// The packed bytes.

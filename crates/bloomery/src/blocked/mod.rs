@@ -57,6 +57,11 @@ pub const HASHER_XXH3_64: u32 = 2;
 /// The hasher code of format version 1's blocked files (foldhash 0.2).
 const HASHER_FOLDHASH_V1: u32 = 1;
 
+/// Why a format-1 blocked file is refused, and what to do.
+const FORMAT_1_BLOCKED: &str = "this blocked filter was written by bloomery's format version 1, \
+     which hashed items with foldhash (not portable, no longer computed); rebuild it from its \
+     items with `bloomery create` and `bloomery add`";
+
 /// A cache-line-blocked Bloom filter: one memory access per insert or lookup.
 ///
 /// ```
@@ -379,6 +384,13 @@ impl Persist for BlockedBloomFilter {
         vec![native::words_as_le_bytes(blocks_as_words(&self.blocks))]
     }
 
+    fn from_parts_of_version(version: u16, params: &[u8], payload: &[u8]) -> Result<Self> {
+        if version < 2 {
+            return Err(inconsistent(FORMAT_1_BLOCKED.into()));
+        }
+        Self::from_parts(params, payload)
+    }
+
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
         let (num_blocks, seed) = blocked_params(params, payload.len())?;
         let mut filter = Self::with_num_blocks(num_blocks as u64, seed)?;
@@ -516,12 +528,7 @@ fn blocked_params(params: &[u8], payload_len: usize) -> Result<(usize, u64)> {
         )));
     }
     if hasher == HASHER_FOLDHASH_V1 {
-        return Err(inconsistent(
-            "this blocked filter was written by bloomery's format version 1, which hashed items \
-             with foldhash (not portable, no longer computed); rebuild it from its items with \
-             `bloomery create` and `bloomery add`"
-                .into(),
-        ));
+        return Err(inconsistent(FORMAT_1_BLOCKED.into()));
     }
     if hasher != HASHER_XXH3_64 {
         return Err(inconsistent(format!(

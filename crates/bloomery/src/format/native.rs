@@ -343,6 +343,15 @@ impl Header {
         if xxh3_64(&bytes[..len - 8]) != stored {
             return Err(Error::format(FORMAT, FormatProblem::HeaderChecksum));
         }
+        if bytes[FIXED_LEN + params_len..len - 8]
+            .iter()
+            .any(|&byte| byte != 0)
+        {
+            return Err(Error::format(
+                FORMAT,
+                FormatProblem::Inconsistent("the header's padding is not zero".into()),
+            ));
+        }
         // Checked after the checksum: a damaged variant field reads as damage, not as news.
         let variant = Variant::from_code(variant_code)
             .ok_or(Error::format(FORMAT, FormatProblem::UnknownVariant(variant_code)))?;

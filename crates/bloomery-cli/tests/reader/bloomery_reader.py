@@ -1,0 +1,823 @@
+"""An independent reader (and, for two variants, writer) of bloomery filter files.
+
+Written from ``docs/format.md`` alone ("The bloomery filter file format, version 2");
+section names in the docstrings below refer to that page. Depends only on the Python
+standard library and the PyPI packages ``xxhash`` (XXH3-64) and ``mmh3``
+(MurmurHash3 x64 128).
+
+Entry points:
+
+* ``read(data)`` / ``read_file(path)`` parse and check a whole file and return a filter
+  object with ``contains(item_bytes) -> bool`` (all seven variants, versions 1 and 2);
+* ``ClassicFilter.new(num_hashes, num_words)`` and
+  ``BlockedFilter.new(num_blocks, seed)`` make empty filters that support
+  ``add(item_bytes)`` and ``to_bytes()`` (a whole version-2 file);
+* ``item_text``, ``item_long``, ``item_int`` turn values into item bytes ("Items").
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+
+import mmh3
+import xxhash
+
+MASK64 = (1 << 64) - 1
+MASK32 = (1 << 32) - 1
+
+MAGIC = b"BLOOMERY"
+FIXED_HEADER = 32  # magic, version, variant, P, L, payload checksum
+MAX_P = 65_536
+MAX_L = 1 << 62
+MAX_WORDS = (1 << 31) - 1
+WRITE_VERSION = 2
+
+CLASSIC, BLOCKED, COUNTING, SCALABLE, RETOUCHED, ALLOWLISTED, ROTATING = range(1, 8)
+VARIANT_NAMES = {
+    CLASSIC: "classic",
+    BLOCKED: "blocked",
+    COUNTING: "counting",
+    SCALABLE: "scalable",
+    RETOUCHED: "retouched",
+    ALLOWLISTED: "allowlisted",
+    ROTATING: "rotating",
+}
+
+
+# --------------------------------------------------------------------------- items
+
+
+def item_text(s: str) -> bytes:
+    """A text item is its UTF-8 bytes (section "Items")."""
+    return s.encode("utf-8")
+
+
+def item_long(n: int) -> bytes:
+    """A 64-bit integer item: 8 bytes, little-endian, two's complement (section "Items").
+
+    Accepts signed values (-2^63 .. 2^63-1) and unsigned ones (up to 2^64-1); both map to
+    the same 8 bytes, as two's complement says.
+    """
+    if not -(1 << 63) <= n <= MASK64:
+        raise ValueError(f"{n} does not fit in 64 bits")
+    return (n & MASK64).to_bytes(8, "little")
+
+
+def item_int(n: int) -> bytes:
+    """A 32-bit integer item: 4 bytes, little-endian, two's complement (section "Items")."""
+    if not -(1 << 31) <= n <= MASK32:
+        raise ValueError(f"{n} does not fit in 32 bits")
+    return (n & MASK32).to_bytes(4, "little")
+
+
+# --------------------------------------------------------------------------- hashes
+
+
+def xxh3_64(data: bytes, seed: int = 0) -> int:
+    """XXH3-64 (``XXH3_64bits_withSeed``) of ``data`` (section "Header")."""
+    return xxhash.xxh3_64_intdigest(bytes(data), seed=seed)
+
+
+def murmur3_h1_h2(item: bytes) -> tuple[int, int]:
+    """MurmurHash3 x64 128 with seed 0; ``h1``, ``h2`` are the first and second 8 bytes
+    of the 16-byte result, read little-endian (section "Header")."""
+    digest = mmh3.hash_bytes(bytes(item), 0)
+    h1, h2 = struct.unpack("<QQ", digest)
+    return h1, h2
+
+
+def classic_positions(h1: int, h2: int, k: int, m: int) -> list[int]:
+    """The ``k`` positions of an item among ``m`` bits (section "Classic positions"):
+    ``((h1 + i*h2) mod 2^64, with bit 63 cleared) mod m`` for ``i = 0 .. k-1``."""
+    positions = []
+    combined = h1
+    for _ in range(k):
+        positions.append((combined & 0x7FFF_FFFF_FFFF_FFFF) % m)
+        combined = (combined + h2) & MASK64
+    return positions
+
+
+def splitmix64_outputs(count: int, state: int = 0) -> list[int]:
+    """The first ``count`` outputs of splitmix64 from ``state`` (section "2: blocked")."""
+    out = []
+    for _ in range(count):
+        state = (state + 0x9E3779B97F4A7C15) & MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        out.append(z ^ (z >> 31))
+    return out
+
+
+def blocked_salts() -> list[int]:
+    """``S_0 .. S_7``: the high 32 bits, with bit 0 set, of splitmix64's outputs 1..8
+    from state 0 (section "2: blocked")."""
+    return [((z >> 32) | 1) & MASK32 for z in splitmix64_outputs(8)]
+
+
+BLOCKED_SALTS = blocked_salts()
+# The spec lists the constants; a mismatch here would be a spec error.
+SPEC_BLOCKED_SALTS = [
+    0xE220A839, 0x6E789E6B, 0x06C45D19, 0xF88BB8A9,
+    0x1B39896B, 0x53CB9F0D, 0x2C829ABF, 0xC584133B,
+]  # fmt: skip
+assert BLOCKED_SALTS == SPEC_BLOCKED_SALTS, [hex(s) for s in BLOCKED_SALTS]
+
+
+def blocked_location(item: bytes, num_blocks: int, seed: int) -> tuple[int, list[int]]:
+    """The block of an item and the bit (0..63) it sets in each of the block's 8 words
+    (section "2: blocked")."""
+    h = xxh3_64(item, seed)
+    block = (((h >> 32) * num_blocks) & MASK64) >> 32
+    low = h & MASK32
+    bits = [((low * s) & MASK32) >> 26 for s in BLOCKED_SALTS]
+    return block, bits
+
+
+def guava_optimal_num_of_bits(n: int, p: float) -> int:
+    """Guava's ``optimalNumOfBits(n, p)``: ``(long) (-n * ln p / (ln 2)^2)``
+    (section "Version 1", rotating)."""
+    if p == 0:
+        p = 5e-324  # Double.MIN_VALUE, as Guava does
+    return int(-n * math.log(p) / (math.log(2) * math.log(2)))
+
+
+def guava_optimal_num_of_hash_functions(n: int, m: int) -> int:
+    """Guava's ``optimalNumOfHashFunctions(n, m)``: ``max(1, round(m / n * ln 2))``
+    (section "Version 1", rotating). Java's ``Math.round`` rounds halves up."""
+    return max(1, math.floor(m / n * math.log(2) + 0.5))
+
+
+def classic_sizing(n: int, p: float) -> tuple[int, int]:
+    """``(num_hashes, num_words)`` of "the classic sizing" for ``n`` items at ``p``:
+    Guava's ``optimalNumOfBits`` rounded up to whole words, and
+    ``optimalNumOfHashFunctions`` (section "Version 1", rotating).
+
+    The spec does not say whether the hash count is computed from the bit count before
+    or after rounding up to words; Guava's ``BloomFilter.create`` uses the bit count
+    before rounding, and so does this function.
+    """
+    bits = guava_optimal_num_of_bits(n, p)
+    k = guava_optimal_num_of_hash_functions(n, bits)
+    words = -(-bits // 64)
+    return k, words
+
+
+# --------------------------------------------------------------------------- bit arrays
+
+
+def _bit(payload: memoryview | bytes | bytearray, base: int, i: int) -> bool:
+    """Bit ``i`` of the word array starting at byte ``base``: bit ``i mod 64`` of word
+    ``floor(i / 64)``, words little-endian (section "Variants"). For little-endian words
+    that is bit ``i mod 8`` of byte ``floor(i / 8)``."""
+    return (payload[base + (i >> 3)] >> (i & 7)) & 1 == 1
+
+
+def _set_bit(buf: bytearray, base: int, i: int) -> None:
+    """Sets bit ``i`` of the word array starting at byte ``base`` (section "Variants")."""
+    buf[base + (i >> 3)] |= 1 << (i & 7)
+
+
+def _classic_contains(payload, base: int, num_words: int, k: int, h1: int, h2: int) -> bool:
+    """Classic lookup on the ``num_words`` words at byte ``base`` of ``payload``: every one
+    of the item's ``k`` positions is set (section "Classic positions")."""
+    m = 64 * num_words
+    for pos in classic_positions(h1, h2, k, m):
+        if not _bit(payload, base, pos):
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+class _Params:
+    """A cursor over the variant parameters (section "Header": bytes 32 .. 32 + P)."""
+
+    def __init__(self, data: bytes, variant: str):
+        """A cursor at the start of the ``P`` parameter bytes of ``variant``."""
+        self.data = data
+        self.pos = 0
+        self.variant = variant
+
+    def _take(self, fmt: str):
+        """The next little-endian value (section "Header": every integer is
+        little-endian); refuses parameters that end early."""
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.data):
+            raise ValueError(
+                f"{self.variant}: parameters end early ({len(self.data)} bytes of P)"
+            )
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += size
+        return value
+
+    def u8(self) -> int:
+        """A ``u8`` parameter."""
+        return self._take("<B")
+
+    def u32(self) -> int:
+        """A little-endian ``u32`` parameter."""
+        return self._take("<I")
+
+    def u64(self) -> int:
+        """A little-endian ``u64`` parameter."""
+        return self._take("<Q")
+
+    def f64(self) -> float:
+        """An ``f64``: an IEEE 754 double's 8 bytes, little-endian (section "Header")."""
+        return self._take("<d")
+
+    def finish(self) -> None:
+        """``P`` must be exactly the parameters' length (section "Header": ``P`` is the
+        length of the variant parameters)."""
+        if self.pos != len(self.data):
+            raise ValueError(
+                f"{self.variant}: P is {len(self.data)} bytes but the parameters take {self.pos}"
+            )
+
+
+def _check_num_hashes(variant: str, k: int) -> None:
+    """``num_hashes`` is 1..=255 (sections "1: classic", "3: counting")."""
+    if not 1 <= k <= 255:
+        raise ValueError(f"{variant}: num_hashes {k} is not in 1..=255")
+
+
+def _check_num_words(variant: str, n: int) -> None:
+    """A classic bit array has 1 ..= 2^31-1 words (section "1: classic")."""
+    if not 1 <= n <= MAX_WORDS:
+        raise ValueError(f"{variant}: num_words {n} is not in 1..=2^31-1")
+
+
+def _check_open_unit(variant: str, name: str, x: float) -> None:
+    """An ``f64`` in the open interval (0, 1) (sections "4: scalable", "7: rotating")."""
+    if not 0.0 < x < 1.0:  # also refuses NaN
+        raise ValueError(f"{variant}: {name} {x!r} is not in (0, 1)")
+
+
+# --------------------------------------------------------------------------- filters
+
+
+@dataclass
+class ClassicFilter:
+    """Variant 1, classic (section "1: classic"): ``num_hashes`` and a word array."""
+
+    num_hashes: int
+    words: bytearray  # num_words * 8 bytes, little-endian words
+    version: int = WRITE_VERSION
+
+    VARIANT = CLASSIC
+
+    @property
+    def num_words(self) -> int:
+        """The word count, ``L / 8`` (section "1: classic")."""
+        return len(self.words) // 8
+
+    @classmethod
+    def new(cls, num_hashes: int, num_words: int) -> "ClassicFilter":
+        """An empty classic filter (section "1: classic")."""
+        _check_num_hashes("classic", num_hashes)
+        _check_num_words("classic", num_words)
+        return cls(num_hashes, bytearray(8 * num_words))
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "ClassicFilter":
+        """Parameters ``num_hashes`` u32; payload the words (section "1: classic")."""
+        p = _Params(params, "classic")
+        k = p.u32()
+        p.finish()
+        _check_num_hashes("classic", k)
+        if len(payload) % 8:
+            raise ValueError(f"classic: payload length {len(payload)} is not whole words")
+        _check_num_words("classic", len(payload) // 8)
+        return cls(k, bytearray(payload), version)
+
+    def contains(self, item: bytes) -> bool:
+        """Present when every classic position is set (section "Classic positions")."""
+        h1, h2 = murmur3_h1_h2(item)
+        return _classic_contains(self.words, 0, self.num_words, self.num_hashes, h1, h2)
+
+    def add(self, item: bytes) -> None:
+        """Sets the item's classic positions (section "Classic positions")."""
+        h1, h2 = murmur3_h1_h2(item)
+        for pos in classic_positions(h1, h2, self.num_hashes, 64 * self.num_words):
+            _set_bit(self.words, 0, pos)
+
+    def params_bytes(self) -> bytes:
+        """``num_hashes`` u32 (section "Variants")."""
+        return struct.pack("<I", self.num_hashes)
+
+    def to_bytes(self) -> bytes:
+        """The whole version-2 file (section "Header")."""
+        return build_file(CLASSIC, self.params_bytes(), bytes(self.words))
+
+
+@dataclass
+class BlockedFilter:
+    """Variant 2, blocked (section "2: blocked"): 64-byte blocks of 8 words."""
+
+    num_blocks: int
+    seed: int
+    blocks: bytearray  # num_blocks * 64 bytes
+    lanes: int = 8
+    hasher: int = 2
+    version: int = WRITE_VERSION
+
+    VARIANT = BLOCKED
+
+    @classmethod
+    def new(cls, num_blocks: int, seed: int) -> "BlockedFilter":
+        """An empty blocked filter (section "2: blocked")."""
+        if not 1 <= num_blocks <= 1 << 32:
+            raise ValueError(f"blocked: num_blocks {num_blocks} is not in 1..=2^32")
+        if not 0 <= seed <= MASK64:
+            raise ValueError(f"blocked: seed {seed} is not a u64")
+        return cls(num_blocks, seed, bytearray(64 * num_blocks))
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "BlockedFilter":
+        """Parameters ``num_blocks`` u64, ``lanes`` u32 = 8, ``hasher`` u32 = 2, ``seed``
+        u64; payload ``num_blocks`` blocks of 64 bytes (sections "2: blocked" and
+        "Version 1")."""
+        p = _Params(params, "blocked")
+        num_blocks = p.u64()
+        lanes = p.u32()
+        hasher = p.u32()
+        seed = p.u64()
+        p.finish()
+        if version == 1:
+            raise ValueError(
+                "blocked: version-1 blocked filters hash with foldhash (hasher 1), which is "
+                "not portable; rebuild the filter from its items "
+                "(bloomery create, bloomery add)"
+            )
+        if not 1 <= num_blocks <= 1 << 32:
+            raise ValueError(f"blocked: num_blocks {num_blocks} is not in 1..=2^32")
+        if lanes != 8:
+            raise ValueError(f"blocked: lanes is {lanes}, must be 8")
+        if hasher == 1:
+            raise ValueError(
+                "blocked: hasher 1 (foldhash, format version 1) is refused; rebuild the "
+                "filter from its items (bloomery create, bloomery add)"
+            )
+        if hasher != 2:
+            raise ValueError(f"blocked: hasher is {hasher}, must be 2 (XXH3-64)")
+        if len(payload) != 64 * num_blocks:
+            raise ValueError(
+                f"blocked: payload is {len(payload)} bytes, {num_blocks} blocks need "
+                f"{64 * num_blocks}"
+            )
+        return cls(num_blocks, seed, bytearray(payload), lanes, hasher, version)
+
+    def contains(self, item: bytes) -> bool:
+        """Present when all eight bits of the item's block are set (section "2: blocked")."""
+        block, bits = blocked_location(item, self.num_blocks, self.seed)
+        base = 64 * block
+        return all(_bit(self.blocks, base + 8 * j, b) for j, b in enumerate(bits))
+
+    def add(self, item: bytes) -> None:
+        """Sets the item's eight bits (section "2: blocked")."""
+        block, bits = blocked_location(item, self.num_blocks, self.seed)
+        base = 64 * block
+        for j, b in enumerate(bits):
+            _set_bit(self.blocks, base + 8 * j, b)
+
+    def params_bytes(self) -> bytes:
+        """``num_blocks`` u64, ``lanes`` u32, ``hasher`` u32, ``seed`` u64 (section
+        "Variants")."""
+        return struct.pack("<QIIQ", self.num_blocks, self.lanes, self.hasher, self.seed)
+
+    def to_bytes(self) -> bytes:
+        """The whole version-2 file (section "Header")."""
+        return build_file(BLOCKED, self.params_bytes(), bytes(self.blocks))
+
+
+@dataclass
+class CountingFilter:
+    """Variant 3, counting (section "3: counting"): 4-bit counters, two per byte."""
+
+    num_counters: int
+    num_hashes: int
+    counters: bytes
+    version: int = WRITE_VERSION
+
+    VARIANT = COUNTING
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "CountingFilter":
+        """Parameters ``num_counters`` u64, ``num_hashes`` u32; payload
+        ``ceil(num_counters / 2)`` bytes (section "3: counting")."""
+        p = _Params(params, "counting")
+        n = p.u64()
+        k = p.u32()
+        p.finish()
+        if not 1 <= n <= 64 * MAX_WORDS:
+            raise ValueError(f"counting: num_counters {n} is not in 1..=64*(2^31-1)")
+        _check_num_hashes("counting", k)
+        if len(payload) != (n + 1) // 2:
+            raise ValueError(
+                f"counting: payload is {len(payload)} bytes, {n} counters need {(n + 1) // 2}"
+            )
+        return cls(n, k, bytes(payload), version)
+
+    def counter(self, i: int) -> int:
+        """Counter ``2i`` is the low nibble of byte ``i``, ``2i+1`` the high one."""
+        byte = self.counters[i >> 1]
+        return (byte >> 4) if i & 1 else (byte & 0x0F)
+
+    def contains(self, item: bytes) -> bool:
+        """Present when all the item's counters (classic positions, ``m`` =
+        ``num_counters``) are non-zero (section "3: counting")."""
+        h1, h2 = murmur3_h1_h2(item)
+        return all(
+            self.counter(pos) != 0
+            for pos in classic_positions(h1, h2, self.num_hashes, self.num_counters)
+        )
+
+
+@dataclass
+class SubFilter:
+    """One classic bit array inside a scalable or rotating filter."""
+
+    num_hashes: int
+    num_words: int
+    offset: int  # byte offset of its words in the payload
+    items: int = 0
+    capacity: int = 0  # scalable
+    started_ms: int = 0  # rotating
+
+
+def _take_sub_filters(variant: str, subs: list[SubFilter], payload: memoryview) -> None:
+    """Lays the sub-filters' words out one after the other and checks that they fill the
+    payload exactly (sections "4: scalable", "7: rotating")."""
+    offset = 0
+    for s in subs:
+        _check_num_hashes(variant, s.num_hashes)
+        _check_num_words(variant, s.num_words)
+        s.offset = offset
+        offset += 8 * s.num_words
+    if offset != len(payload):
+        raise ValueError(
+            f"{variant}: payload is {len(payload)} bytes, the words need {offset}"
+        )
+
+
+@dataclass
+class ScalableFilter:
+    """Variant 4, scalable (section "4: scalable"): classic sub-filters."""
+
+    initial_capacity: int
+    fpp: float
+    expansion: int
+    tightening: float
+    scaling: int
+    subs: list[SubFilter]
+    words: bytes
+    version: int = WRITE_VERSION
+
+    VARIANT = SCALABLE
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "ScalableFilter":
+        """Parameters ``initial_capacity`` u64, ``fpp`` f64, ``expansion`` u32,
+        ``tightening`` f64, ``scaling`` u8, ``count`` u32, then ``count`` times
+        ``capacity`` u64, ``items`` u64, ``num_hashes`` u32, ``num_words`` u64
+        (section "4: scalable")."""
+        p = _Params(params, "scalable")
+        initial_capacity = p.u64()
+        fpp = p.f64()
+        expansion = p.u32()
+        tightening = p.f64()
+        scaling = p.u8()
+        count = p.u32()
+        if initial_capacity < 1:
+            raise ValueError("scalable: initial_capacity is 0")
+        _check_open_unit("scalable", "fpp", fpp)
+        if expansion < 1:
+            raise ValueError("scalable: expansion is 0")
+        _check_open_unit("scalable", "tightening", tightening)
+        if scaling not in (0, 1):
+            raise ValueError(f"scalable: scaling is {scaling}, must be 0 or 1")
+        if not 1 <= count <= 64:
+            raise ValueError(f"scalable: count {count} is not in 1..=64")
+        subs = []
+        for _ in range(count):
+            capacity = p.u64()
+            items = p.u64()
+            k = p.u32()
+            nw = p.u64()
+            subs.append(SubFilter(k, nw, 0, items=items, capacity=capacity))
+        p.finish()
+        _take_sub_filters("scalable", subs, payload)
+        return cls(
+            initial_capacity, fpp, expansion, tightening, scaling, subs, bytes(payload), version
+        )
+
+    def contains(self, item: bytes) -> bool:
+        """Present when any sub-filter holds the item (section "4: scalable")."""
+        h1, h2 = murmur3_h1_h2(item)
+        return any(
+            _classic_contains(self.words, s.offset, s.num_words, s.num_hashes, h1, h2)
+            for s in self.subs
+        )
+
+
+@dataclass
+class RetouchedFilter:
+    """Variant 5, retouched (section "5: retouched"): a classic bit array plus lists."""
+
+    num_hashes: int
+    num_words: int
+    random_state: int
+    false_negatives: int
+    item_lists: list[tuple[int, int]]  # (bit index, entry count)
+    false_positive_lists: list[tuple[int, int]]
+    words: bytes
+    version: int = WRITE_VERSION
+
+    VARIANT = RETOUCHED
+
+    @staticmethod
+    def _read_lists(
+        name: str, count: int, payload: memoryview, pos: int, m: int
+    ) -> tuple[list[tuple[int, int]], int]:
+        """``count`` lists from byte ``pos``: bit index u64 (< m), entry count u32, that
+        many (h1, h2) u64 pairs, in increasing bit-index order (section "5: retouched").
+        The entries are skipped (only the words answer lookups) but must be present."""
+        if count > (len(payload) - pos) // 12:
+            raise ValueError(f"retouched: {count} {name} cannot fit in the payload")
+        lists = []
+        previous = -1
+        for _ in range(count):
+            if pos + 12 > len(payload):
+                raise ValueError(f"retouched: the payload ends inside the {name}")
+            bit, entries = struct.unpack_from("<QI", payload, pos)
+            pos += 12
+            if bit >= m:
+                raise ValueError(f"retouched: {name} bit index {bit} is not below {m}")
+            if bit <= previous:
+                raise ValueError(f"retouched: {name} bit indices are not increasing")
+            previous = bit
+            if pos + 16 * entries > len(payload):
+                raise ValueError(f"retouched: the payload ends inside the {name}")
+            pos += 16 * entries
+            lists.append((bit, entries))
+        return lists, pos
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "RetouchedFilter":
+        """Parameters ``num_hashes`` u32, ``num_words`` u64, ``random_state`` u64,
+        ``false_negatives`` u64, ``item_lists`` u64, ``false_positive_lists`` u64;
+        payload the words, then the lists, nothing after (section "5: retouched")."""
+        p = _Params(params, "retouched")
+        k = p.u32()
+        nw = p.u64()
+        random_state = p.u64()
+        false_negatives = p.u64()
+        n_items = p.u64()
+        n_fps = p.u64()
+        p.finish()
+        _check_num_hashes("retouched", k)
+        _check_num_words("retouched", nw)
+        if 8 * nw > len(payload):
+            raise ValueError(f"retouched: {nw} words do not fit in {len(payload)} bytes")
+        m = 64 * nw
+        pos = 8 * nw
+        item_lists, pos = cls._read_lists("item lists", n_items, payload, pos, m)
+        fp_lists, pos = cls._read_lists("false-positive lists", n_fps, payload, pos, m)
+        if pos != len(payload):
+            raise ValueError(
+                f"retouched: {len(payload) - pos} bytes follow the lists in the payload"
+            )
+        return cls(
+            k, nw, random_state, false_negatives, item_lists, fp_lists,
+            bytes(payload[: 8 * nw]), version,
+        )  # fmt: skip
+
+    def contains(self, item: bytes) -> bool:
+        """The classic lookup on the words alone (section "5: retouched")."""
+        h1, h2 = murmur3_h1_h2(item)
+        return _classic_contains(self.words, 0, self.num_words, self.num_hashes, h1, h2)
+
+
+@dataclass
+class AllowlistedFilter:
+    """Variant 6, allowlisted (section "6: allowlisted"): a classic bit array and a
+    sorted list of items that are never present."""
+
+    num_hashes: int
+    num_words: int
+    listed: list[bytes]
+    words: bytes
+    version: int = WRITE_VERSION
+    _listed_set: frozenset = field(default=frozenset(), repr=False)
+
+    VARIANT = ALLOWLISTED
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "AllowlistedFilter":
+        """Parameters ``num_hashes`` u32, ``num_words`` u64, ``num_listed`` u64; payload
+        the words, then ``num_listed`` items (u32 length and bytes) in increasing byte
+        order, nothing after (section "6: allowlisted")."""
+        p = _Params(params, "allowlisted")
+        k = p.u32()
+        nw = p.u64()
+        n_listed = p.u64()
+        p.finish()
+        _check_num_hashes("allowlisted", k)
+        _check_num_words("allowlisted", nw)
+        if 8 * nw > len(payload):
+            raise ValueError(f"allowlisted: {nw} words do not fit in {len(payload)} bytes")
+        pos = 8 * nw
+        if n_listed > (len(payload) - pos) // 4:
+            raise ValueError(f"allowlisted: {n_listed} listed items cannot fit in the payload")
+        listed: list[bytes] = []
+        for _ in range(n_listed):
+            if pos + 4 > len(payload):
+                raise ValueError("allowlisted: the payload ends inside the listed items")
+            (length,) = struct.unpack_from("<I", payload, pos)
+            pos += 4
+            if pos + length > len(payload):
+                raise ValueError("allowlisted: the payload ends inside a listed item")
+            item = bytes(payload[pos : pos + length])
+            pos += length
+            if listed and not listed[-1] < item:
+                raise ValueError("allowlisted: listed items are not in increasing byte order")
+            listed.append(item)
+        if pos != len(payload):
+            raise ValueError(
+                f"allowlisted: {len(payload) - pos} bytes follow the listed items"
+            )
+        return cls(k, nw, listed, bytes(payload[: 8 * nw]), version, frozenset(listed))
+
+    def contains(self, item: bytes) -> bool:
+        """Present when the classic lookup says so and the item is not listed (section
+        "6: allowlisted")."""
+        h1, h2 = murmur3_h1_h2(item)
+        if not _classic_contains(self.words, 0, self.num_words, self.num_hashes, h1, h2):
+            return False
+        return bytes(item) not in self._listed_set
+
+
+@dataclass
+class RotatingFilter:
+    """Variant 7, rotating (section "7: rotating"): classic generations, oldest first."""
+
+    max_generations: int
+    items_per_generation: int
+    fpp: float
+    window_ms: int
+    generations: list[SubFilter]
+    words: bytes
+    version: int = WRITE_VERSION
+
+    VARIANT = ROTATING
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "RotatingFilter":
+        """Parameters ``max_generations`` u32, ``items_per_generation`` u64, ``fpp`` f64,
+        ``window_ms`` u64, ``kept`` u32, then per kept generation ``items`` u64,
+        ``started_ms`` u64 and (version 2 only) ``num_hashes`` u32, ``num_words`` u64;
+        version 1 takes those two from the classic sizing (sections "7: rotating" and
+        "Version 1")."""
+        p = _Params(params, "rotating")
+        max_generations = p.u32()
+        per_generation = p.u64()
+        fpp = p.f64()
+        window_ms = p.u64()
+        kept = p.u32()
+        if not 2 <= max_generations <= 1024:
+            raise ValueError(f"rotating: max_generations {max_generations} is not in 2..=1024")
+        if per_generation < 1:
+            raise ValueError("rotating: items_per_generation is 0")
+        # The spec gives no range for the rotating fpp; (0, 1) is what every other fpp
+        # has and what the version-1 sizing needs.
+        _check_open_unit("rotating", "fpp", fpp)
+        if not 1 <= kept <= max_generations:
+            raise ValueError(f"rotating: kept {kept} is not in 1..={max_generations}")
+        gens = []
+        for _ in range(kept):
+            items = p.u64()
+            started_ms = p.u64()
+            if version == 1:
+                k, nw = classic_sizing(per_generation, fpp)
+            else:
+                k = p.u32()
+                nw = p.u64()
+            gens.append(SubFilter(k, nw, 0, items=items, started_ms=started_ms))
+        p.finish()
+        _take_sub_filters("rotating", gens, payload)
+        return cls(max_generations, per_generation, fpp, window_ms, gens, bytes(payload), version)
+
+    def contains(self, item: bytes) -> bool:
+        """Present when any generation holds the item (section "7: rotating")."""
+        h1, h2 = murmur3_h1_h2(item)
+        return any(
+            _classic_contains(self.words, g.offset, g.num_words, g.num_hashes, h1, h2)
+            for g in self.generations
+        )
+
+
+PARSERS = {
+    CLASSIC: ClassicFilter.parse,
+    BLOCKED: BlockedFilter.parse,
+    COUNTING: CountingFilter.parse,
+    SCALABLE: ScalableFilter.parse,
+    RETOUCHED: RetouchedFilter.parse,
+    ALLOWLISTED: AllowlistedFilter.parse,
+    ROTATING: RotatingFilter.parse,
+}
+
+
+# --------------------------------------------------------------------------- files
+
+
+def header_length(p: int) -> int:
+    """``H``: ``32 + P + 8`` rounded up to a multiple of 64 (section "Header")."""
+    return (FIXED_HEADER + p + 8 + 63) // 64 * 64
+
+
+@dataclass
+class Header:
+    """The fields of the header (section "Header")."""
+
+    version: int
+    variant: int
+    p: int
+    length: int  # L
+    payload_checksum: int
+    h: int  # header length
+
+
+def read_header(data: bytes | memoryview) -> Header:
+    """Checks and returns the header, in the spec's order (section "Header"): magic;
+    version 1 or 2; ``P`` <= 65,536, ``L`` <= 2^62 and ``H`` bytes present; header
+    checksum. The padding must be zero bytes."""
+    data = memoryview(data)
+    if len(data) < len(MAGIC) or bytes(data[:8]) != MAGIC:
+        raise ValueError("not a bloomery file: bad magic")
+    if len(data) < 10:
+        raise ValueError("truncated: the file ends inside the header")
+    (version,) = struct.unpack_from("<H", data, 8)
+    if version not in (1, 2):
+        raise ValueError(f"unsupported format version {version} (this reader knows 1 and 2)")
+    if len(data) < FIXED_HEADER:
+        raise ValueError("truncated: the file ends inside the header")
+    variant, p, length, payload_checksum = struct.unpack_from("<HIQQ", data, 10)
+    if p > MAX_P:
+        raise ValueError(f"parameter length P = {p} exceeds 65,536")
+    if length > MAX_L:
+        raise ValueError(f"payload length L = {length} exceeds 2^62")
+    h = header_length(p)
+    if len(data) < h:
+        raise ValueError(f"truncated: the header is {h} bytes, the file {len(data)}")
+    (stored,) = struct.unpack_from("<Q", data, h - 8)
+    if xxh3_64(data[: h - 8]) != stored:
+        raise ValueError("header checksum mismatch")
+    if any(data[FIXED_HEADER + p : h - 8]):
+        raise ValueError("header padding is not zero bytes")
+    return Header(version, variant, p, length, payload_checksum, h)
+
+
+def read(data: bytes | bytearray | memoryview):
+    """Parses and checks a whole file (section "Header", then "Variants" and "Version 1")
+    and returns the filter. Raises ``ValueError`` on any failed check."""
+    data = memoryview(bytes(data))
+    hdr = read_header(data)
+    parse = PARSERS.get(hdr.variant)
+    if parse is None:
+        raise ValueError(f"unknown variant code {hdr.variant}")
+    total = hdr.h + hdr.length
+    if len(data) < total:
+        raise ValueError(f"truncated: the file should be {total} bytes, it is {len(data)}")
+    if len(data) > total:
+        raise ValueError(f"the file is {len(data)} bytes, {len(data) - total} more than H + L")
+    payload = data[hdr.h : total]
+    if xxh3_64(payload) != hdr.payload_checksum:
+        raise ValueError("payload checksum mismatch")
+    params = bytes(data[FIXED_HEADER : FIXED_HEADER + hdr.p])
+    return parse(hdr.version, params, payload)
+
+
+def read_file(path) -> object:
+    """Reads and parses the file at ``path`` (see ``read``)."""
+    with open(path, "rb") as f:
+        return read(f.read())
+
+
+def build_file(variant: int, params: bytes, payload: bytes, version: int = WRITE_VERSION) -> bytes:
+    """A whole file (section "Header"): the 32 fixed bytes, the parameters, zero bytes up
+    to ``H - 8``, the header checksum, then the payload."""
+    p = len(params)
+    if p > MAX_P:
+        raise ValueError(f"parameters are {p} bytes, more than 65,536")
+    h = header_length(p)
+    head = bytearray(h)
+    struct.pack_into(
+        "<8sHHIQQ", head, 0, MAGIC, version, variant, p, len(payload), xxh3_64(payload)
+    )
+    head[FIXED_HEADER : FIXED_HEADER + p] = params
+    struct.pack_into("<Q", head, h - 8, xxh3_64(head[: h - 8]))
+    return bytes(head) + bytes(payload)
