@@ -7,9 +7,9 @@ cd "$(dirname "$0")/.."
 
 scripts/test-setup.sh
 cargo test --workspace --locked
-# Again in the release profile: this machine's rustc 1.95 miscompiles some code only with
-# optimisations and without overflow checks (rust-lang/rust#158206), which the test
-# profile (overflow checks on) would hide.
+# Again in the release profile, what users build (without debug assertions; with overflow
+# checks, see Cargo.toml: this machine's rustc 1.95 miscompiles some unchecked code in
+# optimised builds, rust-lang/rust#158206).
 cargo test --workspace --locked --release
 cargo build --release --locked -p bloomery-redis -p bloomery-cli
 target/venv/bin/pytest -q crates/bloomery-redis/tests crates/bloomery-cli/tests/reader

@@ -282,6 +282,19 @@ fn merge_and_intersect_combine_compatible_files() {
             .arg(&classic),
     );
     assert!(message.contains("classic"), "{message}");
+
+    // Same size, another seed: the items of the second would read as absent in a merge
+    // that kept the first seed, so the merge is refused.
+    let reseeded = dir.path().join("reseeded.bloom");
+    bloomery()
+        .args(["create", "--variant", "blocked", "--items", "1000", "--seed", "9"])
+        .arg(&reseeded)
+        .assert()
+        .success();
+    let merged = dir.path().join("z.bloom");
+    let message = error_of(bloomery().arg("merge").arg(&merged).arg(&a).arg(&reseeded));
+    assert!(message.contains("seeds differ: 0 vs 9"), "{message}");
+    assert!(!merged.exists());
 }
 
 #[test]

@@ -14,7 +14,7 @@
 
 use std::collections::HashSet;
 
-use crate::classic::BloomFilter;
+use crate::classic::{BloomFilter, read_embedded, write_embedded};
 use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, funnel_bytes};
@@ -129,9 +129,7 @@ impl Persist for AllowlistedBloomFilter {
     const VARIANT: Variant = Variant::Allowlisted;
 
     fn params(&self) -> Vec<u8> {
-        ParamWriter::new()
-            .u32(self.filter.num_hashes())
-            .u64(self.filter.words().len() as u64)
+        write_embedded(ParamWriter::new(), &self.filter)
             .u64(self.allowed.len() as u64)
             .finish()
     }
@@ -149,12 +147,9 @@ impl Persist for AllowlistedBloomFilter {
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
         let mut params = ParamReader::new(params);
-        let num_hashes = params.u32()?;
-        let num_words = params.u64()?;
+        let (filter, mut rest) = read_embedded(&mut params, payload)?;
         let num_allowed = params.u64()?;
         params.finish()?;
-        let (words, mut rest) = native::split_words(payload, num_words)?;
-        let filter = BloomFilter::from_words(words, num_hashes)?;
         let mut allowed = HashSet::new();
         let mut previous = None;
         for _ in 0..num_allowed {

@@ -90,16 +90,13 @@ pub trait DynFilter: FilterView {
     /// or unable to grow): then the item was not added.
     fn insert(&mut self, item: &[u8]) -> Result<bool>;
 
-    /// Adds every item in order; returns how many changed the filter. Stops at the first
-    /// refusal, with the items before it added.
-    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<u64> {
-        let mut added = 0;
+    /// Adds every item in order (the blocked filter hashes ahead and prefetches). Stops at
+    /// the first refusal, with the items before it added.
+    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
         for item in items {
-            if self.insert(item)? {
-                added += 1;
-            }
+            self.insert(item)?;
         }
-        Ok(added)
+        Ok(())
     }
 
     /// Removes one occurrence of the item (counting filters only).
@@ -384,11 +381,9 @@ impl DynFilter for BlockedBloomFilter {
         Ok(BlockedBloomFilter::insert(self, item))
     }
 
-    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<u64> {
-        let before = self.bit_count();
-        self.insert_batch(items);
-        // Bits set, not items: a batch counts whether it changed anything.
-        Ok(u64::from(self.bit_count() != before))
+    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
+        BlockedBloomFilter::insert_batch(self, items);
+        Ok(())
     }
 
     fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
@@ -647,6 +642,14 @@ mod tests {
             for i in 0..500u32 {
                 filter.insert(format!("item {i}").as_bytes()).unwrap();
             }
+            let batch: Vec<Vec<u8>> = (0..300u32).map(|i| format!("batch {i}").into_bytes()).collect();
+            let batch: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+            filter.insert_batch(&batch).unwrap();
+            assert!(
+                batch.iter().all(|item| filter.contains(item)),
+                "{:?}",
+                filter.variant()
+            );
             let bytes = filter.envelope().to_vec();
             let loaded = open(&bytes).unwrap();
             assert_eq!(loaded.variant(), filter.variant());

@@ -384,6 +384,32 @@ impl Persist for BloomFilter {
     }
 }
 
+/// A classic filter kept inside another variant's envelope (scalable sub-filters, rotating
+/// generations, the allow-listed filter): its `num_hashes` (u32) and word count (u64) in
+/// the parameters, its words in the payload.
+pub(crate) fn write_embedded(params: ParamWriter, filter: &BloomFilter) -> ParamWriter {
+    params.u32(filter.num_hashes()).u64(filter.words().len() as u64)
+}
+
+/// Reads what [`write_embedded`] wrote: the shape from `params`, the words off the front
+/// of `payload` (checked against its length before anything is allocated); returns the
+/// filter and the rest of the payload.
+pub(crate) fn read_embedded<'a>(
+    params: &mut ParamReader<'_>,
+    payload: &'a [u8],
+) -> Result<(BloomFilter, &'a [u8])> {
+    let num_hashes = params.u32()?;
+    let num_words = params.u64()?;
+    read_words(num_hashes, num_words, payload)
+}
+
+/// A classic filter of `num_words` words and `num_hashes` off the front of `payload`.
+pub(crate) fn read_words(num_hashes: u32, num_words: u64, payload: &[u8]) -> Result<(BloomFilter, &[u8])> {
+    ClassicShape::new(num_words.saturating_mul(64), num_hashes)?;
+    let (words, rest) = native::split_words(payload, num_words)?;
+    Ok((BloomFilter::from_words(words, num_hashes)?, rest))
+}
+
 fn classic_params(params: &[u8]) -> Result<u32> {
     let mut params = ParamReader::new(params);
     let num_hashes = params.u32()?;

@@ -201,7 +201,7 @@ impl RetouchedBloomFilter {
                 }
             }
         }
-        self.total_false_negatives += lost.len() as u64;
+        self.total_false_negatives = self.total_false_negatives.saturating_add(lost.len() as u64);
         Removal {
             cleared_bit: Some(index),
             false_negatives: lost,

@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::classic::BloomFilter;
+use crate::classic::{BloomFilter, read_embedded, read_words, write_embedded};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, hash_item};
@@ -149,8 +149,9 @@ impl RotatingBloomFilter {
         }
         let newest = self.generations.back_mut().expect("at least one generation");
         let changed = newest.filter.insert(item);
-        // Not `len += u64::from(changed)`: this machine's rustc 1.95 drops that update in
-        // release builds (rust-lang/rust#158206), and `len` decides when to rotate.
+        // A branch, not an addition of the flag converted to an integer: this machine's
+        // rustc 1.95 drops that update in release builds (rust-lang/rust#158206), and
+        // `len` decides when to rotate.
         if changed {
             newest.len += 1;
         }
@@ -251,11 +252,10 @@ impl Persist for RotatingBloomFilter {
             .u64(self.window_ms.unwrap_or(0))
             .u32(self.generations.len() as u32);
         for generation in &self.generations {
-            params = params
-                .u64(generation.len)
-                .u64(generation.started_ms)
-                .u32(generation.filter.num_hashes())
-                .u64(generation.filter.words().len() as u64);
+            params = write_embedded(
+                params.u64(generation.len).u64(generation.started_ms),
+                &generation.filter,
+            );
         }
         params.finish()
     }
@@ -303,15 +303,14 @@ impl RotatingBloomFilter {
         for _ in 0..kept {
             let len = reader.u64()?;
             let started_ms = reader.u64()?;
-            let (num_hashes, num_words) = if shapes_stored {
-                (reader.u32()?, reader.u64()?)
+            let (filter, tail) = if shapes_stored {
+                read_embedded(&mut reader, rest)?
             } else {
-                (sized.num_hashes, sized.num_words as u64)
+                read_words(sized.num_hashes, sized.num_words as u64, rest)?
             };
-            let (words, tail) = native::split_words(rest, num_words)?;
             rest = tail;
             generations.push_back(Generation {
-                filter: BloomFilter::from_words(words, num_hashes)?,
+                filter,
                 len,
                 started_ms,
             });

@@ -15,11 +15,11 @@
 //! the tightened rate would need more than 255 hashes (after about 30 steps at r = 0.5).
 //! An insert first asks every sub-filter, so an item is never counted twice (as RedisBloom).
 
-use crate::classic::BloomFilter;
+use crate::classic::{BloomFilter, read_embedded, write_embedded};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, hash_item};
-use crate::sizing::{ClassicShape, check_fpp};
+use crate::sizing::check_fpp;
 
 /// The largest number of sub-filters (ample: with growth 2 the 64th holds c·2^63 items).
 pub const MAX_SUB_FILTERS: usize = 64;
@@ -285,11 +285,7 @@ impl Persist for ScalableBloomFilter {
             .u8(u8::from(self.options.scaling))
             .u32(self.filters.len() as u32);
         for sub in &self.filters {
-            params = params
-                .u64(sub.capacity)
-                .u64(sub.len)
-                .u32(sub.filter.num_hashes())
-                .u64(sub.filter.words().len() as u64);
+            params = write_embedded(params.u64(sub.capacity).u64(sub.len), &sub.filter);
         }
         params.finish()
     }
@@ -335,12 +331,8 @@ impl Persist for ScalableBloomFilter {
         for _ in 0..count {
             let capacity = reader.u64()?;
             let len = reader.u64()?;
-            let num_hashes = reader.u32()?;
-            let num_words = reader.u64()?;
-            ClassicShape::new(num_words.saturating_mul(64), num_hashes)?;
-            let (words, tail) = native::split_words(rest, num_words)?;
+            let (sub, tail) = read_embedded(&mut reader, rest)?;
             rest = tail;
-            let sub = BloomFilter::from_words(words, num_hashes)?;
             filter.filters.push(SubFilter {
                 filter: sub,
                 capacity,

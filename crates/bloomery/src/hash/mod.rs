@@ -182,10 +182,13 @@ impl Modulus {
     #[inline]
     pub fn reduce(self, value: u64) -> u64 {
         debug_assert!(value <= i64::MAX as u64);
-        let quotient = ((u128::from(value) * u128::from(self.reciprocal)) >> 64) as u64;
-        let remainder = value - quotient * self.divisor;
+        // Wrapping operations that cannot wrap (quotient · divisor ≤ value, and the
+        // subtraction of the divisor is guarded), so overflow-checked builds carry no
+        // checks on this path, which every classic lookup takes k times.
+        let quotient = (u128::from(value).wrapping_mul(u128::from(self.reciprocal)) >> 64) as u64;
+        let remainder = value.wrapping_sub(quotient.wrapping_mul(self.divisor));
         if remainder >= self.divisor {
-            remainder - self.divisor
+            remainder.wrapping_sub(self.divisor)
         } else {
             remainder
         }
