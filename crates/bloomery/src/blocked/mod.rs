@@ -110,6 +110,19 @@ fn bit_count(blocks: impl Iterator<Item = [u64; BLOCK_WORDS]>) -> u64 {
         .sum()
 }
 
+/// Looks up every item in `blocks`: hashes a chunk of items ahead, then the kernel's
+/// batch loop prefetches their blocks. Panics if the lengths differ.
+fn contains_items<T: Funnel>(kernel: Kernel, blocks: &[Block], seed: u64, items: &[T], results: &mut [bool]) {
+    assert_eq!(items.len(), results.len(), "one result per item");
+    for (chunk, results) in items.chunks(HASH_CHUNK).zip(results.chunks_mut(HASH_CHUNK)) {
+        let mut hashes = [0u64; HASH_CHUNK];
+        for (hash, item) in hashes.iter_mut().zip(chunk) {
+            *hash = xxh3_64_item(item, seed);
+        }
+        kernel.contains_batch(blocks, &hashes[..chunk.len()], results);
+    }
+}
+
 /// The probability that a fresh item is reported present: the mean over blocks of the
 /// product of each lane's fill (exact for uniform hashing).
 fn current_fpp(blocks: impl ExactSizeIterator<Item = [u64; BLOCK_WORDS]>) -> f64 {
@@ -221,14 +234,7 @@ impl BlockedBloomFilter {
     /// As [`contains_batch`](Self::contains_batch), writing into `results`. Panics if the
     /// lengths differ.
     pub fn contains_batch_into<T: Funnel>(&self, items: &[T], results: &mut [bool]) {
-        assert_eq!(items.len(), results.len(), "one result per item");
-        for (chunk, results) in items.chunks(HASH_CHUNK).zip(results.chunks_mut(HASH_CHUNK)) {
-            let mut hashes = [0u64; HASH_CHUNK];
-            for (hash, item) in hashes.iter_mut().zip(chunk) {
-                *hash = self.hash(item);
-            }
-            self.contains_hash_batch(&hashes[..chunk.len()], results);
-        }
+        contains_items(self.kernel, &self.blocks, self.seed, items, results);
     }
 
     /// Looks up every hash, prefetching blocks a few ahead. Panics if the lengths differ.
@@ -471,15 +477,7 @@ impl<'a> BlockedBloomFilterView<'a> {
     /// Looks up every item, hashing ahead and prefetching (as
     /// [`BlockedBloomFilter::contains_batch_into`]).
     pub fn contains_batch_into<T: Funnel>(&self, items: &[T], results: &mut [bool]) {
-        assert_eq!(items.len(), results.len(), "one result per item");
-        for (chunk, results) in items.chunks(HASH_CHUNK).zip(results.chunks_mut(HASH_CHUNK)) {
-            let mut hashes = [0u64; HASH_CHUNK];
-            for (hash, item) in hashes.iter_mut().zip(chunk) {
-                *hash = xxh3_64_item(item, self.seed);
-            }
-            self.kernel
-                .contains_batch(self.blocks, &hashes[..chunk.len()], results);
-        }
+        contains_items(self.kernel, self.blocks, self.seed, items, results);
     }
 
     /// The number of bits.
