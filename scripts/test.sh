@@ -13,3 +13,6 @@ cargo test --workspace --locked
 cargo test --workspace --locked --release
 cargo build --release --locked -p bloomery-redis -p bloomery-cli
 target/venv/bin/pytest -q crates/bloomery-redis/tests crates/bloomery-cli/tests/reader
+# A short fuzzing smoke run of every parser target (20 s each; skipped, saying so, where
+# no nightly toolchain is installed). The long campaigns: scripts/fuzz.sh, docs/fuzzing.md.
+scripts/fuzz.sh --smoke

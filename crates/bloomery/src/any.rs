@@ -233,8 +233,10 @@ pub fn view<'a>(header: &Header, payload: &'a [u8]) -> Result<Box<dyn FilterView
     let in_place: Option<Box<dyn FilterView + 'a>> = match header.variant {
         Variant::Classic => BloomFilterView::from_parts(&header.params, payload)?
             .map(|view| Box::new(view) as Box<dyn FilterView + 'a>),
-        Variant::Blocked => BlockedBloomFilterView::from_parts(&header.params, payload)?
-            .map(|view| Box::new(view) as Box<dyn FilterView + 'a>),
+        Variant::Blocked => {
+            BlockedBloomFilterView::from_parts_of_version(header.version, &header.params, payload)?
+                .map(|view| Box::new(view) as Box<dyn FilterView + 'a>)
+        }
         _ => None,
     };
     match in_place {
@@ -669,6 +671,32 @@ mod tests {
             view.contains_batch(&items, &mut results);
             assert!(results.iter().all(|&present| present), "{:?}", filter.variant());
         }
+    }
+
+    /// The mapped read path refuses what `open` refuses (found by the fuzzer: a version-1
+    /// blocked file was answered from in place).
+    #[test]
+    fn view_refuses_a_version_1_blocked_file_as_open_does() {
+        let filter = create(&Spec::new(Variant::Blocked, 10, 0.01)).unwrap();
+        let mut bytes = filter.envelope().to_vec();
+        bytes[8] = 1;
+        let header_len = native::header_len(24);
+        let checksum = xxhash_rust::xxh3::xxh3_64(&bytes[..header_len - 8]);
+        bytes[header_len - 8..header_len].copy_from_slice(&checksum.to_le_bytes());
+        let message = open(&bytes).err().expect("refused").to_string();
+        assert!(message.contains("rebuild"), "{message}");
+        // An aligned copy, so that the view could answer in place.
+        let mut aligned = vec![crate::blocked::Block::default(); bytes.len().div_ceil(64)];
+        // SAFETY: blocks are plain u64s; the byte view covers exactly their memory.
+        let memory =
+            unsafe { std::slice::from_raw_parts_mut(aligned.as_mut_ptr().cast::<u8>(), aligned.len() * 64) };
+        memory[..bytes.len()].copy_from_slice(&bytes);
+        let bytes = &memory[..bytes.len()];
+        let header = Header::parse(bytes).unwrap();
+        let error = view(&header, &bytes[header.payload_offset..])
+            .err()
+            .expect("refused");
+        assert!(error.to_string().contains("rebuild"), "{error}");
     }
 
     #[test]

@@ -445,6 +445,15 @@ impl<'a> BlockedBloomFilterView<'a> {
         })
     }
 
+    /// As [`from_parts`](Self::from_parts), for parts written in format `version`: version
+    /// 1's blocked files are refused, as [`Persist::from_parts_of_version`] refuses them.
+    pub fn from_parts_of_version(version: u16, params: &[u8], payload: &'a [u8]) -> Result<Option<Self>> {
+        if version < 2 {
+            return Err(inconsistent(FORMAT_1_BLOCKED.into()));
+        }
+        Self::from_parts(params, payload)
+    }
+
     /// A view of a native envelope's parameters and payload, without copying; `None` when
     /// the payload is not 64-byte aligned or the machine is big-endian (then load the
     /// filter with [`Persist::from_parts`]).

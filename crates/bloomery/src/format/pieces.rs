@@ -93,7 +93,7 @@ impl PieceAssembler {
         if self.bytes.is_empty() {
             // Reserve for what is coming, at most one piece ahead of what has arrived.
             self.bytes
-                .reserve(self.total.min(2 * self.piece_len as u64) as usize);
+                .reserve(self.total.min((self.piece_len as u64).saturating_mul(2)) as usize);
         }
         self.bytes.extend_from_slice(piece);
         self.next += 1;

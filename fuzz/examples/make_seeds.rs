@@ -1,0 +1,172 @@
+//! Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/) from real files:
+//! the `variant_files` example's files (one per variant), their format-version-1 forms,
+//! the test vectors of docs/format.md and the Guava files of the library's tests.
+//!
+//! ```text
+//! cargo run --release -p bloomery --example variant_files -- /tmp/bloomery-seeds 300
+//! cd fuzz && cargo +nightly run --release --example make_seeds -- /tmp/bloomery-seeds
+//! ```
+//!
+//! (`scripts/fuzz.sh --seed` runs both.) The committed corpora are these seeds plus what
+//! the campaigns found, minimized with `cargo fuzz cmin`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use bloomery::BloomFilter;
+use bloomery_fuzz::{build_envelope, split_envelope};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+const VARIANTS: [&str; 7] = [
+    "classic",
+    "blocked",
+    "counting",
+    "scalable",
+    "retouched",
+    "allowlisted",
+    "rotating",
+];
+
+fn main() -> Result<()> {
+    let files = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .ok_or("usage: make_seeds VARIANT_FILES_DIR")?,
+    );
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpus = fuzz.join("corpus");
+
+    // Native files: every variant in version 2 and 1, and the documented vectors.
+    let mut native: Vec<(String, Vec<u8>)> = Vec::new();
+    for name in VARIANTS {
+        let bytes = fs::read(files.join(format!("{name}.bloom")))?;
+        native.push((format!("{name}-v2"), bytes.clone()));
+        if let Some(v1) = version_1(name, &bytes) {
+            native.push((format!("{name}-v1"), v1));
+        }
+    }
+    let format_md = fs::read_to_string(fuzz.join("../docs/format.md"))?;
+    for name in ["classic", "blocked"] {
+        native.push((format!("vector-{name}"), vector(&format_md, name)?));
+    }
+
+    write_all(&corpus.join("native_file"), native.iter().cloned())?;
+
+    // The structure-aware target: a control byte, then the file. 0x00 keeps version 2
+    // and the variant; 0x01 asks for version 1; 0x02 keeps the raw variant code; the high
+    // nibble is the number of inserts minus one.
+    let mut envelopes = Vec::new();
+    for (name, bytes) in &native {
+        let control: u8 = if name.ends_with("-v1") { 0x31 } else { 0x30 };
+        envelopes.push((name.clone(), prefixed(&[control], bytes)));
+    }
+    let (params, payload) = split_envelope(&native[0].1);
+    let unknown = build_envelope(2, 8, params, payload);
+    envelopes.push(("unknown-code-8".into(), prefixed(&[0x02], &unknown)));
+    write_all(&corpus.join("native_envelope"), envelopes)?;
+
+    // Guava bytes: the library's test files, and the classic seed's words.
+    let mut guava = Vec::new();
+    let guava_dir = fuzz.join("../crates/bloomery/tests/data/guava/filters");
+    let mut names: Vec<PathBuf> = fs::read_dir(&guava_dir)?
+        .map(|entry| entry.map(|entry| entry.path()))
+        .collect::<std::io::Result<_>>()?;
+    names.sort();
+    for path in names {
+        let stem = path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .unwrap_or_default();
+        let wanted = path.extension().is_some_and(|ext| ext == "bin")
+            && (!stem.contains("n5000") || stem.starts_with("ascii"));
+        if wanted {
+            guava.push((format!("guava-{stem}"), fs::read(&path)?));
+        }
+    }
+    let classic = bloomery::any::open(&native[0].1)?;
+    guava.push(("classic-v2".into(), bloomery::any::to_guava_bytes(&*classic)?));
+    let mut trailing = BloomFilter::from_guava_bytes(&guava[0].1)?.to_guava_bytes();
+    trailing.extend_from_slice(b"next");
+    guava.push(("trailing".into(), trailing));
+    write_all(&corpus.join("guava_bytes"), guava)?;
+
+    // Dump pieces: 4 control bytes (flags, piece length - 1 as u16, damaged piece), then
+    // a raw file (flags 0) or a structure-aware envelope input (flags 1).
+    let mut dumps = Vec::new();
+    for (name, bytes) in native.iter().filter(|(name, _)| name.ends_with("-v2")) {
+        dumps.push((format!("{name}-256"), prefixed(&[0, 255, 0, 0], bytes)));
+        dumps.push((
+            format!("{name}-512-envelope"),
+            prefixed(&[1, 255, 1, 0, 0x10], bytes),
+        ));
+    }
+    dumps.push((
+        "classic-short-piece".into(),
+        prefixed(&[0b1001, 63, 0, 1], &native[0].1),
+    ));
+    dumps.push((
+        "classic-one-piece".into(),
+        prefixed(&[0, 255, 255, 0], &native[0].1),
+    ));
+    write_all(&corpus.join("dump_pieces"), dumps)?;
+    Ok(())
+}
+
+fn prefixed(prefix: &[u8], bytes: &[u8]) -> Vec<u8> {
+    let mut out = prefix.to_vec();
+    out.extend_from_slice(bytes);
+    out
+}
+
+fn write_all(dir: &Path, seeds: impl IntoIterator<Item = (String, Vec<u8>)>) -> Result<()> {
+    fs::create_dir_all(dir)?;
+    let mut count = 0;
+    for (name, bytes) in seeds {
+        fs::write(dir.join(format!("seed-{name}")), bytes)?;
+        count += 1;
+    }
+    println!("{}: {count} seeds", dir.display());
+    Ok(())
+}
+
+/// The same filter in format version 1 (docs/format.md, "Version 1"): the version field
+/// changed and, for rotating filters, the per-generation shapes dropped (they are the
+/// classic sizing, which version 1 implies); blocked filters get version 1's foldhash
+/// hasher, which readers refuse with a message.
+fn version_1(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+    let (params, payload) = split_envelope(bytes);
+    let mut params = params.to_vec();
+    match name {
+        "blocked" => params[12..16].copy_from_slice(&1u32.to_le_bytes()),
+        "rotating" => {
+            let kept = u32::from_le_bytes(params[28..32].try_into().ok()?) as usize;
+            let mut v1 = params[..32].to_vec();
+            for generation in 0..kept {
+                let start = 32 + generation * 28;
+                v1.extend_from_slice(&params[start..start + 16]);
+            }
+            params = v1;
+        }
+        _ => {}
+    }
+    let code = u16::from_le_bytes([bytes[10], bytes[11]]);
+    Some(build_envelope(1, code, &params, payload))
+}
+
+/// The hex test vector `name` of docs/format.md.
+fn vector(format_md: &str, name: &str) -> Result<Vec<u8>> {
+    let start = format_md
+        .find(&format!("<!-- vector {name}:"))
+        .ok_or("no such vector")?;
+    let block = &format_md[start..];
+    let body = &block[block.find("```text\n").ok_or("no text block")? + 8..];
+    let hex: String = body[..body.find("```").ok_or("unclosed")?]
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| Ok(u8::from_str_radix(&hex[i..i + 2], 16)?))
+        .collect()
+}

@@ -1,0 +1,793 @@
+//! Shared code of bloomery's fuzz targets (docs/fuzzing.md): envelopes with valid
+//! checksums built from fuzz input, and the checks run on whatever parses.
+//!
+//! Every check here is an assertion: a panic is a finding. The invariants are
+//!
+//! - no parser panics, whatever the bytes;
+//! - a filter that opens answers lookups, stats and descriptions, re-serializes, and the
+//!   re-serialized bytes re-open to a filter with the same answers and the same bytes
+//!   (the second serialization is a fixed point);
+//! - the read-only view (`Header::parse` + `any::view`, the CLI's path over a memory map)
+//!   answers as the opened filter does, at every payload alignment;
+//! - an item whose insert succeeded is reported present;
+//! - the streaming readers (Guava, dump pieces) agree with the whole-slice readers.
+//!
+//! Set `BLOOMERY_FUZZ_TRACE=1` to print one `trace` line per input saying how far it got
+//! (which header check or which variant's parameter check refused it, or that it opened):
+//! `scripts/fuzz.sh` uses it to count, over a corpus, the inputs that reach each variant.
+
+use std::io::{self, Read};
+use std::sync::OnceLock;
+
+use bloomery::any::{self, DynFilter, FilterView};
+use bloomery::format::native::{Header, Variant};
+use bloomery::sizing::ClassicShape;
+use bloomery::{
+    AllowlistedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter, Error, RetouchedBloomFilter,
+    RotatingBloomFilter, ScalableBloomFilter,
+};
+use xxhash_rust::xxh3::xxh3_64;
+
+/// Items looked up and inserted: edge cases, the docs' test vector items, and items the
+/// `variant_files` example inserts (`present`) and does not (`absent`), so seeds made
+/// from its files answer both ways.
+pub const ITEMS: &[&[u8]] = &[
+    b"",
+    b"apple",
+    b"banana",
+    b"cherry",
+    b"\0",
+    &[0xff; 8],
+    &[0x5a; 200],
+    b"https://example.com/present/0",
+    b"https://example.com/present/1",
+    b"https://example.com/present/299",
+    b"https://example.com/absent/0",
+    b"https://example.com/absent/1",
+];
+
+/// The largest filter (envelope bytes) the harness serializes after inserting: a crafted
+/// scalable or rotating file can make one insert allocate gigabytes (see
+/// [`insert_growth_bytes`]), and copying that would only measure the machine.
+pub const MAX_GROWN_BYTES: u64 = 4 << 20;
+
+/// `BLOOMERY_FUZZ_STRICT=CHECK,...` (or `all`): also fail on what is not a crash but may
+/// be a flaw, each check by name:
+///
+/// - `canonical`: a version-2 file opens but is not the bytes its filter writes (the
+///   format means every filter to have one form);
+/// - `growth`: one insert would allocate more than [`MAX_GROWN_BYTES`] (for a file of a
+///   few hundred bytes);
+pub fn strict(check: &str) -> bool {
+    static STRICT: OnceLock<Vec<String>> = OnceLock::new();
+    let checks = STRICT.get_or_init(|| {
+        std::env::var("BLOOMERY_FUZZ_STRICT")
+            .unwrap_or_default()
+            .split(',')
+            .map(|check| check.trim().to_owned())
+            .collect()
+    });
+    checks.iter().any(|name| name == check || name == "all")
+}
+
+fn trace_enabled() -> bool {
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var_os("BLOOMERY_FUZZ_TRACE").is_some_and(|value| value != "0"))
+}
+
+/// Prints `trace TARGET WHAT` to stderr when `BLOOMERY_FUZZ_TRACE` is set.
+pub fn trace(target: &str, what: std::fmt::Arguments<'_>) {
+    if trace_enabled() {
+        eprintln!("trace {target} {what}");
+    }
+}
+
+/// An error's message with every number replaced by `#`, so the rejections of one check
+/// are counted together.
+pub fn error_class(error: &Error) -> String {
+    let text = match error {
+        Error::Format { problem, .. } => problem.to_string(),
+        other => other.to_string(),
+    };
+    let mut class = String::new();
+    let mut in_number = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() || (in_number && (c == '.' || c == 'e' || c == '-')) {
+            if !in_number {
+                class.push('#');
+            }
+            in_number = true;
+        } else {
+            class.push(c);
+            in_number = false;
+        }
+    }
+    class.chars().take(90).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Envelopes with valid checksums (docs/format.md, "Header")
+// ---------------------------------------------------------------------------------------
+
+/// `H` for `params_len` bytes of parameters: `32 + P + 8` rounded up to 64.
+pub fn header_len(params_len: usize) -> usize {
+    (32 + params_len + 8).div_ceil(64) * 64
+}
+
+/// A whole envelope, written as docs/format.md says, with both checksums correct: any
+/// version, any variant code, any parameters (at most 65,536 bytes are stored as such:
+/// the caller keeps to that) and any payload.
+pub fn build_envelope(version: u16, code: u16, params: &[u8], payload: &[u8]) -> Vec<u8> {
+    let len = header_len(params.len());
+    let mut bytes = Vec::with_capacity(len + payload.len());
+    bytes.extend_from_slice(b"BLOOMERY");
+    bytes.extend_from_slice(&version.to_le_bytes());
+    bytes.extend_from_slice(&code.to_le_bytes());
+    bytes.extend_from_slice(&(params.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&xxh3_64(payload).to_le_bytes());
+    bytes.extend_from_slice(params);
+    bytes.resize(len - 8, 0);
+    let checksum = xxh3_64(&bytes);
+    bytes.extend_from_slice(&checksum.to_le_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// The parameters and payload of a (possibly damaged) envelope: `P` is read at offset 12
+/// and capped to the bytes present and to 65,536; the payload is everything from `H` on.
+/// Inputs shorter than the fixed header are all parameters.
+pub fn split_envelope(bytes: &[u8]) -> (&[u8], &[u8]) {
+    if bytes.len() < 32 {
+        return (bytes, &[]);
+    }
+    let claimed = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
+    let params_len = claimed.min(1 << 16).min(bytes.len() - 32);
+    let params = &bytes[32..32 + params_len];
+    let payload_start = if params_len == claimed {
+        header_len(params_len).min(bytes.len())
+    } else {
+        bytes.len()
+    };
+    (params, &bytes[payload_start..])
+}
+
+/// What the structure-aware target's first input byte asks for.
+#[derive(Clone, Copy, Debug)]
+pub struct Control(pub u8);
+
+impl Control {
+    /// Format version 1 (bit 0 set) or 2.
+    pub fn version(self) -> u16 {
+        if self.0 & 1 != 0 { 1 } else { 2 }
+    }
+
+    /// Bit 1 set: the variant code is the input's as it is (any u16, mostly unknown
+    /// codes); clear: one of the 7 known codes, `1 + (code - 1) mod 7` (codes 1 to 7 stay
+    /// as they are, so real files keep their variant).
+    pub fn code(self, raw: u16) -> u16 {
+        if self.0 & 2 != 0 {
+            raw
+        } else {
+            1 + raw.wrapping_sub(1) % 7
+        }
+    }
+
+    /// Items inserted into a filter that opens: 1 to 16.
+    pub fn inserts(self) -> usize {
+        1 + usize::from(self.0 >> 4)
+    }
+}
+
+/// The structure-aware target's input: a control byte, then an envelope whose magic,
+/// version, variant code, lengths and checksums are rewritten (version and code as the
+/// control byte says, the code from offset 10 of the input's envelope), keeping its
+/// parameters and payload. Seeded with real files, every mutation of a parameter or
+/// payload byte reaches the variant's parser instead of dying at the header checksum.
+pub fn envelope_from_input(input: &[u8]) -> Option<(Control, Vec<u8>)> {
+    let (&control, embedded) = input.split_first()?;
+    let control = Control(control);
+    let raw_code = match embedded.get(10..12) {
+        Some(code) => u16::from_le_bytes([code[0], code[1]]),
+        None => 0,
+    };
+    let (params, payload) = split_envelope(embedded);
+    let bytes = build_envelope(control.version(), control.code(raw_code), params, payload);
+    Some((control, bytes))
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks on native envelopes
+// ---------------------------------------------------------------------------------------
+
+/// `bytes` copied to an address `offset` bytes past a multiple of 64, so the read-only
+/// views are tried in place (offset 0: blocked and classic; 8: classic only) and through
+/// their copying fallback (offset 1).
+pub struct AlignedCopy {
+    buffer: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedCopy {
+    pub fn new(bytes: &[u8], offset: usize) -> Self {
+        let mut buffer = vec![0u8; bytes.len() + 64 + offset];
+        let start = buffer.as_ptr().align_offset(64) + offset;
+        buffer[start..start + bytes.len()].copy_from_slice(bytes);
+        Self {
+            buffer,
+            start,
+            len: bytes.len(),
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.buffer[self.start..self.start + self.len]
+    }
+}
+
+/// The answers of `filter` for [`ITEMS`], checking that the batch lookup agrees with
+/// single lookups.
+pub fn answers_of(filter: &dyn FilterView) -> Vec<bool> {
+    let single: Vec<bool> = ITEMS.iter().map(|item| filter.contains(item)).collect();
+    let mut batch = vec![false; ITEMS.len()];
+    filter.contains_batch(ITEMS, &mut batch);
+    assert_eq!(
+        batch,
+        single,
+        "{} filter: contains_batch disagrees with contains",
+        filter.variant()
+    );
+    single
+}
+
+/// Lookups, stats and the description of a view or filter; returns its answers.
+pub fn exercise_view(filter: &dyn FilterView) -> Vec<bool> {
+    let answers = answers_of(filter);
+    let stats = filter.stats();
+    let _ = format!("{stats:?}");
+    for (name, value) in filter.describe() {
+        assert!(!name.is_empty() && !value.is_empty(), "an empty description line");
+    }
+    answers
+}
+
+/// How the harness got on with one native envelope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// `Header::parse` refused it.
+    Header(String),
+    /// The header is valid, but the data is not `H + L` bytes long.
+    Length(String),
+    /// The header is valid, the length right, the payload checksum wrong.
+    PayloadChecksum,
+    /// Both checksums hold: the variant's parameter and payload checks refused it.
+    Refused {
+        version: u16,
+        variant: Variant,
+        class: String,
+    },
+    /// It opened.
+    Opened { version: u16, variant: Variant },
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Header(class) => write!(formatter, "stage=header reason={class}"),
+            Outcome::Length(class) => write!(formatter, "stage=length reason={class}"),
+            Outcome::PayloadChecksum => write!(formatter, "stage=payload-checksum"),
+            Outcome::Refused {
+                version,
+                variant,
+                class,
+            } => {
+                write!(formatter, "stage=variant v{version} {variant} refused: {class}")
+            }
+            Outcome::Opened { version, variant } => write!(formatter, "stage=opened v{version} {variant}"),
+        }
+    }
+}
+
+/// Everything the library does with the bytes of a native file: `any::open` (both
+/// checksums, every parameter), and the read-only `Header::parse` + `any::view` at three
+/// payload alignments; then, for a filter that opens, everything in [`exercise_filter`].
+pub fn check_native(bytes: &[u8], inserts: usize) -> Outcome {
+    let opened = any::open(bytes);
+    let mut views: Vec<Option<Vec<bool>>> = Vec::new();
+    let mut payload_checksum_ok = false;
+    for offset in [0, 8, 1] {
+        let copy = AlignedCopy::new(bytes, offset);
+        let data = copy.bytes();
+        let Ok(header) = Header::parse(data) else {
+            continue;
+        };
+        // The CLI checks the file's length here; a view must not panic without that
+        // check either (the payload is then longer or shorter than the header says).
+        let payload = &data[header.payload_offset..];
+        payload_checksum_ok = header.verify_payload(payload).is_ok();
+        let view = any::view(&header, payload).ok();
+        views.push(view.map(|view| {
+            assert_eq!(view.variant(), header.variant);
+            exercise_view(&*view)
+        }));
+    }
+    // In place (classic and blocked, aligned) a view does not read the payload checksum;
+    // built in memory it does: so views agree across alignments when the checksum holds.
+    // (Finding 1 of docs/fuzzing.md, a version-1 blocked file answered in place, is fixed:
+    // this is asserted for every input.)
+    if payload_checksum_ok {
+        assert!(
+            views.windows(2).all(|pair| pair[0] == pair[1]),
+            "views at different alignments disagree: {views:?}"
+        );
+    }
+    let header = match Header::parse(bytes) {
+        Ok(header) => header,
+        Err(error) => {
+            assert!(opened.is_err(), "any::open accepted what Header::parse refuses");
+            return Outcome::Header(error_class(&error));
+        }
+    };
+    match opened {
+        Err(error) if header.check_file_len(bytes.len() as u64).is_err() => {
+            Outcome::Length(error_class(&error))
+        }
+        Err(_) if header.verify_payload(&bytes[header.payload_offset..]).is_err() => Outcome::PayloadChecksum,
+        Err(error) => Outcome::Refused {
+            version: header.version,
+            variant: header.variant,
+            class: error_class(&error),
+        },
+        Ok(filter) => {
+            assert_eq!(filter.variant(), header.variant);
+            if header.version == 2 {
+                let canonical = filter.envelope().to_vec() == bytes;
+                if !canonical {
+                    trace(
+                        "canonical",
+                        format_args!("v2 {} accepted in a non-canonical form", header.variant),
+                    );
+                    assert!(
+                        !strict("canonical"),
+                        "strict: a v2 {} file opens but re-serializes to other bytes",
+                        header.variant
+                    );
+                }
+            }
+            let answers = exercise_filter(filter, inserts);
+            for view in &views {
+                let view = view.as_ref().unwrap_or_else(|| {
+                    panic!("{} file opens but its read-only view is refused", header.variant)
+                });
+                assert_eq!(
+                    view, &answers,
+                    "{}: the view and the opened filter disagree",
+                    header.variant
+                );
+            }
+            Outcome::Opened {
+                version: header.version,
+                variant: header.variant,
+            }
+        }
+    }
+}
+
+/// Serializes `filter`, checks the envelope's length and ranges, re-opens the bytes and
+/// checks that the re-opened filter answers as `filter` and serializes to the same bytes.
+pub fn round_trip(filter: &dyn DynFilter, answers: &[bool]) {
+    let variant = filter.variant();
+    let envelope = filter.envelope();
+    let bytes = envelope.to_vec();
+    assert_eq!(
+        envelope.len(),
+        bytes.len() as u64,
+        "{variant}: Envelope::len is wrong"
+    );
+    let mut joined = Vec::with_capacity(bytes.len());
+    for start in (0..envelope.len()).step_by(100) {
+        joined.extend(envelope.read_range(start..start + 100));
+    }
+    assert!(joined == bytes, "{variant}: read_range pieces differ from to_vec");
+    let reopened = any::open(&bytes)
+        .unwrap_or_else(|error| panic!("a re-serialized {variant} filter does not re-open: {error}"));
+    assert_eq!(reopened.variant(), variant);
+    assert_eq!(
+        exercise_view(&*reopened),
+        answers,
+        "{variant}: answers changed through serialization"
+    );
+    assert!(
+        reopened.envelope().to_vec() == bytes,
+        "{variant}: serializing the re-opened filter gives other bytes"
+    );
+}
+
+/// The bytes the next insert into `filter` may allocate for a new sub-filter (scalable)
+/// or generation (rotating), as the library sizes them; 0 for the other variants. A file
+/// whose stored sub-filters are small can still announce a capacity whose next sub-filter
+/// is gigabytes: the parsers do not check one against the other.
+pub fn insert_growth_bytes(filter: &dyn DynFilter) -> u64 {
+    let shape_bytes =
+        |items: u64, fpp: f64| ClassicShape::for_fpp(items, fpp).map_or(0, |shape| shape.num_bits() / 8);
+    if let Some(scalable) = filter.as_any().downcast_ref::<ScalableBloomFilter>() {
+        let index = scalable.num_filters();
+        let options = scalable.options();
+        if index >= bloomery::scalable::MAX_SUB_FILTERS || !options.scaling {
+            return 0;
+        }
+        let growth = u64::from(options.expansion).saturating_pow(index as u32);
+        let capacity = scalable.initial_capacity().saturating_mul(growth);
+        let fpp = scalable.fpp() * (1.0 - options.tightening) * options.tightening.powi(index as i32);
+        return shape_bytes(capacity, fpp);
+    }
+    if let Some(rotating) = filter.as_any().downcast_ref::<RotatingBloomFilter>() {
+        // The parameters: max_generations u32, items_per_generation u64, fpp f64, ...
+        let header = filter.envelope().header();
+        let fpp = f64::from_le_bytes(header[32 + 12..32 + 20].try_into().expect("8 bytes"));
+        return shape_bytes(rotating.items_per_generation(), fpp);
+    }
+    0
+}
+
+/// Everything a tool does with a filter it opened: lookups, stats, description,
+/// serialization and re-opening, a copy, union and intersection with that copy, inserts
+/// (each inserted item must then be present), a removal (counting filters), and again
+/// serialization and re-opening. Returns the answers for [`ITEMS`] before any change.
+pub fn exercise_filter(mut filter: Box<dyn DynFilter>, inserts: usize) -> Vec<bool> {
+    let variant = filter.variant();
+    let answers = exercise_view(&*filter);
+    round_trip(&*filter, &answers);
+
+    let copy = filter.clone_box();
+    assert_eq!(
+        answers_of(&*copy),
+        answers,
+        "{variant}: a copy answers differently"
+    );
+    let mut union = filter.clone_box();
+    if union.union(&*copy).is_ok() {
+        let after = answers_of(&*union);
+        for (before, after) in answers.iter().zip(&after) {
+            assert!(!before || *after, "{variant}: union with itself lost an item");
+        }
+    }
+    let mut intersection = filter.clone_box();
+    if intersection.intersection(&*copy).is_ok() {
+        assert_eq!(
+            answers_of(&*intersection),
+            answers,
+            "{variant}: intersection with itself changed it"
+        );
+    }
+    drop((copy, union, intersection));
+
+    exercise_concrete(&*filter);
+
+    for item in ITEMS.iter().cycle().take(inserts) {
+        // Checked before every insert: each new sub-filter may be larger than the last.
+        let growth = insert_growth_bytes(&*filter);
+        if growth > MAX_GROWN_BYTES {
+            trace(
+                "growth",
+                format_args!("{variant} insert would allocate {growth} bytes"),
+            );
+            assert!(
+                !strict("growth"),
+                "strict: one insert into this {variant} filter would allocate {growth} bytes"
+            );
+            break;
+        }
+        if filter.insert(item).is_ok() {
+            assert!(filter.contains(item), "{variant}: an inserted item is absent");
+        }
+    }
+    if filter.remove(ITEMS[1]).is_ok() {
+        let _ = filter.contains(ITEMS[1]);
+    }
+    if filter.envelope().len() <= MAX_GROWN_BYTES {
+        let after = exercise_view(&*filter);
+        round_trip(&*filter, &after);
+    }
+    answers
+}
+
+/// The variant's own API beyond `DynFilter`, on copies of a filter that opened: the
+/// retouched filter's false-positive recording and removal (every clearing scheme), the
+/// allow-listed filter's listing, the counting filter's counts and removals, the rotating
+/// filter's inserts at chosen times. Each copy must then still round-trip.
+pub fn exercise_concrete(filter: &dyn DynFilter) {
+    let concrete = filter.as_any();
+    if let Some(retouched) = concrete.downcast_ref::<RetouchedBloomFilter>() {
+        for scheme in [
+            ClearingScheme::Random,
+            ClearingScheme::MinimumFalseNegatives,
+            ClearingScheme::MaximumFalsePositives,
+            ClearingScheme::Ratio,
+        ] {
+            let mut copy = retouched.clone();
+            for item in ITEMS {
+                copy.record_false_positive(item);
+            }
+            for item in ITEMS {
+                let removal = copy.remove_false_positive(item, scheme);
+                if removal.cleared_bit.is_some() {
+                    assert!(
+                        !copy.contains(item),
+                        "retouched: a removed false positive is present"
+                    );
+                }
+            }
+            let _ = copy.total_false_negatives();
+            round_trip(&copy, &exercise_view(&copy));
+        }
+    }
+    if let Some(allowlisted) = concrete.downcast_ref::<AllowlistedBloomFilter>() {
+        let mut copy = allowlisted.clone();
+        for item in ITEMS {
+            if copy.allow(item) {
+                assert!(!copy.contains(item), "allowlisted: a listed item is present");
+            }
+        }
+        round_trip(&copy, &exercise_view(&copy));
+    }
+    if let Some(counting) = concrete.downcast_ref::<CountingBloomFilter>() {
+        let mut copy = counting.clone();
+        for item in ITEMS {
+            let count = copy.count(item);
+            if copy.remove(item).is_ok() {
+                assert!(count > 0, "counting: removed an item counted 0");
+            }
+        }
+        let _ = copy.saturated_counters();
+        round_trip(&copy, &exercise_view(&copy));
+    }
+    if let Some(rotating) = concrete.downcast_ref::<RotatingBloomFilter>()
+        && insert_growth_bytes(filter) <= MAX_GROWN_BYTES
+    {
+        let mut copy = rotating.clone();
+        for (item, now_ms) in ITEMS.iter().zip([0, 1, u64::MAX / 2, u64::MAX]) {
+            // Every rotation allocates a generation of the same size, checked above.
+            copy.insert_at(item, now_ms);
+            assert!(
+                copy.contains(item),
+                "rotating: an item inserted at {now_ms} is absent"
+            );
+        }
+        let _ = (copy.fpp_bound(), copy.len());
+        round_trip(&copy, &exercise_view(&copy));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Guava bytes
+// ---------------------------------------------------------------------------------------
+
+/// A reader that hands out its bytes in pieces of varying size and sometimes fails with
+/// `Interrupted` (which the Guava reader must retry), as a socket or pipe does.
+pub struct ChoppyReader<'a> {
+    bytes: &'a [u8],
+    calls: usize,
+}
+
+impl<'a> ChoppyReader<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, calls: 0 }
+    }
+
+    /// The bytes not read yet.
+    pub fn rest(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+impl Read for ChoppyReader<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        self.calls += 1;
+        if self.calls.is_multiple_of(5) {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        let most = [1, 3, 8, 13, 4096][self.calls % 5];
+        let n = most.min(buffer.len()).min(self.bytes.len());
+        buffer[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+/// Guava's `writeTo` bytes through both readers: `from_guava_bytes` (exactly one filter)
+/// and the streaming `read_guava` (one filter, then stops), over a slice and over a
+/// choppy reader. Returns a trace line.
+pub fn check_guava(bytes: &[u8]) -> String {
+    let whole = BloomFilter::from_guava_bytes(bytes);
+    let mut slice = bytes;
+    let streamed = BloomFilter::read_guava(&mut slice);
+    let mut choppy = ChoppyReader::new(bytes);
+    let chopped = BloomFilter::read_guava(&mut choppy);
+    match (&streamed, &chopped) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "read_guava depends on how the input is chopped"),
+        (Err(a), Err(b)) => assert_eq!(
+            a.to_string(),
+            b.to_string(),
+            "read_guava errors differ by chopping"
+        ),
+        _ => panic!("read_guava depends on how the input is chopped: {streamed:?} vs {chopped:?}"),
+    }
+    if let Ok(filter) = &streamed {
+        let len = 6 + 8 * filter.words().len();
+        assert_eq!(
+            slice.len(),
+            bytes.len() - len,
+            "read_guava did not stop right after the filter"
+        );
+        assert_eq!(choppy.rest().len(), bytes.len() - len);
+        assert_eq!(
+            filter.to_guava_bytes(),
+            bytes[..len],
+            "Guava bytes do not round-trip"
+        );
+        let exact = BloomFilter::from_guava_bytes(&bytes[..len])
+            .unwrap_or_else(|error| panic!("read_guava accepted what from_guava_bytes refuses: {error}"));
+        assert_eq!(&exact, filter);
+    }
+    match (&whole, &streamed) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b),
+        (Ok(_), Err(error)) => panic!("from_guava_bytes accepts what read_guava refuses: {error}"),
+        (Err(whole_error), Err(stream_error)) => assert_eq!(
+            whole_error.to_string(),
+            stream_error.to_string(),
+            "the Guava readers refuse the same bytes for different reasons"
+        ),
+        (Err(error), Ok(_)) => {
+            assert!(
+                matches!(
+                    error,
+                    Error::Format {
+                        problem: bloomery::FormatProblem::TrailingBytes { .. },
+                        ..
+                    }
+                ),
+                "from_guava_bytes refuses, read_guava accepts: {error}"
+            );
+        }
+    }
+    match whole {
+        Err(error) => format!("refused: {}", error_class(&error)),
+        Ok(filter) => {
+            let boxed: Box<dyn DynFilter> = Box::new(filter);
+            exercise_filter(boxed, 4);
+            "opened".into()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Redis dump pieces
+// ---------------------------------------------------------------------------------------
+
+/// What the dump-pieces target's first four input bytes ask for.
+#[derive(Clone, Copy, Debug)]
+pub struct PiecesControl {
+    /// Bit 0: the rest of the input is a structure-aware envelope input
+    /// ([`envelope_from_input`]) rather than raw bytes. Bit 1: cap the dump at fewer
+    /// bytes than the input. Bits 2-3: damage one piece (0 none, 1 wrong number, 2 one
+    /// byte short, 3 one byte extra).
+    pub flags: u8,
+    /// Bytes per piece: 1 + the next two bytes (little-endian).
+    pub piece_len: usize,
+    /// Which piece is damaged (modulo the number of pieces).
+    pub target: u8,
+}
+
+impl PiecesControl {
+    pub fn parse(input: &[u8]) -> Option<(Self, &[u8])> {
+        let (head, rest) = input.split_first_chunk::<4>()?;
+        Some((
+            Self {
+                flags: head[0],
+                piece_len: 1 + usize::from(u16::from_le_bytes([head[1], head[2]])),
+                target: head[3],
+            },
+            rest,
+        ))
+    }
+}
+
+/// A dump sent in numbered pieces, as `BF.LOADCHUNK` receives it: the input (raw, or
+/// built with valid checksums) cut into pieces of the chosen length, one of them
+/// optionally damaged, pushed into a `PieceAssembler` in order; a complete dump is then
+/// checked as a native file ([`check_native`]). Returns a trace line, `None` when the
+/// input is too short to say anything.
+pub fn check_pieces(input: &[u8]) -> Option<String> {
+    use bloomery::format::pieces::{Assembled, PieceAssembler};
+
+    let (control, rest) = PiecesControl::parse(input)?;
+    let built;
+    let (data, inserts): (&[u8], usize) = if control.flags & 1 != 0 {
+        let (envelope_control, bytes) = envelope_from_input(rest)?;
+        built = bytes;
+        (&built, envelope_control.inserts())
+    } else {
+        (rest, 2)
+    };
+    let piece_len = control.piece_len;
+    let capped = control.flags & 2 != 0;
+    let max_total = if capped {
+        (data.len() as u64).saturating_sub(1 + u64::from(control.target))
+    } else {
+        1 << 30
+    };
+    let damage = (control.flags >> 2) & 3;
+    let mut pieces: Vec<(u64, Vec<u8>)> = data
+        .chunks(piece_len)
+        .zip(1..)
+        .map(|(piece, number)| (number, piece.to_vec()))
+        .collect();
+    if pieces.is_empty() {
+        pieces.push((1, Vec::new()));
+    }
+    let target = usize::from(control.target) % pieces.len();
+    match damage {
+        1 if target > 0 => pieces[target].0 += 1 + u64::from(control.target >> 6),
+        2 => drop(pieces[target].1.pop()),
+        3 => pieces[target].1.push(control.target),
+        _ => {}
+    }
+    let damaged = match damage {
+        0 => false,
+        1 => target > 0,
+        _ => true,
+    };
+    // A whole, undamaged envelope whose header fits the first piece must come back whole.
+    let must_complete = !damaged
+        && (data.len() as u64) <= max_total
+        && Header::parse(&pieces[0].1).is_ok_and(|header| header.total_len() == data.len() as u64);
+
+    let mut pushed = pieces[0].1.clone();
+    let mut state = PieceAssembler::start(&pieces[0].1, piece_len, max_total);
+    let mut next = 1;
+    loop {
+        match state {
+            Err(error) => {
+                assert!(
+                    !must_complete,
+                    "a whole envelope in {piece_len}-byte pieces is refused: {error}"
+                );
+                return Some(format!("stage=pieces refused: {}", error_class(&error)));
+            }
+            Ok(Assembled::NeedMore(assembler)) => {
+                assert_eq!(assembler.next_number(), next as u64 + 1);
+                assert_eq!(assembler.received(), pushed.len());
+                let Some((number, piece)) = pieces.get(next) else {
+                    assert!(
+                        !must_complete,
+                        "a whole envelope is incomplete after its last piece"
+                    );
+                    return Some("stage=pieces incomplete".into());
+                };
+                pushed.extend_from_slice(piece);
+                state = assembler.push(*number, piece);
+                next += 1;
+            }
+            Ok(Assembled::Complete(whole)) => {
+                assert!(whole == pushed, "the assembled dump is not the pieces pushed");
+                assert!(
+                    whole.len() as u64 <= max_total,
+                    "the assembled dump exceeds the cap"
+                );
+                let header = Header::parse(&whole).expect("a complete dump starts with a valid header");
+                assert_eq!(
+                    header.total_len(),
+                    whole.len() as u64,
+                    "a complete dump of the wrong length"
+                );
+                if must_complete {
+                    assert!(whole == data, "a whole envelope came back changed");
+                }
+                let outcome = check_native(&whole, inserts);
+                return Some(format!("stage=complete {outcome}"));
+            }
+        }
+    }
+}
