@@ -1,0 +1,69 @@
+//! Single lookups of 64-byte URL keys, bloomery's blocked filter or sbbf-rs-safe fed the
+//! same hash (XXH3-64 of the key's bytes), for counting instructions with callgrind:
+//! `scripts/url-lookup-instructions.sh` runs each side alone and prints the counts. On a
+//! noisy virtual machine the time of one lookup swings by several times between runs
+//! (docs/benchmarks.md); the work a lookup does does not.
+//!
+//! `cargo run --release -p bloomery --example url_lookups -- bloomery|sbbf|hash-only [KEYS]`
+
+use bloomery::BlockedBloomFilter;
+use bloomery::hash::{splitmix64, xxh3_64_item};
+use std::hint::black_box;
+
+const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789-._~/";
+
+fn url_keys(seed: u64, count: usize) -> Vec<[u8; 64]> {
+    let mut state = seed;
+    (0..count)
+        .map(|_| {
+            let mut key = *b"https://example.com/                                            ";
+            for chunk in key[20..].chunks_mut(8) {
+                let mut bits = splitmix64(&mut state);
+                for byte in chunk {
+                    *byte = ALPHABET[(bits % ALPHABET.len() as u64) as usize];
+                    bits /= ALPHABET.len() as u64;
+                }
+            }
+            key
+        })
+        .collect()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let side = args.next().unwrap_or_default();
+    let n: usize = args.next().map_or(100_000, |text| text.parse().expect("KEYS"));
+    let keys = url_keys(1, n);
+    let probes = url_keys(2, n);
+    let found = match side.as_str() {
+        "bloomery" => {
+            let mut filter = BlockedBloomFilter::with_fpp(n as u64, 0.01).expect("sizing");
+            keys.iter().for_each(|key| {
+                filter.insert(key);
+            });
+            keys.iter()
+                .chain(&probes)
+                .filter(|key| filter.contains(black_box(*key)))
+                .count()
+        }
+        "sbbf" => {
+            let mut filter = sbbf_rs_safe::Filter::new(11, n);
+            keys.iter().for_each(|key| {
+                filter.insert_hash(xxh3_64_item(key, 0));
+            });
+            keys.iter()
+                .chain(&probes)
+                .filter(|key| filter.contains_hash(xxh3_64_item(black_box(*key), 0)))
+                .count()
+        }
+        // The baseline: the same keys and the same three hashes per key, no filter.
+        "hash-only" => keys
+            .iter()
+            .chain(&keys)
+            .chain(&probes)
+            .filter(|key| xxh3_64_item(black_box(*key), 0) & 1 == 1)
+            .count(),
+        _ => panic!("usage: url_lookups bloomery|sbbf|hash-only [KEYS]"),
+    };
+    println!("{side}: {found} of {} probes present", 2 * n);
+}
