@@ -15,8 +15,9 @@
 //! answers falsely more often than a quiet one saves. [`crate::sizing::blocked_num_blocks`]
 //! sizes with that Poisson mixture (plus 5% headroom), so the measured rate stays at or
 //! below the requested one: for 10^6 random keys at 1%, 19,935 blocks (10.21 bits per
-//! item) and a measured rate of 0.942% over 2·10^6 fresh keys; at 0.1%, 15.87 bits and
-//! 0.092% (`cargo test --test blocked -- --nocapture` prints them).
+//! item) and a measured rate of 0.941% over 2·10^6 fresh keys; at 0.1%, 15.87 bits and
+//! 0.095% (with the XXH3-64 item hash; `cargo test --release --test blocked -- --nocapture`
+//! prints them).
 //!
 //! Kernels (scalar, AVX2, AVX-512, NEON; `kernel.rs`) give identical bits; batch operations hash
 //! a group of items first and prefetch their blocks, so a large filter is limited by how
