@@ -48,25 +48,26 @@ impl ItemFormat {
                     buffer.push(byte.ok_or_else(|| bad("hexadecimal (an even number of digits 0-9, a-f)"))?);
                 }
             }
-            ItemFormat::Long => {
-                let text = std::str::from_utf8(raw).map_err(|_| bad("a decimal 64-bit integer"))?;
-                let value = text
-                    .parse::<i64>()
-                    .or_else(|_| text.parse::<u64>().map(|value| value as i64))
-                    .map_err(|_| bad("a decimal 64-bit integer"))?;
-                buffer.extend_from_slice(&value.to_le_bytes());
-            }
-            ItemFormat::Int => {
-                let text = std::str::from_utf8(raw).map_err(|_| bad("a decimal 32-bit integer"))?;
-                let value = text
-                    .parse::<i32>()
-                    .or_else(|_| text.parse::<u32>().map(|value| value as i32))
-                    .map_err(|_| bad("a decimal 32-bit integer"))?;
-                buffer.extend_from_slice(&value.to_le_bytes());
-            }
+            ItemFormat::Long => buffer.extend_from_slice(
+                &integer_le_bytes::<8>(raw).ok_or_else(|| bad("a decimal 64-bit integer"))?,
+            ),
+            ItemFormat::Int => buffer.extend_from_slice(
+                &integer_le_bytes::<4>(raw).ok_or_else(|| bad("a decimal 32-bit integer"))?,
+            ),
         }
         Ok(buffer)
     }
+}
+
+/// A decimal integer of `N` bytes, signed (from -2^(8N-1)) or unsigned (up to 2^(8N) - 1),
+/// as its `N` two's-complement bytes, little-endian; `None` when out of range.
+fn integer_le_bytes<const N: usize>(raw: &[u8]) -> Option<[u8; N]> {
+    let value: i128 = std::str::from_utf8(raw).ok()?.parse().ok()?;
+    let bits = 8 * N as u32;
+    if value < -(1i128 << (bits - 1)) || value >= 1i128 << bits {
+        return None;
+    }
+    value.to_le_bytes()[..N].try_into().ok()
 }
 
 /// Calls `each(item, raw)` for every item, `item` being the bytes to hash and `raw` the
@@ -176,6 +177,9 @@ mod tests {
         let message = decoded(ItemFormat::Long, "12x").unwrap_err().to_string();
         assert_eq!(message, "item '12x' is not a decimal 64-bit integer");
         assert!(decoded(ItemFormat::Int, "4294967296").is_err());
+        assert!(decoded(ItemFormat::Int, "-2147483649").is_err());
+        assert_eq!(decoded(ItemFormat::Int, "-2147483648").unwrap(), [0, 0, 0, 0x80]);
+        assert!(decoded(ItemFormat::Long, "18446744073709551616").is_err());
         assert!(decoded(ItemFormat::Hex, "abc").is_err());
         assert!(decoded(ItemFormat::Hex, "zz").is_err());
     }
