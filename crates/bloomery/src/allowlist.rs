@@ -134,7 +134,7 @@ impl Persist for AllowlistedBloomFilter {
             .finish()
     }
 
-    fn payload(&self) -> Vec<u8> {
+    fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
         let mut payload = native::words_to_le_bytes(self.filter.words());
         let mut items: Vec<&Vec<u8>> = self.allowed.iter().collect();
         items.sort();
@@ -142,7 +142,7 @@ impl Persist for AllowlistedBloomFilter {
             payload.extend_from_slice(&(item.len() as u32).to_le_bytes());
             payload.extend_from_slice(item);
         }
-        payload
+        vec![std::borrow::Cow::Owned(payload)]
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {

@@ -371,10 +371,6 @@ impl Persist for BloomFilter {
         ParamWriter::new().u32(self.num_hashes).finish()
     }
 
-    fn payload(&self) -> Vec<u8> {
-        self.payload_pieces().concat()
-    }
-
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
         vec![native::words_as_le_bytes(self.words())]
     }

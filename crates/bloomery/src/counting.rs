@@ -195,8 +195,8 @@ impl Persist for CountingBloomFilter {
             .finish()
     }
 
-    fn payload(&self) -> Vec<u8> {
-        self.counters.as_bytes().to_vec()
+    fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
+        vec![std::borrow::Cow::Borrowed(self.counters.as_bytes())]
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {

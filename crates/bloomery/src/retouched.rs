@@ -278,7 +278,7 @@ impl Persist for RetouchedBloomFilter {
             .finish()
     }
 
-    fn payload(&self) -> Vec<u8> {
+    fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
         let mut payload = native::words_to_le_bytes(self.bits.words());
         for lists in [&self.items, &self.false_positives] {
             let mut indices: Vec<&u64> = lists.keys().collect();
@@ -293,7 +293,7 @@ impl Persist for RetouchedBloomFilter {
                 }
             }
         }
-        payload
+        vec![std::borrow::Cow::Owned(payload)]
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {

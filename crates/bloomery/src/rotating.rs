@@ -260,10 +260,6 @@ impl Persist for RotatingBloomFilter {
         params.finish()
     }
 
-    fn payload(&self) -> Vec<u8> {
-        self.payload_pieces().concat()
-    }
-
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
         self.generations
             .iter()

@@ -290,10 +290,6 @@ impl Persist for ScalableBloomFilter {
         params.finish()
     }
 
-    fn payload(&self) -> Vec<u8> {
-        self.payload_pieces().concat()
-    }
-
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
         self.filters
             .iter()

@@ -383,10 +383,6 @@ impl Persist for BlockedBloomFilter {
             .finish()
     }
 
-    fn payload(&self) -> Vec<u8> {
-        self.payload_pieces().concat()
-    }
-
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
         vec![native::words_as_le_bytes(blocks_as_words(&self.blocks))]
     }

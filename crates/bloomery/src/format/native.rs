@@ -528,13 +528,13 @@ pub trait Persist: Sized {
     /// The variant's parameters (see [`ParamWriter`]).
     fn params(&self) -> Vec<u8>;
 
-    /// The payload bytes.
-    fn payload(&self) -> Vec<u8>;
+    /// The payload as pieces in order, borrowed where the filter's memory already holds
+    /// them in the stored order.
+    fn payload_pieces(&self) -> Vec<Cow<'_, [u8]>>;
 
-    /// The payload as pieces, borrowed where the filter's memory already holds them in the
-    /// stored order (the default: one owned copy of [`payload`](Persist::payload)).
-    fn payload_pieces(&self) -> Vec<Cow<'_, [u8]>> {
-        vec![Cow::Owned(self.payload())]
+    /// The payload bytes: the pieces, concatenated.
+    fn payload(&self) -> Vec<u8> {
+        self.payload_pieces().concat()
     }
 
     /// Rebuilds the filter from checked parameters and payload; every inconsistency is an
