@@ -56,7 +56,10 @@ impl AllowlistedBloomFilter {
     /// changed.
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
         if !self.allowed.is_empty() {
-            self.allowed.remove(&funnel_bytes(item));
+            match item.contiguous_bytes() {
+                Some(bytes) => self.allowed.remove(bytes),
+                None => self.allowed.remove(&funnel_bytes(item)),
+            };
         }
         self.filter.insert(item)
     }
@@ -69,7 +72,19 @@ impl AllowlistedBloomFilter {
 
     /// Whether `item` might be in the set: in the filter and not listed.
     pub fn contains<T: Funnel + ?Sized>(&self, item: &T) -> bool {
-        self.filter.contains(item) && (self.allowed.is_empty() || !self.allowed.contains(&funnel_bytes(item)))
+        self.filter.contains(item) && !self.is_listed(item)
+    }
+
+    /// Whether `item` is listed; strings and byte slices are looked up in place, without
+    /// collecting their bytes (this is on every lookup's path once anything is listed).
+    fn is_listed<T: Funnel + ?Sized>(&self, item: &T) -> bool {
+        if self.allowed.is_empty() {
+            return false;
+        }
+        match item.contiguous_bytes() {
+            Some(bytes) => self.allowed.contains(bytes),
+            None => self.allowed.contains(&funnel_bytes(item)),
+        }
     }
 
     /// The number of listed items.
