@@ -30,6 +30,7 @@ use crate::blocked::BlockedBloomFilterView;
 use crate::classic::BloomFilterView;
 use crate::error::{Error, Result};
 use crate::format::native::{self, Envelope, Header, Persist, Variant};
+use crate::sizing::ClassicShape;
 use crate::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, FilterStats,
     RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions,
@@ -89,6 +90,16 @@ pub trait DynFilter: FilterView {
     /// when it was (probably) present already, an error when the filter refused it (full,
     /// or unable to grow): then the item was not added.
     fn insert(&mut self, item: &[u8]) -> Result<bool>;
+
+    /// As [`insert`](Self::insert), but refusing with [`Error::MemoryLimit`], before
+    /// allocating, a growth step (a scalable filter's new sub-filter, a rotating filter's
+    /// new generation) that would take the filter past `memory_limit` bytes. Filters of a
+    /// fixed size never allocate on insert; the retouched filter's item lists grow by 16
+    /// bytes per item and are not limited here.
+    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
+        let _ = memory_limit;
+        self.insert(item)
+    }
 
     /// Adds every item in order (the blocked filter hashes ahead and prefetches). Stops at
     /// the first refusal, with the items before it added.
@@ -180,6 +191,48 @@ impl Spec {
             scalable: ScalableOptions::default(),
             generations: 2,
         }
+    }
+}
+
+impl Spec {
+    /// The bytes of bits or counters the filter takes, computed without allocating (and
+    /// with the errors [`create`] would give): the whole filter for the fixed-size
+    /// variants, the first sub-filter of a scalable filter, and all generations of a
+    /// rotating one (what it reaches after `generations` rotations). A tool checks this
+    /// against the memory and disk it has before calling [`create`].
+    ///
+    /// ```
+    /// use bloomery::any::Spec;
+    /// use bloomery::format::native::Variant;
+    ///
+    /// // Guava's sizing: 95,850,624 bits for 10^7 items at 1%.
+    /// assert_eq!(Spec::new(Variant::Classic, 10_000_000, 0.01).memory_bytes()?, 11_981_328);
+    /// let mut rotating = Spec::new(Variant::Rotating, 10_000_000, 0.01);
+    /// rotating.generations = 3;
+    /// assert_eq!(rotating.memory_bytes()?, 3 * 11_981_328);
+    /// assert!(Spec::new(Variant::Classic, 1000, 1e-300).memory_bytes().is_err());
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn memory_bytes(&self) -> Result<u64> {
+        let (n, p) = (self.expected_items, self.fpp);
+        let classic_bytes = |n, p| -> Result<u64> { Ok(ClassicShape::for_fpp(n, p)?.num_words as u64 * 8) };
+        Ok(match self.variant {
+            Variant::Classic | Variant::Retouched | Variant::Allowlisted => classic_bytes(n, p)?,
+            Variant::Blocked => {
+                crate::sizing::blocked_num_blocks(n, p)?.saturating_mul(crate::sizing::BLOCK_BITS / 8)
+            }
+            // Two 4-bit counters a byte.
+            Variant::Counting => ClassicShape::for_fpp(n, p)?.num_bits().div_ceil(2),
+            Variant::Scalable => {
+                crate::scalable::check_options(n, p, &self.scalable)?;
+                let (capacity, fpp) = crate::scalable::sub_filter_params(n, p, &self.scalable, 0);
+                classic_bytes(capacity, fpp)?
+            }
+            Variant::Rotating => {
+                crate::rotating::check_generations(self.generations)?;
+                classic_bytes(n, p)?.saturating_mul(self.generations as u64)
+            }
+        })
     }
 }
 
@@ -520,6 +573,10 @@ impl DynFilter for ScalableBloomFilter {
         ScalableBloomFilter::insert(self, item)
     }
 
+    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
+        ScalableBloomFilter::insert_within(self, item, Some(memory_limit))
+    }
+
     owned_filter_common!();
 }
 
@@ -624,6 +681,10 @@ impl DynFilter for RotatingBloomFilter {
         Ok(RotatingBloomFilter::insert(self, item))
     }
 
+    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
+        RotatingBloomFilter::insert_within(self, item, crate::rotating::now_ms(), Some(memory_limit))
+    }
+
     owned_filter_common!();
 }
 
@@ -670,6 +731,56 @@ mod tests {
             let mut results = vec![false; items.len()];
             view.contains_batch(&items, &mut results);
             assert!(results.iter().all(|&present| present), "{:?}", filter.variant());
+        }
+    }
+
+    #[test]
+    fn spec_memory_bytes_is_what_create_allocates() {
+        for variant in Variant::ALL {
+            for (n, p) in [(1, 0.5), (1_000, 0.01), (123_457, 0.001)] {
+                let mut spec = Spec::new(variant, n, p);
+                spec.generations = 2;
+                let mut filter = create(&spec).unwrap();
+                if variant == Variant::Rotating {
+                    // Fill the first generation so that the second exists.
+                    let mut i = 0u64;
+                    while filter.stats().sub_filters < 2 {
+                        filter.insert(&i.to_le_bytes()).unwrap();
+                        i += 1;
+                    }
+                }
+                assert_eq!(
+                    spec.memory_bytes().unwrap(),
+                    filter.stats().memory_bytes,
+                    "{variant:?} n={n} p={p}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn growth_past_a_memory_limit_is_refused_before_allocating_and_nothing_is_lost() {
+        for variant in [Variant::Scalable, Variant::Rotating] {
+            let mut filter = create(&Spec::new(variant, 100, 0.01)).unwrap();
+            let limit = filter.stats().memory_bytes;
+            let mut added = Vec::new();
+            let error = loop {
+                let item = (added.len() as u64).to_le_bytes();
+                match filter.insert_within(&item, limit) {
+                    Ok(_) => added.push(item),
+                    Err(error) => break error,
+                }
+                assert!(added.len() < 10_000, "{variant:?} never refused");
+            };
+            assert!(
+                matches!(error, Error::MemoryLimit { limit: l, .. } if l == limit),
+                "{error}"
+            );
+            assert_eq!(filter.stats().memory_bytes, limit, "{variant:?}");
+            assert!(added.iter().all(|item| filter.contains(item)), "{variant:?}");
+            // With room, the same insert grows the filter.
+            assert!(filter.insert_within(&u64::MAX.to_le_bytes(), 4 * limit).unwrap());
+            assert_eq!(filter.stats().sub_filters, 2, "{variant:?}");
         }
     }
 

@@ -74,6 +74,16 @@ pub enum Error {
         capacity: u64,
     },
 
+    /// Growing the filter (a new sub-filter or generation) would take it past the memory
+    /// limit its caller set; the item was not added.
+    #[error("filter cannot grow: it would take {needed} bytes, over the limit of {limit} bytes")]
+    MemoryLimit {
+        /// The filter's bytes after the growth that was refused.
+        needed: u64,
+        /// The limit.
+        limit: u64,
+    },
+
     /// An item to remove is definitely not in the filter.
     #[error("item is not in the filter: nothing was removed")]
     NotPresent,

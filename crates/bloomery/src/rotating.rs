@@ -60,7 +60,20 @@ pub struct RotatingBloomFilter {
     window_ms: Option<u64>,
 }
 
-fn now_ms() -> u64 {
+/// Checks a number of generations: 2 to [`MAX_GENERATIONS`].
+pub(crate) fn check_generations(generations: usize) -> Result<()> {
+    if (2..=MAX_GENERATIONS).contains(&generations) {
+        Ok(())
+    } else {
+        Err(Error::Parameter {
+            name: "generations",
+            value: generations.to_string(),
+            allowed: "in 2..=1024",
+        })
+    }
+}
+
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_millis() as u64)
@@ -83,13 +96,7 @@ impl RotatingBloomFilter {
         window_ms: Option<u64>,
         now_ms: u64,
     ) -> Result<Self> {
-        if !(2..=MAX_GENERATIONS).contains(&generations) {
-            return Err(Error::Parameter {
-                name: "generations",
-                value: generations.to_string(),
-                allowed: "in 2..=1024",
-            });
-        }
+        check_generations(generations)?;
         if items_per_generation == 0 {
             return Err(Error::Parameter {
                 name: "items_per_generation",
@@ -113,13 +120,21 @@ impl RotatingBloomFilter {
             fpp,
             window_ms,
         };
-        filter.start_generation(now_ms)?;
+        filter.start_generation(now_ms, None)?;
         Ok(filter)
     }
 
-    fn start_generation(&mut self, now_ms: u64) -> Result<()> {
+    /// Starts a generation (dropping the oldest when all are kept), unless a new one
+    /// would take the filter past `memory_limit` bytes (checked before allocating).
+    fn start_generation(&mut self, now_ms: u64, memory_limit: Option<u64>) -> Result<()> {
         if self.generations.len() == self.max_generations {
             self.generations.pop_front();
+        } else if let Some(limit) = memory_limit {
+            let new_bytes = ClassicShape::for_fpp(self.items_per_generation, self.fpp)?.num_words as u64 * 8;
+            let needed = (self.memory_bytes() as u64).saturating_add(new_bytes);
+            if needed > limit {
+                return Err(Error::MemoryLimit { needed, limit });
+            }
         }
         self.generations.push_back(Generation {
             filter: BloomFilter::with_fpp(self.items_per_generation, self.fpp)?,
@@ -138,14 +153,28 @@ impl RotatingBloomFilter {
     /// Adds `item` at time `now_ms`, first rotating if the newest generation is full or
     /// its window has passed.
     pub fn insert_at<T: Funnel + ?Sized>(&mut self, item: &T, now_ms: u64) -> bool {
+        // The shape was checked at construction and there is no memory limit, so this
+        // cannot fail.
+        self.insert_within(item, now_ms, None)
+            .expect("generation parameters were checked")
+    }
+
+    /// As [`insert_at`](Self::insert_at), but refusing with [`Error::MemoryLimit`] (before
+    /// allocating) a new generation that would take the filter past `memory_limit` bytes;
+    /// rotating out the oldest generation allocates no more than it frees and is never
+    /// refused.
+    pub fn insert_within<T: Funnel + ?Sized>(
+        &mut self,
+        item: &T,
+        now_ms: u64,
+        memory_limit: Option<u64>,
+    ) -> Result<bool> {
         let newest = self.generations.back().expect("at least one generation");
         let expired = self
             .window_ms
             .is_some_and(|window| now_ms.saturating_sub(newest.started_ms) >= window);
         if newest.len >= self.items_per_generation || expired {
-            // The shape was checked at construction, so this cannot fail.
-            self.start_generation(now_ms)
-                .expect("generation parameters were checked");
+            self.start_generation(now_ms, memory_limit)?;
         }
         let newest = self.generations.back_mut().expect("at least one generation");
         let changed = newest.filter.insert(item);
@@ -155,7 +184,7 @@ impl RotatingBloomFilter {
         if changed {
             newest.len += 1;
         }
-        changed
+        Ok(changed)
     }
 
     /// Whether `item` might have been inserted within the kept generations.

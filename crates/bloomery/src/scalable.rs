@@ -19,7 +19,7 @@ use crate::classic::{BloomFilter, read_embedded, write_embedded};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, hash_item};
-use crate::sizing::check_fpp;
+use crate::sizing::{ClassicShape, check_fpp};
 
 /// The largest number of sub-filters (ample: with growth 2 the 64th holds c·2^63 items).
 pub const MAX_SUB_FILTERS: usize = 64;
@@ -98,19 +98,18 @@ impl ScalableBloomFilter {
             fpp,
             options,
         };
-        filter.push_sub_filter()?;
+        filter.push_sub_filter(None)?;
         Ok(filter)
     }
 
     /// Capacity and false-positive probability of sub-filter `index`.
     fn sub_filter_params(&self, index: usize) -> (u64, f64) {
-        let growth = u64::from(self.options.expansion).saturating_pow(index as u32);
-        let capacity = self.initial_capacity.saturating_mul(growth);
-        let fpp = self.fpp * (1.0 - self.options.tightening) * self.options.tightening.powi(index as i32);
-        (capacity, fpp)
+        sub_filter_params(self.initial_capacity, self.fpp, &self.options, index)
     }
 
-    fn push_sub_filter(&mut self) -> Result<()> {
+    /// Adds the next sub-filter, unless it would take the filter past `memory_limit` bytes
+    /// (checked before anything is allocated).
+    fn push_sub_filter(&mut self, memory_limit: Option<u64>) -> Result<()> {
         let index = self.filters.len();
         if index >= MAX_SUB_FILTERS {
             return Err(Error::Full {
@@ -118,6 +117,13 @@ impl ScalableBloomFilter {
             });
         }
         let (capacity, fpp) = self.sub_filter_params(index);
+        if let Some(limit) = memory_limit {
+            let new_bytes = ClassicShape::for_fpp(capacity, fpp)?.num_words as u64 * 8;
+            let needed = (self.memory_bytes() as u64).saturating_add(new_bytes);
+            if needed > limit {
+                return Err(Error::MemoryLimit { needed, limit });
+            }
+        }
         let filter = BloomFilter::with_fpp(capacity, fpp)?;
         self.filters.push(SubFilter {
             filter,
@@ -130,6 +136,30 @@ impl ScalableBloomFilter {
     /// Adds `item`. `Ok(false)` when it was (probably) present already; `Err(Error::Full)`
     /// when a non-scaling filter is at capacity, or a scaling one cannot grow further.
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {
+        self.insert_within(item, None)
+    }
+
+    /// As [`insert`](Self::insert), but refusing with [`Error::MemoryLimit`] (before
+    /// allocating) a growth step that would take the filter past `memory_limit` bytes: a
+    /// server's cap on what one write may make a key allocate.
+    ///
+    /// ```
+    /// use bloomery::ScalableBloomFilter;
+    ///
+    /// let mut filter = ScalableBloomFilter::new(100, 0.01)?;
+    /// let limit = Some(filter.memory_bytes() as u64); // no room to grow
+    /// let mut refused = None;
+    /// for i in 0..200i64 {
+    ///     if let Err(error) = filter.insert_within(&i, limit) {
+    ///         refused = Some(error);
+    ///         break;
+    ///     }
+    /// }
+    /// assert!(matches!(refused, Some(bloomery::Error::MemoryLimit { .. })));
+    /// assert_eq!(filter.num_filters(), 1);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn insert_within<T: Funnel + ?Sized>(&mut self, item: &T, memory_limit: Option<u64>) -> Result<bool> {
         let hash = hash_item(item);
         if self.filters.iter().any(|sub| sub.filter.contains_hash(hash)) {
             return Ok(false);
@@ -141,7 +171,7 @@ impl ScalableBloomFilter {
                     capacity: self.capacity(),
                 });
             }
-            self.push_sub_filter()?;
+            self.push_sub_filter(memory_limit)?;
         }
         let newest = self.filters.last_mut().expect("at least one sub-filter");
         newest.filter.insert_hash(hash);
@@ -218,7 +248,21 @@ impl ScalableBloomFilter {
     }
 }
 
-fn check_options(capacity: u64, fpp: f64, options: &ScalableOptions) -> Result<()> {
+/// Capacity and false-positive probability of sub-filter `index` of a filter starting at
+/// `initial_capacity` items and `fpp`.
+pub(crate) fn sub_filter_params(
+    initial_capacity: u64,
+    fpp: f64,
+    options: &ScalableOptions,
+    index: usize,
+) -> (u64, f64) {
+    let growth = u64::from(options.expansion).saturating_pow(index as u32);
+    let capacity = initial_capacity.saturating_mul(growth);
+    let fpp = fpp * (1.0 - options.tightening) * options.tightening.powi(index as i32);
+    (capacity, fpp)
+}
+
+pub(crate) fn check_options(capacity: u64, fpp: f64, options: &ScalableOptions) -> Result<()> {
     if capacity == 0 {
         return Err(Error::Parameter {
             name: "capacity",
