@@ -5,19 +5,18 @@
 //! error instead of taking the server down.
 
 use bloomery::any::{self, DynFilter, Spec};
+use bloomery::format::native::Variant;
 use bloomery::{Error as BloomError, ScalableOptions};
 use redis_module::key::{RedisKey, RedisKeyWritable};
-use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, Status};
+use redis_module::{
+    Context, ModuleOptions, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, Status,
+};
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bloomery::format::native::Variant;
-use bloomery::format::pieces::{Assembled, PieceAssembler};
-
-use crate::datatype::{BLOOM_TYPE, CHUNK_BYTES, Stored, dump_chunk};
-use crate::limits::{MAX_DUMP_BYTES, MAX_EXPANSION, MAX_FILTER_BYTES, first_filter_bytes};
+use crate::datatype::{BLOOM_TYPE, Stored, dump_chunk};
+use crate::limits::{MAX_EXPANSION, cap_for_command, parse_memory, register_config, set_max_filter_memory};
+use crate::loading::{Load, LoadError, Progress, over_cap_message};
 
 /// The defaults for filters created by `BF.ADD`/`BF.MADD`/`BF.INSERT`: RedisBloom's
 /// (error rate 0.01, capacity 100, expansion 2), overridable when the module is loaded:
@@ -26,11 +25,20 @@ static DEFAULT_ERROR_RATE_BITS: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B
 static DEFAULT_CAPACITY: AtomicU64 = AtomicU64::new(100);
 static DEFAULT_EXPANSION: AtomicU64 = AtomicU64::new(2);
 
-/// Reads the module's load arguments (pairs of NAME VALUE); refuses to load on a bad one.
-/// Also makes every filter array come from Redis's allocator (no directly mapped huge-page
-/// arrays), so `INFO memory`, `maxmemory` and eviction see all of the module's memory.
+/// Declares that the module handles RDB read errors itself, registers and loads the
+/// module's configuration, then reads the load arguments (pairs of NAME VALUE, which win
+/// over redis.conf); refuses to load on a bad one. Also makes every filter array come from
+/// Redis's allocator (no directly mapped huge-page arrays), so `INFO memory`, `maxmemory`
+/// and eviction see all of the module's memory.
 pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
+    // Without this option, a short read in a crafted RESTORE payload stops the server
+    // ("Error loading data from RDB (short read or EOF)"); with it, the load calls report
+    // the error and `rdb_load` returns NULL, which RESTORE answers as an error.
+    ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     bloomery::bits::set_huge_pages(false);
+    if register_config(ctx) == Status::Err {
+        return Status::Err;
+    }
     let mut pairs = args.chunks(2);
     for pair in &mut pairs {
         let [name, value] = pair else {
@@ -44,19 +52,28 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
         } else if word_is(name, "INITIAL_SIZE") {
             parse_i64(value)
                 .filter(|&capacity| {
-                    capacity > 0 && first_filter_bytes(capacity as u64, 0.01) <= MAX_FILTER_BYTES
+                    capacity > 0
+                        && Spec::new(Variant::Scalable, capacity as u64, 0.01)
+                            .memory_bytes()
+                            .is_ok()
                 })
                 .map(|capacity| DEFAULT_CAPACITY.store(capacity as u64, Ordering::Relaxed))
         } else if word_is(name, "EXPANSION") {
             parse_i64(value)
                 .filter(|&expansion| expansion >= 1 && expansion as u64 <= MAX_EXPANSION)
                 .map(|expansion| DEFAULT_EXPANSION.store(expansion as u64, Ordering::Relaxed))
+        } else if word_is(name, "MAX_FILTER_MEMORY") {
+            value
+                .try_as_str()
+                .ok()
+                .and_then(parse_memory)
+                .map(set_max_filter_memory)
         } else {
             None
         };
         if accepted.is_none() {
             ctx.log_warning(&format!(
-                "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION >= 1)",
+                "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit)",
                 name, value
             ));
             return Status::Err;
@@ -69,18 +86,31 @@ const FULL: &str = "ERR non scaling filter is full";
 const WRONG_TYPE: RedisError =
     RedisError::Str("WRONGTYPE Operation against a key holding the wrong kind of value");
 
+/// The error for a key whose `BF.LOADCHUNK` load has not finished.
+fn still_loading(load: &Load) -> RedisError {
+    RedisError::String(format!(
+        "ERR the key holds a filter still being loaded by BF.LOADCHUNK (piece {} is next): send the rest, or DEL the key",
+        load.next_number()
+    ))
+}
+
 /// The filter at a key opened for reading; `None` for a missing key, WRONGTYPE (Redis's own
-/// wording) for a key of another type.
+/// wording) for a key of another type, an error for a load in progress.
 fn read_filter(key: &RedisKey) -> Result<Option<&dyn DynFilter>, RedisError> {
-    Ok(key
-        .get_value::<Stored>(&BLOOM_TYPE)
-        .map_err(|_| WRONG_TYPE)?
-        .map(|filter| &**filter))
+    match key.get_value::<Stored>(&BLOOM_TYPE).map_err(|_| WRONG_TYPE)? {
+        None => Ok(None),
+        Some(Stored::Filter(filter)) => Ok(Some(&**filter)),
+        Some(Stored::Loading(load)) => Err(still_loading(load)),
+    }
 }
 
 /// As [`read_filter`], for a key opened for writing.
-fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut Stored>, RedisError> {
-    key.get_value::<Stored>(&BLOOM_TYPE).map_err(|_| WRONG_TYPE)
+fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut Box<dyn DynFilter>>, RedisError> {
+    match key.get_value::<Stored>(&BLOOM_TYPE).map_err(|_| WRONG_TYPE)? {
+        None => Ok(None),
+        Some(Stored::Filter(filter)) => Ok(Some(filter)),
+        Some(Stored::Loading(load)) => Err(still_loading(load)),
+    }
 }
 
 /// Parameters of a new filter.
@@ -103,13 +133,8 @@ impl Default for Reservation {
 }
 
 impl Reservation {
-    fn create(&self) -> Result<Stored, RedisError> {
-        let bytes = first_filter_bytes(self.capacity, self.error_rate);
-        if bytes > MAX_FILTER_BYTES {
-            return Err(RedisError::String(format!(
-                "ERR filter would take {bytes} bytes, more than the module's limit of {MAX_FILTER_BYTES}"
-            )));
-        }
+    /// The new filter, refused before allocating if its first sub-filter is over `cap`.
+    fn create(&self, cap: Option<u64>) -> Result<Box<dyn DynFilter>, RedisError> {
         let spec = Spec {
             scalable: ScalableOptions {
                 expansion: self.expansion,
@@ -118,6 +143,12 @@ impl Reservation {
             },
             ..Spec::new(Variant::Scalable, self.capacity, self.error_rate)
         };
+        let bytes = spec
+            .memory_bytes()
+            .map_err(|error| RedisError::String(format!("ERR {error}")))?;
+        if let Some(cap) = cap.filter(|&cap| bytes > cap) {
+            return Err(RedisError::String(over_cap_message(bytes, cap)));
+        }
         any::create(&spec).map_err(|error| RedisError::String(format!("ERR {error}")))
     }
 }
@@ -192,45 +223,75 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         write_filter(&redis_key)?;
         return Err(RedisError::Str("ERR item exists"));
     }
-    redis_key.set_value(&BLOOM_TYPE, reservation.create()?)?;
+    let cap = cap_for_command(ctx.get_flags());
+    redis_key.set_value(&BLOOM_TYPE, Stored::Filter(reservation.create(cap)?))?;
     notify_and_replicate(ctx, "bf.reserve", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
-/// Adds `items` to the filter at `key` (created from `reservation` if missing, unless
-/// `create` is false); one reply per item, stopping at the first error as RedisBloom does.
+/// The reply to an item refused because the filter would grow past the cap.
+const AT_MEMORY_LIMIT: &str = "ERR filter cannot grow: its next sub-filter would take it past the module's limit per key (bloomery.max-filter-memory)";
+
+/// Adds `args[items_at..]` to the filter at `args[1]` (created from `reservation` if
+/// missing, unless it is `None`); one reply per item, stopping at the first refusal as
+/// RedisBloom does. Every item goes through `insert_within`, so growth stays within the
+/// cap. What is replicated (and written to the AOF) is what happened: the command as
+/// given, or, after a refusal, `command` with only the items before it, so a replica or an
+/// AOF replay (which are not held to this server's cap) never adds an item refused here.
 fn add_items(
     ctx: &Context,
-    key: &RedisString,
-    items: &[RedisString],
+    command: &str,
+    args: &[RedisString],
+    items_at: usize,
     reservation: Option<&Reservation>,
 ) -> Result<Vec<RedisValue>, RedisError> {
+    let key = &args[1];
+    let items = &args[items_at..];
+    let cap = cap_for_command(ctx.get_flags());
     let redis_key = ctx.open_key_writable(key);
+    let created = redis_key.is_empty();
     let filter = match write_filter(&redis_key)? {
         Some(filter) => filter,
         None => {
             let Some(reservation) = reservation else {
                 return Err(RedisError::Str("ERR not found"));
             };
-            redis_key.set_value(&BLOOM_TYPE, reservation.create()?)?;
+            redis_key.set_value(&BLOOM_TYPE, Stored::Filter(reservation.create(cap)?))?;
             write_filter(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
     };
     let mut replies = Vec::with_capacity(items.len());
     for item in items {
-        match filter.insert(item.as_slice()) {
+        let inserted = match cap {
+            Some(cap) => filter.insert_within(item.as_slice(), cap),
+            None => filter.insert(item.as_slice()),
+        };
+        match inserted {
             Ok(added) => replies.push(RedisValue::Integer(i64::from(added))),
-            Err(BloomError::Full { .. }) => {
-                replies.push(RedisValue::StaticError(FULL));
-                break;
-            }
-            Err(_) => {
-                replies.push(RedisValue::StaticError("ERR filter cannot grow any further"));
+            Err(error) => {
+                replies.push(RedisValue::StaticError(match error {
+                    BloomError::Full { .. } => FULL,
+                    BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
+                    _ => "ERR filter cannot grow any further",
+                }));
                 break;
             }
         }
     }
-    notify_and_replicate(ctx, "bf.add", key);
+    let accepted = replies
+        .iter()
+        .take_while(|reply| matches!(reply, RedisValue::Integer(_)))
+        .count();
+    if accepted == items.len() {
+        notify_and_replicate(ctx, "bf.add", key);
+    } else if accepted > 0 {
+        ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.add", key);
+        let done: Vec<&RedisString> = args[1..items_at + accepted].iter().collect();
+        ctx.replicate(command, &done[..]);
+    } else if created {
+        // A new filter refused its first item: nothing happened, so nothing stays.
+        redis_key.delete()?;
+    }
     Ok(replies)
 }
 
@@ -239,7 +300,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    let mut replies = add_items(ctx, &args[1], &args[2..], Some(&Reservation::default()))?;
+    let mut replies = add_items(ctx, "BF.ADD", &args, 2, Some(&Reservation::default()))?;
     match replies.pop() {
         Some(RedisValue::StaticError(message)) => Err(RedisError::Str(message)),
         Some(reply) => Ok(reply),
@@ -254,8 +315,9 @@ pub fn madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     Ok(RedisValue::Array(add_items(
         ctx,
-        &args[1],
-        &args[2..],
+        "BF.MADD",
+        &args,
+        2,
         Some(&Reservation::default()),
     )?))
 }
@@ -306,8 +368,9 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let reservation = create.then_some(&reservation);
     Ok(RedisValue::Array(add_items(
         ctx,
-        &args[1],
-        &args[items_at..],
+        "BF.INSERT",
+        &args,
+        items_at,
         reservation,
     )?))
 }
@@ -423,51 +486,74 @@ pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     })
 }
 
-/// Loads in progress, by key. Memory grows only with the pieces received.
-static PENDING: Mutex<BTreeMap<Vec<u8>, PieceAssembler>> = Mutex::new(BTreeMap::new());
-
-const BAD_DATA: RedisError = RedisError::Str("ERR received bad data");
-
 /// `BF.LOADCHUNK key iterator data`: restores a filter from `BF.SCANDUMP`'s pieces, in
-/// order (the library's [`PieceAssembler`] checks each piece as it comes). Any bloomery
-/// variant loads (a file made by the `bloomery` tool is one piece per 16 MiB of its
-/// bytes); `BF.*` commands then answer through the library's interface. The key is written
-/// when the last piece arrives and the whole dump passes its checksums and parameter
-/// checks; anything malformed is refused with "received bad data" and changes nothing.
+/// order. Any bloomery variant loads (a file made by the `bloomery` tool is one piece per
+/// 16 MiB of its bytes); `BF.*` commands then answer through the library's interface.
+///
+/// Piece 1 creates the key, holding the load in progress (see [`crate::loading`]), unless
+/// the key exists: a filter is never replaced by a load (RedisBloom refuses too), and a
+/// load in progress is never restarted over (DEL it first). Each further piece must be
+/// the next; one that arrives out of order is refused and the load kept, while damaged
+/// data ends the load (the key is deleted). The last piece turns the key into the filter
+/// once the whole dump passes its checksums and parameter checks and fits the cap.
 pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 4 {
         return Err(RedisError::WrongArity);
     }
     let key = &args[1];
-    let iterator = parse_i64(&args[2]).ok_or(BAD_DATA)?;
+    let iterator = parse_i64(&args[2])
+        .and_then(|iterator| u64::try_from(iterator).ok())
+        .ok_or(RedisError::Str(
+            "ERR received bad data: the iterator is not a positive integer",
+        ))?;
     let data = args[3].as_slice();
-    let mut pending = PENDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let key_bytes = key.as_slice().to_vec();
-    // A new dump (iterator 1) replaces any unfinished one for the key; a bad piece ends it.
-    let progress = if iterator == 1 {
-        pending.remove(&key_bytes);
-        PieceAssembler::start(data, CHUNK_BYTES, MAX_DUMP_BYTES)
-    } else {
-        let assembler = pending.remove(&key_bytes).ok_or(BAD_DATA)?;
-        assembler.push(u64::try_from(iterator).map_err(|_| BAD_DATA)?, data)
-    };
-    let complete = match progress.map_err(|_| BAD_DATA)? {
-        Assembled::Complete(bytes) => Some(bytes),
-        Assembled::NeedMore(assembler) => {
-            pending.insert(key_bytes, assembler);
-            None
+    let cap = cap_for_command(ctx.get_flags());
+    let redis_key = ctx.open_key_writable(key);
+    let refused = |error: LoadError| RedisError::String(error.message());
+    match redis_key
+        .get_value::<Stored>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?
+    {
+        None if iterator == 1 => {
+            let value = match Load::start(data, cap).map_err(refused)? {
+                Progress::Loading(load) => Stored::Loading(load),
+                Progress::Complete(filter) => Stored::Filter(filter),
+            };
+            redis_key.set_value(&BLOOM_TYPE, value)?;
         }
-    };
-    drop(pending);
-    if let Some(bytes) = complete {
-        let filter = any::open(&bytes).map_err(|_| BAD_DATA)?;
-        let redis_key = ctx.open_key_writable(key);
-        if !redis_key.is_empty() {
-            write_filter(&redis_key)?;
+        None => {
+            return Err(RedisError::Str(
+                "ERR received bad data: no load in progress at the key (the first piece has iterator 1)",
+            ));
         }
-        redis_key.set_value(&BLOOM_TYPE, filter)?;
-        ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.loadchunk", key);
+        Some(Stored::Filter(_)) => {
+            return Err(RedisError::Str(
+                "ERR received bad data: the key holds a filter; DEL it before loading another",
+            ));
+        }
+        Some(Stored::Loading(load)) if iterator != load.next_number() => {
+            return Err(RedisError::String(format!(
+                "ERR received bad data: piece {iterator} arrived where piece {} was expected (DEL the key to start over)",
+                load.next_number()
+            )));
+        }
+        Some(stored @ Stored::Loading(_)) => {
+            let Stored::Loading(load) = &mut *stored else {
+                return Err(RedisError::Str("ERR no load in progress"));
+            };
+            match load.push(iterator, data, cap) {
+                Ok(None) => {}
+                Ok(Some(filter)) => *stored = Stored::Filter(filter),
+                Err(error) => {
+                    // The load is spent: remove it, and tell replicas and the AOF so
+                    // (a replica is not held to this server's cap, so it might not refuse).
+                    redis_key.delete()?;
+                    ctx.replicate("DEL", &[key][..]);
+                    return Err(refused(error));
+                }
+            }
+        }
     }
-    ctx.replicate_verbatim();
+    notify_and_replicate(ctx, "bf.loadchunk", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -1,22 +1,37 @@
-//! The module's data type: a filter per key, held through the library's one interface
+//! The module's data type: per key, a filter held through the library's one interface
 //! ([`DynFilter`]: the commands create scalable filters, and `BF.LOADCHUNK` or an RDB file
-//! may bring any variant), saved to RDB as the library's native envelope (checksummed, so
-//! a damaged RDB is refused rather than half-loaded).
+//! may bring any variant) or a `BF.LOADCHUNK` load in progress ([`Load`]), saved to RDB as
+//! the library's native envelope (checksummed, so a damaged RDB or `RESTORE` payload is
+//! refused rather than half-loaded) or as the pieces received so far.
 //! Saving, AOF rewrite, digests and `BF.SCANDUMP` stream the envelope from the filter's own
 //! memory ([`Envelope`]) in pieces of at most [`CHUNK_BYTES`], never a whole-filter copy.
+//!
+//! Loading never trusts a length: the module declares `REDISMODULE_OPTIONS_HANDLE_IO_ERRORS`
+//! (see `lib.rs`), so a short read or a wrong type marker in a crafted `RESTORE` payload
+//! makes Redis's load calls report an error (checked after every call, by
+//! `redis_module::raw::load_*`) instead of stopping the server; every announced length is
+//! checked against the cap before anything is reserved, and a value that does not load
+//! whole is refused (`NULL`: `RESTORE` answers an error).
 
 use std::os::raw::{c_int, c_void};
 
-use bloomery::any::{self, DynFilter};
+use bloomery::any::DynFilter;
 use bloomery::format::native::Envelope;
 use redis_module::native_types::RedisType;
-use redis_module::raw;
+use redis_module::{ContextFlags, raw};
 
-use crate::limits::MAX_DUMP_BYTES;
+use crate::limits::{cap_for_rdb_load, envelope_limit};
+use crate::loading::{Load, open_within};
 
-/// The RDB encoding version of [`BLOOM_TYPE`]: 1 is the envelope's length, then the envelope
-/// in strings of at most [`CHUNK_BYTES`]; 0 (still read) was the envelope as one string.
-const ENCODING_VERSION: c_int = 1;
+/// The RDB encoding version of [`BLOOM_TYPE`]: 2 is a kind (0 a filter, 1 a load in
+/// progress), then encoding 1's layout; 1 (still read) is the envelope's length, then the
+/// envelope in strings of at most [`CHUNK_BYTES`]; 0 (still read) was the envelope as one
+/// string.
+const ENCODING_VERSION: c_int = 2;
+
+/// The kinds of value encoding 2 writes.
+const KIND_FILTER: u64 = 0;
+const KIND_LOADING: u64 = 1;
 
 /// The module's type; the name is exactly 9 characters, as Redis requires.
 pub static BLOOM_TYPE: RedisType = RedisType::new(
@@ -46,27 +61,40 @@ pub static BLOOM_TYPE: RedisType = RedisType::new(
 );
 
 /// What a key of this type holds.
-pub type Stored = Box<dyn DynFilter>;
+pub enum Stored {
+    /// A filter.
+    Filter(Box<dyn DynFilter>),
+    /// A `BF.LOADCHUNK` load that has not received its last piece.
+    Loading(Load),
+}
 
-/// The filter behind a value pointer.
+/// The value behind a pointer.
 ///
 /// # Safety
 /// `value` must be a value of this type: created by `Box::into_raw` of a [`Stored`] in
 /// `set_value`, `rdb_load` or `copy`, and still held by Redis.
-unsafe fn filter<'a>(value: *const c_void) -> &'a dyn DynFilter {
+unsafe fn stored<'a>(value: *const c_void) -> &'a Stored {
     // SAFETY: as the caller promises.
-    unsafe { &**value.cast::<Stored>() }
+    unsafe { &*value.cast::<Stored>() }
 }
 
-fn into_value(filter: Stored) -> *mut c_void {
-    Box::into_raw(Box::new(filter)).cast::<c_void>()
+fn into_value(value: Stored) -> *mut c_void {
+    Box::into_raw(Box::new(value)).cast::<c_void>()
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
         // SAFETY: every value of this type was created by `Box::into_raw` of a `Stored`
-        // (see `filter`).
+        // (see `stored`).
         drop(unsafe { Box::from_raw(value.cast::<Stored>()) });
+    }
+}
+
+/// Bytes held: the filter's, or the pieces received.
+fn held_bytes(value: &Stored) -> u64 {
+    match value {
+        Stored::Filter(filter) => filter.stats().memory_bytes,
+        Stored::Loading(load) => load.received_bytes().len() as u64,
     }
 }
 
@@ -75,41 +103,100 @@ unsafe extern "C" fn free(value: *mut c_void) {
 /// background (Redis does so above 64).
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     // SAFETY: Redis passes a value of this type.
-    let stats = unsafe { filter(value) }.stats();
-    (stats.memory_bytes / (64 << 10) + stats.sub_filters) as usize
+    let value = unsafe { stored(value) };
+    let pieces = match value {
+        Stored::Filter(filter) => filter.stats().sub_filters,
+        Stored::Loading(_) => 1,
+    };
+    (held_bytes(value) / (64 << 10) + pieces) as usize
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
     // SAFETY: Redis passes a value of this type and holds the key while it asks.
-    let stats = unsafe { filter(value) }.stats();
-    stats.memory_bytes as usize + std::mem::size_of::<Stored>() * 2
+    held_bytes(unsafe { stored(value) }) as usize + std::mem::size_of::<Stored>() * 2
+}
+
+/// Writes a length and then `bytes`' pieces, as [`load_chunks`] reads them.
+fn save_pieces<'a>(
+    rdb: *mut raw::RedisModuleIO,
+    len: u64,
+    pieces: impl Iterator<Item = std::borrow::Cow<'a, [u8]>>,
+) {
+    raw::save_unsigned(rdb, len);
+    for piece in pieces {
+        raw::save_slice(rdb, &piece);
+    }
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: Redis passes a value of this type.
-    let envelope = unsafe { filter(value) }.envelope();
-    raw::save_unsigned(rdb, envelope.len());
-    for (_, chunk) in dump_chunks(&envelope) {
-        raw::save_slice(rdb, &chunk);
+    match unsafe { stored(value) } {
+        Stored::Filter(filter) => {
+            let envelope = filter.envelope();
+            raw::save_unsigned(rdb, KIND_FILTER);
+            save_pieces(
+                rdb,
+                envelope.len(),
+                dump_chunks(&envelope).map(|(_, chunk)| chunk.into()),
+            );
+        }
+        Stored::Loading(load) => {
+            let received = load.received_bytes();
+            raw::save_unsigned(rdb, KIND_LOADING);
+            save_pieces(
+                rdb,
+                received.len() as u64,
+                received.chunks(CHUNK_BYTES).map(Into::into),
+            );
+        }
     }
 }
 
-unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
-    let filter = match encoding_version {
-        0 => raw::load_string_buffer(rdb)
-            .ok()
-            .and_then(|buffer| any::open(buffer.as_ref()).ok()),
-        1 => load_chunks(rdb).and_then(|bytes| any::open(&bytes).ok()),
-        _ => None,
+/// The flags of the context a value is loaded in (loading the server's own data, or a
+/// client's `RESTORE`).
+fn load_flags(rdb: *mut raw::RedisModuleIO) -> ContextFlags {
+    // SAFETY: Redis passes a valid IO handle; the context it gives is valid for the call.
+    let bits = unsafe {
+        match (
+            raw::RedisModule_GetContextFromIO,
+            raw::RedisModule_GetContextFlags,
+        ) {
+            (Some(context_of), Some(flags_of)) => flags_of(context_of(rdb)),
+            _ => 0,
+        }
     };
-    filter.map_or(std::ptr::null_mut(), into_value)
+    ContextFlags::from_bits_truncate(bits)
 }
 
-/// Encoding 1's envelope: its length, then pieces adding up to exactly that length.
-fn load_chunks(rdb: *mut raw::RedisModuleIO) -> Option<Vec<u8>> {
-    let total = raw::load_unsigned(rdb)
-        .ok()
-        .filter(|&total| total <= MAX_DUMP_BYTES)?;
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
+    let cap = cap_for_rdb_load(load_flags(rdb));
+    let limit = envelope_limit(cap);
+    let value = match encoding_version {
+        0 => raw::load_string_buffer(rdb)
+            .ok()
+            .and_then(|buffer| open_within(buffer.as_ref(), cap).ok())
+            .map(Stored::Filter),
+        1 => load_chunks(rdb, limit)
+            .and_then(|bytes| open_within(&bytes, cap).ok())
+            .map(Stored::Filter),
+        2 => match raw::load_unsigned(rdb).ok() {
+            Some(KIND_FILTER) => load_chunks(rdb, limit)
+                .and_then(|bytes| open_within(&bytes, cap).ok())
+                .map(Stored::Filter),
+            Some(KIND_LOADING) => load_chunks(rdb, limit)
+                .and_then(|bytes| Load::resume(&bytes, cap))
+                .map(Stored::Loading),
+            _ => None,
+        },
+        _ => None,
+    };
+    value.map_or(std::ptr::null_mut(), into_value)
+}
+
+/// A length, then pieces adding up to exactly that length, which must be at most `limit`:
+/// checked before anything is reserved, and at most one piece is reserved ahead.
+fn load_chunks(rdb: *mut raw::RedisModuleIO, limit: u64) -> Option<Vec<u8>> {
+    let total = raw::load_unsigned(rdb).ok().filter(|&total| total <= limit)?;
     let mut bytes = Vec::with_capacity(total.min(CHUNK_BYTES as u64) as usize);
     while (bytes.len() as u64) < total {
         let chunk = raw::load_string_buffer(rdb).ok()?;
@@ -139,44 +226,80 @@ fn dump_chunks<'a>(envelope: &'a Envelope<'_>) -> impl Iterator<Item = (u64, Vec
     (1..).map_while(|iterator| dump_chunk(envelope, iterator).map(|chunk| (iterator, chunk)))
 }
 
+/// Emits `BF.LOADCHUNK key iterator piece` into the AOF.
+fn emit_loadchunk(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    iterator: u64,
+    piece: &[u8],
+) {
+    // SAFETY: Redis gives a valid AOF handle and key; the format "slb" takes a module
+    // string, a long long and a (pointer, length) buffer, as passed.
+    unsafe {
+        raw::RedisModule_EmitAOF.expect("EmitAOF is provided by redis-server")(
+            aof,
+            c"BF.LOADCHUNK".as_ptr(),
+            c"slb".as_ptr(),
+            key,
+            iterator as std::os::raw::c_longlong,
+            piece.as_ptr().cast::<std::os::raw::c_char>(),
+            piece.len(),
+        );
+    }
+}
+
+/// A filter as the `BF.LOADCHUNK` commands that rebuild it; a load in progress as the
+/// commands that brought its pieces, so replaying the AOF resumes it.
 unsafe extern "C" fn aof_rewrite(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
     // SAFETY: Redis passes a value of this type.
-    let envelope = unsafe { filter(value) }.envelope();
-    for (iterator, chunk) in dump_chunks(&envelope) {
-        // SAFETY: Redis gives a valid AOF handle and key; the format "slb" takes a module
-        // string, a long long and a (pointer, length) buffer, as passed.
-        unsafe {
-            raw::RedisModule_EmitAOF.expect("EmitAOF is provided by redis-server")(
-                aof,
-                c"BF.LOADCHUNK".as_ptr(),
-                c"slb".as_ptr(),
-                key,
-                iterator as std::os::raw::c_longlong,
-                chunk.as_ptr().cast::<std::os::raw::c_char>(),
-                chunk.len(),
-            );
+    match unsafe { stored(value) } {
+        Stored::Filter(filter) => {
+            let envelope = filter.envelope();
+            for (iterator, chunk) in dump_chunks(&envelope) {
+                emit_loadchunk(aof, key, iterator, &chunk);
+            }
+        }
+        Stored::Loading(load) => {
+            for (iterator, piece) in (1..).zip(load.received_bytes().chunks(CHUNK_BYTES)) {
+                emit_loadchunk(aof, key, iterator, piece);
+            }
         }
     }
 }
 
+/// Adds one buffer to a digest.
+fn digest_add(md: *mut raw::RedisModuleDigest, bytes: &[u8]) {
+    // SAFETY: `md` is valid for the duration of the digest callback; the buffer outlives it.
+    unsafe {
+        raw::RedisModule_DigestAddStringBuffer.expect("provided by redis-server")(
+            md,
+            bytes.as_ptr().cast::<std::os::raw::c_char>(),
+            bytes.len(),
+        );
+    }
+}
+
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    // SAFETY: Redis passes a value of this type; `md` is valid for the duration of the call.
-    let envelope = unsafe { filter(value) }.envelope();
-    for (_, chunk) in dump_chunks(&envelope) {
-        // SAFETY: `md` is valid for the call; the buffer outlives it.
-        unsafe {
-            raw::RedisModule_DigestAddStringBuffer.expect("provided by redis-server")(
-                md,
-                chunk.as_ptr().cast::<std::os::raw::c_char>(),
-                chunk.len(),
-            );
+    // SAFETY: Redis passes a value of this type.
+    match unsafe { stored(value) } {
+        Stored::Filter(filter) => {
+            let envelope = filter.envelope();
+            for (_, chunk) in dump_chunks(&envelope) {
+                digest_add(md, &chunk);
+            }
+        }
+        Stored::Loading(load) => {
+            digest_add(md, b"loading");
+            for piece in load.received_bytes().chunks(CHUNK_BYTES) {
+                digest_add(md, piece);
+            }
         }
     }
-    // SAFETY: as above.
+    // SAFETY: as in `digest_add`.
     unsafe {
         raw::RedisModule_DigestEndSequence.expect("provided by redis-server")(md);
     }
@@ -188,5 +311,10 @@ unsafe extern "C" fn copy(
     value: *const c_void,
 ) -> *mut c_void {
     // SAFETY: Redis passes a value of this type.
-    into_value(unsafe { filter(value) }.clone_box())
+    let copied = match unsafe { stored(value) } {
+        Stored::Filter(filter) => Some(Stored::Filter(filter.clone_box())),
+        // A copy of what is already in the keyspace: no cap.
+        Stored::Loading(load) => Load::resume(load.received_bytes(), None).map(Stored::Loading),
+    };
+    copied.map_or(std::ptr::null_mut(), into_value)
 }

@@ -5,11 +5,14 @@
 //! `BF.INSERT`, `BF.EXISTS`, `BF.MEXISTS`, `BF.CARD`, `BF.INFO`, `BF.SCANDUMP` and
 //! `BF.LOADCHUNK` with RedisBloom's syntax, defaults (error rate 0.01, capacity 100,
 //! expansion 2) and error replies, and the data type's RDB save and load, AOF rewrite
-//! (as `BF.LOADCHUNK` commands), digest, copy, free and memory usage.
+//! (as `BF.LOADCHUNK` commands), digest, copy, free and memory usage. Every key is held to
+//! `bloomery.max-filter-memory` bytes (a module configuration: [`limits`]), and a
+//! `BF.LOADCHUNK` load in progress is a value in the keyspace ([`loading`]).
 
 mod commands;
 mod datatype;
 pub mod limits;
+mod loading;
 
 use commands::configure;
 use datatype::BLOOM_TYPE;

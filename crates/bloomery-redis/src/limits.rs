@@ -1,24 +1,163 @@
-//! What a request may ask for. RedisBloom 2.6.28 tries to allocate whatever a
-//! `BF.RESERVE` asks (`BF.RESERVE big 0.01 100000000000` took the server down); here a
-//! filter whose first sub-filter would need more than [`MAX_FILTER_BYTES`] is refused with
-//! an error reply before anything is allocated.
+//! How much memory one key may take, as module configuration. RedisBloom 2.6.28 allocates
+//! whatever a request asks (`BF.RESERVE big 0.01 100000000000` took the server down trying
+//! to allocate about 120 GB); here every filter a client creates, grows or loads is held
+//! to `bloomery.max-filter-memory` bytes (default 1 GiB), checked before allocating:
+//!
+//! - `BF.RESERVE` and the filters `BF.ADD`/`BF.MADD`/`BF.INSERT` create: the first
+//!   sub-filter's size ([`bloomery::any::Spec::memory_bytes`]);
+//! - growth: every item goes through [`bloomery::any::DynFilter::insert_within`], which
+//!   refuses a new sub-filter that would take the filter past the cap;
+//! - `BF.LOADCHUNK` and `RESTORE`: the envelope's announced length against
+//!   [`envelope_limit`], then the loaded filter's memory against the cap.
+//!
+//! A filter grown to the cap is an envelope of at most the cap plus one header (a scalable
+//! or rotating filter's payload is exactly its bits), so whatever growth made under a cap,
+//! `RESTORE` and `BF.LOADCHUNK` accept under the same cap. What the server loads itself
+//! (its RDB or AOF at start, a full sync) and what its primary sends were admitted when
+//! and where they were first written, so they are not held to this server's cap: lowering
+//! the cap at run time, or a replica configured lower than its primary, never makes a
+//! restart fail or a replica diverge. Those loads still allocate only as the bytes
+//! actually arrive, never what a length field claims.
+//!
+//! `0` means no cap: RedisBloom's behaviour (its flow test `test_issue178` reserves a
+//! filter of 1,132,420,232 bytes).
 
-/// The most memory one sub-filter may take: 512 MiB, room for about 4.4 × 10^8 items at
-/// 1% in the first sub-filter.
-pub const MAX_FILTER_BYTES: u64 = 512 << 20;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_longlong, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The largest dump `BF.LOADCHUNK` (or an RDB file) may hold: 64 sub-filters at the
-/// per-filter cap.
-pub const MAX_DUMP_BYTES: u64 = 64 * MAX_FILTER_BYTES;
+use bloomery::format::native::{MAX_PARAMS_LEN, PAYLOAD_ALIGN};
+use redis_module::{Context, ContextFlags, Status, raw};
 
-/// The largest expansion factor accepted (RedisBloom accepts any; past 32768 one growth
-/// step would exceed the memory cap anyway).
+/// The default cap: 1 GiB per key, a filter of about 9 × 10^8 items at 1% (Guava's
+/// sizing, 9.6 bits an item at 0.5% for the first sub-filter).
+pub const DEFAULT_MAX_FILTER_MEMORY: u64 = 1 << 30;
+
+/// The configuration's name, as `CONFIG GET`/`CONFIG SET` see it (Redis prefixes the
+/// module's name: `bloomery.max-filter-memory`).
+const CONFIG_NAME: &CStr = c"max-filter-memory";
+
+static MAX_FILTER_MEMORY: AtomicU64 = AtomicU64::new(DEFAULT_MAX_FILTER_MEMORY);
+
+/// The largest expansion factor accepted: RedisBloom's later range, [1, 32768]. The memory
+/// cap, not this, bounds what growth allocates.
 pub const MAX_EXPANSION: u64 = 32_768;
 
-/// The bytes the first sub-filter of a scalable filter would take (saturating for absurd
-/// requests), for an error rate in (0, 1).
-pub fn first_filter_bytes(capacity: u64, error_rate: f64) -> u64 {
-    // The scalable filter's first sub-filter runs at error_rate · (1 - r), r = 0.5.
-    bloomery::sizing::optimal_num_bits(capacity, error_rate * 0.5)
-        .map_or(u64::MAX, |bits| bits.div_ceil(64) * 8)
+/// The longest header an envelope can have: 32 fixed bytes, at most [`MAX_PARAMS_LEN`]
+/// bytes of parameters and an 8-byte checksum, rounded up to the 64-byte payload alignment
+/// (65,600 bytes).
+pub const MAX_HEADER_BYTES: u64 =
+    (32 + MAX_PARAMS_LEN as u64 + 8).div_ceil(PAYLOAD_ALIGN as u64) * PAYLOAD_ALIGN as u64;
+
+/// The cap in force, in bytes; `None` when it is 0 (no cap).
+pub fn max_filter_memory() -> Option<u64> {
+    Some(MAX_FILTER_MEMORY.load(Ordering::Relaxed)).filter(|&cap| cap > 0)
+}
+
+/// Sets the cap (0: none).
+pub fn set_max_filter_memory(bytes: u64) {
+    MAX_FILTER_MEMORY.store(bytes, Ordering::Relaxed);
+}
+
+/// The cap for a command run in a context with these flags: none for commands from this
+/// server's primary (`REPLICATED`) or replayed from its AOF (`LOADING`), which were
+/// admitted where they were first run.
+pub fn cap_for_command(flags: ContextFlags) -> Option<u64> {
+    if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
+        None
+    } else {
+        max_filter_memory()
+    }
+}
+
+/// The cap for a value read from RDB in a context with these flags: none while the
+/// server loads its own data or a full sync (`LOADING`), or on a replica (whose `RESTORE`s
+/// come from its primary); the cap for a client's `RESTORE`.
+pub fn cap_for_rdb_load(flags: ContextFlags) -> Option<u64> {
+    if flags.intersects(ContextFlags::LOADING | ContextFlags::SLAVE) {
+        None
+    } else {
+        max_filter_memory()
+    }
+}
+
+/// The longest envelope accepted under `cap`: the cap plus the longest header.
+pub fn envelope_limit(cap: Option<u64>) -> u64 {
+    cap.map_or(u64::MAX, |cap| cap.saturating_add(MAX_HEADER_BYTES))
+}
+
+/// A byte count as Redis writes them: digits with an optional unit, `k`/`kb`, `m`/`mb`,
+/// `g`/`gb` (powers of 1000 without `b`, of 1024 with it, as in redis.conf).
+pub fn parse_memory(text: &str) -> Option<u64> {
+    let lower = text.to_ascii_lowercase();
+    let digits_end = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(digits_end);
+    let multiplier: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1_000,
+        "kb" => 1 << 10,
+        "m" => 1_000_000,
+        "mb" => 1 << 20,
+        "g" => 1_000_000_000,
+        "gb" => 1 << 30,
+        _ => return None,
+    };
+    digits
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(multiplier)
+        .filter(|&bytes| bytes <= i64::MAX as u64)
+}
+
+unsafe extern "C" fn get_config(_name: *const c_char, _privdata: *mut c_void) -> c_longlong {
+    MAX_FILTER_MEMORY.load(Ordering::Relaxed) as c_longlong
+}
+
+unsafe extern "C" fn set_config(
+    _name: *const c_char,
+    value: c_longlong,
+    _privdata: *mut c_void,
+    _error: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    // Redis has already checked the range registered below, [0, i64::MAX].
+    set_max_filter_memory(value.max(0) as u64);
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Registers `bloomery.max-filter-memory` (a memory-typed number, so `CONFIG SET` takes
+/// `64mb`) and applies what redis.conf or the command line set. Redis before 7.0 has no
+/// module configuration: the load argument `MAX_FILTER_MEMORY` still works there.
+pub fn register_config(ctx: &Context) -> Status {
+    // SAFETY: reading the function pointers Redis filled in when the module was loaded.
+    let (Some(register), Some(load)) = (unsafe { raw::RedisModule_RegisterNumericConfig }, unsafe {
+        raw::RedisModule_LoadConfigs
+    }) else {
+        ctx.log_notice(
+            "bloomery: this Redis has no module configuration; use the MAX_FILTER_MEMORY load argument",
+        );
+        return Status::Ok;
+    };
+    // SAFETY: called from the module's OnLoad with its context; the name is a C string
+    // that outlives the call (Redis copies it); the callbacks ignore their private data.
+    let registered = unsafe {
+        register(
+            ctx.ctx,
+            CONFIG_NAME.as_ptr(),
+            DEFAULT_MAX_FILTER_MEMORY as c_longlong,
+            raw::REDISMODULE_CONFIG_MEMORY,
+            0,
+            c_longlong::MAX,
+            Some(get_config),
+            Some(set_config),
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    // SAFETY: as above; LoadConfigs must follow the registrations within OnLoad.
+    if registered != raw::REDISMODULE_OK as c_int || unsafe { load(ctx.ctx) } != raw::REDISMODULE_OK as c_int
+    {
+        ctx.log_warning("bloomery: could not register bloomery.max-filter-memory");
+        return Status::Err;
+    }
+    Status::Ok
 }
