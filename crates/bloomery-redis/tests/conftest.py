@@ -74,6 +74,26 @@ class Server:
                 self.process.wait()
 
 
+def held_memory(client) -> int:
+    """INFO memory's used_memory without client and replication buffers (a refused
+    1.2 MB argument stays in the client's query buffer until Redis trims it)."""
+    memory = client.info("memory")
+    return memory["used_memory"] - memory["mem_clients_normal"] - memory["mem_clients_slaves"] - \
+        memory.get("mem_total_replication_buffers", 0)
+
+
+def settles_near(client, before, tolerance=64 << 10) -> bool:
+    """Whether held memory comes back within `tolerance` of `before`: Redis trims a
+    client's query buffer (which held a large refused argument) and updates its client
+    accounting in its once-a-second cron, so a few seconds are allowed."""
+    deadline = time.monotonic() + 5
+    while held_memory(client) - before >= tolerance:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 @pytest.fixture
 def server(tmp_path):
     assert MODULE.exists(), f"build the module first: {MODULE}"

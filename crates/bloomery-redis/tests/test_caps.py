@@ -1,0 +1,190 @@
+"""The per-key memory cap, bloomery.max-filter-memory: a module configuration (load
+argument, redis.conf/command line, CONFIG SET) held by creation, growth, BF.LOADCHUNK and
+RESTORE, checked before allocating; a filter grown to the cap still dumps, restores and
+restarts from RDB and AOF under the same cap, and under a lower one."""
+import subprocess
+import time
+
+import pytest
+import redis
+
+from conftest import MODULE, Server, free_port, held_memory, settles_near
+
+CAP = 1 << 20
+CONFIG = "bloomery.max-filter-memory"
+
+
+def error_of(client, *command) -> str:
+    with pytest.raises(redis.ResponseError) as raised:
+        client.execute_command(*command)
+    return str(raised.value)
+
+
+def dump(client, key):
+    chunks, iterator = [], 0
+    while True:
+        iterator, data = client.execute_command("BF.SCANDUMP", key, iterator)
+        if iterator == 0:
+            return chunks
+        chunks.append((iterator, data))
+
+
+def cap_of(client) -> int:
+    return int(client.config_get(CONFIG)[CONFIG])
+
+
+def grow_to_the_cap(client, key):
+    """Adds items in batches until growth is refused; returns the items taken."""
+    client.execute_command("BF.RESERVE", key, "0.01", "1000")
+    taken = []
+    for batch in range(1000):
+        items = [f"{key}-{batch}-{i}" for i in range(2000)]
+        replies = client.execute_command("BF.MADD", key, *items)
+        accepted = [reply for reply in replies if not isinstance(reply, redis.ResponseError)]
+        taken += items[: len(accepted)]
+        if len(accepted) < len(items):
+            assert "bloomery.max-filter-memory" in str(replies[-1])
+            return taken
+    raise AssertionError("the filter never reached the cap")
+
+
+def wait_for_background_save(client, field):
+    deadline = time.monotonic() + 60
+    while client.info("persistence")[field]:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def test_the_cap_is_a_load_argument_a_config_line_and_config_set(tmp_path):
+    server = Server(tmp_path, module_args=["MAX_FILTER_MEMORY", "64mb"]).start()
+    try:
+        client = server.client()
+        assert cap_of(client) == 64 << 20
+        client.config_set(CONFIG, "2mb")
+        assert cap_of(client) == 2 << 20
+        client.config_set(CONFIG, "0")
+        assert cap_of(client) == 0
+        with pytest.raises(redis.ResponseError):
+            client.config_set(CONFIG, "-1")
+    finally:
+        server.stop()
+    server = Server(tmp_path, f"--{CONFIG}", "3mb").start()
+    try:
+        assert cap_of(server.client()) == 3 << 20
+        assert cap_of(server.client()) != 1 << 30  # the default is 1 GiB
+    finally:
+        server.stop()
+    result = subprocess.run(
+        ["redis-server", "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path),
+         "--loadmodule", str(MODULE), "MAX_FILTER_MEMORY", "lots"],
+        capture_output=True, timeout=20,
+    )
+    assert result.returncode != 0
+
+
+def test_creation_over_the_cap_is_refused_before_allocating(r):
+    r.config_set(CONFIG, CAP)
+    before = held_memory(r)
+    # 10^6 items at 1% take about 1.2 MB.
+    message = error_of(r, "BF.RESERVE", "big", "0.01", "1000000")
+    assert "over the module's limit of 1048576 bytes" in message and CONFIG in message
+    assert "limit" in error_of(r, "BF.INSERT", "big", "CAPACITY", "1000000", "ITEMS", "a")
+    assert r.exists("big") == 0
+    assert settles_near(r, before)
+    r.config_set(CONFIG, 0)  # no cap: RedisBloom's behaviour
+    assert r.execute_command("BF.RESERVE", "big", "0.01", "1000000")
+    assert r.execute_command("BF.INFO", "big", "SIZE") > CAP
+
+
+def test_growth_stops_at_the_cap_and_replicas_take_exactly_what_was_accepted(server, tmp_path):
+    client = server.client()
+    client.config_set(CONFIG, CAP)
+    # The replica has no cap: it must still hold exactly the primary's items, so the
+    # primary replicates only what it accepted.
+    (tmp_path / "replica").mkdir()
+    replica = Server(tmp_path / "replica", "--replicaof", "127.0.0.1", str(server.port),
+                     module_args=["MAX_FILTER_MEMORY", "0"]).start()
+    try:
+        before = held_memory(client)
+        taken = grow_to_the_cap(client, "grown")
+        size = client.execute_command("BF.INFO", "grown", "SIZE")
+        grown_by = held_memory(client) - before
+        print(f"\ngrew to {size} bytes in {client.execute_command('BF.INFO', 'grown', 'FILTERS')} sub-filters "
+              f"with {len(taken)} items; used_memory grew by {grown_by} (cap {CAP})")
+        assert CAP // 2 < size <= CAP
+        # The allocator rounds each sub-filter up to its size class (jemalloc: at most 25%).
+        assert grown_by < CAP * 5 // 4
+        assert all(client.execute_command("BF.MEXISTS", "grown", *taken))
+        assert "bloomery.max-filter-memory" in error_of(client, "BF.ADD", "grown", "one-more-0") or \
+            "bloomery.max-filter-memory" in error_of(client, "BF.ADD", "grown", "one-more-1")
+        assert client.execute_command("WAIT", 1, 10000) == 1
+        follower = replica.client()
+        assert follower.execute_command("DEBUG", "DIGEST") == client.execute_command("DEBUG", "DIGEST")
+        assert follower.execute_command("BF.INFO", "grown") == client.execute_command("BF.INFO", "grown")
+    finally:
+        replica.stop()
+
+
+def test_loadchunk_and_restore_hold_to_the_cap(r):
+    r.execute_command("BF.RESERVE", "large", "0.01", "1000000")  # about 1.2 MB, under the default
+    r.execute_command("BF.MADD", "large", "a", "b")
+    chunks, payload = dump(r, "large"), r.dump("large")
+    r.delete("large")
+    r.config_set(CONFIG, CAP)
+    before = held_memory(r)
+    (iterator, data), = chunks
+    assert "limit" in error_of(r, "BF.LOADCHUNK", "large", iterator, data)
+    with pytest.raises(redis.ResponseError):
+        r.restore("large", 0, payload)
+    assert r.exists("large") == 0
+    assert settles_near(r, before)
+    assert r.ping()
+    r.config_set(CONFIG, 2 * CAP)
+    assert r.execute_command("BF.LOADCHUNK", "large", iterator, data)
+    assert r.restore("restored", 0, payload)
+    assert r.execute_command("BF.MEXISTS", "restored", "a", "b") == [1, 1]
+
+
+def test_a_filter_grown_to_the_cap_restores_and_restarts_from_rdb_and_aof(tmp_path):
+    server = Server(tmp_path, module_args=["MAX_FILTER_MEMORY", str(CAP)]).start()
+    try:
+        client = server.client()
+        taken = grow_to_the_cap(client, "grown")
+        digest, = client.execute_command("DEBUG", "DIGEST-VALUE", "grown")
+        # Whatever growth made, RESTORE and BF.LOADCHUNK take under the same cap.
+        assert client.restore("copy", 0, client.dump("grown"))
+        for iterator, data in dump(client, "grown"):
+            client.execute_command("BF.LOADCHUNK", "loaded", iterator, data)
+        assert client.execute_command("DEBUG", "DIGEST-VALUE", "copy", "loaded") == [digest, digest]
+        client.delete("copy", "loaded")
+
+        client.bgsave()
+        wait_for_background_save(client, "rdb_bgsave_in_progress")
+        server.stop()
+        server.start()
+        client = server.client()
+        assert client.execute_command("DEBUG", "DIGEST-VALUE", "grown") == [digest]
+
+        client.config_set("appendonly", "yes")  # writes the AOF by a rewrite
+        wait_for_background_save(client, "aof_rewrite_in_progress")
+        client.bgrewriteaof()
+        wait_for_background_save(client, "aof_rewrite_in_progress")
+        server.stop()
+        server.extra += ["--appendonly", "yes"]
+        server.start()
+        client = server.client()
+        assert client.info("persistence")["aof_enabled"] == 1
+        assert client.execute_command("DEBUG", "DIGEST-VALUE", "grown") == [digest]
+        assert all(client.execute_command("BF.MEXISTS", "grown", *taken))
+        server.stop()
+
+        # A lower cap later never stops the server from loading what it holds; only
+        # further growth is refused.
+        server.module_args = ["MAX_FILTER_MEMORY", str(CAP // 4)]
+        server.start()
+        client = server.client()
+        assert client.execute_command("DEBUG", "DIGEST-VALUE", "grown") == [digest]
+        with pytest.raises(redis.ResponseError):
+            client.restore("copy", 0, client.dump("grown"))
+    finally:
+        server.stop()
