@@ -2,14 +2,18 @@
 rewrite, then a restart on the same directory: everything acknowledged before the last
 completed save (RDB), or acknowledged at all (AOF with appendfsync always), is there,
 filters and BF.LOADCHUNK loads in progress alike. The saves are slowed with Redis's
-rdb-key-save-delay so the kill lands inside them."""
+rdb-key-save-delay so the kill lands inside them. And a full disk (a 4 MiB tmpfs, when
+the tests run as root): the AOF stops the server before it acknowledges what it could not
+write; a failed BGSAVE makes Redis refuse writes (MISCONF) and keeps the last save."""
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from conftest import Server
@@ -157,5 +161,59 @@ def test_kill_during_aof_rewrite_loses_nothing_acknowledged(tmp_path):
                 assert "still being loaded" in _error(client, "BF.EXISTS", key, "x"), key
             if round_number >= 1:
                 assert client.execute_command("BF.EXISTS", "loading:0", "in-the-big-one") == 1
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs (needs root: skipped otherwise), unmounted afterwards."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_full_disk_under_the_aof_stops_the_server_without_losing_anything_acknowledged(small_disk):
+    server = Server(small_disk, "--appendonly", "yes", "--appendfsync", "always").start()
+    try:
+        client = server.client()
+        acknowledged = {}
+        with pytest.raises(redis.ConnectionError):
+            for batch in range(100_000):
+                key, items = f"filter:{batch % 50}", [f"{batch}:{i}" for i in range(200)]
+                client.execute_command("BF.MADD", key, *items)
+                acknowledged.setdefault(key, []).extend(items)
+        # With appendfsync always, Redis exits on the failed write rather than answer.
+        server.process.wait(timeout=10)
+        assert sum(map(len, acknowledged.values())) > 100_000
+        subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+        server.start()
+        assert_present(server.client(), acknowledged)
+    finally:
+        server.stop()
+
+
+def test_a_full_disk_under_bgsave_refuses_writes_and_keeps_the_last_save(small_disk):
+    # rdbcompression no: a filter of zeros compresses to nothing; a save point: Redis refuses
+    # writes after a failed BGSAVE only when it has one.
+    server = Server(small_disk, "--rdbcompression", "no", "--save", "3600 1").start()
+    try:
+        client = server.client()
+        client.execute_command("BF.MADD", "saved", "a", "b", "c")
+        client.save()
+        digest = client.execute_command("DEBUG", "DIGEST")
+        client.execute_command("BF.RESERVE", "too-big-for-the-disk", "0.001", "5000000")  # about 9 MB
+        client.bgsave()
+        wait_for(client, "rdb_bgsave_in_progress", 0)
+        assert client.info("persistence")["rdb_last_bgsave_status"] == "err"
+        assert "MISCONF" in _error(client, "BF.ADD", "saved", "d")
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait()
+        server.start()
+        assert server.client().execute_command("DEBUG", "DIGEST") == digest
     finally:
         server.stop()
