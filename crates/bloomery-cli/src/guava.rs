@@ -3,7 +3,6 @@
 //! for UTF-8 text, or longFunnel()/integerFunnel() for items added with `--format long`/`int`)
 //! and the other way round.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -11,19 +10,20 @@ use bloomery::BloomFilter;
 
 use crate::error::{Context, Result};
 use crate::items::read_all;
-use crate::store::{self, WriteLock, write_atomically};
+use crate::store::{self, Output};
 
-pub fn export(path: &Path, output: &Path) -> Result<ExitCode> {
+pub fn export(path: &Path, output: &Path, force: bool) -> Result<ExitCode> {
+    let output = Output::open(output, force, true)?;
     let filter = store::load(path)?;
     let bytes = bloomery::any::to_guava_bytes(filter.as_ref()).with_path(path)?;
-    write_atomically(output, |file| file.write_all(&bytes)).with_path(output)?;
+    output.write(|file| file.write_all(&bytes))?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn import(input: &Path, output: &Path) -> Result<ExitCode> {
+pub fn import(input: &Path, output: &Path, force: bool) -> Result<ExitCode> {
+    let output = Output::open(output, force, false)?;
     let bytes = read_all(input)?;
     let filter = BloomFilter::from_guava_bytes(&bytes).with_path(input)?;
-    let _lock = WriteLock::acquire(output)?;
-    store::save(output, &filter)?;
+    output.save(&filter)?;
     Ok(ExitCode::SUCCESS)
 }

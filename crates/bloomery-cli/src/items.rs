@@ -1,14 +1,18 @@
 //! Where items come from (the command line, files, or standard input, one per line) and
-//! how a line becomes the item's bytes. A line's bytes are taken without its '\n' (and
-//! without a '\r' before it, so files with Windows line ends give the same items).
+//! how a line becomes the item's bytes. A line's item is its bytes without the '\n' (and
+//! without a '\r' before it, so files with Windows line ends give the same items); the
+//! line as read (with its '\r') is what `dedup` prints and `check` echoes. Arguments
+//! are taken as the bytes the shell passed, UTF-8 or not.
 //!
 //! The bytes are the item: the library hashes exactly what a `Funnel` would write, so
 //! `--format text` lines are the items a Rust `&str`, a Java `stringFunnel(UTF_8)` or a
 //! Python `str` make, `--format long` is Guava's `longFunnel` (8 bytes little-endian),
 //! `--format int` its `integerFunnel` (4 bytes), and `--format hex` gives any bytes.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{CliError, Context, Result};
@@ -71,36 +75,38 @@ fn integer_le_bytes<const N: usize>(raw: &[u8]) -> Option<[u8; N]> {
 }
 
 /// Calls `each(item, raw)` for every item, `item` being the bytes to hash and `raw` the
-/// text as given: the `items` given as arguments, then the lines of each `files` entry
+/// text as given (a line without its '\n'): the `items` given as arguments, then the lines of each `files` entry
 /// ("-" is standard input), or the lines of standard input when both are empty. Stops at
 /// the first error (a bad item included) or when `each` returns `Ok(false)`.
 pub fn for_each_item(
-    items: &[String],
+    items: &[OsString],
     files: &[PathBuf],
     format: ItemFormat,
     mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
 ) -> Result<()> {
     let mut buffer = Vec::new();
-    let mut one = |raw: &[u8]| -> Result<bool> {
-        let item = format.decode(raw, &mut buffer)?;
+    let mut one = |raw: &[u8], text: &[u8]| -> Result<bool> {
+        let item = format.decode(text, &mut buffer)?;
         each(item, raw)
     };
     for item in items {
-        if !one(item.as_bytes())? {
+        let raw = item.as_os_str().as_bytes();
+        if !one(raw, raw)? {
             return Ok(());
         }
     }
     if !items.is_empty() && files.is_empty() {
         return Ok(());
     }
+    let mut line_item = |line: &[u8]| one(line, line.strip_suffix(b"\r").unwrap_or(line));
     let stdin = [PathBuf::from("-")];
     let files = if files.is_empty() { &stdin[..] } else { files };
     for path in files {
         let keep_going = if path.as_os_str() == "-" {
-            for_each_line(io::stdin().lock(), Path::new("<stdin>"), &mut one)?
+            for_each_line(io::stdin().lock(), Path::new("<stdin>"), &mut line_item)?
         } else {
             let file = File::open(path).with_path(path)?;
-            for_each_line(BufReader::with_capacity(1 << 16, file), path, &mut one)?
+            for_each_line(BufReader::with_capacity(1 << 16, file), path, &mut line_item)?
         };
         if !keep_going {
             break;
@@ -123,9 +129,6 @@ fn for_each_line<R: BufRead>(
         }
         if line.last() == Some(&b'\n') {
             line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
         }
         if !each(&line)? {
             return Ok(false);

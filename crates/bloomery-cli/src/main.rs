@@ -7,17 +7,23 @@ mod combine;
 mod error;
 mod guava;
 mod items;
+mod output;
 mod progress;
 mod query;
+mod sigbus;
+mod space;
 mod store;
 mod update;
 
+use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bloomery::any::Spec;
 use bloomery::format::native::Variant;
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::items::ItemFormat;
 
@@ -39,7 +45,7 @@ struct ItemArgs {
     /// Items (each argument, read as --format says; put "--" before items that start
     /// with "-", other than negative numbers).
     #[arg(allow_negative_numbers = true)]
-    items: Vec<String>,
+    items: Vec<OsString>,
     /// Read items from FILE, one per line ("-" for standard input); repeatable.
     #[arg(short = 'i', long = "input", value_name = "FILE")]
     inputs: Vec<PathBuf>,
@@ -73,6 +79,46 @@ struct SizeArgs {
     nonscaling: bool,
 }
 
+/// How big a new filter may be.
+#[derive(Args, Debug, Clone)]
+struct SpaceArgs {
+    /// Refuse a new filter larger than BYTES (checked before anything is allocated).
+    #[arg(long, value_name = "BYTES")]
+    max_bytes: Option<u64>,
+    /// Create the filter even when it is larger than the memory or disk space available
+    /// (by default refused before anything is allocated).
+    #[arg(long)]
+    no_space_check: bool,
+}
+
+impl SpaceArgs {
+    fn limits(&self) -> space::Limits {
+        space::Limits {
+            max_bytes: self.max_bytes,
+            no_space_check: self.no_space_check,
+        }
+    }
+}
+
+/// The sizing options a user wrote on the command line (not defaulted), by their long
+/// names.
+const SIZE_OPTIONS: [(&str, &str); 6] = [
+    ("expected_items", "--items"),
+    ("fpp", "--fpp"),
+    ("variant", "--variant"),
+    ("seed", "--seed"),
+    ("generations", "--generations"),
+    ("nonscaling", "--nonscaling"),
+];
+
+fn given_size_options(matches: &ArgMatches) -> Vec<&'static str> {
+    SIZE_OPTIONS
+        .iter()
+        .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine))
+        .map(|&(_, flag)| flag)
+        .collect()
+}
+
 impl SizeArgs {
     /// The library's description of the filter to create.
     fn spec(&self) -> Spec {
@@ -99,6 +145,8 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         size: SizeArgs,
+        #[command(flatten)]
+        space: SpaceArgs,
         /// Replace FILE if it exists.
         #[arg(long)]
         force: bool,
@@ -127,14 +175,22 @@ enum Command {
         /// Print nothing; only the exit status tells.
         #[arg(short, long)]
         quiet: bool,
+        /// Skip the payload checksum. By default it is checked before the first answer
+        /// (reading the whole file once), so a damaged file is an error rather than
+        /// silent false negatives.
+        #[arg(long)]
+        no_verify: bool,
     },
     /// Print each input line the first time it is seen (standard input, or --input files).
     Dedup {
-        /// Keep the memory of seen lines in FILE across runs (created if missing).
+        /// Keep the memory of seen lines in FILE across runs (created if missing; the
+        /// sizing options apply only then).
         #[arg(long, value_name = "FILE")]
         filter: Option<PathBuf>,
         #[command(flatten)]
         size: SizeArgs,
+        #[command(flatten)]
+        space: SpaceArgs,
         /// Read lines from FILE ("-" for standard input); repeatable.
         #[arg(short = 'i', long = "input", value_name = "FILE")]
         inputs: Vec<PathBuf>,
@@ -154,6 +210,9 @@ enum Command {
         /// The filters to merge (same variant and shape).
         #[arg(required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
+        /// Replace OUTPUT if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Write the intersection of compatible filter files to OUTPUT.
     Intersect {
@@ -162,13 +221,19 @@ enum Command {
         /// The filters to intersect (same variant and shape).
         #[arg(required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
+        /// Replace OUTPUT if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Write a classic filter as Guava's BloomFilter.writeTo bytes.
     Export {
         /// The classic filter file.
         file: PathBuf,
-        /// Where to write the Guava bytes.
+        /// Where to write the Guava bytes ("-" for standard output).
         output: PathBuf,
+        /// Replace OUTPUT if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Make a filter file from Guava's BloomFilter.writeTo bytes ("-" for standard input).
     Import {
@@ -176,6 +241,9 @@ enum Command {
         input: PathBuf,
         /// The filter file to write.
         output: PathBuf,
+        /// Replace OUTPUT if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Check a filter file whole: header and payload checksums, length, and every
     /// parameter (what a load for update checks).
@@ -186,29 +254,59 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     let result = match cli.command {
-        Command::Create { file, size, force } => update::create(&file, &size, force),
+        Command::Create {
+            file,
+            size,
+            space,
+            force,
+        } => update::create(&file, &size, space.limits(), force),
         Command::Add { file, items } => update::add(&file, &items),
         Command::Remove { file, items } => update::remove(&file, &items),
-        Command::Check { file, items, quiet } => query::check(&file, &items, quiet),
+        Command::Check {
+            file,
+            items,
+            quiet,
+            no_verify,
+        } => query::check(&file, &items, quiet, !no_verify),
         Command::Dedup {
             filter,
             size,
+            space,
             inputs,
             format,
-        } => update::dedup(filter.as_deref(), &size, &inputs, format),
+        } => {
+            let given = matches
+                .subcommand_matches("dedup")
+                .map(given_size_options)
+                .unwrap_or_default();
+            update::dedup(filter.as_deref(), &size, &given, space.limits(), &inputs, format)
+        }
         Command::Info { file } => query::info(&file),
-        Command::Merge { output, inputs } => combine::combine(&output, &inputs, true),
-        Command::Intersect { output, inputs } => combine::combine(&output, &inputs, false),
-        Command::Export { file, output } => guava::export(&file, &output),
-        Command::Import { input, output } => guava::import(&input, &output),
+        Command::Merge {
+            output,
+            inputs,
+            force,
+        } => combine::combine(&output, &inputs, true, force),
+        Command::Intersect {
+            output,
+            inputs,
+            force,
+        } => combine::combine(&output, &inputs, false, force),
+        Command::Export { file, output, force } => guava::export(&file, &output, force),
+        Command::Import { input, output, force } => guava::import(&input, &output, force),
         Command::Verify { file } => query::verify(&file),
     };
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("bloomery: {error}");
+            // Not eprintln!, which panics when stderr is full.
+            let _ = writeln!(std::io::stderr(), "bloomery: {error}");
             ExitCode::from(2)
         }
     }

@@ -6,20 +6,28 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use bloomery::format::native::Variant;
+
 use crate::ItemArgs;
 use crate::error::{Context, Result};
 use crate::items::for_each_item;
+use crate::output;
 use crate::store::{self, Mapped};
 
-pub fn check(path: &Path, items: &ItemArgs, quiet: bool) -> Result<ExitCode> {
+pub fn check(path: &Path, items: &ItemArgs, quiet: bool, verify: bool) -> Result<ExitCode> {
     let mapped = Mapped::open(path)?;
+    if verify {
+        mapped.verify_payload()?;
+    }
     let view = mapped.view()?;
+    let mut count = 0u64;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut all_present = true;
     let mut write_error = None;
     for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
         let present = view.contains(item);
         all_present &= present;
+        count += 1;
         if !quiet {
             let label: &[u8] = if present {
                 b"probably present\t"
@@ -37,11 +45,9 @@ pub fn check(path: &Path, items: &ItemArgs, quiet: bool) -> Result<ExitCode> {
         }
         Ok(true)
     })?;
-    match write_error.map_or_else(|| out.flush(), Err) {
-        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => {
-            return Err(error).with_path(Path::new("<stdout>"));
-        }
-        _ => {}
+    output::finish(write_error.map_or_else(|| out.flush(), Err))?;
+    if count == 0 {
+        return Err(crate::update::no_items(path));
     }
     Ok(if all_present {
         ExitCode::SUCCESS
@@ -52,30 +58,50 @@ pub fn check(path: &Path, items: &ItemArgs, quiet: bool) -> Result<ExitCode> {
 
 pub fn info(path: &Path) -> Result<ExitCode> {
     let mapped = Mapped::open(path)?;
+    let checksum = match mapped.verify_payload() {
+        Ok(()) => "ok".to_owned(),
+        Err(error) => format!("DAMAGED: {error}"),
+    };
     let view = mapped.view()?;
     let header = mapped.header();
     let stats = view.stats();
-    println!("file: {}", path.display());
-    println!(
-        "file size: {} bytes (format version {})",
-        mapped.file_len(),
-        header.version
-    );
-    println!("variant: {}", view.variant());
-    for (name, value) in view.describe() {
-        println!("{name}: {value}");
-    }
-    println!("estimated items: {}", stats.estimated_len);
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut lines = vec![
+        ("file", path.display().to_string()),
+        (
+            "file size",
+            format!("{} bytes (format version {})", mapped.file_len(), header.version),
+        ),
+        ("payload checksum", checksum),
+        ("variant", view.variant().to_string()),
+    ];
+    lines.extend(view.describe());
+    let estimated = if stats.estimated_len == u64::MAX {
+        "unknown: every bit is set (the filter is saturated and answers present for everything)".to_owned()
+    } else {
+        stats.estimated_len.to_string()
+    };
+    lines.push(("estimated items", estimated));
     if let Some(capacity) = stats.capacity {
         let beyond = if stats.refuses_beyond_capacity {
             "refuses more"
-        } else {
+        } else if stats.expansion.is_some() || stats.sub_filters > 1 || view.variant() == Variant::Rotating {
             "then grows or rotates"
+        } else {
+            "at most; more raise the false-positive rate"
         };
-        println!("sized for: {capacity} items ({beyond})");
+        lines.push(("sized for", format!("{capacity} items ({beyond})")));
     }
-    println!("current false-positive estimate: {:.6}", stats.expected_fpp);
-    println!("memory: {} bytes", stats.memory_bytes);
+    lines.push((
+        "current false-positive estimate",
+        format!("{:.6}", stats.expected_fpp),
+    ));
+    lines.push(("memory", format!("{} bytes", stats.memory_bytes)));
+    let written = lines
+        .iter()
+        .try_for_each(|(name, value)| writeln!(out, "{name}: {value}"))
+        .and_then(|()| out.flush());
+    output::finish(written)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -85,11 +111,13 @@ pub fn verify(path: &Path) -> Result<ExitCode> {
     let start = Instant::now();
     let filter = store::load(path)?;
     let file_len = std::fs::metadata(path).with_path(path)?.len();
-    println!(
+    let mut out = io::stdout().lock();
+    output::finish(writeln!(
+        out,
         "ok: {}: {} filter, {file_len} bytes, checksums and parameters valid ({:.1} ms)",
         path.display(),
         filter.variant(),
         start.elapsed().as_secs_f64() * 1000.0
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

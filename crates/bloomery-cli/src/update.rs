@@ -1,4 +1,6 @@
-//! Commands that write a filter: create, add, remove, dedup.
+//! Commands that write a filter: create, add, remove, dedup. Each holds the filter file's
+//! lock from its read to its write (store::Locked), so concurrent writers never lose each
+//! other's items, and saves nothing when it fails.
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -9,53 +11,69 @@ use bloomery::any::{self, DynFilter};
 use crate::error::{CliError, Context, Result};
 use crate::items::{ItemFormat, for_each_item};
 use crate::progress::Progress;
-use crate::store::{self, WriteLock};
+use crate::space::{self, Limits};
+use crate::store::{Locked, Output};
 use crate::{ItemArgs, SizeArgs};
 
-fn new_filter(size: &SizeArgs) -> Result<Box<dyn DynFilter>> {
-    any::create(&size.spec()).map_err(|error| CliError::new(error.to_string()))
+/// A new filter, after checking that it fits (`directory`: where its file goes).
+fn new_filter(size: &SizeArgs, directory: Option<&Path>, limits: Limits) -> Result<Box<dyn DynFilter>> {
+    let spec = size.spec();
+    space::check_new_filter(&spec, directory, limits)?;
+    any::create(&spec).map_err(|error| CliError::new(error.to_string()))
 }
 
-pub fn create(path: &Path, size: &SizeArgs, force: bool) -> Result<ExitCode> {
-    let filter = new_filter(size)?;
-    let _lock = WriteLock::acquire(path)?;
-    if path.exists() && !force {
-        return Err(CliError::new(format!(
-            "{}: already exists (use --force to replace it)",
-            path.display()
-        )));
-    }
-    store::save(path, filter.as_ref())?;
+pub fn create(path: &Path, size: &SizeArgs, limits: Limits, force: bool) -> Result<ExitCode> {
+    let output = Output::open(path, force, false)?;
+    let filter = new_filter(size, output.directory(), limits)?;
+    output.save(filter.as_ref())?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Adds every item; a refusal (a full filter) stops the run with an error and saves
 /// nothing, so the file never holds part of a run that failed.
 pub fn add(path: &Path, items: &ItemArgs) -> Result<ExitCode> {
-    let _lock = WriteLock::acquire(path)?;
-    let mut filter = store::load(path)?;
+    let mut locked = Locked::open(path)?;
+    let mut filter = locked.load()?;
     let mut progress = Progress::new("adding");
+    let mut count = 0u64;
     for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
         filter.insert(item).map_err(|error| refused(path, raw, &error))?;
+        count += 1;
         progress.tick();
         Ok(true)
     })?;
     progress.finish();
-    store::save(path, filter.as_ref())?;
+    if count == 0 {
+        return Err(no_items(path));
+    }
+    locked.save(filter.as_ref())?;
+    warn_if_overfull(path, filter.as_ref());
     Ok(ExitCode::SUCCESS)
 }
 
 /// Removes one occurrence of every item (counting filters); the first item that is
 /// definitely absent stops the run with an error and saves nothing.
 pub fn remove(path: &Path, items: &ItemArgs) -> Result<ExitCode> {
-    let _lock = WriteLock::acquire(path)?;
-    let mut filter = store::load(path)?;
+    let mut locked = Locked::open(path)?;
+    let mut filter = locked.load()?;
+    let mut count = 0u64;
     for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
         filter.remove(item).map_err(|error| refused(path, raw, &error))?;
+        count += 1;
         Ok(true)
     })?;
-    store::save(path, filter.as_ref())?;
+    if count == 0 {
+        return Err(no_items(path));
+    }
+    locked.save(filter.as_ref())?;
     Ok(ExitCode::SUCCESS)
+}
+
+pub fn no_items(path: &Path) -> CliError {
+    CliError::new(format!(
+        "{}: no items given (as arguments, with --input, or on standard input)",
+        path.display()
+    ))
 }
 
 fn refused(path: &Path, raw: &[u8], error: &bloomery::Error) -> CliError {
@@ -66,16 +84,63 @@ fn refused(path: &Path, raw: &[u8], error: &bloomery::Error) -> CliError {
     ))
 }
 
+/// Warns on stderr when the filter now holds more items than it was sized for (its
+/// false-positive rate is then above the one it was made for).
+fn warn_if_overfull(path: &Path, filter: &dyn DynFilter) {
+    let stats = filter.stats();
+    let Some(capacity) = stats.capacity else {
+        return;
+    };
+    if stats.estimated_len > capacity && !stats.refuses_beyond_capacity && stats.expansion.is_none() {
+        let held = if stats.estimated_len == u64::MAX {
+            "every bit set".to_owned()
+        } else {
+            format!("about {} items", stats.estimated_len)
+        };
+        let _ = writeln!(
+            io::stderr(),
+            "bloomery: warning: {}: holds {held}, more than the {capacity} it was sized for; \
+             false-positive estimate now {:.4} (make a bigger filter and add the items again)",
+            path.display(),
+            stats.expected_fpp
+        );
+    }
+}
+
 pub fn dedup(
     filter_path: Option<&Path>,
     size: &SizeArgs,
+    given_size_options: &[&str],
+    limits: Limits,
     inputs: &[PathBuf],
     format: ItemFormat,
 ) -> Result<ExitCode> {
-    let _lock = filter_path.map(WriteLock::acquire).transpose()?;
-    let mut filter = match filter_path {
-        Some(path) if path.exists() => store::load(path)?,
-        _ => new_filter(size)?,
+    // The stored filter, locked from the read to the write; or where a new one goes.
+    enum Store {
+        None,
+        Existing(Locked),
+        New(Output),
+    }
+    let (store, mut filter) = match filter_path {
+        None => (Store::None, new_filter(size, None, limits)?),
+        Some(path) if std::fs::metadata(path).is_err() => {
+            let output = Output::open(path, false, false)?;
+            let filter = new_filter(size, output.directory(), limits)?;
+            (Store::New(output), filter)
+        }
+        Some(path) => {
+            if !given_size_options.is_empty() {
+                return Err(CliError::new(format!(
+                    "{}: exists, so {} would be ignored (they size a new filter); \
+                         leave them out, or remove the file first",
+                    path.display(),
+                    given_size_options.join(", ")
+                )));
+            }
+            let mut locked = Locked::open(path)?;
+            let filter = locked.load()?;
+            (Store::Existing(locked), filter)
+        }
     };
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let mut write_error = None;
@@ -85,6 +150,7 @@ pub fn dedup(
         let new = filter
             .insert(item)
             .map_err(|error| CliError::new(format!("line '{}': {error}", String::from_utf8_lossy(line))))?;
+        // The line as read, '\r' included: only the item leaves it out.
         if new && let Err(error) = out.write_all(line).and_then(|()| out.write_all(b"\n")) {
             write_error = Some(error);
             return Ok(false);
@@ -103,8 +169,10 @@ pub fn dedup(
         Err(error) => return Err(error).with_path(Path::new("<stdout>")),
         Ok(()) => {}
     }
-    if let Some(path) = filter_path {
-        store::save(path, filter.as_ref())?;
+    match store {
+        Store::None => {}
+        Store::Existing(locked) => locked.save(filter.as_ref())?,
+        Store::New(output) => output.save(filter.as_ref())?,
     }
     Ok(ExitCode::SUCCESS)
 }

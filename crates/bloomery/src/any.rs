@@ -47,9 +47,11 @@ pub struct Stats {
     /// Bytes of bits, counters and bookkeeping in memory.
     pub memory_bytes: u64,
     /// The items the filter is sized for now, before it grows (a scalable filter), starts
-    /// a generation (a rotating one) or refuses more (a non-scaling one); `None` where the
-    /// file does not say (classic, blocked, counting, retouched, allow-listed filters take
-    /// any number, at a rising false-positive rate).
+    /// a generation (a rotating one) or refuses more (a non-scaling one). Classic, counting,
+    /// retouched and allow-listed filters take any number at a rising false-positive rate;
+    /// for them this is the most items their shape can have been sized for
+    /// ([`sized_capacity`](crate::sizing::sized_capacity)). `None` for blocked filters,
+    /// whose file keeps no sizing.
     pub capacity: Option<u64>,
     /// Whether items beyond `capacity` are refused.
     pub refuses_beyond_capacity: bool,
@@ -369,7 +371,10 @@ impl<B: crate::bits::Bits + Send + Sync> FilterView for crate::ClassicFilter<B> 
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self)
+        Stats {
+            capacity: Some(crate::sizing::sized_capacity(self.num_bits(), self.num_hashes())),
+            ..stats_of(self)
+        }
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -492,7 +497,13 @@ impl FilterView for CountingBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self)
+        Stats {
+            capacity: Some(crate::sizing::sized_capacity(
+                self.num_counters(),
+                self.num_hashes(),
+            )),
+            ..stats_of(self)
+        }
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -590,7 +601,10 @@ impl FilterView for RetouchedBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self)
+        Stats {
+            capacity: Some(crate::sizing::sized_capacity(self.num_bits(), self.num_hashes())),
+            ..stats_of(self)
+        }
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -623,7 +637,13 @@ impl FilterView for AllowlistedBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self)
+        Stats {
+            capacity: Some(crate::sizing::sized_capacity(
+                self.filter().num_bits(),
+                self.filter().num_hashes(),
+            )),
+            ..stats_of(self)
+        }
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {

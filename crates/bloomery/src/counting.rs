@@ -116,7 +116,7 @@ impl CountingBloomFilter {
         self.counters.len()
     }
 
-    /// The number of hash functions.
+    /// The number of hash functions (counters per item).
     pub fn num_hashes(&self) -> u32 {
         self.num_hashes
     }

@@ -219,6 +219,11 @@ impl RetouchedBloomFilter {
         self.bits.num_bits()
     }
 
+    /// The number of hash functions (bits per item).
+    pub fn num_hashes(&self) -> u32 {
+        self.num_hashes
+    }
+
     /// Bytes of bits and bookkeeping (estimated: 16 bytes per recorded item per bit).
     pub fn memory_bytes(&self) -> usize {
         let entries: usize = self

@@ -212,6 +212,23 @@ pub fn estimated_items(bits_set: u64, num_bits: u64, bits_per_item: u32) -> u64 
     estimate.round() as u64
 }
 
+/// The most items a Guava-sized filter of `num_bits` bits and `num_hashes` hashes can have
+/// been sized for: Guava picks k = round(m/n · ln 2), so n ≤ m · ln 2 / (k − ½). A filter
+/// holding more items than this is certainly past its sizing (its false-positive rate is
+/// above the one it was made for); below it, it may or may not be.
+///
+/// ```
+/// use bloomery::sizing::{ClassicShape, sized_capacity};
+///
+/// // 10^7 items at 1%: 95,850,624 bits and 7 hashes, consistent with up to 10.2 million.
+/// let shape = ClassicShape::for_fpp(10_000_000, 0.01)?;
+/// assert_eq!(sized_capacity(shape.num_bits(), shape.num_hashes), 10_221_321);
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub fn sized_capacity(num_bits: u64, num_hashes: u32) -> u64 {
+    (num_bits as f64 * std::f64::consts::LN_2 / (f64::from(num_hashes) - 0.5)) as u64
+}
+
 /// The probability that a fresh item finds all its `num_hashes` positions among the
 /// `bits_set` of `num_bits` bits: `(x/m)^k` (Guava's `expectedFpp`).
 ///

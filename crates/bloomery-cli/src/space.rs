@@ -1,0 +1,103 @@
+//! Room for a filter: a new filter is refused before anything is allocated when it would
+//! not fit the memory available (it is built in memory), the disk it goes to, or the
+//! user's `--max-bytes`; a file to update is refused when it would not fit in memory.
+//! Measured before this check: `create --items 1000 --fpp 1e-21` aborted trying to
+//! allocate 239 GB, and `--fpp 1e-20` wrote a 24 GB file using 23.4 GB of RSS on a 24 GB
+//! machine.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use bloomery::any::Spec;
+
+use crate::error::{CliError, Result};
+
+/// What a new filter may take.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits {
+    /// The user's own cap, if any.
+    pub max_bytes: Option<u64>,
+    /// Skip the memory and disk checks (a deliberately big filter on a machine with swap
+    /// or overcommit).
+    pub no_space_check: bool,
+}
+
+/// The memory a filter may take: 90% of what the kernel estimates is available for new
+/// allocations without swapping (`MemAvailable` in /proc/meminfo), if known. The tenth
+/// kept back is for everything else on the machine: a 23.9 GB filter on this 24 GB machine
+/// (MemAvailable 24.7 GB) does fit, and leaves the machine nothing.
+fn memory_available() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|line| line.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024) / 10 * 9)
+}
+
+/// Bytes an unprivileged user may still write in the file system holding `directory`.
+fn disk_available(directory: &Path) -> Option<u64> {
+    let path = CString::new(directory.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a zeroed statvfs is a valid out-parameter; `path` is a NUL-terminated string
+    // that outlives the call.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return None;
+    }
+    (stats.f_bavail as u64).checked_mul(stats.f_frsize as u64)
+}
+
+/// Refuses a new filter that would not fit, before it is allocated; `directory` is where
+/// its file goes (none for standard output or a filter kept only in memory).
+pub fn check_new_filter(spec: &Spec, directory: Option<&Path>, limits: Limits) -> Result<()> {
+    let bytes = spec
+        .memory_bytes()
+        .map_err(|error| CliError::new(error.to_string()))?;
+    let what = || {
+        format!(
+            "a {} filter for {} items at fpp {} takes {bytes} bytes",
+            spec.variant, spec.expected_items, spec.fpp
+        )
+    };
+    let hint = "lower --items or raise --fpp";
+    if let Some(max) = limits.max_bytes
+        && bytes > max
+    {
+        return Err(CliError::new(format!(
+            "{}, more than --max-bytes {max}; {hint}",
+            what()
+        )));
+    }
+    if limits.no_space_check {
+        return Ok(());
+    }
+    if let Some(available) = memory_available()
+        && bytes > available
+    {
+        return Err(CliError::new(format!(
+            "{}, more than the memory it may use (90% of the available, {available} bytes); {hint}, or pass --no-space-check",
+            what()
+        )));
+    }
+    if let Some(directory) = directory
+        && let Some(available) = disk_available(directory)
+        && bytes > available
+    {
+        return Err(CliError::new(format!(
+            "{}, more than the disk space available in {} ({available} bytes); {hint}, or pass --no-space-check",
+            what(),
+            directory.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses to load a file that would not fit in memory.
+pub fn check_memory_for(path: &Path, len: u64) -> Result<()> {
+    match memory_available() {
+        Some(available) if len > available => Err(CliError::new(format!(
+            "{}: the file is {len} bytes, more than the memory it may use (90% of the available, {available} bytes) to load it",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}

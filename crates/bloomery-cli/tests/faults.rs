@@ -1,0 +1,846 @@
+//! The CLI under faults (issue 12, docs/failure-model.md): writes through symlinks, to
+//! devices and FIFOs, into read-only files and directories, on a full disk, with stdout
+//! closed or full, with a file truncated while mapped, concurrent writers, and `kill -9` at
+//! random points of `add`, `merge` and `dedup --filter`. Every run must end with exit
+//! status 0, 1 or 2 and at most one line on stderr, never a panic or an abort; after every
+//! kill the file is the old or the new filter and passes `verify`; mode, owner and symlinks
+//! stay as they were; no item acknowledged by a finished `add` is lost.
+//!
+//! Tests that need root (chown, a tmpfs mount, running as another user) say so and pass
+//! without checking anything where they cannot run.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bloomery");
+const NOBODY: u32 = 65534;
+
+fn bloomery() -> Command {
+    Command::new(BIN)
+}
+
+/// A directory that other users may enter (tempfile's are 0700).
+fn open_dir() -> TempDir {
+    let dir = TempDir::new().expect("temporary directory");
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+fn is_root() -> bool {
+    fs::metadata("/proc/self").is_ok_and(|metadata| metadata.uid() == 0)
+}
+
+/// What every run must end as: status 0, 1 or 2 (not a signal, not 101 from a panic), and
+/// at most one line on stderr without a panic message.
+fn assert_clean_end(output: &Output, what: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        matches!(output.status.code(), Some(0..=2)),
+        "{what}: status {:?}, stderr: {stderr}",
+        output.status
+    );
+    assert!(
+        stderr.lines().count() <= 1,
+        "{what}: more than one line: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+}
+
+/// Runs and returns the one-line error of a run that must fail with status 2.
+fn error_of(command: &mut Command) -> String {
+    let output = command.output().expect("runs");
+    assert_clean_end(&output, "error run");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "expected status 2; stdout {} stderr {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr).trim_end().to_owned();
+    assert!(stderr.starts_with("bloomery: "), "{stderr}");
+    stderr
+}
+
+fn ok(command: &mut Command) -> Output {
+    let output = command.output().expect("runs");
+    assert!(
+        output.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn create(path: &Path, items: u64) {
+    ok(bloomery()
+        .args(["create", "--items", &items.to_string(), "--fpp", "0.01"])
+        .arg(path));
+}
+
+fn add(path: &Path, items: &[&str]) {
+    ok(bloomery().arg("add").arg(path).args(items));
+}
+
+fn all_present(path: &Path, items: &[String]) -> bool {
+    let mut child = bloomery()
+        .args(["check", "-q"])
+        .arg(path)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut stdin = child.stdin.take().expect("piped");
+    for item in items {
+        writeln!(stdin, "{item}").expect("write");
+    }
+    drop(stdin);
+    child.wait().expect("waits").code() == Some(0)
+}
+
+fn verify(path: &Path) {
+    ok(bloomery().arg("verify").arg(path));
+}
+
+/// Files in `dir` other than `keep`: no lock files, no temporary files left behind.
+fn leftovers(dir: &Path, keep: &[&str]) -> Vec<String> {
+    fs::read_dir(dir)
+        .expect("lists")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| !keep.contains(&name.as_str()))
+        .collect()
+}
+
+#[test]
+fn writing_through_a_symlink_updates_its_target_and_keeps_the_link() {
+    let dir = open_dir();
+    let target = dir.path().join("real.bloom");
+    create(&target, 1000);
+    let link = dir.path().join("link.bloom");
+    symlink("real.bloom", &link).expect("symlink");
+    add(&link, &["through-the-link"]);
+    assert!(
+        fs::symlink_metadata(&link)
+            .expect("exists")
+            .file_type()
+            .is_symlink()
+    );
+    assert!(all_present(&target, &["through-the-link".into()]));
+    // Every writer does the same: dedup --filter, merge --force, import --force.
+    let other = dir.path().join("other.bloom");
+    create(&other, 1000);
+    add(&other, &["from-other"]);
+    ok(bloomery()
+        .args(["merge", "--force"])
+        .arg(&link)
+        .arg(&link)
+        .arg(&other));
+    let mut dedup = bloomery()
+        .args(["dedup", "--filter"])
+        .arg(&link)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("runs");
+    dedup
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(b"deduped\n")
+        .expect("write");
+    assert!(dedup.wait().expect("waits").success());
+    assert!(
+        fs::symlink_metadata(&link)
+            .expect("exists")
+            .file_type()
+            .is_symlink()
+    );
+    let wanted: Vec<String> = ["through-the-link", "from-other", "deduped"]
+        .map(String::from)
+        .into();
+    assert!(all_present(&target, &wanted));
+    assert_eq!(
+        leftovers(dir.path(), &["real.bloom", "link.bloom", "other.bloom"]),
+        Vec::<String>::new()
+    );
+    // A link to nothing is refused rather than followed into a new file.
+    let dangling = dir.path().join("dangling.bloom");
+    symlink("missing.bloom", &dangling).expect("symlink");
+    let message = error_of(bloomery().args(["create", "--items", "10"]).arg(&dangling));
+    assert!(message.contains("does not exist"), "{message}");
+    assert!(!dir.path().join("missing.bloom").exists());
+}
+
+#[test]
+fn devices_fifos_and_directories_are_refused_and_left_as_they_were() {
+    let dir = open_dir();
+    let filter = dir.path().join("f.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "classic", "--items", "100"])
+        .arg(&filter));
+    let fifo = dir.path().join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    let subdir = dir.path().join("sub");
+    fs::create_dir(&subdir).expect("mkdir");
+    let null_link = dir.path().join("null-link");
+    symlink("/dev/null", &null_link).expect("symlink");
+    for target in [
+        Path::new("/dev/full"),
+        Path::new("/dev/null"),
+        &fifo,
+        &subdir,
+        &null_link,
+    ] {
+        let before = fs::metadata(target).expect("exists");
+        for args in [
+            vec!["create", "--force", "--items", "10"],
+            vec!["merge", "--force"],
+            vec!["add"],
+            vec!["export", "--force"],
+        ] {
+            let mut command = bloomery();
+            command.args(&args);
+            match args[0] {
+                "merge" => command.arg(target).arg(&filter),
+                "export" => command.arg(&filter).arg(target),
+                "add" => command.arg(target).arg("x"),
+                _ => command.arg(target),
+            };
+            let message = error_of(&mut command);
+            assert!(
+                message.contains("not a filter file") || message.contains("Is a directory"),
+                "{args:?} {}: {message}",
+                target.display()
+            );
+        }
+        let after = fs::metadata(target).expect("still exists");
+        assert_eq!(before.file_type(), after.file_type(), "{}", target.display());
+        assert_eq!(before.ino(), after.ino(), "{}", target.display());
+    }
+    assert!(
+        fs::symlink_metadata(&null_link)
+            .expect("exists")
+            .file_type()
+            .is_symlink()
+    );
+    // `-` is standard output for export: the Guava bytes as a stream.
+    let output = ok(bloomery().arg("export").arg(&filter).arg("-"));
+    let exported = dir.path().join("exported.guava");
+    ok(bloomery().arg("export").arg(&filter).arg(&exported));
+    assert_eq!(output.stdout, fs::read(&exported).expect("reads"));
+}
+
+#[test]
+fn existing_outputs_are_replaced_only_with_force() {
+    let dir = open_dir();
+    let a = dir.path().join("a.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "classic", "--items", "100"])
+        .arg(&a));
+    let guava = dir.path().join("a.guava");
+    ok(bloomery().arg("export").arg(&a).arg(&guava));
+    let existing = dir.path().join("existing");
+    for (args, output) in [
+        (vec!["merge".into(), existing.clone(), a.clone()], &existing),
+        (vec!["intersect".into(), existing.clone(), a.clone()], &existing),
+        (vec!["import".into(), guava.clone(), existing.clone()], &existing),
+        (vec!["export".into(), a.clone(), existing.clone()], &existing),
+    ] {
+        fs::write(output, b"precious").expect("writes");
+        let message = error_of(bloomery().args(&args));
+        assert!(message.contains("already exists (use --force"), "{message}");
+        assert_eq!(fs::read(output).expect("reads"), b"precious");
+        ok(bloomery().args(&args).arg("--force"));
+        assert_ne!(fs::read(output).expect("reads"), b"precious");
+    }
+}
+
+#[test]
+fn rewrites_keep_mode_and_owner() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files another owner");
+        return;
+    }
+    let dir = open_dir();
+    let path = dir.path().join("owned.bloom");
+    create(&path, 1000);
+    std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).expect("chown");
+    for mode in [0o600, 0o640, 0o444] {
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).expect("chmod");
+        add(&path, &[&format!("mode {mode:o}")]);
+        let metadata = fs::metadata(&path).expect("exists");
+        assert_eq!(metadata.permissions().mode() & 0o7777, mode);
+        assert_eq!((metadata.uid(), metadata.gid()), (NOBODY, NOBODY));
+    }
+    ok(bloomery().args(["create", "--force", "--items", "50"]).arg(&path));
+    let metadata = fs::metadata(&path).expect("exists");
+    assert_eq!(
+        (metadata.uid(), metadata.gid(), metadata.mode() & 0o7777),
+        (NOBODY, NOBODY, 0o444)
+    );
+}
+
+/// `command` run as the user `nobody`, where this test can switch users.
+fn as_nobody(args: &[&std::ffi::OsStr]) -> Option<Command> {
+    if !is_root() || !Path::new("/usr/bin/setpriv").exists() {
+        return None;
+    }
+    let mut command = Command::new("/usr/bin/setpriv");
+    command
+        .args([
+            "--reuid",
+            &NOBODY.to_string(),
+            "--regid",
+            &NOBODY.to_string(),
+            "--clear-groups",
+            BIN,
+        ])
+        .args(args);
+    Some(command)
+}
+
+#[test]
+fn a_file_or_directory_its_user_may_not_write_is_refused_and_unchanged() {
+    let dir = open_dir();
+    std::os::unix::fs::chown(dir.path(), Some(NOBODY), Some(NOBODY)).ok();
+    let path = dir.path().join("readonly.bloom");
+    create(&path, 1000);
+    std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).ok();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).expect("chmod");
+    let Some(mut command) = as_nobody(&["add".as_ref(), path.as_os_str(), "x".as_ref()]) else {
+        eprintln!("skipped: needs root and setpriv to run as another user");
+        return;
+    };
+    let before = fs::read(&path).expect("reads");
+    let message = error_of(&mut command);
+    assert!(message.contains("Permission denied"), "{message}");
+    assert_eq!(fs::read(&path).expect("reads"), before);
+    assert_eq!(fs::metadata(&path).expect("exists").mode() & 0o7777, 0o444);
+
+    // Writable by its group-less other users but owned by root: a rewrite by `nobody`
+    // would change its owner, so it is refused.
+    let shared = dir.path().join("shared.bloom");
+    create(&shared, 1000);
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o666)).expect("chmod");
+    let message =
+        error_of(&mut as_nobody(&["add".as_ref(), shared.as_os_str(), "x".as_ref()]).expect("checked"));
+    assert!(message.contains("cannot keep its owner 0:0"), "{message}");
+    assert_eq!(fs::metadata(&shared).expect("exists").uid(), 0);
+
+    // A read-only directory: the file is writable, but no new file can replace it.
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o555)).expect("chmod");
+    let message =
+        error_of(&mut as_nobody(&["add".as_ref(), path.as_os_str(), "x".as_ref()]).expect("checked"));
+    assert!(message.contains("Permission denied"), "{message}");
+    assert_eq!(fs::read(&path).expect("reads"), before);
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+    assert_eq!(
+        leftovers(dir.path(), &["readonly.bloom", "shared.bloom"]),
+        Vec::<String>::new()
+    );
+}
+
+/// A small tmpfs, unmounted on drop; `None` where mounting is not allowed.
+struct SmallDisk {
+    dir: TempDir,
+}
+
+impl SmallDisk {
+    fn mount(bytes: u64) -> Option<Self> {
+        let dir = open_dir();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .ok()?;
+        status.success().then_some(Self { dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_leaves_the_old_file_and_no_temporary_file() {
+    let Some(disk) = SmallDisk::mount(4 << 20) else {
+        eprintln!("skipped: needs permission to mount a tmpfs");
+        return;
+    };
+    let dir = disk.dir.path();
+    let path = dir.join("f.bloom");
+    create(&path, 1_000_000); // 1.2 MB
+    add(&path, &["before"]);
+    let before = fs::read(&path).expect("reads");
+    // Fill the disk but for less than another copy of the filter.
+    let filler = vec![0u8; 1 << 20];
+    let mut file = fs::File::create(dir.join("filler")).expect("creates");
+    let mut written = 0u64;
+    while file.write_all(&filler).is_ok() {
+        written += filler.len() as u64;
+        assert!(written < 8 << 20);
+    }
+    drop(file);
+    let len = fs::metadata(dir.join("filler")).expect("exists").len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("filler"))
+        .expect("opens")
+        .set_len(len - (512 << 10))
+        .expect("shrinks");
+    for args in [vec!["add", "x"], vec!["merge", "--force"]] {
+        let mut command = bloomery();
+        command.arg(args[0]);
+        if args[0] == "merge" {
+            command.arg("--force").arg(&path).arg(&path);
+        } else {
+            command.arg(&path).arg(args[1]);
+        }
+        let message = error_of(&mut command);
+        assert!(message.contains("No space left on device"), "{message}");
+        assert_eq!(fs::read(&path).expect("reads"), before);
+        assert_eq!(leftovers(dir, &["f.bloom", "filler"]), Vec::<String>::new());
+    }
+    // A new filter larger than the space left is refused before anything is written;
+    // forced past the check, it fails cleanly and leaves nothing.
+    let big = dir.join("big.bloom");
+    let message = error_of(bloomery().args(["create", "--items", "10000000"]).arg(&big));
+    assert!(
+        message.contains("more than the disk space available"),
+        "{message}"
+    );
+    let message = error_of(
+        bloomery()
+            .args(["create", "--no-space-check", "--items", "10000000"])
+            .arg(&big),
+    );
+    assert!(message.contains("No space left on device"), "{message}");
+    assert_eq!(leftovers(dir, &["f.bloom", "filler"]), Vec::<String>::new());
+    verify(&path);
+}
+
+#[test]
+fn a_filter_too_big_for_memory_or_max_bytes_is_refused_before_allocating() {
+    let dir = open_dir();
+    let path = dir.path().join("huge.bloom");
+    let started = Instant::now();
+    for fpp in ["1e-21", "1e-20"] {
+        let message = error_of(
+            bloomery()
+                .args(["create", "--items", "1000", "--fpp", fpp])
+                .arg(&path),
+        );
+        assert!(message.contains("more than the memory it may use"), "{message}");
+    }
+    let message = error_of(
+        bloomery()
+            .args(["create", "--items", "1000000", "--max-bytes", "1000000"])
+            .arg(&path),
+    );
+    assert!(message.contains("more than --max-bytes 1000000"), "{message}");
+    let message = error_of(
+        bloomery()
+            .args(["dedup", "--items", "1000000", "--max-bytes", "1000"])
+            .stdin(Stdio::null()),
+    );
+    assert!(message.contains("more than --max-bytes 1000"), "{message}");
+    assert!(!path.exists());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "checked without allocating"
+    );
+}
+
+fn with_stdout(args: &[&std::ffi::OsStr], stdout: Stdio) -> Output {
+    bloomery()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn a_full_or_closed_stdout_is_an_error_line_or_a_quiet_end_never_a_panic() {
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "classic", "--items", "1000"])
+        .arg(&path));
+    add(&path, &["a", "b"]);
+    let input = dir.path().join("lines");
+    fs::write(
+        &input,
+        (0..100_000).map(|i| format!("line {i}\n")).collect::<String>(),
+    )
+    .expect("writes");
+    let p = path.as_os_str();
+    let runs: Vec<Vec<&std::ffi::OsStr>> = vec![
+        vec!["info".as_ref(), p],
+        vec!["verify".as_ref(), p],
+        vec!["check".as_ref(), p, "a".as_ref(), "zz".as_ref()],
+        vec!["check".as_ref(), p, "-i".as_ref(), input.as_os_str()],
+        vec!["dedup".as_ref(), "-i".as_ref(), input.as_os_str()],
+        vec!["export".as_ref(), p, "-".as_ref()],
+        vec!["--help".as_ref()],
+    ];
+    for args in &runs {
+        let full = with_stdout(args, Stdio::from(fs::File::create("/dev/full").expect("opens")));
+        assert_clean_end(&full, &format!("{args:?} > /dev/full"));
+        if args[0] != "--help" {
+            assert_eq!(full.status.code(), Some(2), "{args:?} > /dev/full");
+            assert!(
+                String::from_utf8_lossy(&full.stderr).contains("No space left"),
+                "{args:?}"
+            );
+        }
+        // A pipe whose reader has gone.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let closed = with_stdout(args, Stdio::from(writer));
+        assert_clean_end(&closed, &format!("{args:?} | (closed)"));
+    }
+}
+
+#[test]
+fn nothing_to_check_or_add_is_an_error_not_success() {
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    create(&path, 100);
+    let message = error_of(bloomery().args(["check", "-q"]).arg(&path).stdin(Stdio::null()));
+    assert!(message.contains("no items given"), "{message}");
+    let message = error_of(bloomery().arg("add").arg(&path).stdin(Stdio::null()));
+    assert!(message.contains("no items given"), "{message}");
+}
+
+#[test]
+fn dedup_refuses_sizing_options_for_an_existing_filter() {
+    let dir = open_dir();
+    let path = dir.path().join("seen.bloom");
+    create(&path, 100);
+    let message = error_of(
+        bloomery()
+            .args(["dedup", "--items", "5000", "--variant", "classic", "--filter"])
+            .arg(&path)
+            .stdin(Stdio::null()),
+    );
+    assert!(
+        message.contains("--items, --variant would be ignored"),
+        "{message}"
+    );
+}
+
+#[test]
+fn dedup_prints_lines_as_read_and_items_are_bytes_not_text() {
+    let mut child = bloomery()
+        .arg("dedup")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(b"a\r\nb\na\n\xff\xfe\r\n\xff\xfe\n")
+        .expect("writes");
+    let output = child.wait_with_output().expect("waits");
+    // "a\r\n" and "a\n" are one item (the '\r' is not part of it) but the first is printed
+    // as it came.
+    assert_eq!(output.stdout, b"a\r\nb\n\xff\xfe\r\n");
+    // Arguments that are not UTF-8 are items too.
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    create(&path, 100);
+    use std::os::unix::ffi::OsStrExt;
+    let item = std::ffi::OsStr::from_bytes(b"\xff\xfe");
+    ok(bloomery().arg("add").arg(&path).arg(item));
+    ok(bloomery().arg("check").arg(&path).arg(item));
+}
+
+#[test]
+fn writers_leave_no_lock_files_and_a_missing_file_leaves_nothing() {
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    create(&path, 100);
+    add(&path, &["x"]);
+    let message = error_of(
+        bloomery()
+            .arg("add")
+            .arg(dir.path().join("nothere.bloom"))
+            .arg("x"),
+    );
+    assert!(message.contains("No such file"), "{message}");
+    assert_eq!(leftovers(dir.path(), &["f.bloom"]), Vec::<String>::new());
+}
+
+#[test]
+fn an_overfilled_filter_says_so() {
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "classic", "--items", "10"])
+        .arg(&path));
+    let items: Vec<String> = (0..200).map(|i| format!("item {i}")).collect();
+    let output = ok(bloomery().arg("add").arg(&path).args(&items));
+    let warning = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        warning.contains("warning") && warning.contains("more than the"),
+        "{warning}"
+    );
+    let items: Vec<String> = (0..5000).map(|i| format!("more {i}")).collect();
+    ok(bloomery().arg("add").arg(&path).args(&items));
+    let info = String::from_utf8(ok(bloomery().arg("info").arg(&path)).stdout).expect("UTF-8");
+    assert!(
+        info.contains("estimated items: unknown: every bit is set"),
+        "{info}"
+    );
+    assert!(!info.contains("18446744073709551615"), "{info}");
+}
+
+#[test]
+fn check_finds_bit_rot_that_the_mapped_read_would_miss() {
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "classic", "--items", "1000"])
+        .arg(&path));
+    add(&path, &["apple"]);
+    // Clear every payload byte of the last 64: the file now answers "absent" wrongly for
+    // items there, and only the payload checksum can tell.
+    let mut bytes = fs::read(&path).expect("reads");
+    let len = bytes.len();
+    for byte in &mut bytes[len - 64..] {
+        *byte = 0;
+    }
+    for byte in &mut bytes[len - 1200..len - 64] {
+        *byte = 0;
+    }
+    fs::write(&path, &bytes).expect("writes");
+    let message = error_of(bloomery().arg("check").arg(&path).arg("apple"));
+    assert!(message.contains("checksum"), "{message}");
+    let info = String::from_utf8(ok(bloomery().arg("info").arg(&path)).stdout).expect("UTF-8");
+    assert!(info.contains("payload checksum: DAMAGED"), "{info}");
+    // The fast path answers from the bits, as documented.
+    let output = bloomery()
+        .args(["check", "--no-verify"])
+        .arg(&path)
+        .arg("apple")
+        .output()
+        .expect("runs");
+    assert_clean_end(&output, "check --no-verify");
+}
+
+#[test]
+fn a_file_truncated_while_mapped_is_an_error_line_not_a_crash() {
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    create(&path, 1_000_000);
+    let mut child = bloomery()
+        .args(["check", "--no-verify"])
+        .arg(&path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut stdin = child.stdin.take().expect("piped");
+    // The file is mapped before the first item is read; give it time to start.
+    std::thread::sleep(Duration::from_millis(500));
+    // Truncate in place, as another program might.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("opens")
+        .set_len(4096)
+        .expect("truncates");
+    for i in 0..1000 {
+        if writeln!(stdin, "item {i}").is_err() {
+            break;
+        }
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("waits");
+    assert_clean_end(&output, "check on a truncated file");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("changed size"));
+}
+
+#[test]
+fn merge_waits_for_a_running_add_to_its_output_and_keeps_its_items() {
+    let dir = open_dir();
+    let a = dir.path().join("a.bloom");
+    let b = dir.path().join("b.bloom");
+    create(&a, 1000);
+    create(&b, 1000);
+    add(&b, &["from-b"]);
+    // An add that holds a's lock while it waits for its items on stdin.
+    let mut adder = bloomery()
+        .arg("add")
+        .arg(&a)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    std::thread::sleep(Duration::from_millis(300));
+    let merger = bloomery()
+        .args(["merge", "--force"])
+        .arg(&a)
+        .arg(&a)
+        .arg(&b)
+        .spawn()
+        .expect("runs");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut stdin = adder.stdin.take().expect("piped");
+    writeln!(stdin, "added-meanwhile").expect("writes");
+    drop(stdin);
+    assert!(adder.wait().expect("waits").success());
+    assert!(wait(merger).success());
+    assert!(all_present(&a, &["added-meanwhile".into(), "from-b".into()]));
+}
+
+fn wait(mut child: Child) -> ExitStatus {
+    child.wait().expect("waits")
+}
+
+/// A small xorshift generator, so the kill points are reproducible from the printed seed.
+struct Random(u64);
+
+impl Random {
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound
+    }
+}
+
+/// `kill -9` at random points of `add`, `merge` and `dedup --filter`, through a symlink to
+/// a file with its own mode and owner: after each, the file passes `verify`, holds every
+/// item of every finished add, and mode, owner and link are as they were.
+#[test]
+fn kill_9_at_random_points_never_loses_acknowledged_items_or_damages_the_file() {
+    let dir = open_dir();
+    let real = dir.path().join("real.bloom");
+    create(&real, 200_000);
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o640)).expect("chmod");
+    if is_root() {
+        std::os::unix::fs::chown(&real, Some(NOBODY), Some(NOBODY)).expect("chown");
+    }
+    let mode_owner = |path: &Path| {
+        let metadata = fs::metadata(path).expect("exists");
+        (metadata.mode() & 0o7777, metadata.uid(), metadata.gid())
+    };
+    let expected = mode_owner(&real);
+    let link = dir.path().join("link.bloom");
+    symlink("real.bloom", &link).expect("symlink");
+    let other = dir.path().join("other.bloom");
+    create(&other, 200_000);
+    add(&other, &["from-other"]);
+    let mut acknowledged: Vec<String> = vec!["from-other".into()];
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |elapsed| elapsed.as_nanos() as u64)
+        | 1;
+    eprintln!("kill points seed {seed}");
+    let mut random = Random(seed);
+    let mut kills = 0;
+    let mut finished = 0;
+    let mut round = 0u64;
+    let mut typical_us = 20_000u64;
+    ok(bloomery()
+        .args(["merge", "--force"])
+        .arg(&link)
+        .arg(&link)
+        .arg(&other));
+    while kills < 210 {
+        round += 1;
+        let batch: Vec<String> = (0..3000).map(|i| format!("round {round} item {i}")).collect();
+        let mut command = bloomery();
+        match round % 3 {
+            0 => command.arg("add").arg(&link).arg("-i").arg("-"),
+            1 => command.args(["dedup", "--filter"]).arg(&link),
+            _ => command
+                .args(["merge", "--force"])
+                .arg(&link)
+                .arg(&link)
+                .arg(&other),
+        };
+        let before = fs::read(&real).expect("reads");
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs");
+        let mut stdin = child.stdin.take().expect("piped");
+        let text: String = batch.iter().map(|item| format!("{item}\n")).collect();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(text.as_bytes());
+        });
+        // A kill point anywhere in a typical run (from its start to its end, as measured on
+        // the runs that finished).
+        let started = Instant::now();
+        std::thread::sleep(Duration::from_micros(
+            random.below((typical_us * 3 / 2).max(1000)),
+        ));
+        let killed = child.kill().is_ok();
+        let output = child.wait_with_output().expect("waits");
+        let _ = writer.join();
+        if output.status.code() == Some(0) {
+            let elapsed = started.elapsed().as_micros() as u64;
+            typical_us = (typical_us * 3 + elapsed) / 4;
+            finished += 1;
+            if round % 3 != 2 {
+                acknowledged.extend(batch);
+            }
+        } else {
+            assert!(killed, "{}", String::from_utf8_lossy(&output.stderr));
+            assert_eq!(output.status.code(), None, "killed by the signal");
+            kills += 1;
+            // The old filter or the new one: changed bytes mean every item of the run.
+            if round % 3 != 2 && fs::read(&real).expect("reads") != before {
+                assert!(all_present(&link, &batch), "round {round}: a partial filter");
+            }
+        }
+        verify(&link);
+        assert!(
+            fs::symlink_metadata(&link)
+                .expect("exists")
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(mode_owner(&real), expected);
+        if round.is_multiple_of(10) {
+            assert!(all_present(&link, &acknowledged), "round {round}");
+            eprintln!("round {round}: {kills} kills, {finished} finished, typical run {typical_us} µs");
+        }
+    }
+    assert!(all_present(&link, &acknowledged));
+    // The next finished writer removes temporary files that killed writers left.
+    add(&link, &["last"]);
+    assert_eq!(
+        leftovers(dir.path(), &["real.bloom", "link.bloom", "other.bloom"]),
+        Vec::<String>::new()
+    );
+    eprintln!(
+        "{kills} kills, {finished} finished runs, {} acknowledged items",
+        acknowledged.len()
+    );
+    assert!(finished > 0, "some runs should finish: raise the kill delay");
+}
