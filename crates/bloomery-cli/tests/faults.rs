@@ -466,6 +466,24 @@ fn a_filter_too_big_for_memory_or_max_bytes_is_refused_before_allocating() {
     );
 }
 
+/// Runs the command with its standard output closed (`>&-`).
+trait CloseStdout {
+    fn pre_exec_close_stdout(&mut self) -> &mut Self;
+}
+
+impl CloseStdout for Command {
+    fn pre_exec_close_stdout(&mut self) -> &mut Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: close(2) is async-signal-safe, as pre_exec requires.
+        unsafe {
+            self.pre_exec(|| {
+                libc::close(1);
+                Ok(())
+            })
+        }
+    }
+}
+
 fn with_stdout(args: &[&std::ffi::OsStr], stdout: Stdio) -> Output {
     bloomery()
         .args(args)
@@ -510,6 +528,16 @@ fn a_full_or_closed_stdout_is_an_error_line_or_a_quiet_end_never_a_panic() {
                 "{args:?}"
             );
         }
+        // Standard output closed (`>&-`): the Rust runtime reopens it on /dev/null before
+        // main, so the run is as with `> /dev/null`.
+        let closed = bloomery()
+            .args(args)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .pre_exec_close_stdout()
+            .output()
+            .expect("runs");
+        assert_clean_end(&closed, &format!("{args:?} >&-"));
         // A pipe whose reader has gone.
         let (reader, writer) = std::io::pipe().expect("pipe");
         drop(reader);
