@@ -74,6 +74,16 @@ class Server:
                 self.process.wait()
 
 
+def dump(client, key) -> list:
+    """``BF.SCANDUMP`` of ``key`` to the end: its ``(iterator, data)`` pairs, in order."""
+    chunks, iterator = [], 0
+    while True:
+        iterator, data = client.execute_command("BF.SCANDUMP", key, iterator)
+        if iterator == 0:
+            return chunks
+        chunks.append((iterator, data))
+
+
 def held_memory(client) -> int:
     """INFO memory's used_memory without client and replication buffers (a refused
     1.2 MB argument stays in the client's query buffer until Redis trims it)."""

@@ -8,7 +8,7 @@ import time
 import pytest
 import redis
 
-from conftest import MODULE, Server, free_port, held_memory, settles_near
+from conftest import MODULE, Server, dump, free_port, held_memory, settles_near
 
 CAP = 1 << 20
 CONFIG = "bloomery.max-filter-memory"
@@ -18,15 +18,6 @@ def error_of(client, *command) -> str:
     with pytest.raises(redis.ResponseError) as raised:
         client.execute_command(*command)
     return str(raised.value)
-
-
-def dump(client, key):
-    chunks, iterator = [], 0
-    while True:
-        iterator, data = client.execute_command("BF.SCANDUMP", key, iterator)
-        if iterator == 0:
-            return chunks
-        chunks.append((iterator, data))
 
 
 def cap_of(client) -> int:

@@ -5,16 +5,7 @@ import time
 import pytest
 import redis
 
-from conftest import Server
-
-
-def dump(client, key):
-    chunks, iterator = [], 0
-    while True:
-        iterator, data = client.execute_command("BF.SCANDUMP", key, iterator)
-        if iterator == 0:
-            return chunks
-        chunks.append((iterator, data))
+from conftest import Server, dump
 
 
 def load(client, key, chunks):

@@ -12,18 +12,9 @@ import time
 import pytest
 import redis
 
-from conftest import Server, held_memory, settles_near
+from conftest import Server, dump, held_memory, settles_near
 
 CHUNK_BYTES = 16 << 20
-
-
-def dump(client, key):
-    chunks, iterator = [], 0
-    while True:
-        iterator, data = client.execute_command("BF.SCANDUMP", key, iterator)
-        if iterator == 0:
-            return chunks
-        chunks.append(data)
 
 
 def error_of(client, *command) -> str:
@@ -56,7 +47,7 @@ def test_loads_in_progress_live_in_their_database_replicate_and_are_flushed(serv
     primary.execute_command("BF.RESERVE", "source", "0.01", "15000000")
     items = [f"loaded-{i}" for i in range(1000)]
     primary.execute_command("BF.MADD", "source", *items)
-    pieces = dump(primary, "source")
+    pieces = [data for _, data in dump(primary, "source")]
     assert len(pieces) == 2 and len(pieces[0]) == CHUNK_BYTES
     primary.flushall()
     baseline = held_memory(primary)
