@@ -384,11 +384,22 @@ fn ratio_line(what: &str, ours: f64, theirs: f64, target: f64) {
 }
 
 fn main() {
-    let quick = std::env::args().any(|arg| arg == "--quick");
-    let sizes: &[usize] = if quick {
-        &[1_000_000, 10_000_000]
-    } else {
-        &[1_000_000, 10_000_000, 100_000_000]
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|arg| arg == "--quick");
+    // `--sizes 1000000,10000000`: only these u64-key sizes (for a focused comparison).
+    let chosen: Option<Vec<usize>> = args
+        .iter()
+        .position(|arg| arg == "--sizes")
+        .and_then(|at| args.get(at + 1))
+        .map(|list| {
+            list.split(',')
+                .map(|n| n.parse().expect("--sizes N,N,..."))
+                .collect()
+        });
+    let sizes: &[usize] = match &chosen {
+        Some(sizes) => sizes,
+        None if quick => &[1_000_000, 10_000_000],
+        None => &[1_000_000, 10_000_000, 100_000_000],
     };
     println!("kernel: {}", bloomery::blocked::Kernel::detect().name());
 

@@ -13,7 +13,7 @@ use std::arch::aarch64::*;
 
 use super::Block;
 use super::kernel::SALTS;
-use super::kernel::{batch_contains, batch_insert, block_index, fingerprint};
+use super::kernel::{batch_contains, batch_insert, block_of, block_of_mut, fingerprint};
 
 /// The eight lane masks, as four vectors of two 64-bit lanes.
 #[inline(always)]
@@ -77,14 +77,15 @@ fn contains_block(block: &Block, fingerprint: u32) -> bool {
 /// Adds the item with `hash`; returns whether any bit changed.
 #[inline]
 pub(super) fn insert(blocks: &mut [Block], hash: u64) -> bool {
-    let index = block_index(hash, blocks.len());
-    insert_block(&mut blocks[index], fingerprint(hash))
+    // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
+    insert_block(unsafe { block_of_mut(blocks, hash) }, fingerprint(hash))
 }
 
 /// Whether the item with `hash` may be present.
 #[inline]
 pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
-    contains_block(&blocks[block_index(hash, blocks.len())], fingerprint(hash))
+    // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
+    contains_block(unsafe { block_of(blocks, hash) }, fingerprint(hash))
 }
 
 /// Adds every hash, prefetching ahead.

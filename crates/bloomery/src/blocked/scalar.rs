@@ -3,7 +3,7 @@
 
 use super::Block;
 use super::kernel::{BLOCK_WORDS, SALTS};
-use super::kernel::{batch_contains, batch_insert, block_index, fingerprint};
+use super::kernel::{batch_contains, batch_insert, block_of, block_of_mut, fingerprint};
 
 /// The eight lane masks for `fingerprint`: lane i gets bit `(fingerprint · SALTS[i]) >> 26`,
 /// the top 6 bits of a 32-bit product, i.e. a position in 0..64.
@@ -38,14 +38,15 @@ pub(super) fn contains_block(block: &Block, fingerprint: u32) -> bool {
 /// Adds the item with `hash`; returns whether any bit changed.
 #[inline(always)]
 pub(super) fn insert(blocks: &mut [Block], hash: u64) -> bool {
-    let index = block_index(hash, blocks.len());
-    insert_block(&mut blocks[index], fingerprint(hash))
+    // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
+    insert_block(unsafe { block_of_mut(blocks, hash) }, fingerprint(hash))
 }
 
 /// Whether the item with `hash` may be present.
 #[inline(always)]
 pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
-    contains_block(&blocks[block_index(hash, blocks.len())], fingerprint(hash))
+    // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
+    contains_block(unsafe { block_of(blocks, hash) }, fingerprint(hash))
 }
 
 /// Adds every hash, prefetching ahead.
