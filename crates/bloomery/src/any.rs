@@ -31,9 +31,10 @@ use crate::classic::BloomFilterView;
 use crate::error::{Error, Result};
 use crate::format::native::{self, Envelope, Header, Persist, Variant};
 use crate::sizing::ClassicShape;
+use crate::split_block::SplitBlockBloomFilterView;
 use crate::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, FilterStats,
-    RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions,
+    RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions, SplitBlockBloomFilter,
 };
 
 /// A filter's state, whatever its variant.
@@ -50,8 +51,8 @@ pub struct Stats {
     /// a generation (a rotating one) or refuses more (a non-scaling one). Classic, counting,
     /// retouched and allow-listed filters take any number at a rising false-positive rate;
     /// for them this is the most items their shape can have been sized for
-    /// ([`sized_capacity`](crate::sizing::sized_capacity)). `None` for blocked filters,
-    /// whose file keeps no sizing.
+    /// ([`sized_capacity`](crate::sizing::sized_capacity)). `None` for blocked and
+    /// split-block filters, whose files keep no sizing.
     pub capacity: Option<u64>,
     /// Whether items beyond `capacity` are refused.
     pub refuses_beyond_capacity: bool,
@@ -234,6 +235,9 @@ impl Spec {
                 crate::rotating::check_generations(self.generations)?;
                 classic_bytes(n, p)?.saturating_mul(self.generations as u64)
             }
+            Variant::SplitBlock => {
+                crate::sizing::split_block_num_blocks(n, p)? * (crate::sizing::SPLIT_BLOCK_BITS / 8)
+            }
         })
     }
 }
@@ -249,6 +253,7 @@ pub fn create(spec: &Spec) -> Result<Box<dyn DynFilter>> {
         Variant::Retouched => Box::new(RetouchedBloomFilter::with_fpp(n, p)?),
         Variant::Allowlisted => Box::new(AllowlistedBloomFilter::with_fpp(n, p)?),
         Variant::Rotating => Box::new(RotatingBloomFilter::new(spec.generations, n, p)?),
+        Variant::SplitBlock => Box::new(SplitBlockBloomFilter::with_fpp(n, p)?),
     })
 }
 
@@ -277,11 +282,12 @@ pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>>
         Variant::Retouched => load::<RetouchedBloomFilter>(header, payload),
         Variant::Allowlisted => load::<AllowlistedBloomFilter>(header, payload),
         Variant::Rotating => load::<RotatingBloomFilter>(header, payload),
+        Variant::SplitBlock => load::<SplitBlockBloomFilter>(header, payload),
     }
 }
 
 /// A read-only filter over a checked header and its payload, for example a memory-mapped
-/// file: the classic and blocked variants answer from the payload in place (nothing is
+/// file: the classic, blocked and split-block variants answer from the payload in place (nothing is
 /// copied, only the pages a lookup touches are read, and the payload checksum is not
 /// computed); the others are built in memory, after the payload checksum is checked.
 pub fn view<'a>(header: &Header, payload: &'a [u8]) -> Result<Box<dyn FilterView + 'a>> {
@@ -290,6 +296,10 @@ pub fn view<'a>(header: &Header, payload: &'a [u8]) -> Result<Box<dyn FilterView
             .map(|view| Box::new(view) as Box<dyn FilterView + 'a>),
         Variant::Blocked => {
             BlockedBloomFilterView::from_parts_of_version(header.version, &header.params, payload)?
+                .map(|view| Box::new(view) as Box<dyn FilterView + 'a>)
+        }
+        Variant::SplitBlock => {
+            SplitBlockBloomFilterView::from_parts_of_version(header.version, &header.params, payload)?
                 .map(|view| Box::new(view) as Box<dyn FilterView + 'a>)
         }
         _ => None,
@@ -312,6 +322,19 @@ pub fn to_guava_bytes(filter: &dyn DynFilter) -> Result<Vec<u8>> {
         None => Err(unsupported(
             filter.variant(),
             "Guava's format (only classic filters have it)",
+        )),
+    }
+}
+
+/// A split-block filter's Parquet bytes: with the Thrift `BloomFilterHeader` (what a
+/// Parquet file holds for a column chunk) or the bitset alone; an error for other variants.
+pub fn to_parquet_bytes(filter: &dyn DynFilter, with_header: bool) -> Result<Vec<u8>> {
+    match filter.as_any().downcast_ref::<SplitBlockBloomFilter>() {
+        Some(split_block) if with_header => Ok(split_block.to_parquet_bytes()),
+        Some(split_block) => Ok(split_block.to_parquet_bitset().into_owned()),
+        None => Err(unsupported(
+            filter.variant(),
+            "Parquet's format (only split-block filters have it)",
         )),
     }
 }
@@ -484,6 +507,98 @@ impl FilterView for BlockedBloomFilterView<'_> {
 
     fn describe(&self) -> Vec<(&'static str, String)> {
         blocked_lines(self.blocks().len() as u64, self.seed(), self.bit_count())
+    }
+}
+
+fn split_block_lines(num_blocks: u64, bit_count: u64) -> Vec<(&'static str, String)> {
+    let num_bits = num_blocks * crate::sizing::SPLIT_BLOCK_BITS;
+    vec![
+        (
+            "hashing",
+            "XXH64, seed 0 (Parquet's split block Bloom filter)".into(),
+        ),
+        ("bits", num_bits.to_string()),
+        ("blocks", format!("{num_blocks} of 256 bits, 8 bits per item")),
+        (
+            "bits set",
+            format!(
+                "{bit_count} (fill ratio {:.4})",
+                bit_count as f64 / num_bits as f64
+            ),
+        ),
+    ]
+}
+
+impl FilterView for SplitBlockBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::SplitBlock
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        SplitBlockBloomFilter::contains(self, item)
+    }
+
+    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
+        self.contains_batch_into(items, results);
+    }
+
+    fn stats(&self) -> Stats {
+        stats_of(self)
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        split_block_lines(self.num_blocks(), self.bit_count())
+    }
+}
+
+impl DynFilter for SplitBlockBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(SplitBlockBloomFilter::insert(self, item))
+    }
+
+    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
+        SplitBlockBloomFilter::insert_batch(self, items);
+        Ok(())
+    }
+
+    fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
+        SplitBlockBloomFilter::union(self, same_variant(Variant::SplitBlock, other)?)
+    }
+
+    fn intersection(&mut self, other: &dyn DynFilter) -> Result<()> {
+        SplitBlockBloomFilter::intersection(self, same_variant(Variant::SplitBlock, other)?)
+    }
+
+    owned_filter_common!();
+}
+
+impl FilterView for SplitBlockBloomFilterView<'_> {
+    fn variant(&self) -> Variant {
+        Variant::SplitBlock
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        SplitBlockBloomFilterView::contains(self, item)
+    }
+
+    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
+        self.contains_batch_into(items, results);
+    }
+
+    fn stats(&self) -> Stats {
+        Stats {
+            estimated_len: self.estimated_len(),
+            expected_fpp: self.expected_fpp(),
+            memory_bytes: self.num_bits() / 8,
+            capacity: None,
+            refuses_beyond_capacity: false,
+            sub_filters: 1,
+            expansion: None,
+        }
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        split_block_lines(self.blocks().len() as u64, self.bit_count())
     }
 }
 

@@ -12,6 +12,8 @@
 //! - [`BlockedBloomFilter`]: the fast filter: each item in one 64-byte cache line, SIMD
 //!   kernels, batched lookups with prefetch, exact sizing for the blocked layout; and its
 //!   lock-free twin [`AtomicBlockedBloomFilter`].
+//! - [`SplitBlockBloomFilter`]: bit for bit Apache Parquet's Split Block Bloom Filter
+//!   (256-bit blocks, XXH64), so filters move in and out of Parquet files.
 //! - Filters that delete, grow, forget and age: [`CountingBloomFilter`] (4-bit counters,
 //!   remove), [`ScalableBloomFilter`] (grows at a bounded rate), [`RetouchedBloomFilter`]
 //!   (clears known false positives, reporting the false negatives this makes),
@@ -52,6 +54,7 @@ pub mod retouched;
 pub mod rotating;
 pub mod scalable;
 pub mod sizing;
+pub mod split_block;
 
 pub use allowlist::AllowlistedBloomFilter;
 pub use blocked::{AtomicBlockedBloomFilter, BlockedBloomFilter};
@@ -62,6 +65,7 @@ pub use hash::{Funnel, Sink, UnencodedChars, Utf16Units};
 pub use retouched::{ClearingScheme, RetouchedBloomFilter};
 pub use rotating::RotatingBloomFilter;
 pub use scalable::{ScalableBloomFilter, ScalableOptions};
+pub use split_block::SplitBlockBloomFilter;
 
 /// What every filter in this library does with items of type `T`, so tools (the CLI, the
 /// Redis module) are written once against it. Its companion [`FilterStats`] reports the

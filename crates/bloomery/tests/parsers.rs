@@ -20,7 +20,7 @@ use bloomery::format::pieces::{Assembled, PieceAssembler};
 use bloomery::sizing::ClassicShape;
 use bloomery::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter,
-    RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter,
+    RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, SplitBlockBloomFilter,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -200,6 +200,17 @@ fn blocked() -> BoxedStrategy<(Vec<u8>, Vec<u8>)> {
                 .u64(seed)
                 .0;
             let payload = filler(seed, num_blocks.min(16) as usize * 64);
+            (params, resized(payload, change, seed))
+        })
+        .boxed()
+}
+
+fn split_block() -> BoxedStrategy<(Vec<u8>, Vec<u8>)> {
+    let hasher = prop_oneof![8 => Just(1u32), 1 => any::<u32>()];
+    (small_u64(1..=12), hasher, any::<u64>(), length_change())
+        .prop_map(|(num_blocks, hasher, seed, change)| {
+            let params = Fields::default().u64(num_blocks).u32(hasher).0;
+            let payload = filler(seed, num_blocks.min(32) as usize * 32);
             (params, resized(payload, change, seed))
         })
         .boxed()
@@ -412,7 +423,7 @@ fn mutate(params: &mut [u8], payload: &mut [u8], mutations: &[(bool, usize, u8)]
     }
 }
 
-/// An envelope with correct checksums of any variant code (mostly the 7 known ones, with
+/// An envelope with correct checksums of any variant code (mostly the 8 known ones, with
 /// their own parameter generators), version 1 or 2, with a few bytes mutated.
 fn generated_envelope() -> impl Strategy<Value = Vec<u8>> {
     let version = prop_oneof![3 => Just(2u16), 1 => Just(1u16)];
@@ -426,7 +437,8 @@ fn generated_envelope() -> impl Strategy<Value = Vec<u8>> {
                 (Just(5u16), retouched()),
                 (Just(6u16), allowlisted()),
                 (Just(7u16), rotating(version >= 2)),
-                (prop_oneof![Just(0u16), Just(8u16), any::<u16>()], classic()),
+                (Just(8u16), split_block()),
+                (prop_oneof![Just(0u16), Just(9u16), any::<u16>()], classic()),
             ];
             (Just(version), parts, mutations())
         })
@@ -596,7 +608,9 @@ fn real_files() -> &'static [Vec<u8>] {
         let mut retouched = RetouchedBloomFilter::with_fpp(30, 0.2).unwrap();
         let mut allowlisted = AllowlistedBloomFilter::with_fpp(30, 0.2).unwrap();
         let mut rotating = RotatingBloomFilter::new(3, 25, 0.01).unwrap();
+        let mut split_block = SplitBlockBloomFilter::with_fpp(60, 0.01).unwrap();
         for item in &present {
+            split_block.insert(item);
             classic.insert(item);
             blocked.insert(item);
             counting.insert(item);
@@ -632,6 +646,7 @@ fn real_files() -> &'static [Vec<u8>] {
             retouched.to_bytes(),
             allowlisted.to_bytes(),
             rotating.to_bytes(),
+            split_block.to_bytes(),
         ]
     })
 }
@@ -666,10 +681,11 @@ fn the_real_files_open_in_both_versions_and_round_trip() {
         let code = u16::from_le_bytes([bytes[10], bytes[11]]);
         assert!(check_native(bytes).unwrap(), "variant {code} does not open");
         let v1 = version_1(bytes);
-        // Version 1 blocked files hashed with foldhash, which is gone: refused.
+        // Version 1 blocked files hashed with foldhash, which is gone: refused; version 1
+        // had no split-block variant.
         assert_eq!(
             check_native(&v1).unwrap(),
-            code != 2,
+            code != 2 && code != 8,
             "variant {code} in version 1"
         );
     }
@@ -825,8 +841,8 @@ fn generated_envelopes_reach_every_variant_parser() {
         TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
     );
     let strategy = generated_envelope();
-    let mut opened = [0u32; 8];
-    let mut refused_by_variant = [0u32; 8];
+    let mut opened = [0u32; 9];
+    let mut refused_by_variant = [0u32; 9];
     for _ in 0..3000 {
         let bytes = strategy.new_tree(&mut runner).unwrap().current();
         let Ok(header) = Header::parse(&bytes) else {
@@ -840,11 +856,11 @@ fn generated_envelopes_reach_every_variant_parser() {
         }
     }
     eprintln!(
-        "of 3000 generated envelopes, by variant code 1..=7: opened {:?}, refused by the variant's checks {:?}",
+        "of 3000 generated envelopes, by variant code 1..=8: opened {:?}, refused by the variant's checks {:?}",
         &opened[1..],
         &refused_by_variant[1..]
     );
-    for code in 1..=7 {
+    for code in 1..=8 {
         assert!(
             opened[code] >= 10 && refused_by_variant[code] >= 10,
             "variant {code}: {} opened, {} refused by its parser",

@@ -3,10 +3,12 @@
 //! - [`guava`]: the bytes of Guava's `BloomFilter.writeTo`, read and written as methods of
 //!   [`BloomFilter`](crate::BloomFilter).
 //! - [`native`]: bloomery's own checksummed envelope, one for every variant ([`native::Persist`]).
+//! - [`parquet`]: the Thrift header before a Parquet column chunk's bloom-filter bitset.
 //! - [`pieces`]: an envelope reassembled from numbered pieces (Redis dumps).
 
 pub mod guava;
 pub mod native;
+pub mod parquet;
 pub mod pieces;
 
 use crate::error::{Error, FormatProblem, Result};

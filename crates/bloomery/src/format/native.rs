@@ -67,6 +67,8 @@ pub enum Variant {
     Allowlisted = 6,
     /// [`RotatingBloomFilter`](crate::RotatingBloomFilter), aging generations.
     Rotating = 7,
+    /// [`SplitBlockBloomFilter`](crate::SplitBlockBloomFilter), Parquet's bitset.
+    SplitBlock = 8,
 }
 
 impl Variant {
@@ -80,6 +82,7 @@ impl Variant {
             5 => Some(Variant::Retouched),
             6 => Some(Variant::Allowlisted),
             7 => Some(Variant::Rotating),
+            8 => Some(Variant::SplitBlock),
             _ => None,
         }
     }
@@ -90,7 +93,7 @@ impl Variant {
     }
 
     /// Every variant, in code order.
-    pub const ALL: [Variant; 7] = [
+    pub const ALL: [Variant; 8] = [
         Variant::Classic,
         Variant::Blocked,
         Variant::Counting,
@@ -98,10 +101,11 @@ impl Variant {
         Variant::Retouched,
         Variant::Allowlisted,
         Variant::Rotating,
+        Variant::SplitBlock,
     ];
 
     /// The variant's name: "classic", "blocked", "counting", "scalable", "retouched",
-    /// "allowlisted" or "rotating".
+    /// "allowlisted", "rotating" or "split-block".
     pub fn name(self) -> &'static str {
         match self {
             Variant::Classic => "classic",
@@ -111,6 +115,7 @@ impl Variant {
             Variant::Retouched => "retouched",
             Variant::Allowlisted => "allowlisted",
             Variant::Rotating => "rotating",
+            Variant::SplitBlock => "split-block",
         }
     }
 
