@@ -5,7 +5,7 @@
 
 mod combine;
 mod error;
-mod guava;
+mod foreign;
 mod items;
 mod output;
 mod progress;
@@ -25,13 +25,14 @@ use bloomery::format::native::Variant;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use crate::foreign::ForeignFormat;
 use crate::items::ItemFormat;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "bloomery",
     version,
-    about = "Bloom filters in files: create, add, check, dedup, merge, export to Guava"
+    about = "Bloom filters in files: create, add, check, dedup, merge, export to Guava and Parquet"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -65,7 +66,8 @@ struct SizeArgs {
     #[arg(short = 'p', long = "fpp", default_value_t = 0.01)]
     fpp: f64,
     /// Filter variant: blocked (fastest), classic (Guava-compatible), counting (remove),
-    /// scalable (grows), retouched, allowlisted, or rotating (forgets old generations).
+    /// scalable (grows), retouched, allowlisted, rotating (forgets old generations), or
+    /// split-block (Parquet's split block Bloom filter).
     #[arg(long, default_value = "blocked", value_parser = parse_variant)]
     variant: Variant,
     /// Hash seed (blocked filters).
@@ -225,22 +227,30 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Write a classic filter as Guava's BloomFilter.writeTo bytes.
+    /// Write a classic filter as Guava's BloomFilter.writeTo bytes, or a split-block
+    /// filter as Parquet's bloom-filter bytes (--format parquet-sbbf).
     Export {
-        /// The classic filter file.
+        /// The filter file (classic for guava, split-block for parquet-sbbf).
         file: PathBuf,
-        /// Where to write the Guava bytes ("-" for standard output).
+        /// Where to write the bytes ("-" for standard output).
         output: PathBuf,
+        /// The bytes to write.
+        #[arg(long, value_enum, default_value_t = ForeignFormat::Guava)]
+        format: ForeignFormat,
         /// Replace OUTPUT if it exists.
         #[arg(long)]
         force: bool,
     },
-    /// Make a filter file from Guava's BloomFilter.writeTo bytes ("-" for standard input).
+    /// Make a filter file from Guava's BloomFilter.writeTo bytes, or from Parquet's
+    /// bloom-filter bytes (--format parquet-sbbf); "-" for standard input.
     Import {
-        /// The Guava bytes.
+        /// The Guava or Parquet bytes.
         input: PathBuf,
         /// The filter file to write.
         output: PathBuf,
+        /// The bytes to read.
+        #[arg(long, value_enum, default_value_t = ForeignFormat::Guava)]
+        format: ForeignFormat,
         /// Replace OUTPUT if it exists.
         #[arg(long)]
         force: bool,
@@ -298,8 +308,18 @@ fn main() -> ExitCode {
             inputs,
             force,
         } => combine::combine(&output, &inputs, false, force),
-        Command::Export { file, output, force } => guava::export(&file, &output, force),
-        Command::Import { input, output, force } => guava::import(&input, &output, force),
+        Command::Export {
+            file,
+            output,
+            format,
+            force,
+        } => foreign::export(&file, &output, format, force),
+        Command::Import {
+            input,
+            output,
+            format,
+            force,
+        } => foreign::import(&input, &output, format, force),
         Command::Verify { file } => query::verify(&file),
     };
     match result {

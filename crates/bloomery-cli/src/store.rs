@@ -434,7 +434,7 @@ impl Mapped {
         &self.header
     }
 
-    /// A view that answers queries: the classic and blocked variants from the mapped bytes
+    /// A view that answers queries: the classic, blocked and split-block variants from the mapped bytes
     /// in place, the others built in memory.
     pub fn view(&self) -> Result<Box<dyn FilterView + '_>> {
         any::view(&self.header, &self.map[self.header.payload_offset..]).with_path(&self.path)

@@ -65,7 +65,7 @@ fn lines(prefix: &str, count: usize) -> String {
     (0..count).map(|i| format!("{prefix}{i}\n")).collect()
 }
 
-const VARIANTS: [&str; 7] = [
+const VARIANTS: [&str; 8] = [
     "classic",
     "blocked",
     "counting",
@@ -73,6 +73,7 @@ const VARIANTS: [&str; 7] = [
     "retouched",
     "allowlisted",
     "rotating",
+    "split-block",
 ];
 
 #[test]
@@ -331,6 +332,129 @@ fn export_writes_guava_bytes_that_the_library_reads_back() {
             .arg(dir.path().join("b.guava")),
     );
     assert!(message.contains("only classic filters"), "{message}");
+}
+
+/// `export --format parquet-sbbf` writes what a Parquet file holds for a column chunk's
+/// bloom filter (header and bitset), `parquet-sbbf-bitset` the bitset alone; `import`
+/// reads both back into split-block files that find every item.
+#[test]
+fn parquet_sbbf_export_and_import_round_trip() {
+    use bloomery::SplitBlockBloomFilter;
+
+    let dir = TempDir::new().unwrap();
+    let path = create(&dir, "s.bloom", "split-block", 1000);
+    bloomery()
+        .arg("add")
+        .arg(&path)
+        .write_stdin(lines("item", 500))
+        .assert()
+        .success();
+    bloomery()
+        .args(["add", "--format", "long"])
+        .arg(&path)
+        .args(["42", "-7"])
+        .assert()
+        .success();
+    let native: SplitBlockBloomFilter =
+        bloomery::format::native::Persist::from_bytes(&fs::read(&path).unwrap()).unwrap();
+
+    let with_header = dir.path().join("s.sbbf");
+    let bitset = dir.path().join("s.bitset");
+    for (format, out) in [("parquet-sbbf", &with_header), ("parquet-sbbf-bitset", &bitset)] {
+        bloomery()
+            .args(["export", "--format", format])
+            .arg(&path)
+            .arg(out)
+            .assert()
+            .success();
+    }
+    let header_bytes = fs::read(&with_header).unwrap();
+    assert_eq!(header_bytes, native.to_parquet_bytes());
+    let (header_len, num_bytes) = bloomery::format::parquet::read_header(&header_bytes).unwrap();
+    assert_eq!((header_len, num_bytes), (16, native.num_blocks() * 32));
+    assert_eq!(fs::read(&bitset).unwrap(), &native.to_parquet_bitset()[..]);
+    assert!(header_bytes.ends_with(&fs::read(&bitset).unwrap()));
+    // To standard output too.
+    let output = bloomery()
+        .args(["export", "--format", "parquet-sbbf"])
+        .arg(&path)
+        .arg("-")
+        .output()
+        .unwrap();
+    assert_eq!(output.stdout, header_bytes);
+
+    for (format, input) in [("parquet-sbbf", &with_header), ("parquet-sbbf-bitset", &bitset)] {
+        let imported = dir.path().join(format!("imported-{format}.bloom"));
+        bloomery()
+            .args(["import", "--format", format])
+            .arg(input)
+            .arg(&imported)
+            .assert()
+            .success();
+        assert_eq!(fs::read(&imported).unwrap(), fs::read(&path).unwrap(), "{format}");
+        bloomery()
+            .args(["check", "-q", "-i", "-"])
+            .arg(&imported)
+            .write_stdin(lines("item", 500))
+            .assert()
+            .success();
+        bloomery()
+            .args(["check", "-q", "--format", "long"])
+            .arg(&imported)
+            .args(["42", "-7"])
+            .assert()
+            .success();
+        let info = stdout_of(bloomery().arg("info").arg(&imported));
+        assert!(info.contains("split-block") && info.contains("XXH64"), "{info}");
+    }
+
+    // The wrong variant, the wrong form, and bytes that are neither.
+    let blocked = create(&dir, "b.bloom", "blocked", 1000);
+    let message = error_of(
+        bloomery()
+            .args(["export", "--format", "parquet-sbbf"])
+            .arg(&blocked)
+            .arg(dir.path().join("b.sbbf")),
+    );
+    assert!(message.contains("only split-block filters"), "{message}");
+    let message = error_of(
+        bloomery()
+            .args(["import", "--format", "parquet-sbbf"])
+            .arg(&bitset)
+            .arg(dir.path().join("x.bloom")),
+    );
+    assert!(message.contains("Parquet bloom filter"), "{message}");
+    let message = error_of(
+        bloomery()
+            .args(["import", "--format", "parquet-sbbf-bitset"])
+            .arg(&with_header)
+            .arg(dir.path().join("y.bloom")),
+    );
+    assert!(message.contains("32-byte blocks"), "{message}");
+    let message = error_of(
+        bloomery()
+            .args(["import", "--format", "parquet-sbbf"])
+            .arg(&with_header)
+            .arg(&path),
+    );
+    assert!(message.contains("already exists"), "{message}");
+    // Merging two split-block files is a union of their bitsets.
+    let other = create(&dir, "o.bloom", "split-block", 1000);
+    bloomery().arg("add").arg(&other).arg("pear").assert().success();
+    let merged = dir.path().join("m.bloom");
+    bloomery()
+        .arg("merge")
+        .arg(&merged)
+        .arg(&path)
+        .arg(&other)
+        .assert()
+        .success();
+    bloomery()
+        .args(["check", "-q"])
+        .arg(&merged)
+        .args(["pear", "item0", "item499"])
+        .assert()
+        .success();
 }
 
 fn guava_data(name: &str) -> PathBuf {

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use bloomery::format::native::Persist;
 use bloomery::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter,
-    RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter,
+    RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, SplitBlockBloomFilter,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,6 +39,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut retouched = RetouchedBloomFilter::with_fpp(n / 10, 0.01)?;
     let mut allowlisted = AllowlistedBloomFilter::with_fpp(n, 0.05)?;
     let mut rotating = RotatingBloomFilter::new(3, n / 3 + 1, 0.01)?;
+    let mut split_block = SplitBlockBloomFilter::with_fpp(n, 0.01)?;
+    split_block.insert_batch(&present);
     for item in &present {
         classic.insert(item);
         blocked.insert(item);
@@ -64,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             allowlisted.allow(item);
         }
     }
-    let files: [(&str, Vec<u8>); 7] = [
+    let files: [(&str, Vec<u8>); 8] = [
         ("classic", classic.to_bytes()),
         ("blocked", blocked.to_bytes()),
         ("counting", counting.to_bytes()),
@@ -72,12 +74,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("retouched", retouched.to_bytes()),
         ("allowlisted", allowlisted.to_bytes()),
         ("rotating", rotating.to_bytes()),
+        ("split-block", split_block.to_bytes()),
     ];
     for (name, bytes) in files {
         fs::write(dir.join(format!("{name}.bloom")), bytes)?;
     }
     eprintln!(
-        "wrote 7 filters of {n} items to {} (scalable: {} sub-filters; rotating: {} generations; \
+        "wrote 8 filters of {n} items to {} (scalable: {} sub-filters; rotating: {} generations; \
          allow-listed: {} items listed; retouched: {} false negatives made)",
         dir.display(),
         scalable.num_filters(),

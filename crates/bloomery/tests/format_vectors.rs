@@ -4,7 +4,7 @@
 
 use bloomery::any;
 use bloomery::format::native::Persist;
-use bloomery::{BlockedBloomFilter, BloomFilter};
+use bloomery::{BlockedBloomFilter, BloomFilter, SplitBlockBloomFilter};
 
 const FORMAT_MD: &str = include_str!("../../../docs/format.md");
 
@@ -46,4 +46,19 @@ fn the_blocked_vector_is_what_the_library_writes() {
     assert_eq!(filter.to_bytes(), vector("blocked"));
     let loaded = any::open(&vector("blocked")).unwrap();
     assert!(loaded.contains(b"apple") && loaded.contains(b"banana"));
+}
+
+#[test]
+fn the_split_block_vector_is_what_the_library_writes() {
+    let mut filter = SplitBlockBloomFilter::with_fpp(3, 0.1).unwrap();
+    filter.insert("apple");
+    filter.insert("banana");
+    let bytes = filter.to_bytes();
+    assert_eq!(bytes, vector("split-block"));
+    let loaded = any::open(&vector("split-block")).unwrap();
+    assert!(loaded.contains(b"apple") && loaded.contains(b"banana"));
+    assert!(!loaded.contains(b"cherry"));
+    // The payload, after the 64-byte header, is Parquet's bitset: the bytes the parquet
+    // crate writes for the same values (tests/split_block.rs).
+    assert_eq!(&bytes[64..], &filter.to_parquet_bitset()[..]);
 }

@@ -2,15 +2,15 @@
 
 Written from ``docs/format.md`` alone ("The bloomery filter file format, version 2");
 section names in the docstrings below refer to that page. Depends only on the Python
-standard library and the PyPI packages ``xxhash`` (XXH3-64) and ``mmh3``
+standard library and the PyPI packages ``xxhash`` (XXH3-64, XXH64) and ``mmh3``
 (MurmurHash3 x64 128).
 
 Entry points:
 
 * ``read(data)`` / ``read_file(path)`` parse and check a whole file and return a filter
-  object with ``contains(item_bytes) -> bool`` (all seven variants, versions 1 and 2);
-* ``ClassicFilter.new(num_hashes, num_words)`` and
-  ``BlockedFilter.new(num_blocks, seed)`` make empty filters that support
+  object with ``contains(item_bytes) -> bool`` (all eight variants, versions 1 and 2);
+* ``ClassicFilter.new(num_hashes, num_words)``, ``BlockedFilter.new(num_blocks, seed)``
+  and ``SplitBlockFilter.new(num_blocks)`` make empty filters that support
   ``add(item_bytes)`` and ``to_bytes()`` (a whole version-2 file);
 * ``item_text``, ``item_long``, ``item_int`` turn values into item bytes ("Items").
 """
@@ -34,7 +34,7 @@ MAX_L = 1 << 62
 MAX_WORDS = (1 << 31) - 1
 WRITE_VERSION = 2
 
-CLASSIC, BLOCKED, COUNTING, SCALABLE, RETOUCHED, ALLOWLISTED, ROTATING = range(1, 8)
+CLASSIC, BLOCKED, COUNTING, SCALABLE, RETOUCHED, ALLOWLISTED, ROTATING, SPLIT_BLOCK = range(1, 9)
 VARIANT_NAMES = {
     CLASSIC: "classic",
     BLOCKED: "blocked",
@@ -43,6 +43,7 @@ VARIANT_NAMES = {
     RETOUCHED: "retouched",
     ALLOWLISTED: "allowlisted",
     ROTATING: "rotating",
+    SPLIT_BLOCK: "split-block",
 }
 
 
@@ -78,6 +79,11 @@ def item_int(n: int) -> bytes:
 def xxh3_64(data: bytes, seed: int = 0) -> int:
     """XXH3-64 (``XXH3_64bits_withSeed``) of ``data`` (section "Header")."""
     return xxhash.xxh3_64_intdigest(bytes(data), seed=seed)
+
+
+def xxh64(data: bytes) -> int:
+    """XXH64 with seed 0 of ``data`` (sections "Header" and "8: split-block")."""
+    return xxhash.xxh64_intdigest(bytes(data), seed=0)
 
 
 def murmur3_h1_h2(item: bytes) -> tuple[int, int]:
@@ -133,6 +139,24 @@ def blocked_location(item: bytes, num_blocks: int, seed: int) -> tuple[int, list
     block = (((h >> 32) * num_blocks) & MASK64) >> 32
     low = h & MASK32
     bits = [((low * s) & MASK32) >> 26 for s in BLOCKED_SALTS]
+    return block, bits
+
+
+# Parquet's salts, as section "8: split-block" lists them.
+SPLIT_BLOCK_SALTS = [
+    0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D,
+    0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31,
+]  # fmt: skip
+MAX_SPLIT_BLOCKS = (1 << 26) - 1
+
+
+def split_block_location(item: bytes, num_blocks: int) -> tuple[int, list[int]]:
+    """The block of an item and the bit (0..31) it sets in each of the block's eight
+    32-bit words (section "8: split-block")."""
+    h = xxh64(item)
+    block = (((h >> 32) * num_blocks) & MASK64) >> 32
+    low = h & MASK32
+    bits = [((low * s) & MASK32) >> 27 for s in SPLIT_BLOCK_SALTS]
     return block, bits
 
 
@@ -392,6 +416,69 @@ class BlockedFilter:
     def to_bytes(self) -> bytes:
         """The whole version-2 file (section "Header")."""
         return build_file(BLOCKED, self.params_bytes(), bytes(self.blocks))
+
+
+@dataclass
+class SplitBlockFilter:
+    """Variant 8, split-block (section "8: split-block"): Parquet's bitset, 32-byte blocks
+    of eight little-endian 32-bit words."""
+
+    num_blocks: int
+    blocks: bytearray  # num_blocks * 32 bytes
+    hasher: int = 1
+    version: int = WRITE_VERSION
+
+    VARIANT = SPLIT_BLOCK
+
+    @classmethod
+    def new(cls, num_blocks: int) -> "SplitBlockFilter":
+        """An empty split-block filter (section "8: split-block")."""
+        if not 1 <= num_blocks <= MAX_SPLIT_BLOCKS:
+            raise ValueError(f"split-block: num_blocks {num_blocks} is not in 1..=2^26-1")
+        return cls(num_blocks, bytearray(32 * num_blocks))
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "SplitBlockFilter":
+        """Parameters ``num_blocks`` u64, ``hasher`` u32 = 1; payload ``num_blocks``
+        blocks of 32 bytes; no version-1 files (sections "8: split-block", "Version 1")."""
+        p = _Params(params, "split-block")
+        num_blocks = p.u64()
+        hasher = p.u32()
+        p.finish()
+        if version == 1:
+            raise ValueError("split-block: format version 1 has no split-block variant")
+        if not 1 <= num_blocks <= MAX_SPLIT_BLOCKS:
+            raise ValueError(f"split-block: num_blocks {num_blocks} is not in 1..=2^26-1")
+        if hasher != 1:
+            raise ValueError(f"split-block: hasher is {hasher}, must be 1 (XXH64, seed 0)")
+        if len(payload) != 32 * num_blocks:
+            raise ValueError(
+                f"split-block: payload is {len(payload)} bytes, {num_blocks} blocks need "
+                f"{32 * num_blocks}"
+            )
+        return cls(num_blocks, bytearray(payload), hasher, version)
+
+    def contains(self, item: bytes) -> bool:
+        """Present when all eight bits of the item's block are set (section
+        "8: split-block")."""
+        block, bits = split_block_location(item, self.num_blocks)
+        base = 32 * block
+        return all(_bit(self.blocks, base + 4 * j, b) for j, b in enumerate(bits))
+
+    def add(self, item: bytes) -> None:
+        """Sets the item's eight bits (section "8: split-block")."""
+        block, bits = split_block_location(item, self.num_blocks)
+        base = 32 * block
+        for j, b in enumerate(bits):
+            _set_bit(self.blocks, base + 4 * j, b)
+
+    def params_bytes(self) -> bytes:
+        """``num_blocks`` u64, ``hasher`` u32 (section "Variants")."""
+        return struct.pack("<QI", self.num_blocks, self.hasher)
+
+    def to_bytes(self) -> bytes:
+        """The whole version-2 file (section "Header")."""
+        return build_file(SPLIT_BLOCK, self.params_bytes(), bytes(self.blocks))
 
 
 @dataclass
@@ -728,6 +815,7 @@ PARSERS = {
     RETOUCHED: RetouchedFilter.parse,
     ALLOWLISTED: AllowlistedFilter.parse,
     ROTATING: RotatingFilter.parse,
+    SPLIT_BLOCK: SplitBlockFilter.parse,
 }
 
 

@@ -34,7 +34,8 @@ import bloomery_reader as br  # noqa: E402
 
 BIN = Path(os.environ.get("BLOOMERY_BIN", REPO / "target" / "release" / "bloomery"))
 SPEC = REPO / "docs" / "format.md"
-VARIANTS = ["classic", "blocked", "counting", "scalable", "retouched", "allowlisted", "rotating"]
+VARIANTS = ["classic", "blocked", "counting", "scalable", "retouched", "allowlisted", "rotating",
+            "split-block"]  # fmt: skip
 N_ITEMS = 100_000
 
 
@@ -104,7 +105,7 @@ def tool_accepts(path: Path) -> bool:
 def spec_vectors() -> dict[str, bytes]:
     """The test vectors of docs/format.md ("Test vectors"), by name."""
     text = SPEC.read_text()
-    found = re.finditer(r"<!-- vector (\w+):.*?-->\s*```text\n(.*?)```", text, re.S)
+    found = re.finditer(r"<!-- vector ([\w-]+):.*?-->\s*```text\n(.*?)```", text, re.S)
     return {m.group(1): bytes.fromhex("".join(m.group(2).split())) for m in found}
 
 
@@ -196,7 +197,7 @@ def test_spec_vectors_read_and_rebuild(tmp_path):
     """The spec's vectors: read them, answer apple/banana/cherry as the spec says,
     rebuild them byte for byte, and the tool agrees."""
     vectors = spec_vectors()
-    assert set(vectors) == {"classic", "blocked"}
+    assert set(vectors) == {"classic", "blocked", "split-block"}
     classic = br.read(vectors["classic"])
     assert isinstance(classic, br.ClassicFilter) and classic.num_hashes == 3
     assert struct.unpack("<Q", classic.words)[0] == 0x02000081004000A0
@@ -204,15 +205,21 @@ def test_spec_vectors_read_and_rebuild(tmp_path):
     assert isinstance(blocked, br.BlockedFilter)
     assert (blocked.num_blocks, blocked.seed) == (1, 7)
 
+    split_block = br.read(vectors["split-block"])
+    assert isinstance(split_block, br.SplitBlockFilter) and split_block.num_blocks == 1
+
     rebuilt_classic = br.ClassicFilter.new(3, 1)
     rebuilt_blocked = br.BlockedFilter.new(1, 7)
+    rebuilt_split_block = br.SplitBlockFilter.new(1)
     for item in [b"apple", b"banana"]:
         rebuilt_classic.add(item)
         rebuilt_blocked.add(item)
+        rebuilt_split_block.add(item)
     assert rebuilt_classic.to_bytes() == vectors["classic"]
     assert rebuilt_blocked.to_bytes() == vectors["blocked"]
+    assert rebuilt_split_block.to_bytes() == vectors["split-block"]
 
-    for name, filt in [("classic", classic), ("blocked", blocked)]:
+    for name, filt in [("classic", classic), ("blocked", blocked), ("split-block", split_block)]:
         path = tmp_path / f"{name}.bloom"
         path.write_bytes(vectors[name])
         assert tool_accepts(path)
@@ -232,7 +239,7 @@ def test_library_file(variant, library_dir, present_file, absent_file, counts):
     absent items, on the library-made file of each variant."""
     path = library_dir / f"{variant}.bloom"
     filt = br.read(path.read_bytes())
-    assert type(filt).__name__.lower().startswith(variant)
+    assert type(filt).__name__.lower().startswith(variant.replace("-", ""))
     for label, items in [("present", present_file), ("absent", absent_file)]:
         answers = tool_answers(path, items)
         assert len(answers) == N_ITEMS
@@ -284,7 +291,7 @@ def test_cli_file(variant, cli_dir, present_file, absent_file, counts):
 # --------------------------------------------------------------------------- c. rebuild
 
 
-@pytest.mark.parametrize("name", ["classic", "blocked42"])
+@pytest.mark.parametrize("name", ["classic", "blocked42", "split-block"])
 def test_rebuild_bytes(name, cli_dir, present_file):
     """An empty filter with the file's parameters, filled with the same items in the
     same order, is the same file byte for byte."""
@@ -292,6 +299,8 @@ def test_rebuild_bytes(name, cli_dir, present_file):
     filt = br.read(data)
     if isinstance(filt, br.ClassicFilter):
         rebuilt = br.ClassicFilter.new(filt.num_hashes, filt.num_words)
+    elif isinstance(filt, br.SplitBlockFilter):
+        rebuilt = br.SplitBlockFilter.new(filt.num_blocks)
     else:
         assert filt.seed == 42
         rebuilt = br.BlockedFilter.new(filt.num_blocks, filt.seed)
@@ -334,7 +343,7 @@ def _hex_values(rng: random.Random) -> tuple[list[str], list[str]]:
     return present, absent
 
 
-@pytest.mark.parametrize("variant", ["classic", "blocked"])
+@pytest.mark.parametrize("variant", ["classic", "blocked", "split-block"])
 @pytest.mark.parametrize(
     "fmt,values,to_item",
     [
@@ -461,10 +470,10 @@ def test_version_3_is_refused(fix_checksum, tmp_path):
 def test_payload_checksum_on_check_and_info(variant, library_dir, tmp_path):
     """Spec ("Header"): the payload checksum is checked by every load for update, by
     ``verify`` and by ``check``; ``check --no-verify`` and ``info`` may skip it for the
-    classic and blocked variants, which answer from the mapped bits (``info`` then says
-    the payload is damaged). A library file with one payload bit flipped: the reader,
-    ``verify`` and ``check`` refuse it; ``check --no-verify``/``info`` answer for classic and
-    blocked and refuse the rest."""
+    classic, blocked and split-block variants, which answer from the mapped bits (``info``
+    then says the payload is damaged). A library file with one payload bit flipped: the
+    reader, ``verify`` and ``check`` refuse it; ``check --no-verify``/``info`` answer for
+    those three and refuse the rest."""
     data = bytearray((library_dir / f"{variant}.bloom").read_bytes())
     hdr = br.read_header(data)
     data[hdr.h + 3] ^= 0x10  # inside the first word: structure stays valid
@@ -476,7 +485,7 @@ def test_payload_checksum_on_check_and_info(variant, library_dir, tmp_path):
     assert bloomery("check", "-q", path, "apple").returncode == 2
     check_rc = bloomery("check", "--no-verify", "-q", path, "apple").returncode
     info = bloomery("info", path)
-    if variant in ("classic", "blocked"):
+    if variant in ("classic", "blocked", "split-block"):
         assert (check_rc, info.returncode) == (1, 0)
         assert b"payload checksum: DAMAGED" in info.stdout
     else:
@@ -558,7 +567,7 @@ def _edge_files(library_dir: Path, cli_dir: Path) -> dict[str, tuple[bytes, bool
     cases["classic as version 1"] = (build(1, params, payload, version=1), True)
     cases["version 0"] = (build(1, params, payload, version=0), False)
     cases["version 3"] = (build(1, params, payload, version=3), False)
-    cases["unknown variant 8"] = (build(8, params, payload), False)
+    cases["unknown variant 9"] = (build(9, params, payload), False)
     cases["unknown variant 0"] = (build(0, params, payload), False)
     cases["P longer than the parameters"] = (build(1, params + bytes(4), payload), False)
     cases["P shorter than the parameters"] = (build(1, params[:2], payload), False)
@@ -586,6 +595,14 @@ def _edge_files(library_dir: Path, cli_dir: Path) -> dict[str, tuple[bytes, bool
         build(2, struct.pack("<QIIQ", nb, 8, 1, seed), bpayload, version=1), False)  # fmt: skip
     cases["blocked short payload"] = (build(2, bparams, bpayload[:-64]), False)
     cases["blocked 0 blocks"] = (build(2, struct.pack("<QIIQ", 0, 8, 2, seed), b""), False)
+
+    _, xparams, xpayload = split_file((cli_dir / "split-block.bloom").read_bytes())
+    (nx, _) = struct.unpack("<QI", xparams)
+    cases["split-block hasher 2"] = (build(8, struct.pack("<QI", nx, 2), xpayload), False)
+    cases["split-block 0 blocks"] = (build(8, struct.pack("<QI", 0, 1), b""), False)
+    cases["split-block short payload"] = (build(8, xparams, xpayload[:-32]), False)
+    cases["split-block one block less"] = (build(8, struct.pack("<QI", nx - 1, 1), xpayload), False)
+    cases["split-block version 1"] = (build(8, xparams, xpayload, version=1), False)
 
     _, cparams, cpayload = split_file((cli_dir / "counting.bloom").read_bytes())
     n, k = struct.unpack("<QI", cparams)
@@ -629,12 +646,14 @@ def edge_files(library_dir, cli_dir):
 
 
 EDGE_NAMES = [
-    "classic as version 1", "version 0", "version 3", "unknown variant 8", "unknown variant 0",
+    "classic as version 1", "version 0", "version 3", "unknown variant 9", "unknown variant 0",
     "P longer than the parameters", "P shorter than the parameters", "num_hashes 0",
     "num_hashes 255", "num_hashes 256", "classic payload not whole words",
     "classic empty payload", "one byte too many", "one byte too few", "P 65537",
     "L above 2^62", "blocked lanes 4", "blocked hasher 1", "blocked hasher 3",
     "blocked version 1 hasher 1", "blocked short payload", "blocked 0 blocks",
+    "split-block hasher 2", "split-block 0 blocks", "split-block short payload",
+    "split-block one block less", "split-block version 1",
     "counting odd num_counters", "counting one counter too many", "rotating fpp 0.0",
     "rotating fpp 1.0", "rotating fpp nan", "rotating max_generations 1",
     "rotating payload too long", "scalable initial_capacity 0", "scalable fpp 1.0",
