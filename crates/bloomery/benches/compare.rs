@@ -543,7 +543,9 @@ fn main() {
     ratio_line("concurrent inserts, 2 threads vs 1", two_threads, one_thread, 1.7);
 
     println!("\n### Distance to the limits (present-key lookups; 1.00x is the limit)\n");
-    println!("| workload | single vs latency limit | single vs parallel limit | batch vs parallel limit |\n|---|---:|---:|---:|");
+    println!(
+        "| workload | single vs latency limit | single vs parallel limit | batch vs parallel limit |\n|---|---:|---:|---:|"
+    );
     for (what, rows) in &workloads {
         let single = find(rows, "bloomery blocked");
         let batch = find(rows, "bloomery blocked, batch");

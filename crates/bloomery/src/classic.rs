@@ -148,7 +148,16 @@ impl<B: Bits> ClassicFilter<B> {
     /// Looks an item up by its murmur3_128 hash `(h1, h2)` (see [`crate::hash::hash_item`]).
     #[inline]
     pub fn contains_hash(&self, hash: (u64, u64)) -> bool {
-        mitz64_indices(hash, self.num_hashes, self.modulus).all(|index| self.bits.get(index))
+        // Every probe is read, with no early exit: the k reads are independent, so they
+        // are all in flight at once, and no branch on a bit's value (a coin toss for a
+        // fresh key) is mispredicted. Measured at 10^7 keys (1%, k = 7, 12 MB): absent
+        // lookups 29.6-30.4 ns instead of 56-60 ns with the early exit, present ones 35 ns
+        // instead of 39-58 (two alternating runs of each, docs/benchmarks.md run O).
+        let mut missing = 0u64;
+        for index in mitz64_indices(hash, self.num_hashes, self.modulus) {
+            missing |= !self.bits.word((index / 64) as usize) & (1 << (index % 64));
+        }
+        missing == 0
     }
 
     /// The number of bits, a multiple of 64 (Guava's `bitSize`).
