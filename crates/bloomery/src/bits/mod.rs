@@ -11,6 +11,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod blocks;
 pub mod counters;
 mod pages;
 pub use pages::set_huge_pages;

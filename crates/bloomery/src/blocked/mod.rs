@@ -34,9 +34,10 @@ mod scalar;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::bits::blocks::for_hash_chunks;
 #[cfg(test)]
 use kernel::SALTS;
-use kernel::{BLOCK_WORDS, HASH_CHUNK, block_index, fingerprint, masks};
+use kernel::{BLOCK_WORDS, block_index, fingerprint, masks};
 pub use kernel::{Block, Kernel};
 
 use crate::bits::{Zeroable, ZeroedArray};
@@ -115,13 +116,13 @@ fn bit_count(blocks: impl Iterator<Item = [u64; BLOCK_WORDS]>) -> u64 {
 /// batch loop prefetches their blocks. Panics if the lengths differ.
 fn contains_items<T: Funnel>(kernel: Kernel, blocks: &[Block], seed: u64, items: &[T], results: &mut [bool]) {
     assert_eq!(items.len(), results.len(), "one result per item");
-    for (chunk, results) in items.chunks(HASH_CHUNK).zip(results.chunks_mut(HASH_CHUNK)) {
-        let mut hashes = [0u64; HASH_CHUNK];
-        for (hash, item) in hashes.iter_mut().zip(chunk) {
-            *hash = xxh3_64_item(item, seed);
-        }
-        kernel.contains_batch(blocks, &hashes[..chunk.len()], results);
-    }
+    for_hash_chunks(
+        items,
+        |item| xxh3_64_item(item, seed),
+        |offset, hashes| {
+            kernel.contains_batch(blocks, hashes, &mut results[offset..offset + hashes.len()]);
+        },
+    );
 }
 
 /// The probability that a fresh item is reported present: the mean over blocks of the
@@ -211,13 +212,14 @@ impl BlockedBloomFilter {
 
     /// Adds every item, hashing a few ahead and prefetching their blocks.
     pub fn insert_batch<T: Funnel>(&mut self, items: &[T]) {
-        for chunk in items.chunks(HASH_CHUNK) {
-            let mut hashes = [0u64; HASH_CHUNK];
-            for (hash, item) in hashes.iter_mut().zip(chunk) {
-                *hash = self.hash(item);
-            }
-            self.insert_hash_batch(&hashes[..chunk.len()]);
-        }
+        let (seed, kernel) = (self.seed, self.kernel);
+        for_hash_chunks(
+            items,
+            |item| xxh3_64_item(item, seed),
+            |_, hashes| {
+                kernel.insert_batch(&mut self.blocks, hashes);
+            },
+        );
     }
 
     /// Adds every hash, prefetching blocks a few ahead.

@@ -32,7 +32,8 @@ mod scalar;
 
 use std::borrow::Cow;
 
-use kernel::{BLOCK_WORDS, HASH_CHUNK};
+use crate::bits::blocks::for_hash_chunks;
+use kernel::BLOCK_WORDS;
 pub use kernel::{Kernel, SplitBlock};
 use xxhash_rust::xxh64::xxh64;
 
@@ -143,13 +144,13 @@ fn current_fpp(blocks: &[SplitBlock]) -> f64 {
 /// prefetches their blocks. Panics if the lengths differ.
 fn contains_items<T: Funnel>(kernel: Kernel, blocks: &[SplitBlock], items: &[T], results: &mut [bool]) {
     assert_eq!(items.len(), results.len(), "one result per item");
-    for (chunk, results) in items.chunks(HASH_CHUNK).zip(results.chunks_mut(HASH_CHUNK)) {
-        let mut hashes = [0u64; HASH_CHUNK];
-        for (hash, item) in hashes.iter_mut().zip(chunk) {
-            *hash = xxh64_item(item);
-        }
-        kernel.contains_batch(blocks, &hashes[..chunk.len()], results);
-    }
+    for_hash_chunks(
+        items,
+        |item| xxh64_item(item),
+        |offset, hashes| {
+            kernel.contains_batch(blocks, hashes, &mut results[offset..offset + hashes.len()]);
+        },
+    );
 }
 
 /// The blocks as Parquet's bitset bytes (words little-endian): borrowed on a
@@ -246,13 +247,14 @@ impl SplitBlockBloomFilter {
 
     /// Adds every item, hashing a chunk ahead and prefetching their blocks.
     pub fn insert_batch<T: Funnel>(&mut self, items: &[T]) {
-        for chunk in items.chunks(HASH_CHUNK) {
-            let mut hashes = [0u64; HASH_CHUNK];
-            for (hash, item) in hashes.iter_mut().zip(chunk) {
-                *hash = xxh64_item(item);
-            }
-            self.insert_hash_batch(&hashes[..chunk.len()]);
-        }
+        let kernel = self.kernel;
+        for_hash_chunks(
+            items,
+            |item| xxh64_item(item),
+            |_, hashes| {
+                kernel.insert_batch(&mut self.blocks, hashes);
+            },
+        );
     }
 
     /// Adds every hash, prefetching blocks ahead.

@@ -1,0 +1,257 @@
+//! Arrays of blocks, the storage of the filters that put all of an item's bits in one
+//! block: the blocked filter's 512-bit cache lines and the split-block filter's 256-bit
+//! Parquet blocks. What they share lives here once: the block an item's hash picks, the
+//! table of a kernel's operations chosen once per process, and the batch loops that
+//! prefetch ahead.
+//!
+//! A kernel's operations are whole (block index, masks, load and test in one function,
+//! compiled for the kernel's CPU features) and reached through one indirect call: no
+//! feature test or branch per call. Measured with callgrind on 64-byte URL keys
+//! (`scripts/url-lookup-instructions.sh`): 28.4 instructions per operation beyond the hash
+//! with this table, against 29.4 with a match on the kernel per call, an overflow check
+//! and a bounds check (all three gone now).
+
+/// A kernel's operations on blocks of type `B`, each compiled for the kernel's CPU
+/// features.
+pub(crate) struct Ops<B: 'static> {
+    /// SAFETY contract of every entry: `blocks` is not empty, and the CPU has the
+    /// kernel's features (guaranteed by [`BlockKernel::new`]'s callers).
+    pub(crate) insert: unsafe fn(&mut [B], u64) -> bool,
+    pub(crate) contains: unsafe fn(&[B], u64) -> bool,
+    pub(crate) insert_batch: unsafe fn(&mut [B], &[u64]),
+    pub(crate) contains_batch: unsafe fn(&[B], &[u64], &mut [bool]),
+}
+
+/// Which implementation sets and tests an item's bits in a block of type `B`. All of a
+/// block type's kernels give identical bits and answers (each filter's kernel proptest);
+/// only speed differs. A kernel other than the scalar one can only be obtained where the
+/// CPU supports it. The filters name their own: [`crate::blocked::Kernel`] and
+/// [`crate::split_block::Kernel`].
+pub struct BlockKernel<B: 'static> {
+    name: &'static str,
+    ops: &'static Ops<B>,
+}
+
+impl<B> Clone for BlockKernel<B> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<B> Copy for BlockKernel<B> {}
+
+impl<B> PartialEq for BlockKernel<B> {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl<B> Eq for BlockKernel<B> {}
+
+impl<B> std::hash::Hash for BlockKernel<B> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl<B> std::fmt::Debug for BlockKernel<B> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.name)
+    }
+}
+
+impl<B> BlockKernel<B> {
+    /// A kernel named `name` with the operations `ops`.
+    ///
+    /// # Safety
+    /// The CPU must have every feature `ops` was compiled for.
+    pub(crate) const unsafe fn new(name: &'static str, ops: &'static Ops<B>) -> Self {
+        Self { name, ops }
+    }
+
+    /// The kernel's name ("scalar", "avx2", "avx512", "neon").
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// Of `available` (slowest first), the one the environment variable
+    /// `BLOOMERY_KERNEL` names, if any (to measure what a CPU without the faster ones
+    /// would do), else the fastest.
+    pub(crate) fn choose(available: &[Self]) -> Option<Self> {
+        let wanted = std::env::var("BLOOMERY_KERNEL").ok();
+        wanted
+            .and_then(|name| available.iter().copied().find(|kernel| kernel.name == name))
+            .or_else(|| available.last().copied())
+    }
+
+    /// Adds the item with `hash` to `blocks`; returns whether any bit changed. Panics if
+    /// `blocks` is empty (the filters never are).
+    #[inline(always)]
+    pub(crate) fn insert(self, blocks: &mut [B], hash: u64) -> bool {
+        assert!(!blocks.is_empty());
+        // SAFETY: blocks is not empty; the CPU has `ops`'s features (BlockKernel::new).
+        unsafe { (self.ops.insert)(blocks, hash) }
+    }
+
+    /// Whether the item with `hash` may be in `blocks` (false when there are none).
+    #[inline(always)]
+    pub(crate) fn contains(self, blocks: &[B], hash: u64) -> bool {
+        // The filters never hold zero blocks; the check is one well-predicted branch.
+        if blocks.is_empty() {
+            return false;
+        }
+        // SAFETY: as in `insert`.
+        unsafe { (self.ops.contains)(blocks, hash) }
+    }
+
+    /// Adds every hash, prefetching ahead. Panics if `blocks` is empty.
+    pub(crate) fn insert_batch(self, blocks: &mut [B], hashes: &[u64]) {
+        assert!(!blocks.is_empty());
+        // SAFETY: as in `insert`.
+        unsafe { (self.ops.insert_batch)(blocks, hashes) }
+    }
+
+    /// Looks up every hash, prefetching ahead; `results` has one slot per hash.
+    pub(crate) fn contains_batch(self, blocks: &[B], hashes: &[u64], results: &mut [bool]) {
+        if blocks.is_empty() {
+            results.fill(false);
+            return;
+        }
+        // SAFETY: as in `insert`.
+        unsafe { (self.ops.contains_batch)(blocks, hashes, results) }
+    }
+}
+
+/// The block an item's hash picks: multiply-shift of the hash's high 32 bits (Lemire,
+/// "A fast alternative to the modulo reduction", 2016; Parquet's SBBF specifies the same),
+/// so up to 2^32 blocks without a division. Always below `num_blocks` when that is at
+/// least 1: (h >> 32) < 2^32, so the product is below num_blocks · 2^32. The product
+/// cannot wrap (both factors are at most 2^32, and h >> 32 below it), so the wrapping
+/// multiply only spares an overflow check.
+#[inline(always)]
+pub(crate) fn block_index(hash: u64, num_blocks: usize) -> usize {
+    ((hash >> 32).wrapping_mul(num_blocks as u64) >> 32) as usize
+}
+
+/// The 32 bits of the hash that pick the bits inside the block.
+#[inline(always)]
+pub(crate) fn block_key(hash: u64) -> u32 {
+    hash as u32
+}
+
+/// The block `hash` picks, without a bounds check.
+///
+/// # Safety
+/// `blocks` must not be empty (then [`block_index`] is in range).
+#[inline(always)]
+pub(crate) unsafe fn block_of<B>(blocks: &[B], hash: u64) -> &B {
+    debug_assert!(!blocks.is_empty());
+    // SAFETY: block_index(h, n) < n for n >= 1 (see block_index), as the caller promises.
+    unsafe { blocks.get_unchecked(block_index(hash, blocks.len())) }
+}
+
+/// As [`block_of`], mutably.
+///
+/// # Safety
+/// As [`block_of`].
+#[inline(always)]
+pub(crate) unsafe fn block_of_mut<B>(blocks: &mut [B], hash: u64) -> &mut B {
+    debug_assert!(!blocks.is_empty());
+    let index = block_index(hash, blocks.len());
+    // SAFETY: as in `block_of`.
+    unsafe { blocks.get_unchecked_mut(index) }
+}
+
+/// How many items ahead the batch loops prefetch: while item i is tested, the block of item
+/// i + PREFETCH_DISTANCE is requested, so that many misses stay in flight all the time
+/// (a rolling window rather than groups, which would drain between groups).
+pub(crate) const PREFETCH_DISTANCE: usize = 64;
+
+/// Hashes the batch APIs compute ahead of the kernel loop, per call (on the stack).
+pub(crate) const HASH_CHUNK: usize = 512;
+
+/// Hashes `items` a chunk of [`HASH_CHUNK`] at a time and hands each chunk's hashes to
+/// `each` with the chunk's offset, so the kernels' batch loops can prefetch ahead of
+/// hashes already computed.
+#[inline(always)]
+pub(crate) fn for_hash_chunks<T>(items: &[T], hash: impl Fn(&T) -> u64, mut each: impl FnMut(usize, &[u64])) {
+    let mut hashes = [0u64; HASH_CHUNK];
+    for (index, chunk) in items.chunks(HASH_CHUNK).enumerate() {
+        for (slot, item) in hashes.iter_mut().zip(chunk) {
+            *slot = hash(item);
+        }
+        each(index * HASH_CHUNK, &hashes[..chunk.len()]);
+    }
+}
+
+/// Asks for the block `hash` picks, without a bounds check (a prefetch never faults).
+#[inline(always)]
+fn prefetch_block<B>(blocks: &[B], hash: u64) {
+    prefetch(blocks.as_ptr().wrapping_add(block_index(hash, blocks.len())));
+}
+
+/// The batch insert loop, shared by the kernels: prefetch ahead, then set bits with
+/// `insert(block, key)`. Does nothing without blocks.
+#[inline(always)]
+pub(crate) fn batch_insert<B>(blocks: &mut [B], hashes: &[u64], insert: impl Fn(&mut B, u32) -> bool) {
+    if blocks.is_empty() {
+        return;
+    }
+    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+        prefetch_block(blocks, hash);
+    }
+    for (i, &hash) in hashes.iter().enumerate() {
+        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+            prefetch_block(blocks, ahead);
+        }
+        // SAFETY: blocks is not empty (checked above).
+        insert(unsafe { block_of_mut(blocks, hash) }, block_key(hash));
+    }
+}
+
+/// The batch lookup loop, shared by the kernels: every answer false without blocks.
+#[inline(always)]
+pub(crate) fn batch_contains<B>(
+    blocks: &[B],
+    hashes: &[u64],
+    results: &mut [bool],
+    contains: impl Fn(&B, u32) -> bool,
+) {
+    if blocks.is_empty() {
+        results.fill(false);
+        return;
+    }
+    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+        prefetch_block(blocks, hash);
+    }
+    for (i, (result, &hash)) in results.iter_mut().zip(hashes).enumerate() {
+        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+            prefetch_block(blocks, ahead);
+        }
+        // SAFETY: blocks is not empty (checked above).
+        *result = contains(unsafe { block_of(blocks, hash) }, block_key(hash));
+    }
+}
+
+/// Asks the CPU to start loading the cache line at `address` into L2 (a hint; never
+/// faults). L2, not L1: an L2 keeps more misses in flight than L1's few fill buffers, so
+/// a deep prefetch window is not capped by them. The line moves on to L1 when the kernel
+/// touches it, by then a short L2 hit. (The batch rows of docs/benchmarks.md, runs G and
+/// H, are measured with this hint.)
+#[inline(always)]
+pub(crate) fn prefetch<T>(address: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint that never faults, whatever the address; SSE is part of
+    // the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(address.cast());
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: PRFM is a hint that never faults, whatever the address, and touches no
+    // register or memory the compiler knows of.
+    unsafe {
+        std::arch::asm!("prfm pldl2keep, [{0}]", in(reg) address, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let _ = address;
+}
