@@ -621,17 +621,33 @@ fn writers_leave_no_lock_files_and_a_missing_file_leaves_nothing() {
 #[test]
 fn an_overfilled_filter_says_so() {
     let dir = open_dir();
+    for variant in ["blocked", "classic", "counting"] {
+        let path = dir.path().join(format!("{variant}.bloom"));
+        ok(bloomery()
+            .args(["create", "--variant", variant, "--items", "100"])
+            .arg(&path));
+        // Filled to its capacity: no warning.
+        let items: Vec<String> = (0..100).map(|i| format!("item {i}")).collect();
+        let output = ok(bloomery().arg("add").arg(&path).args(&items));
+        assert!(
+            output.stderr.is_empty(),
+            "{variant}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // Past it: a warning, and the items are added all the same.
+        let items: Vec<String> = (1000..1500).map(|i| format!("item {i}")).collect();
+        let output = ok(bloomery().arg("add").arg(&path).args(&items));
+        let warning = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            warning.contains("warning") && warning.contains("more than the"),
+            "{variant}: {warning}"
+        );
+        assert!(all_present(&path, &items), "{variant}");
+    }
     let path = dir.path().join("f.bloom");
     ok(bloomery()
         .args(["create", "--variant", "classic", "--items", "10"])
         .arg(&path));
-    let items: Vec<String> = (0..200).map(|i| format!("item {i}")).collect();
-    let output = ok(bloomery().arg("add").arg(&path).args(&items));
-    let warning = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        warning.contains("warning") && warning.contains("more than the"),
-        "{warning}"
-    );
     let items: Vec<String> = (0..5000).map(|i| format!("more {i}")).collect();
     ok(bloomery().arg("add").arg(&path).args(&items));
     let info = String::from_utf8(ok(bloomery().arg("info").arg(&path)).stdout).expect("UTF-8");

@@ -451,7 +451,10 @@ impl FilterView for BlockedBloomFilter {
     }
 
     fn stats(&self) -> Stats {
-        stats_of(self)
+        Stats {
+            capacity: self.sized_for().map(|sized| sized.expected_items),
+            ..stats_of(self)
+        }
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -498,7 +501,7 @@ impl FilterView for BlockedBloomFilterView<'_> {
             estimated_len: self.estimated_len(),
             expected_fpp: self.expected_fpp(),
             memory_bytes: self.num_bits() / 8,
-            capacity: None,
+            capacity: self.sized_for().map(|sized| sized.expected_items),
             refuses_beyond_capacity: false,
             sub_filters: 1,
             expansion: None,
@@ -926,7 +929,7 @@ mod tests {
         let filter = create(&Spec::new(Variant::Blocked, 10, 0.01)).unwrap();
         let mut bytes = filter.envelope().to_vec();
         bytes[8] = 1;
-        let header_len = native::header_len(24);
+        let header_len = native::header_len(40); // blocked parameters with the sizing
         let checksum = xxhash_rust::xxh3::xxh3_64(&bytes[..header_len - 8]);
         bytes[header_len - 8..header_len].copy_from_slice(&checksum.to_le_bytes());
         let message = open(&bytes).err().expect("refused").to_string();

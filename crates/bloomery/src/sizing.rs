@@ -212,6 +212,32 @@ pub fn estimated_items(bits_set: u64, num_bits: u64, bits_per_item: u32) -> u64 
     estimate.round() as u64
 }
 
+/// What a filter was sized for, kept in the files of the variants whose shape alone does
+/// not say (blocked filters: any (n, p) pair maps to some block count), so that a tool can
+/// tell when the filter holds more items than it was made for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SizedFor {
+    /// The expected number of distinct items.
+    pub expected_items: u64,
+    /// The false-positive probability at that many items.
+    pub fpp: f64,
+}
+
+impl SizedFor {
+    /// Checks a stored sizing: at least one item, fpp in (0, 1).
+    pub fn check(self) -> Result<Self> {
+        check_fpp(self.fpp)?;
+        if self.expected_items == 0 {
+            return Err(Error::Parameter {
+                name: "expected_items",
+                value: "0".into(),
+                allowed: "at least 1",
+            });
+        }
+        Ok(self)
+    }
+}
+
 /// The most items a Guava-sized filter of `num_bits` bits and `num_hashes` hashes can have
 /// been sized for: Guava picks k = round(m/n · ln 2), so n ≤ m · ln 2 / (k − ½). A filter
 /// holding more items than this is certainly past its sizing (its false-positive rate is

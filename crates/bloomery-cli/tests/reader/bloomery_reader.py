@@ -254,6 +254,10 @@ class _Params:
         """An ``f64``: an IEEE 754 double's 8 bytes, little-endian (section "Header")."""
         return self._take("<d")
 
+    def at_end(self) -> bool:
+        """Whether every parameter byte was read (for optional trailing parameters)."""
+        return self.pos == len(self.data)
+
     def finish(self) -> None:
         """``P`` must be exactly the parameters' length (section "Header": ``P`` is the
         length of the variant parameters)."""
@@ -348,28 +352,41 @@ class BlockedFilter:
     lanes: int = 8
     hasher: int = 2
     version: int = WRITE_VERSION
+    sized_for: tuple[int, float] | None = None  # (expected_items, fpp), when stored
 
     VARIANT = BLOCKED
 
     @classmethod
-    def new(cls, num_blocks: int, seed: int) -> "BlockedFilter":
-        """An empty blocked filter (section "2: blocked")."""
+    def new(
+        cls, num_blocks: int, seed: int, sized_for: tuple[int, float] | None = None
+    ) -> "BlockedFilter":
+        """An empty blocked filter, with the sizing it was made for if given (section
+        "2: blocked")."""
         if not 1 <= num_blocks <= 1 << 32:
             raise ValueError(f"blocked: num_blocks {num_blocks} is not in 1..=2^32")
         if not 0 <= seed <= MASK64:
             raise ValueError(f"blocked: seed {seed} is not a u64")
-        return cls(num_blocks, seed, bytearray(64 * num_blocks))
+        return cls(num_blocks, seed, bytearray(64 * num_blocks), sized_for=sized_for)
 
     @classmethod
     def parse(cls, version: int, params: bytes, payload: memoryview) -> "BlockedFilter":
         """Parameters ``num_blocks`` u64, ``lanes`` u32 = 8, ``hasher`` u32 = 2, ``seed``
-        u64; payload ``num_blocks`` blocks of 64 bytes (sections "2: blocked" and
-        "Version 1")."""
+        u64, optionally ``expected_items`` u64 >= 1 and ``fpp`` f64 in (0, 1); payload
+        ``num_blocks`` blocks of 64 bytes (sections "2: blocked" and "Version 1")."""
         p = _Params(params, "blocked")
         num_blocks = p.u64()
         lanes = p.u32()
         hasher = p.u32()
         seed = p.u64()
+        sized_for = None
+        if not p.at_end():
+            expected_items, fpp = p.u64(), p.f64()
+            if expected_items < 1 or not 0.0 < fpp < 1.0:
+                raise ValueError(
+                    f"blocked: sized for {expected_items} items at fpp {fpp}; "
+                    "needs at least 1 item and fpp in (0, 1)"
+                )
+            sized_for = (expected_items, fpp)
         p.finish()
         if version == 1:
             raise ValueError(
@@ -393,7 +410,7 @@ class BlockedFilter:
                 f"blocked: payload is {len(payload)} bytes, {num_blocks} blocks need "
                 f"{64 * num_blocks}"
             )
-        return cls(num_blocks, seed, bytearray(payload), lanes, hasher, version)
+        return cls(num_blocks, seed, bytearray(payload), lanes, hasher, version, sized_for)
 
     def contains(self, item: bytes) -> bool:
         """Present when all eight bits of the item's block are set (section "2: blocked")."""
@@ -409,9 +426,12 @@ class BlockedFilter:
             _set_bit(self.blocks, base + 8 * j, b)
 
     def params_bytes(self) -> bytes:
-        """``num_blocks`` u64, ``lanes`` u32, ``hasher`` u32, ``seed`` u64 (section
-        "Variants")."""
-        return struct.pack("<QIIQ", self.num_blocks, self.lanes, self.hasher, self.seed)
+        """``num_blocks`` u64, ``lanes`` u32, ``hasher`` u32, ``seed`` u64, then the sizing
+        when there is one (section "2: blocked")."""
+        params = struct.pack("<QIIQ", self.num_blocks, self.lanes, self.hasher, self.seed)
+        if self.sized_for is not None:
+            params += struct.pack("<Qd", *self.sized_for)
+        return params
 
     def to_bytes(self) -> bytes:
         """The whole version-2 file (section "Header")."""

@@ -203,13 +203,13 @@ def test_spec_vectors_read_and_rebuild(tmp_path):
     assert struct.unpack("<Q", classic.words)[0] == 0x02000081004000A0
     blocked = br.read(vectors["blocked"])
     assert isinstance(blocked, br.BlockedFilter)
-    assert (blocked.num_blocks, blocked.seed) == (1, 7)
+    assert (blocked.num_blocks, blocked.seed, blocked.sized_for) == (1, 7, (3, 0.1))
 
     split_block = br.read(vectors["split-block"])
     assert isinstance(split_block, br.SplitBlockFilter) and split_block.num_blocks == 1
 
     rebuilt_classic = br.ClassicFilter.new(3, 1)
-    rebuilt_blocked = br.BlockedFilter.new(1, 7)
+    rebuilt_blocked = br.BlockedFilter.new(1, 7, sized_for=(3, 0.1))
     rebuilt_split_block = br.SplitBlockFilter.new(1)
     for item in [b"apple", b"banana"]:
         rebuilt_classic.add(item)
@@ -303,7 +303,7 @@ def test_rebuild_bytes(name, cli_dir, present_file):
         rebuilt = br.SplitBlockFilter.new(filt.num_blocks)
     else:
         assert filt.seed == 42
-        rebuilt = br.BlockedFilter.new(filt.num_blocks, filt.seed)
+        rebuilt = br.BlockedFilter.new(filt.num_blocks, filt.seed, filt.sized_for)
     for item in read_lines(present_file):
         rebuilt.add(item)
     out = rebuilt.to_bytes()
@@ -587,7 +587,14 @@ def _edge_files(library_dir: Path, cli_dir: Path) -> dict[str, tuple[bytes, bool
     cases["L above 2^62"] = (bytes(big_l), False)
 
     _, bparams, bpayload = split_file((cli_dir / "blocked42.bloom").read_bytes())
-    nb, _, _, seed = struct.unpack("<QIIQ", bparams)
+    nb, _, _, seed = struct.unpack_from("<QIIQ", bparams)
+    # The optional sizing (section "2: blocked"): 24 bytes without it, 40 with it.
+    cases["blocked without sizing"] = (build(2, bparams[:24], bpayload), True)
+    cases["blocked sizing fpp 1.5"] = (
+        build(2, bparams[:24] + struct.pack("<Qd", 1000, 1.5), bpayload), False)  # fmt: skip
+    cases["blocked sizing 0 items"] = (
+        build(2, bparams[:24] + struct.pack("<Qd", 0, 0.01), bpayload), False)  # fmt: skip
+    cases["blocked sizing cut short"] = (build(2, bparams[:32], bpayload), False)
     cases["blocked lanes 4"] = (build(2, struct.pack("<QIIQ", nb, 4, 2, seed), bpayload), False)
     cases["blocked hasher 1"] = (build(2, struct.pack("<QIIQ", nb, 8, 1, seed), bpayload), False)
     cases["blocked hasher 3"] = (build(2, struct.pack("<QIIQ", nb, 8, 3, seed), bpayload), False)

@@ -45,7 +45,8 @@ use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, xxh3_64_item};
 use crate::sizing::{
-    BLOCK_BITS, BLOCK_LANES, MAX_NUM_BLOCKS, blocked_false_positive_rate, blocked_num_blocks, estimated_items,
+    BLOCK_BITS, BLOCK_LANES, MAX_NUM_BLOCKS, SizedFor, blocked_false_positive_rate, blocked_num_blocks,
+    estimated_items,
 };
 
 /// The seed [`BlockedBloomFilter::with_fpp`] uses.
@@ -87,6 +88,7 @@ pub struct BlockedBloomFilter {
     blocks: ZeroedArray<Block>,
     seed: u64,
     kernel: Kernel,
+    sized_for: Option<SizedFor>,
 }
 
 /// Blocks that start as all zero bits (on huge pages when large).
@@ -150,7 +152,9 @@ impl BlockedBloomFilter {
 
     /// As [`with_fpp`](BlockedBloomFilter::with_fpp), hashing with `seed`.
     pub fn with_fpp_and_seed(expected_items: u64, fpp: f64, seed: u64) -> Result<Self> {
-        Self::with_num_blocks(blocked_num_blocks(expected_items, fpp)?, seed)
+        let mut filter = Self::with_num_blocks(blocked_num_blocks(expected_items, fpp)?, seed)?;
+        filter.sized_for = Some(SizedFor { expected_items, fpp });
+        Ok(filter)
     }
 
     /// A filter of `num_blocks` 512-bit blocks hashing with `seed`.
@@ -159,7 +163,14 @@ impl BlockedBloomFilter {
             blocks: zeroed_blocks(check_num_blocks(num_blocks)?),
             seed,
             kernel: Kernel::detect(),
+            sized_for: None,
         })
+    }
+
+    /// The items and false-positive probability the filter was sized for, when it was made
+    /// from them ([`with_fpp`](Self::with_fpp)) and not from a block count.
+    pub fn sized_for(&self) -> Option<SizedFor> {
+        self.sized_for
     }
 
     /// The same filter using `kernel` (for comparing kernels; the default is the fastest).
@@ -372,17 +383,21 @@ impl crate::FilterStats for BlockedBloomFilter {
 }
 
 /// Parameters: num_blocks (u64), lanes (u32, 8), hasher (u32, [`HASHER_XXH3_64`]), seed
-/// (u64); payload: the blocks' words, little-endian.
+/// (u64), then, for a filter made from (n, p), expected_items (u64) and fpp (f64); payload:
+/// the blocks' words, little-endian.
 impl Persist for BlockedBloomFilter {
     const VARIANT: Variant = Variant::Blocked;
 
     fn params(&self) -> Vec<u8> {
-        ParamWriter::new()
+        let writer = ParamWriter::new()
             .u64(self.num_blocks())
             .u32(BLOCK_LANES)
             .u32(HASHER_XXH3_64)
-            .u64(self.seed)
-            .finish()
+            .u64(self.seed);
+        match self.sized_for {
+            Some(sized) => writer.u64(sized.expected_items).f64(sized.fpp).finish(),
+            None => writer.finish(),
+        }
     }
 
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
@@ -397,8 +412,9 @@ impl Persist for BlockedBloomFilter {
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
-        let (num_blocks, seed) = blocked_params(params, payload.len())?;
+        let (num_blocks, seed, sized_for) = blocked_params(params, payload.len())?;
         let mut filter = Self::with_num_blocks(num_blocks as u64, seed)?;
+        filter.sized_for = sized_for;
         let words = native::words_from_le_bytes(payload)?;
         for (block, chunk) in filter.blocks.iter_mut().zip(words.chunks_exact(BLOCK_WORDS)) {
             block.0.copy_from_slice(chunk);
@@ -431,6 +447,7 @@ pub struct BlockedBloomFilterView<'a> {
     blocks: &'a [Block],
     seed: u64,
     kernel: Kernel,
+    sized_for: Option<SizedFor>,
 }
 
 impl<'a> BlockedBloomFilterView<'a> {
@@ -441,7 +458,13 @@ impl<'a> BlockedBloomFilterView<'a> {
             blocks,
             seed,
             kernel: Kernel::detect(),
+            sized_for: None,
         })
+    }
+
+    /// What the filter was sized for, when its file says.
+    pub fn sized_for(&self) -> Option<SizedFor> {
+        self.sized_for
     }
 
     /// As [`from_parts`](Self::from_parts), for parts written in format `version`: version
@@ -457,7 +480,7 @@ impl<'a> BlockedBloomFilterView<'a> {
     /// the payload is not 64-byte aligned or the machine is big-endian (then load the
     /// filter with [`Persist::from_parts`]).
     pub fn from_parts(params: &[u8], payload: &'a [u8]) -> Result<Option<Self>> {
-        let (_, seed) = blocked_params(params, payload.len())?;
+        let (_, seed, sized_for) = blocked_params(params, payload.len())?;
         if cfg!(target_endian = "big") {
             return Ok(None);
         }
@@ -467,7 +490,9 @@ impl<'a> BlockedBloomFilterView<'a> {
         if !head.is_empty() || !tail.is_empty() {
             return Ok(None);
         }
-        Ok(Some(Self::new(blocks, seed)?))
+        let mut view = Self::new(blocks, seed)?;
+        view.sized_for = sized_for;
+        Ok(Some(view))
     }
 
     /// Whether `item` might be in the filter.
@@ -521,12 +546,25 @@ impl<'a> BlockedBloomFilterView<'a> {
 
 /// Checks a blocked filter's parameters against a payload of `payload_len` bytes; returns
 /// the block count and the seed.
-fn blocked_params(params: &[u8], payload_len: usize) -> Result<(usize, u64)> {
+fn blocked_params(params: &[u8], payload_len: usize) -> Result<(usize, u64, Option<SizedFor>)> {
     let mut params = ParamReader::new(params);
     let num_blocks = params.u64()?;
     let lanes = params.u32()?;
     let hasher = params.u32()?;
     let seed = params.u64()?;
+    let sized_for = if params.is_at_end() {
+        None
+    } else {
+        let sized = SizedFor {
+            expected_items: params.u64()?,
+            fpp: params.f64()?,
+        };
+        Some(
+            sized
+                .check()
+                .map_err(|error| inconsistent(format!("sized for: {error}")))?,
+        )
+    };
     params.finish()?;
     if lanes != BLOCK_LANES {
         return Err(inconsistent(format!(
@@ -549,7 +587,7 @@ fn blocked_params(params: &[u8], payload_len: usize) -> Result<(usize, u64)> {
             num_blocks as u64 * 64
         )));
     }
-    Ok((num_blocks, seed))
+    Ok((num_blocks, seed, sized_for))
 }
 
 /// One block of atomic lanes, cache-line aligned.
@@ -583,18 +621,25 @@ unsafe impl Zeroable for AtomicBlock {}
 pub struct AtomicBlockedBloomFilter {
     blocks: ZeroedArray<AtomicBlock>,
     seed: u64,
+    sized_for: Option<SizedFor>,
 }
 
 impl AtomicBlockedBloomFilter {
     /// A filter for `expected_items` at `fpp`, sized as [`BlockedBloomFilter::with_fpp`].
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
-        Self::with_num_blocks(blocked_num_blocks(expected_items, fpp)?, DEFAULT_SEED)
+        let mut filter = Self::with_num_blocks(blocked_num_blocks(expected_items, fpp)?, DEFAULT_SEED)?;
+        filter.sized_for = Some(SizedFor { expected_items, fpp });
+        Ok(filter)
     }
 
     /// A filter of `num_blocks` 512-bit blocks hashing with `seed`.
     pub fn with_num_blocks(num_blocks: u64, seed: u64) -> Result<Self> {
         let blocks = ZeroedArray::new(check_num_blocks(num_blocks)?);
-        Ok(Self { blocks, seed })
+        Ok(Self {
+            blocks,
+            seed,
+            sized_for: None,
+        })
     }
 
     /// Adds `item` from any thread; returns whether this call set a bit.
@@ -659,6 +704,7 @@ impl AtomicBlockedBloomFilter {
             blocks,
             seed: self.seed,
             kernel: Kernel::detect(),
+            sized_for: self.sized_for,
         }
     }
 }
@@ -676,6 +722,7 @@ impl From<BlockedBloomFilter> for AtomicBlockedBloomFilter {
         Self {
             blocks,
             seed: filter.seed,
+            sized_for: filter.sized_for,
         }
     }
 }
@@ -690,6 +737,39 @@ impl From<AtomicBlockedBloomFilter> for BlockedBloomFilter {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_sizing_is_kept_in_the_file_and_optional() {
+        use crate::any;
+        let mut sized = BlockedBloomFilter::with_fpp(1000, 0.01).unwrap();
+        sized.insert("apple");
+        let loaded = any::open(&sized.to_bytes()).unwrap();
+        assert_eq!(loaded.stats().capacity, Some(1000));
+        let loaded = loaded.as_any().downcast_ref::<BlockedBloomFilter>().unwrap();
+        assert_eq!(
+            loaded.sized_for(),
+            Some(SizedFor {
+                expected_items: 1000,
+                fpp: 0.01
+            })
+        );
+        // Made from a block count: the 24-byte parameters of files written before the
+        // sizing was kept, which still load.
+        let mut from_count = BlockedBloomFilter::with_num_blocks(sized.num_blocks(), 0).unwrap();
+        from_count.insert("apple");
+        assert_eq!(from_count.params().len(), 24);
+        let loaded = any::open(&from_count.to_bytes()).unwrap();
+        assert_eq!(loaded.stats().capacity, None);
+        assert!(loaded.contains(b"apple"));
+        // A stored sizing must be sane.
+        let mut params = sized.params();
+        params[32..40].copy_from_slice(&2.0f64.to_le_bytes());
+        let payload = sized.to_bytes()[native::header_len(40)..].to_vec();
+        assert!(BlockedBloomFilter::from_parts(&params, &payload).is_err());
+        params[24..32].copy_from_slice(&0u64.to_le_bytes());
+        params[32..40].copy_from_slice(&0.01f64.to_le_bytes());
+        assert!(BlockedBloomFilter::from_parts(&params, &payload).is_err());
+    }
 
     #[test]
     fn salts_are_the_documented_ones() {

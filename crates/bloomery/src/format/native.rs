@@ -500,6 +500,11 @@ impl<'a> ParamReader<'a> {
         Ok(f64::from_bits(self.u64()?))
     }
 
+    /// Whether every parameter byte was read (for optional trailing parameters).
+    pub fn is_at_end(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
     /// Checks that every parameter byte was read.
     pub fn finish(self) -> Result<()> {
         if self.bytes.is_empty() {
