@@ -369,6 +369,51 @@ macro_rules! owned_filter_common {
     };
 }
 
+/// The parts of `FilterView` that the block filters and their views write the same way:
+/// the variant, and lookups through the type's own batched call.
+macro_rules! block_view_common {
+    ($variant:expr) => {
+        fn variant(&self) -> Variant {
+            $variant
+        }
+
+        fn contains(&self, item: &[u8]) -> bool {
+            Self::contains(self, item)
+        }
+
+        fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
+            self.contains_batch_into(items, results);
+        }
+    };
+}
+
+/// `DynFilter` for a block filter: inserts never refused, batched inserts, and union and
+/// intersection with a filter of the same variant.
+macro_rules! block_filter_dyn {
+    ($filter:ty, $variant:expr) => {
+        impl DynFilter for $filter {
+            fn insert(&mut self, item: &[u8]) -> Result<bool> {
+                Ok(<$filter>::insert(self, item))
+            }
+
+            fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
+                <$filter>::insert_batch(self, items);
+                Ok(())
+            }
+
+            fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
+                <$filter>::union(self, same_variant($variant, other)?)
+            }
+
+            fn intersection(&mut self, other: &dyn DynFilter) -> Result<()> {
+                <$filter>::intersection(self, same_variant($variant, other)?)
+            }
+
+            owned_filter_common!();
+        }
+    };
+}
+
 fn classic_lines(num_bits: u64, num_hashes: u32, bit_count: u64) -> Vec<(&'static str, String)> {
     vec![
         ("hashing", "murmur3_128, Guava's MURMUR128_MITZ_64".into()),
@@ -438,17 +483,7 @@ fn blocked_lines(num_blocks: u64, seed: u64, bit_count: u64) -> Vec<(&'static st
 }
 
 impl FilterView for BlockedBloomFilter {
-    fn variant(&self) -> Variant {
-        Variant::Blocked
-    }
-
-    fn contains(&self, item: &[u8]) -> bool {
-        BlockedBloomFilter::contains(self, item)
-    }
-
-    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
-        self.contains_batch_into(items, results);
-    }
+    block_view_common!(Variant::Blocked);
 
     fn stats(&self) -> Stats {
         Stats {
@@ -462,39 +497,10 @@ impl FilterView for BlockedBloomFilter {
     }
 }
 
-impl DynFilter for BlockedBloomFilter {
-    fn insert(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(BlockedBloomFilter::insert(self, item))
-    }
-
-    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
-        BlockedBloomFilter::insert_batch(self, items);
-        Ok(())
-    }
-
-    fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
-        BlockedBloomFilter::union(self, same_variant(Variant::Blocked, other)?)
-    }
-
-    fn intersection(&mut self, other: &dyn DynFilter) -> Result<()> {
-        BlockedBloomFilter::intersection(self, same_variant(Variant::Blocked, other)?)
-    }
-
-    owned_filter_common!();
-}
+block_filter_dyn!(BlockedBloomFilter, Variant::Blocked);
 
 impl FilterView for BlockedBloomFilterView<'_> {
-    fn variant(&self) -> Variant {
-        Variant::Blocked
-    }
-
-    fn contains(&self, item: &[u8]) -> bool {
-        BlockedBloomFilterView::contains(self, item)
-    }
-
-    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
-        self.contains_batch_into(items, results);
-    }
+    block_view_common!(Variant::Blocked);
 
     fn stats(&self) -> Stats {
         Stats {
@@ -533,17 +539,7 @@ fn split_block_lines(num_blocks: u64, bit_count: u64) -> Vec<(&'static str, Stri
 }
 
 impl FilterView for SplitBlockBloomFilter {
-    fn variant(&self) -> Variant {
-        Variant::SplitBlock
-    }
-
-    fn contains(&self, item: &[u8]) -> bool {
-        SplitBlockBloomFilter::contains(self, item)
-    }
-
-    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
-        self.contains_batch_into(items, results);
-    }
+    block_view_common!(Variant::SplitBlock);
 
     fn stats(&self) -> Stats {
         stats_of(self)
@@ -554,39 +550,10 @@ impl FilterView for SplitBlockBloomFilter {
     }
 }
 
-impl DynFilter for SplitBlockBloomFilter {
-    fn insert(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(SplitBlockBloomFilter::insert(self, item))
-    }
-
-    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
-        SplitBlockBloomFilter::insert_batch(self, items);
-        Ok(())
-    }
-
-    fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
-        SplitBlockBloomFilter::union(self, same_variant(Variant::SplitBlock, other)?)
-    }
-
-    fn intersection(&mut self, other: &dyn DynFilter) -> Result<()> {
-        SplitBlockBloomFilter::intersection(self, same_variant(Variant::SplitBlock, other)?)
-    }
-
-    owned_filter_common!();
-}
+block_filter_dyn!(SplitBlockBloomFilter, Variant::SplitBlock);
 
 impl FilterView for SplitBlockBloomFilterView<'_> {
-    fn variant(&self) -> Variant {
-        Variant::SplitBlock
-    }
-
-    fn contains(&self, item: &[u8]) -> bool {
-        SplitBlockBloomFilterView::contains(self, item)
-    }
-
-    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
-        self.contains_batch_into(items, results);
-    }
+    block_view_common!(Variant::SplitBlock);
 
     fn stats(&self) -> Stats {
         Stats {
