@@ -92,6 +92,21 @@ def held_memory(client) -> int:
         memory.get("mem_total_replication_buffers", 0)
 
 
+def settled_memory(client, tolerance=64 << 10) -> int:
+    """``held_memory`` once it stops moving: right after a large reply or argument the
+    client-buffer figures lag (Redis resizes them in its once-a-second cron), and a reading
+    then can be megabytes off either way (seen: a baseline of -3,125,400 bytes)."""
+    deadline = time.monotonic() + 5
+    last = held_memory(client)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = held_memory(client)
+        if abs(now - last) < tolerance:
+            return now
+        last = now
+    return last
+
+
 def settles_near(client, before, tolerance=64 << 10) -> bool:
     """Whether held memory comes back within `tolerance` of `before`: Redis trims a
     client's query buffer (which held a large refused argument) and updates its client

@@ -12,7 +12,7 @@ import time
 import pytest
 import redis
 
-from conftest import Server, dump, held_memory, settles_near
+from conftest import Server, dump, held_memory, settled_memory, settles_near
 
 CHUNK_BYTES = 16 << 20
 
@@ -50,7 +50,7 @@ def test_loads_in_progress_live_in_their_database_replicate_and_are_flushed(serv
     pieces = [data for _, data in dump(primary, "source")]
     assert len(pieces) == 2 and len(pieces[0]) == CHUNK_BYTES
     primary.flushall()
-    baseline = held_memory(primary)
+    baseline = settled_memory(primary)
 
     clients = [server.client(), redis.Redis(host="127.0.0.1", port=server.port, db=1, socket_timeout=30)]
     model = {}  # (db, key) -> "loading" | "filter"
