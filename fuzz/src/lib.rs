@@ -21,10 +21,9 @@ use std::sync::OnceLock;
 
 use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::format::native::{Header, Variant};
-use bloomery::sizing::ClassicShape;
 use bloomery::{
     AllowlistedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter, Error, RetouchedBloomFilter,
-    RotatingBloomFilter, ScalableBloomFilter,
+    RotatingBloomFilter,
 };
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -46,9 +45,11 @@ pub const ITEMS: &[&[u8]] = &[
     b"https://example.com/absent/1",
 ];
 
-/// The largest filter (envelope bytes) the harness serializes after inserting: a crafted
-/// scalable or rotating file can make one insert allocate gigabytes (see
-/// [`insert_growth_bytes`]), and copying that would only measure the machine.
+/// How far the harness's inserts may grow a filter, and the largest filter (envelope
+/// bytes) it serializes after inserting: a crafted scalable or rotating file can make one
+/// insert allocate gigabytes, and copying that would only measure the machine. Inserts go
+/// through the library's own check, `insert_within`, which refuses such growth before
+/// allocating.
 pub const MAX_GROWN_BYTES: u64 = 4 << 20;
 
 /// `BLOOMERY_FUZZ_STRICT=CHECK,...` (or `all`): also fail on what is not a crash but may
@@ -56,8 +57,8 @@ pub const MAX_GROWN_BYTES: u64 = 4 << 20;
 ///
 /// - `canonical`: a version-2 file opens but is not the bytes its filter writes (the
 ///   format means every filter to have one form);
-/// - `growth`: one insert would allocate more than [`MAX_GROWN_BYTES`] (for a file of a
-///   few hundred bytes);
+/// - `growth`: the inserts would grow the filter by more than [`MAX_GROWN_BYTES`] (for a
+///   file of a few hundred bytes);
 pub fn strict(check: &str) -> bool {
     static STRICT: OnceLock<Vec<String>> = OnceLock::new();
     let checks = STRICT.get_or_init(|| {
@@ -404,33 +405,6 @@ pub fn round_trip(filter: &dyn DynFilter, answers: &[bool]) {
     );
 }
 
-/// The bytes the next insert into `filter` may allocate for a new sub-filter (scalable)
-/// or generation (rotating), as the library sizes them; 0 for the other variants. A file
-/// whose stored sub-filters are small can still announce a capacity whose next sub-filter
-/// is gigabytes: the parsers do not check one against the other.
-pub fn insert_growth_bytes(filter: &dyn DynFilter) -> u64 {
-    let shape_bytes =
-        |items: u64, fpp: f64| ClassicShape::for_fpp(items, fpp).map_or(0, |shape| shape.num_bits() / 8);
-    if let Some(scalable) = filter.as_any().downcast_ref::<ScalableBloomFilter>() {
-        let index = scalable.num_filters();
-        let options = scalable.options();
-        if index >= bloomery::scalable::MAX_SUB_FILTERS || !options.scaling {
-            return 0;
-        }
-        let growth = u64::from(options.expansion).saturating_pow(index as u32);
-        let capacity = scalable.initial_capacity().saturating_mul(growth);
-        let fpp = scalable.fpp() * (1.0 - options.tightening) * options.tightening.powi(index as i32);
-        return shape_bytes(capacity, fpp);
-    }
-    if let Some(rotating) = filter.as_any().downcast_ref::<RotatingBloomFilter>() {
-        // The parameters: max_generations u32, items_per_generation u64, fpp f64, ...
-        let header = filter.envelope().header();
-        let fpp = f64::from_le_bytes(header[32 + 12..32 + 20].try_into().expect("8 bytes"));
-        return shape_bytes(rotating.items_per_generation(), fpp);
-    }
-    0
-}
-
 /// Everything a tool does with a filter it opened: lookups, stats, description,
 /// serialization and re-opening, a copy, union and intersection with that copy, inserts
 /// (each inserted item must then be present), a removal (counting filters), and again
@@ -465,22 +439,22 @@ pub fn exercise_filter(mut filter: Box<dyn DynFilter>, inserts: usize) -> Vec<bo
 
     exercise_concrete(&*filter);
 
+    let limit = filter.stats().memory_bytes.saturating_add(MAX_GROWN_BYTES);
     for item in ITEMS.iter().cycle().take(inserts) {
-        // Checked before every insert: each new sub-filter may be larger than the last.
-        let growth = insert_growth_bytes(&*filter);
-        if growth > MAX_GROWN_BYTES {
-            trace(
-                "growth",
-                format_args!("{variant} insert would allocate {growth} bytes"),
-            );
-            assert!(
-                !strict("growth"),
-                "strict: one insert into this {variant} filter would allocate {growth} bytes"
-            );
-            break;
-        }
-        if filter.insert(item).is_ok() {
-            assert!(filter.contains(item), "{variant}: an inserted item is absent");
+        match filter.insert_within(item, limit) {
+            Ok(_) => assert!(filter.contains(item), "{variant}: an inserted item is absent"),
+            Err(Error::MemoryLimit { needed, .. }) => {
+                trace(
+                    "growth",
+                    format_args!("{variant} insert would grow the filter to {needed} bytes"),
+                );
+                assert!(
+                    !strict("growth"),
+                    "strict: one insert into this {variant} filter would grow it to {needed} bytes"
+                );
+                break;
+            }
+            Err(_) => {}
         }
     }
     if filter.remove(ITEMS[1]).is_ok() {
@@ -543,13 +517,13 @@ pub fn exercise_concrete(filter: &dyn DynFilter) {
         let _ = copy.saturated_counters();
         round_trip(&copy, &exercise_view(&copy));
     }
-    if let Some(rotating) = concrete.downcast_ref::<RotatingBloomFilter>()
-        && insert_growth_bytes(filter) <= MAX_GROWN_BYTES
-    {
+    if let Some(rotating) = concrete.downcast_ref::<RotatingBloomFilter>() {
         let mut copy = rotating.clone();
+        let limit = (copy.memory_bytes() as u64).saturating_add(MAX_GROWN_BYTES);
         for (item, now_ms) in ITEMS.iter().zip([0, 1, u64::MAX / 2, u64::MAX]) {
-            // Every rotation allocates a generation of the same size, checked above.
-            copy.insert_at(item, now_ms);
+            if copy.insert_within(item, now_ms, Some(limit)).is_err() {
+                break;
+            }
             assert!(
                 copy.contains(item),
                 "rotating: an item inserted at {now_ms} is absent"

@@ -889,6 +889,30 @@ mod tests {
         }
     }
 
+    /// A rotating file may keep generations smaller than the ones it makes: rotating out
+    /// the oldest then frees less than the new generation takes, and the limit must still
+    /// hold (found by the proptest twin of the fuzz targets, tests/parsers.rs).
+    #[test]
+    fn rotating_out_a_small_generation_for_a_large_one_is_held_to_the_memory_limit() {
+        let mut small = RotatingBloomFilter::new(2, 100, 0.01).unwrap();
+        let mut i = 0u64;
+        while small.num_generations() < 2 {
+            small.insert(&i.to_le_bytes());
+            i += 1;
+        }
+        // The same file, announcing 10^8 items (about 120 MB) per generation and a 1 ms
+        // window, so the next insert rotates.
+        let mut params = Persist::params(&small);
+        params[4..12].copy_from_slice(&100_000_000u64.to_le_bytes());
+        params[20..28].copy_from_slice(&1u64.to_le_bytes());
+        let payload = Persist::payload(&small);
+        let mut crafted = RotatingBloomFilter::from_parts(&params, &payload).unwrap();
+        let limit = crafted.stats().memory_bytes + (1 << 20);
+        let refused = crafted.insert_within(b"late", u64::MAX, Some(limit)).err();
+        assert!(matches!(refused, Some(Error::MemoryLimit { .. })), "{refused:?}");
+        assert!(crafted.stats().memory_bytes <= limit);
+    }
+
     /// The mapped read path refuses what `open` refuses (found by the fuzzer: a version-1
     /// blocked file was answered from in place).
     #[test]

@@ -127,14 +127,23 @@ impl RotatingBloomFilter {
     /// Starts a generation (dropping the oldest when all are kept), unless a new one
     /// would take the filter past `memory_limit` bytes (checked before allocating).
     fn start_generation(&mut self, now_ms: u64, memory_limit: Option<u64>) -> Result<()> {
-        if self.generations.len() == self.max_generations {
-            self.generations.pop_front();
-        } else if let Some(limit) = memory_limit {
+        let full = self.generations.len() == self.max_generations;
+        if let Some(limit) = memory_limit {
+            // The oldest generation is dropped when all are kept, but a file may hold
+            // generations smaller than the ones it makes (version 2 stores each one's
+            // shape), so the new one is counted against what stays, not assumed equal.
             let new_bytes = ClassicShape::for_fpp(self.items_per_generation, self.fpp)?.num_words as u64 * 8;
-            let needed = (self.memory_bytes() as u64).saturating_add(new_bytes);
+            let dropped = match self.generations.front() {
+                Some(oldest) if full => std::mem::size_of_val(oldest.filter.words()) as u64,
+                _ => 0,
+            };
+            let needed = (self.memory_bytes() as u64 - dropped).saturating_add(new_bytes);
             if needed > limit {
                 return Err(Error::MemoryLimit { needed, limit });
             }
+        }
+        if full {
+            self.generations.pop_front();
         }
         self.generations.push_back(Generation {
             filter: BloomFilter::with_fpp(self.items_per_generation, self.fpp)?,
@@ -160,9 +169,8 @@ impl RotatingBloomFilter {
     }
 
     /// As [`insert_at`](Self::insert_at), but refusing with [`Error::MemoryLimit`] (before
-    /// allocating) a new generation that would take the filter past `memory_limit` bytes;
-    /// rotating out the oldest generation allocates no more than it frees and is never
-    /// refused.
+    /// allocating) a new generation that would take the filter past `memory_limit` bytes,
+    /// counting the oldest generation as freed when it rotates out.
     pub fn insert_within<T: Funnel + ?Sized>(
         &mut self,
         item: &T,

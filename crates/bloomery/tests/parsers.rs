@@ -29,8 +29,9 @@ use xxhash_rust::xxh3::xxh3_64;
 /// Items looked up and inserted.
 const ITEMS: &[&[u8]] = &[b"", b"apple", b"banana", b"item 3", b"item 17", &[0xff; 9]];
 
-/// The largest allocation one insert may make before the checks skip inserting: a file
-/// can announce a next sub-filter or generation far larger than itself (docs/fuzzing.md).
+/// How far the checks' inserts may grow a filter (refused by the library's `insert_within`
+/// before allocating): a file can announce a next sub-filter or generation far larger than
+/// itself (docs/fuzzing.md).
 const MAX_GROWTH_BYTES: u64 = 4 << 20;
 
 // ---------------------------------------------------------------------------------------
@@ -480,25 +481,6 @@ fn round_trip(filter: &dyn DynFilter) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// The bytes one insert may allocate for a new sub-filter or generation.
-fn growth_bytes(filter: &dyn DynFilter) -> u64 {
-    let shape_bytes =
-        |items: u64, fpp: f64| ClassicShape::for_fpp(items, fpp).map_or(0, |shape| shape.num_bits() / 8);
-    if let Some(scalable) = filter.as_any().downcast_ref::<ScalableBloomFilter>() {
-        let index = scalable.num_filters();
-        let options = scalable.options();
-        let growth = u64::from(options.expansion).saturating_pow(index as u32);
-        let fpp = scalable.fpp() * (1.0 - options.tightening) * options.tightening.powi(index as i32);
-        return shape_bytes(scalable.initial_capacity().saturating_mul(growth), fpp);
-    }
-    if let Some(rotating) = filter.as_any().downcast_ref::<RotatingBloomFilter>() {
-        let header = filter.envelope().header();
-        let fpp = f64::from_le_bytes(header[44..52].try_into().unwrap());
-        return shape_bytes(rotating.items_per_generation(), fpp);
-    }
-    0
-}
-
 /// Everything done with a native file's bytes: the read-only view (the CLI's path), the
 /// full open, and for a filter that opens lookups, serialization, inserts, a removal.
 /// Returns whether it opened.
@@ -520,24 +502,21 @@ fn check_native(bytes: &[u8]) -> Result<bool, TestCaseError> {
     }
     round_trip(&*filter)?;
     variant_api(&*filter)?;
-    if growth_bytes(&*filter) <= MAX_GROWTH_BYTES {
-        for item in ITEMS {
-            // Checked before every insert: each new sub-filter may be larger than the last.
-            if growth_bytes(&*filter) > MAX_GROWTH_BYTES {
-                break;
-            }
-            if filter.insert(item).is_ok() {
-                prop_assert!(
-                    filter.contains(item),
-                    "{}: an inserted item is absent",
-                    filter.variant()
-                );
-            }
+    let limit = filter.stats().memory_bytes.saturating_add(MAX_GROWTH_BYTES);
+    for item in ITEMS {
+        match filter.insert_within(item, limit) {
+            Ok(_) => prop_assert!(
+                filter.contains(item),
+                "{}: an inserted item is absent",
+                filter.variant()
+            ),
+            Err(bloomery::Error::MemoryLimit { .. }) => break,
+            Err(_) => {}
         }
-        let _ = filter.remove(ITEMS[1]);
-        if filter.envelope().len() <= MAX_GROWTH_BYTES {
-            round_trip(&*filter)?;
-        }
+    }
+    let _ = filter.remove(ITEMS[1]);
+    if filter.envelope().len() <= MAX_GROWTH_BYTES {
+        round_trip(&*filter)?;
     }
     Ok(true)
 }
@@ -581,12 +560,13 @@ fn variant_api(filter: &dyn DynFilter) -> Result<(), TestCaseError> {
         }
         round_trip(&copy)?;
     }
-    if let Some(rotating) = concrete.downcast_ref::<RotatingBloomFilter>()
-        && growth_bytes(filter) <= MAX_GROWTH_BYTES
-    {
+    if let Some(rotating) = concrete.downcast_ref::<RotatingBloomFilter>() {
         let mut copy = rotating.clone();
+        let limit = (copy.memory_bytes() as u64).saturating_add(MAX_GROWTH_BYTES);
         for (item, now_ms) in ITEMS.iter().zip([0, 1, u64::MAX / 2, u64::MAX]) {
-            copy.insert_at(item, now_ms);
+            if copy.insert_within(item, now_ms, Some(limit)).is_err() {
+                break;
+            }
             prop_assert!(copy.contains(item), "an item inserted at {} is absent", now_ms);
         }
         round_trip(&copy)?;
