@@ -92,8 +92,9 @@ fn warn_if_overfull(path: &Path, filter: &dyn DynFilter) {
         return;
     };
     // 5% above: the estimate from the bits set is within that of the true count at these
-    // loads (measured: 103 for 100 items in a 2-block filter; closer for bigger ones), so
-    // a filter filled to exactly its capacity does not warn.
+    // loads (a 100-item blocked filter of 2 blocks, filled exactly, estimates 103; bigger
+    // filters come closer), so a filter filled to its capacity does not warn
+    // (tests/faults.rs, an_overfilled_filter_says_so).
     let past = stats.estimated_len > capacity.saturating_add(capacity / 20);
     if past && !stats.refuses_beyond_capacity && stats.expansion.is_none() {
         let held = if stats.estimated_len == u64::MAX {
