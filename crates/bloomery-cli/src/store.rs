@@ -399,9 +399,7 @@ impl Mapped {
         let real = resolve(path)?;
         let file = File::open(&real).with_path(path)?;
         let metadata = file.metadata().with_path(path)?;
-        if !metadata.is_file() {
-            regular(path, &metadata)?;
-        }
+        regular(path, &metadata)?;
         crate::sigbus::guard(path);
         // SAFETY: the map is read-only; this tool's writers replace the file by rename,
         // never in place, so the mapped bytes do not change under us. A file truncated by
