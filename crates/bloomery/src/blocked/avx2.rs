@@ -1,55 +1,61 @@
-//! The AVX2 kernel: the eight multiply-shifts in one `vpmulld`, the masks built with two
-//! `vpsllvq`, the block tested with two `vptest`. Bit-identical to `scalar.rs` (checked
-//! by the kernel tests in `mod.rs`).
+//! The AVX2 kernel: the eight multiply-shifts in one `vpmulld` (salts interleaved so that
+//! two 64-bit shifts put each lane's position in place), and a lookup that shifts each
+//! lane right by its position and tests bit 0 of all eight with one `vptest`. Bit-identical
+//! to `scalar.rs` (checked by the kernel tests in `mod.rs`).
 
 use std::arch::x86_64::*;
 
 use super::Block;
-use super::kernel::SALTS;
+use super::kernel::SALTS_INTERLEAVED;
 use super::kernel::{batch_contains, batch_insert, block_of, block_of_mut, fingerprint};
 
+/// The bit positions of lanes 0-3 and of lanes 4-7, one per 64-bit word.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn masks(fingerprint: u32) -> (__m256i, __m256i) {
-    // SAFETY: SALTS is 8 u32 = 32 bytes; loadu has no alignment requirement.
-    let salts = unsafe { _mm256_loadu_si256(SALTS.as_ptr().cast()) };
+fn positions(fingerprint: u32) -> (__m256i, __m256i) {
+    // SAFETY: SALTS_INTERLEAVED is 8 u32 = 32 bytes; loadu has no alignment requirement.
+    let salts = unsafe { _mm256_loadu_si256(SALTS_INTERLEAVED.as_ptr().cast()) };
+    // Word j: lane j's 32-bit product in the low half, lane j + 4's in the high half
+    // (kernel.rs, SALTS_INTERLEAVED); a position is a product's top 6 bits.
     let products = _mm256_mullo_epi32(_mm256_set1_epi32(fingerprint as i32), salts);
-    let positions = _mm256_srli_epi32::<26>(products);
-    let low = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(positions));
-    let high = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(positions));
-    let one = _mm256_set1_epi64x(1);
-    (_mm256_sllv_epi64(one, low), _mm256_sllv_epi64(one, high))
+    let low = _mm256_srli_epi64::<58>(_mm256_slli_epi64::<32>(products));
+    let high = _mm256_srli_epi64::<58>(products);
+    (low, high)
 }
 
 /// Sets the item's bits; returns whether any was 0.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn insert_block(block: &mut Block, fingerprint: u32) -> bool {
-    let (mask_low, mask_high) = masks(fingerprint);
+    let (low, high) = positions(fingerprint);
+    let one = _mm256_set1_epi64x(1);
+    let (mask_low, mask_high) = (_mm256_sllv_epi64(one, low), _mm256_sllv_epi64(one, high));
     let words = block.0.as_mut_ptr().cast::<__m256i>();
     // SAFETY: a Block is 64 bytes aligned to 64: two aligned 32-byte halves.
     unsafe {
-        let low = _mm256_load_si256(words);
-        let high = _mm256_load_si256(words.add(1));
-        let present = _mm256_testc_si256(low, mask_low) & _mm256_testc_si256(high, mask_high);
-        _mm256_store_si256(words, _mm256_or_si256(low, mask_low));
-        _mm256_store_si256(words.add(1), _mm256_or_si256(high, mask_high));
+        let current_low = _mm256_load_si256(words);
+        let current_high = _mm256_load_si256(words.add(1));
+        let present = _mm256_testc_si256(current_low, mask_low) & _mm256_testc_si256(current_high, mask_high);
+        _mm256_store_si256(words, _mm256_or_si256(current_low, mask_low));
+        _mm256_store_si256(words.add(1), _mm256_or_si256(current_high, mask_high));
         present == 0
     }
 }
 
-/// Whether all the item's bits are set.
+/// Whether all the item's bits are set: each lane shifted right by its position has bit 0
+/// set.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn contains_block(block: &Block, fingerprint: u32) -> bool {
-    let (mask_low, mask_high) = masks(fingerprint);
+    let (low, high) = positions(fingerprint);
     let words = block.0.as_ptr().cast::<__m256i>();
-    // SAFETY: as in `insert`.
-    unsafe {
-        let low = _mm256_load_si256(words);
-        let high = _mm256_load_si256(words.add(1));
-        _mm256_testc_si256(low, mask_low) & _mm256_testc_si256(high, mask_high) != 0
-    }
+    // SAFETY: as in `insert_block`.
+    let (current_low, current_high) = unsafe { (_mm256_load_si256(words), _mm256_load_si256(words.add(1))) };
+    let shifted = _mm256_and_si256(
+        _mm256_srlv_epi64(current_low, low),
+        _mm256_srlv_epi64(current_high, high),
+    );
+    _mm256_testc_si256(shifted, _mm256_set1_epi64x(1)) != 0
 }
 
 /// Adds the item with `hash`; returns whether any bit changed.

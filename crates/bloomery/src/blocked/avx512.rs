@@ -1,21 +1,29 @@
-//! The AVX-512 kernel: as `avx2.rs`, but the eight 64-bit lane masks are one 512-bit
-//! register and the block one load. Selected only where the CPU reports AVX-512F; the
+//! The AVX-512 kernel: as `avx2.rs`, but the eight lanes' positions come from one 512-bit
+//! multiply and shift, and the block is one load. Selected only where the CPU reports AVX-512F; the
 //! kernel tests compare it with `scalar.rs` wherever it can run.
 
 use std::arch::x86_64::*;
 
 use super::Block;
-use super::kernel::SALTS;
+use super::kernel::SALTS_HIGH_HALVES;
 use super::kernel::{batch_contains, batch_insert, block_of, block_of_mut, fingerprint};
+
+/// The bit position of each of the eight lanes, one per 64-bit word.
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+fn positions(fingerprint: u32) -> __m512i {
+    // SAFETY: SALTS_HIGH_HALVES is 16 u32 = 64 bytes; loadu has no alignment requirement.
+    let salts = unsafe { _mm512_loadu_si512(SALTS_HIGH_HALVES.as_ptr().cast()) };
+    // Lane i's 32-bit product lands in the high half of word i (the low halves multiply a
+    // zero salt); its top 6 bits are the position.
+    let products = _mm512_mullo_epi32(_mm512_set1_epi32(fingerprint as i32), salts);
+    _mm512_srli_epi64::<58>(products)
+}
 
 #[inline]
 #[target_feature(enable = "avx2,avx512f")]
 fn masks(fingerprint: u32) -> __m512i {
-    // SAFETY: SALTS is 8 u32 = 32 bytes; loadu has no alignment requirement.
-    let salts = unsafe { _mm256_loadu_si256(SALTS.as_ptr().cast()) };
-    let products = _mm256_mullo_epi32(_mm256_set1_epi32(fingerprint as i32), salts);
-    let positions = _mm512_cvtepu32_epi64(_mm256_srli_epi32::<26>(products));
-    _mm512_sllv_epi64(_mm512_set1_epi64(1), positions)
+    _mm512_sllv_epi64(_mm512_set1_epi64(1), positions(fingerprint))
 }
 
 /// Sets the item's bits; returns whether any was 0.
@@ -33,15 +41,15 @@ fn insert_block(block: &mut Block, fingerprint: u32) -> bool {
     }
 }
 
-/// Whether all the item's bits are set.
+/// Whether all the item's bits are set: each lane shifted right by its position has bit 0
+/// set.
 #[inline]
 #[target_feature(enable = "avx2,avx512f")]
 fn contains_block(block: &Block, fingerprint: u32) -> bool {
-    let mask = masks(fingerprint);
     // SAFETY: a Block is 64 bytes aligned to 64.
     let current = unsafe { _mm512_load_si512(block.0.as_ptr().cast()) };
-    let missing = _mm512_andnot_si512(current, mask);
-    _mm512_test_epi64_mask(missing, missing) == 0
+    let shifted = _mm512_srlv_epi64(current, positions(fingerprint));
+    _mm512_testn_epi64_mask(shifted, _mm512_set1_epi64(1)) == 0
 }
 
 /// Adds the item with `hash`; returns whether any bit changed.

@@ -50,6 +50,37 @@ const fn salts() -> [u32; BLOCK_WORDS] {
     salts
 }
 
+/// The salts in the order the AVX2 kernel multiplies them, so that one 32-bit multiply and
+/// two 64-bit shifts give the lane positions already in place: lane `j`'s salt in 32-bit
+/// slot `2j` and lane `j + 4`'s in slot `2j + 1`. Read as four 64-bit words, word `j` of
+/// the products then holds lane `j`'s product in its low half and lane `j + 4`'s in its
+/// high half, and a position is a product's top 6 bits.
+#[cfg(target_arch = "x86_64")]
+pub(crate) const SALTS_INTERLEAVED: [u32; BLOCK_WORDS] = {
+    let mut interleaved = [0u32; BLOCK_WORDS];
+    let mut lane = 0;
+    while lane < BLOCK_WORDS / 2 {
+        interleaved[2 * lane] = SALTS[lane];
+        interleaved[2 * lane + 1] = SALTS[lane + BLOCK_WORDS / 2];
+        lane += 1;
+    }
+    interleaved
+};
+
+/// The salts in the high halves of eight 64-bit words (low halves zero), for the AVX-512
+/// kernel: a 32-bit multiply of the broadcast fingerprint puts lane `i`'s product in the
+/// high half of word `i`, so one 64-bit shift by 58 gives its position.
+#[cfg(target_arch = "x86_64")]
+pub(crate) const SALTS_HIGH_HALVES: [u32; 2 * BLOCK_WORDS] = {
+    let mut spread = [0u32; 2 * BLOCK_WORDS];
+    let mut lane = 0;
+    while lane < BLOCK_WORDS {
+        spread[2 * lane + 1] = SALTS[lane];
+        lane += 1;
+    }
+    spread
+};
+
 /// The blocked filter's kernel: [`BlockKernel`] over its 512-bit [`Block`]s.
 pub type Kernel = BlockKernel<Block>;
 
