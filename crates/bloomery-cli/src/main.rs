@@ -66,8 +66,9 @@ struct SizeArgs {
     #[arg(short = 'p', long = "fpp", default_value_t = 0.01)]
     fpp: f64,
     /// Filter variant: blocked (fastest), classic (Guava-compatible), counting (remove),
-    /// scalable (grows), retouched, allowlisted, rotating (forgets old generations), or
-    /// split-block (Parquet's split block Bloom filter).
+    /// scalable (grows), retouched, allowlisted, rotating (forgets old generations),
+    /// split-block (Parquet's split block Bloom filter), or redisbloom (RedisBloom's
+    /// scalable filter, bit for bit).
     #[arg(long, default_value = "blocked", value_parser = parse_variant)]
     variant: Variant,
     /// Hash seed (blocked filters).

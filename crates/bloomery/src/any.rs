@@ -30,6 +30,7 @@ use crate::blocked::BlockedBloomFilterView;
 use crate::classic::BloomFilterView;
 use crate::error::{Error, Result};
 use crate::format::native::{self, Envelope, Header, Persist, Variant};
+use crate::redisbloom::RedisBloomFilter;
 use crate::sizing::ClassicShape;
 use crate::split_block::SplitBlockBloomFilterView;
 use crate::{
@@ -238,6 +239,7 @@ impl Spec {
             Variant::SplitBlock => {
                 crate::sizing::split_block_num_blocks(n, p)? * (crate::sizing::SPLIT_BLOCK_BITS / 8)
             }
+            Variant::RedisBloom => RedisBloomFilter::first_link_bytes(n, p, !self.scalable.scaling)?,
         })
     }
 }
@@ -254,6 +256,12 @@ pub fn create(spec: &Spec) -> Result<Box<dyn DynFilter>> {
         Variant::Allowlisted => Box::new(AllowlistedBloomFilter::with_fpp(n, p)?),
         Variant::Rotating => Box::new(RotatingBloomFilter::new(spec.generations, n, p)?),
         Variant::SplitBlock => Box::new(SplitBlockBloomFilter::with_fpp(n, p)?),
+        Variant::RedisBloom => Box::new(RedisBloomFilter::new(
+            n,
+            p,
+            spec.scalable.expansion,
+            !spec.scalable.scaling,
+        )?),
     })
 }
 
@@ -283,6 +291,7 @@ pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>>
         Variant::Allowlisted => load::<AllowlistedBloomFilter>(header, payload),
         Variant::Rotating => load::<RotatingBloomFilter>(header, payload),
         Variant::SplitBlock => load::<SplitBlockBloomFilter>(header, payload),
+        Variant::RedisBloom => load::<RedisBloomFilter>(header, payload),
     }
 }
 
@@ -676,6 +685,67 @@ impl DynFilter for ScalableBloomFilter {
     owned_filter_common!();
 }
 
+impl FilterView for RedisBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::RedisBloom
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        RedisBloomFilter::contains(self, item)
+    }
+
+    fn stats(&self) -> Stats {
+        Stats {
+            estimated_len: self.len(),
+            expected_fpp: self.expected_fpp(),
+            memory_bytes: self.bitmap_bytes(),
+            capacity: Some(self.capacity()),
+            refuses_beyond_capacity: self.is_nonscaling(),
+            sub_filters: self.links().len() as u64,
+            expansion: (!self.is_nonscaling()).then(|| self.growth()),
+        }
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        let hashing = if self.options() & crate::redisbloom::OPT_FORCE64 != 0 {
+            "MurmurHash64A, RedisBloom's 64-bit hashing"
+        } else {
+            "MurmurHash2, RedisBloom's 32-bit hashing"
+        };
+        let first = &self.links()[0];
+        vec![
+            ("hashing", hashing.into()),
+            (
+                "sub-filters",
+                format!(
+                    "{} (growth {}{})",
+                    self.links().len(),
+                    self.growth(),
+                    if self.is_nonscaling() { ", not scaling" } else { "" }
+                ),
+            ),
+            (
+                "capacity",
+                format!("{} items in all sub-filters", self.capacity()),
+            ),
+            ("items added", self.len().to_string()),
+            ("first sub-filter's error rate", first.error().to_string()),
+        ]
+    }
+}
+
+impl DynFilter for RedisBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        RedisBloomFilter::insert(self, item)
+    }
+
+    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
+        RedisBloomFilter::insert_within(self, item, Some(memory_limit))
+    }
+
+    owned_filter_common!();
+}
+
 impl FilterView for RetouchedBloomFilter {
     fn variant(&self) -> Variant {
         Variant::Retouched
@@ -865,7 +935,7 @@ mod tests {
 
     #[test]
     fn growth_past_a_memory_limit_is_refused_before_allocating_and_nothing_is_lost() {
-        for variant in [Variant::Scalable, Variant::Rotating] {
+        for variant in [Variant::Scalable, Variant::Rotating, Variant::RedisBloom] {
             let mut filter = create(&Spec::new(variant, 100, 0.01)).unwrap();
             let limit = filter.stats().memory_bytes;
             let mut added = Vec::new();

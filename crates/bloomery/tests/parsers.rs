@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::format::native::{Header, Persist};
 use bloomery::format::pieces::{Assembled, PieceAssembler};
+use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::sizing::ClassicShape;
 use bloomery::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter,
@@ -213,6 +214,63 @@ fn split_block() -> BoxedStrategy<(Vec<u8>, Vec<u8>)> {
             let params = Fields::default().u64(num_blocks).u32(hasher).0;
             let payload = filler(seed, num_blocks.min(32) as usize * 32);
             (params, resized(payload, change, seed))
+        })
+        .boxed()
+}
+
+/// RedisBloom chains (variant 9): 1..=3 links whose fields mostly agree (hashes from the
+/// bits per entry, bits from bytes, sizes summing), with the option word, growth, chain
+/// size and payload length sometimes off.
+// RedisBloom's truncated ln 2 decides the hash count, as the library's own constant.
+#[allow(clippy::approx_constant)]
+fn redisbloom() -> BoxedStrategy<(Vec<u8>, Vec<u8>)> {
+    let link = (
+        small_u64(1..=24),
+        small_u64(0..=40),
+        prop_oneof![Just(0.01f64), Just(0.5), Just(1e-5), Just(0.0), Just(1.5)],
+        any::<bool>(),
+    );
+    let options = prop_oneof![4 => Just(5u32), 2 => Just(13u32), 1 => Just(1u32), 1 => any::<u32>()];
+    (
+        proptest::collection::vec(link, 1..=3),
+        options,
+        small_u32(0..=4),
+        prop_oneof![6 => Just(0i64), 1 => -3i64..=3],
+        prop_oneof![6 => Just(1u32), 1 => any::<u32>()],
+        any::<u64>(),
+    )
+        .prop_map(|(links, options, growth, size_change, layout, seed)| {
+            let total = links.iter().fold(0u64, |sum, link| sum.wrapping_add(link.1));
+            let mut header = Fields::default()
+                .u64(total.saturating_add_signed(size_change))
+                .u32(links.len() as u32)
+                .u32(options)
+                .u32(growth);
+            let mut bits_len = 0;
+            for &(words, size, error, power_of_two) in &links {
+                let bytes = words.clamp(1, 64) * 8;
+                let bpe = (error.ln() / 0.480453013918201).abs();
+                let n2 = if power_of_two {
+                    63 - (bytes * 8).leading_zeros() as u8
+                } else {
+                    0
+                };
+                header = header
+                    .u64(bytes)
+                    .u64(bytes * 8)
+                    .u64(size)
+                    .f64(error)
+                    .f64(bpe)
+                    .u32((0.693147180559945 * bpe).ceil() as u32)
+                    .u64(100)
+                    .u8(n2);
+                bits_len += bytes as usize;
+            }
+            let header = header.0;
+            let params = Fields::default().u32(layout).u32(header.len() as u32).0;
+            let mut payload = header;
+            payload.extend_from_slice(&filler(seed, bits_len));
+            (params, resized(payload, size_change.signum(), seed))
         })
         .boxed()
 }
@@ -424,7 +482,7 @@ fn mutate(params: &mut [u8], payload: &mut [u8], mutations: &[(bool, usize, u8)]
     }
 }
 
-/// An envelope with correct checksums of any variant code (mostly the 8 known ones, with
+/// An envelope with correct checksums of any variant code (mostly the 9 known ones, with
 /// their own parameter generators), version 1 or 2, with a few bytes mutated.
 fn generated_envelope() -> impl Strategy<Value = Vec<u8>> {
     let version = prop_oneof![3 => Just(2u16), 1 => Just(1u16)];
@@ -439,7 +497,8 @@ fn generated_envelope() -> impl Strategy<Value = Vec<u8>> {
                 (Just(6u16), allowlisted()),
                 (Just(7u16), rotating(version >= 2)),
                 (Just(8u16), split_block()),
-                (prop_oneof![Just(0u16), Just(9u16), any::<u16>()], classic()),
+                (Just(9u16), redisbloom()),
+                (prop_oneof![Just(0u16), Just(10u16), any::<u16>()], classic()),
             ];
             (Just(version), parts, mutations())
         })
@@ -589,7 +648,9 @@ fn real_files() -> &'static [Vec<u8>] {
         let mut allowlisted = AllowlistedBloomFilter::with_fpp(30, 0.2).unwrap();
         let mut rotating = RotatingBloomFilter::new(3, 25, 0.01).unwrap();
         let mut split_block = SplitBlockBloomFilter::with_fpp(60, 0.01).unwrap();
+        let mut redisbloom = RedisBloomFilter::new(8, 0.01, 2, false).unwrap();
         for item in &present {
+            redisbloom.insert(item.as_bytes()).unwrap();
             split_block.insert(item);
             classic.insert(item);
             blocked.insert(item);
@@ -616,7 +677,10 @@ fn real_files() -> &'static [Vec<u8>] {
             }
         }
         assert!(
-            allowlisted.allowed_len() > 0 && scalable.num_filters() > 1 && rotating.num_generations() > 1
+            allowlisted.allowed_len() > 0
+                && scalable.num_filters() > 1
+                && rotating.num_generations() > 1
+                && redisbloom.links().len() > 1
         );
         vec![
             classic.to_bytes(),
@@ -627,6 +691,7 @@ fn real_files() -> &'static [Vec<u8>] {
             allowlisted.to_bytes(),
             rotating.to_bytes(),
             split_block.to_bytes(),
+            redisbloom.to_bytes(),
         ]
     })
 }
@@ -662,10 +727,10 @@ fn the_real_files_open_in_both_versions_and_round_trip() {
         assert!(check_native(bytes).unwrap(), "variant {code} does not open");
         let v1 = version_1(bytes);
         // Version 1 blocked files hashed with foldhash, which is gone: refused; version 1
-        // had no split-block variant.
+        // had no split-block or redisbloom variant.
         assert_eq!(
             check_native(&v1).unwrap(),
-            code != 2 && code != 8,
+            code != 2 && code != 8 && code != 9,
             "variant {code} in version 1"
         );
     }
@@ -690,7 +755,7 @@ proptest! {
     /// parsers see the damage).
     #[test]
     fn mutated_real_files_parse_or_are_refused_without_panic(
-        file in 0usize..7,
+        file in 0usize..9,
         v1 in any::<bool>(),
         repair in any::<bool>(),
         edits in proptest::collection::vec((any::<usize>(), 0u8..4, any::<u8>()), 1..5),
@@ -759,7 +824,7 @@ proptest! {
     /// bytes still add up, yields exactly the bytes pushed.
     #[test]
     fn dump_pieces_reassemble_or_are_refused_without_panic(
-        source in prop_oneof![(0usize..7).prop_map(|i| real_files()[i].clone()), generated_envelope()],
+        source in prop_oneof![(0usize..9).prop_map(|i| real_files()[i].clone()), generated_envelope()],
         piece_len in prop_oneof![1usize..600, Just(64usize), Just(1usize << 20)],
         damage in prop_oneof![4 => Just(None), 1 => (any::<usize>(), 0u8..3).prop_map(Some)],
         cap_below in any::<bool>(),
@@ -821,8 +886,8 @@ fn generated_envelopes_reach_every_variant_parser() {
         TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
     );
     let strategy = generated_envelope();
-    let mut opened = [0u32; 9];
-    let mut refused_by_variant = [0u32; 9];
+    let mut opened = [0u32; 10];
+    let mut refused_by_variant = [0u32; 10];
     for _ in 0..3000 {
         let bytes = strategy.new_tree(&mut runner).unwrap().current();
         let Ok(header) = Header::parse(&bytes) else {
@@ -836,11 +901,11 @@ fn generated_envelopes_reach_every_variant_parser() {
         }
     }
     eprintln!(
-        "of 3000 generated envelopes, by variant code 1..=8: opened {:?}, refused by the variant's checks {:?}",
+        "of 3000 generated envelopes, by variant code 1..=9: opened {:?}, refused by the variant's checks {:?}",
         &opened[1..],
         &refused_by_variant[1..]
     );
-    for code in 1..=8 {
+    for code in 1..=9 {
         assert!(
             opened[code] >= 10 && refused_by_variant[code] >= 10,
             "variant {code}: {} opened, {} refused by its parser",

@@ -8,7 +8,7 @@ standard library and the PyPI packages ``xxhash`` (XXH3-64, XXH64) and ``mmh3``
 Entry points:
 
 * ``read(data)`` / ``read_file(path)`` parse and check a whole file and return a filter
-  object with ``contains(item_bytes) -> bool`` (all eight variants, versions 1 and 2);
+  object with ``contains(item_bytes) -> bool`` (all nine variants, versions 1 and 2);
 * ``ClassicFilter.new(num_hashes, num_words)``, ``BlockedFilter.new(num_blocks, seed)``
   and ``SplitBlockFilter.new(num_blocks)`` make empty filters that support
   ``add(item_bytes)`` and ``to_bytes()`` (a whole version-2 file);
@@ -34,7 +34,9 @@ MAX_L = 1 << 62
 MAX_WORDS = (1 << 31) - 1
 WRITE_VERSION = 2
 
-CLASSIC, BLOCKED, COUNTING, SCALABLE, RETOUCHED, ALLOWLISTED, ROTATING, SPLIT_BLOCK = range(1, 9)
+CLASSIC, BLOCKED, COUNTING, SCALABLE, RETOUCHED, ALLOWLISTED, ROTATING, SPLIT_BLOCK, REDISBLOOM = (
+    range(1, 10)
+)
 VARIANT_NAMES = {
     CLASSIC: "classic",
     BLOCKED: "blocked",
@@ -44,6 +46,7 @@ VARIANT_NAMES = {
     ALLOWLISTED: "allowlisted",
     ROTATING: "rotating",
     SPLIT_BLOCK: "split-block",
+    REDISBLOOM: "redisbloom",
 }
 
 
@@ -827,6 +830,146 @@ class RotatingFilter:
         )
 
 
+# --------------------------------------------------------------------------- redisbloom
+
+M64 = 0xC6A4A7935BD1E995
+M32 = 0x5BD1E995
+
+
+def murmur64a(data: bytes, seed: int) -> int:
+    """MurmurHash64A, 8-byte words little-endian (section "9: redisbloom")."""
+    h = (seed ^ (len(data) * M64)) & MASK64
+    whole = len(data) // 8 * 8
+    for i in range(0, whole, 8):
+        k = (int.from_bytes(data[i : i + 8], "little") * M64) & MASK64
+        k ^= k >> 47
+        k = (k * M64) & MASK64
+        h = ((h ^ k) * M64) & MASK64
+    tail = data[whole:]
+    if tail:
+        h ^= int.from_bytes(tail, "little")
+        h = (h * M64) & MASK64
+    h ^= h >> 47
+    h = (h * M64) & MASK64
+    return h ^ (h >> 47)
+
+
+def murmur2_32(data: bytes, seed: int) -> int:
+    """32-bit MurmurHash2, 4-byte words little-endian (section "9: redisbloom")."""
+    h = (seed ^ len(data)) & MASK32
+    whole = len(data) // 4 * 4
+    for i in range(0, whole, 4):
+        k = (int.from_bytes(data[i : i + 4], "little") * M32) & MASK32
+        k ^= k >> 24
+        k = (k * M32) & MASK32
+        h = ((h * M32) & MASK32) ^ k
+    tail = data[whole:]
+    if tail:
+        h ^= int.from_bytes(tail, "little")
+        h = (h * M32) & MASK32
+    h ^= h >> 13
+    h = (h * M32) & MASK32
+    return h ^ (h >> 15)
+
+
+@dataclass
+class RedisBloomLink:
+    """One link of a redisbloom chain: its fields and where its bytes are."""
+
+    bytes_len: int
+    bits: int
+    size: int
+    error: float
+    bpe: float
+    hashes: int
+    entries: int
+    n2: int
+    offset: int = 0
+
+
+@dataclass
+class RedisBloomFilter:
+    """Variant 9, redisbloom (section "9: redisbloom"): RedisBloom's chain in its
+    BF.SCANDUMP form."""
+
+    size: int
+    options: int
+    growth: int
+    links: list[RedisBloomLink]
+    bits: bytes
+    version: int = WRITE_VERSION
+
+    VARIANT = REDISBLOOM
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "RedisBloomFilter":
+        """Parameters ``layout`` u32 = 1, ``header_len`` u32; payload the chain header then
+        every link's bytes (section "9: redisbloom")."""
+        p = _Params(params, "redisbloom")
+        layout = p.u32()
+        header_len = p.u32()
+        p.finish()
+        if version == 1:
+            raise ValueError("redisbloom: format version 1 has no redisbloom variant")
+        if layout != 1:
+            raise ValueError(f"redisbloom: layout is {layout}, must be 1")
+        if header_len < 20 or header_len > len(payload):
+            raise ValueError(f"redisbloom: header_len {header_len} does not fit the payload")
+        header = bytes(payload[:header_len])
+        size, count, options, growth = struct.unpack_from("<QIII", header, 0)
+        if not 1 <= count <= 1024:
+            raise ValueError(f"redisbloom: {count} links, must be 1..=1024")
+        if header_len != 20 + 53 * count:
+            raise ValueError(f"redisbloom: header_len {header_len} is not 20 + 53 x {count}")
+        if options & ~0xF:
+            raise ValueError(f"redisbloom: unknown option bits {options:#x}")
+        if not options & 8 and growth < 1:
+            raise ValueError("redisbloom: a scaling filter with growth 0")
+        links = []
+        offset = header_len
+        for i in range(count):
+            fields = struct.unpack_from("<QQQddIQB", header, 20 + 53 * i)
+            link = RedisBloomLink(*fields, offset=offset)
+            if not 0 < link.error < 1:
+                raise ValueError(f"redisbloom: link {i} error {link.error} is not in (0, 1)")
+            if link.bits != 8 * link.bytes_len or link.bits < 8:
+                raise ValueError(f"redisbloom: link {i} bits {link.bits} != 8 x bytes")
+            if link.n2 > 63 or (link.n2 and link.bits < (1 << link.n2)):
+                raise ValueError(f"redisbloom: link {i} n2 {link.n2} does not fit its bits")
+            if not math.isfinite(link.bpe) or link.hashes != math.ceil(0.693147180559945 * link.bpe):
+                raise ValueError(f"redisbloom: link {i} hashes {link.hashes} do not match bpe")
+            offset += link.bytes_len
+            links.append(link)
+        if sum(link.size for link in links) != size:
+            raise ValueError("redisbloom: the links' sizes do not sum to the chain's size")
+        if offset != len(payload):
+            raise ValueError(
+                f"redisbloom: the links take {offset - header_len} bytes, the payload has "
+                f"{len(payload) - header_len} after the header"
+            )
+        return cls(size, options, growth, links, bytes(payload), version)
+
+    def hash_pair(self, item: bytes) -> tuple[int, int]:
+        """(a, b): MurmurHash64A with FORCE64, else 32-bit MurmurHash2."""
+        if self.options & 4:
+            a = murmur64a(item, 0xC6A4A7935BD1E995)
+            return a, murmur64a(item, a)
+        a = murmur2_32(item, 0x9747B28C)
+        return a, murmur2_32(item, a)
+
+    def contains(self, item: bytes) -> bool:
+        """Present when, in some link, all its bits ``(a + i*b) mod M`` are set."""
+        a, b = self.hash_pair(item)
+        for link in self.links:
+            modulus = (1 << link.n2) if link.n2 else link.bits
+            if all(
+                self.bits[link.offset + (x >> 3)] >> (x & 7) & 1
+                for x in (((a + i * b) & MASK64) % modulus for i in range(link.hashes))
+            ):
+                return True
+        return False
+
+
 PARSERS = {
     CLASSIC: ClassicFilter.parse,
     BLOCKED: BlockedFilter.parse,
@@ -836,6 +979,7 @@ PARSERS = {
     ALLOWLISTED: AllowlistedFilter.parse,
     ROTATING: RotatingFilter.parse,
     SPLIT_BLOCK: SplitBlockFilter.parse,
+    REDISBLOOM: RedisBloomFilter.parse,
 }
 
 

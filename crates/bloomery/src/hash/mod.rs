@@ -11,9 +11,11 @@
 //!   languages, with the same output on every platform.
 
 mod funnel;
+mod murmur2;
 mod murmur3;
 
 pub use funnel::{Funnel, Sink, UnencodedChars, Utf16Units};
+pub use murmur2::{murmur2_32, murmur64a};
 pub use murmur3::{Murmur3_128, murmur3_128};
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;

@@ -1,0 +1,749 @@
+//! RedisBloom's scalable Bloom filter (`BF.*` in RedisBloom 2.x), bit for bit: the same
+//! hashing, bit positions, growth and item counts, and its `BF.SCANDUMP` byte form, so a
+//! filter made by RedisBloom moves into bloomery (from an RDB file or through
+//! `BF.SCANDUMP`/`BF.LOADCHUNK`) and answers exactly as before, and moves back.
+//!
+//! What RedisBloom does, as implemented here (its source is RSALv2/SSPL; this is written
+//! from its observable behaviour and checked against filters RedisBloom 2.6.28 made, in
+//! `tests/data/redisbloom/`):
+//!
+//! - A filter is a chain of links (sub-filters), each a plain bit array with its own
+//!   capacity (`entries`), error rate, bits per entry `bpe = |ln(error)| / ln(2)^2`,
+//!   `hashes = ceil(0.693147180559945 · bpe)` and size. Links are created with
+//!   `bits = trunc(entries · bpe)` (at least 1) rounded up to whole 64-bit words.
+//! - An item's bytes hash to `(a, b)`: with option FORCE64 (every filter RedisBloom 2.x
+//!   creates) `a = MurmurHash64A(item, 0xc6a4a7935bd1e995)`, `b = MurmurHash64A(item, a)`;
+//!   without it (older filters) the same with 32-bit MurmurHash2 and seed `0x9747b28c`.
+//!   Bit `i` (for `i` in `0..hashes`) is `(a + i·b) mod m` in 64-bit wrapping arithmetic,
+//!   where `m` is `2^n2` for links with `n2 > 0` (older power-of-two links) and `bits`
+//!   otherwise; bit `x` is bit `x mod 8` of byte `x / 8`.
+//! - Adding an item: if any link reports it present, nothing changes ("already added").
+//!   Otherwise, when the newest link holds `entries` items, a new link is added with
+//!   `entries · growth` capacity and half the error rate (unless the filter is
+//!   NONSCALING: then the add is refused), and the item is set in the newest link; it
+//!   counts as added (the link's and the filter's sizes grow by one) only if one of its
+//!   bits was 0.
+//! - A NONSCALING filter's first link has the requested error rate; a scaling filter's
+//!   first link has half of it.
+//!
+//! ```
+//! use bloomery::redisbloom::RedisBloomFilter;
+//!
+//! // BF.RESERVE k 0.01 100, then BF.ADD k apple
+//! let mut filter = RedisBloomFilter::new(100, 0.01, 2, false)?;
+//! assert!(filter.insert(b"apple")?);
+//! assert!(filter.contains(b"apple"));
+//! assert!(!filter.insert(b"apple")?); // RedisBloom answers 0: already added
+//! // BF.SCANDUMP's pieces rebuild it exactly (BF.LOADCHUNK's path).
+//! let mut copy = RedisBloomFilter::from_scandump_header(&filter.scandump_header())?;
+//! let mut iterator = 1;
+//! while let Some((next, data)) = filter.scandump_chunk(iterator, 1 << 20) {
+//!     copy.load_scandump_chunk(next, data)?;
+//!     iterator = next;
+//! }
+//! assert_eq!(copy, filter);
+//! # Ok::<(), bloomery::Error>(())
+//! ```
+
+use std::borrow::Cow;
+
+use crate::error::{Error, Result, inconsistent};
+use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
+use crate::hash::{murmur2_32, murmur64a};
+
+/// Option bit: link sizes are not rounded to a power of two (set by RedisBloom 2.x).
+pub const OPT_NOROUND: u32 = 1;
+/// Option bit: a link's capacity was given as a number of bits (never on saved chains).
+pub const OPT_ENTS_IS_BITS: u32 = 2;
+/// Option bit: 64-bit hashing (MurmurHash64A; set by RedisBloom 2.x).
+pub const OPT_FORCE64: u32 = 4;
+/// Option bit: the filter does not grow (NONSCALING).
+pub const OPT_NO_SCALING: u32 = 8;
+const KNOWN_OPTIONS: u32 = OPT_NOROUND | OPT_ENTS_IS_BITS | OPT_FORCE64 | OPT_NO_SCALING;
+
+/// RedisBloom's constants, to its printed precision (they decide `hashes`, so the exact
+/// `LN_2` would give other hash counts at some error rates).
+#[allow(clippy::approx_constant)]
+const LN2: f64 = 0.693147180559945;
+const LN2_SQUARED: f64 = 0.480453013918201;
+/// Each new link's error rate is this times the last one's.
+const TIGHTENING: f64 = 0.5;
+
+/// Bytes of the dumped chain header before the links, and of each dumped link
+/// (RedisBloom's packed little-endian structs).
+const CHAIN_HEADER_BYTES: usize = 8 + 4 + 4 + 4;
+const LINK_HEADER_BYTES: usize = 8 + 8 + 8 + 8 + 8 + 4 + 8 + 1;
+
+/// Bytes RedisBloom counts for the chain and for each link besides its bits (`BF.INFO`'s
+/// Size is `CHAIN_OVERHEAD + Σ (LINK_OVERHEAD + bytes)`, its structs' sizes on 64-bit
+/// machines).
+const CHAIN_OVERHEAD: u64 = 32;
+const LINK_OVERHEAD: u64 = 64;
+
+/// The most links a chain may have (RedisBloom sets no limit; each link doubles the error
+/// tightening, so past this the error rate underflows and the sizes overflow anyway).
+pub const MAX_LINKS: usize = 1024;
+
+/// The format name in errors.
+const FORMAT: &str = "RedisBloom";
+
+/// One sub-filter of the chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    entries: u64,
+    error: f64,
+    hashes: u32,
+    bpe: f64,
+    bits: u64,
+    n2: u8,
+    size: u64,
+    bitmap: Vec<u8>,
+}
+
+/// A link's shape for `entries` items at `error` (RedisBloom's rounding), without bits.
+fn link_shape(entries: u64, error: f64) -> Result<(f64, u64, u32)> {
+    if entries < 1 {
+        return Err(Error::Parameter {
+            name: "capacity",
+            value: entries.to_string(),
+            allowed: "at least 1",
+        });
+    }
+    if !(error > 0.0 && error < 1.0) {
+        return Err(Error::Fpp { value: error });
+    }
+    let bpe = (error.ln() / LN2_SQUARED).abs();
+    let bits = entries as f64 * bpe;
+    if !bits.is_finite() || bits >= (u64::MAX / 2) as f64 {
+        return Err(Error::Sizing {
+            expected_items: entries,
+            fpp: error,
+            problem: "the link would need more than 2^63 bits".into(),
+        });
+    }
+    let bits = (bits as u64).max(1);
+    let bytes = bits.div_ceil(64) * 8;
+    let hashes = (LN2 * bpe).ceil() as u32;
+    Ok((bpe, bytes, hashes))
+}
+
+impl Link {
+    fn new(entries: u64, error: f64) -> Result<Self> {
+        let (bpe, bytes, hashes) = link_shape(entries, error)?;
+        let length = usize::try_from(bytes).map_err(|_| Error::Sizing {
+            expected_items: entries,
+            fpp: error,
+            problem: format!("{bytes} bytes do not fit this machine's address space"),
+        })?;
+        Ok(Link {
+            entries,
+            error,
+            hashes,
+            bpe,
+            bits: bytes * 8,
+            n2: 0,
+            size: 0,
+            bitmap: vec![0; length],
+        })
+    }
+
+    /// The positions' modulus.
+    fn modulus(&self) -> u64 {
+        if self.n2 > 0 { 1u64 << self.n2 } else { self.bits }
+    }
+
+    fn positions(&self, hash: (u64, u64)) -> impl Iterator<Item = u64> + '_ {
+        let modulus = self.modulus();
+        (0..u64::from(self.hashes)).map(move |i| hash.0.wrapping_add(i.wrapping_mul(hash.1)) % modulus)
+    }
+
+    fn contains(&self, hash: (u64, u64)) -> bool {
+        self.positions(hash)
+            .all(|x| self.bitmap[(x >> 3) as usize] & (1 << (x & 7)) != 0)
+    }
+
+    /// Sets the item's bits; whether one was 0.
+    fn insert(&mut self, hash: (u64, u64)) -> bool {
+        let mut changed = false;
+        let modulus = self.modulus();
+        for i in 0..u64::from(self.hashes) {
+            let x = hash.0.wrapping_add(i.wrapping_mul(hash.1)) % modulus;
+            let byte = &mut self.bitmap[(x >> 3) as usize];
+            let mask = 1u8 << (x & 7);
+            if *byte & mask == 0 {
+                *byte |= mask;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// The link's capacity.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Items counted into the link.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The link's error rate.
+    pub fn error(&self) -> f64 {
+        self.error
+    }
+
+    /// Hash functions.
+    pub fn hashes(&self) -> u32 {
+        self.hashes
+    }
+
+    /// Bits.
+    pub fn bits(&self) -> u64 {
+        self.bits
+    }
+
+    /// The link's bit array.
+    pub fn bitmap(&self) -> &[u8] {
+        &self.bitmap
+    }
+}
+
+/// A link's fields as RedisBloom stores them in its RDB encoding (and, bits aside, in
+/// its dumped header), for [`RedisBloomFilter::from_rdb_parts`] and
+/// [`RedisBloomFilter::rdb_links`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RdbLink<'a> {
+    /// Capacity.
+    pub entries: u64,
+    /// Error rate.
+    pub error: f64,
+    /// Hash functions.
+    pub hashes: u32,
+    /// Bits per entry.
+    pub bpe: f64,
+    /// Bits.
+    pub bits: u64,
+    /// log2 of the bits for power-of-two links, else 0.
+    pub n2: u8,
+    /// The bit array.
+    pub bitmap: Cow<'a, [u8]>,
+    /// Items counted into the link.
+    pub size: u64,
+}
+
+/// RedisBloom's scalable filter (see the [module](self) documentation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RedisBloomFilter {
+    size: u64,
+    options: u32,
+    growth: u32,
+    links: Vec<Link>,
+}
+
+/// The hash pair of an item under `options`.
+fn hash_pair(options: u32, item: &[u8]) -> (u64, u64) {
+    if options & OPT_FORCE64 != 0 {
+        let a = murmur64a(item, 0xc6a4_a793_5bd1_e995);
+        (a, murmur64a(item, a))
+    } else {
+        let a = murmur2_32(item, 0x9747_b28c);
+        (u64::from(a), u64::from(murmur2_32(item, a)))
+    }
+}
+
+impl RedisBloomFilter {
+    /// What `BF.RESERVE key error_rate capacity [EXPANSION growth] [NONSCALING]` creates in
+    /// RedisBloom 2.x (options FORCE64 and NOROUND, plus NO_SCALING).
+    pub fn new(capacity: u64, error_rate: f64, growth: u32, nonscaling: bool) -> Result<Self> {
+        if growth < 1 {
+            return Err(Error::Parameter {
+                name: "expansion",
+                value: growth.to_string(),
+                allowed: "at least 1",
+            });
+        }
+        let options = OPT_FORCE64 | OPT_NOROUND | if nonscaling { OPT_NO_SCALING } else { 0 };
+        let first_error = if nonscaling {
+            error_rate
+        } else {
+            error_rate * TIGHTENING
+        };
+        if !(error_rate > 0.0 && error_rate < 1.0) {
+            return Err(Error::Fpp { value: error_rate });
+        }
+        Ok(Self {
+            size: 0,
+            options,
+            growth,
+            links: vec![Link::new(capacity, first_error)?],
+        })
+    }
+
+    /// Bytes of bits the first link of [`new`](Self::new) would take, computed without
+    /// allocating.
+    pub fn first_link_bytes(capacity: u64, error_rate: f64, nonscaling: bool) -> Result<u64> {
+        let first_error = if nonscaling {
+            error_rate
+        } else {
+            error_rate * TIGHTENING
+        };
+        Ok(link_shape(capacity, first_error)?.1)
+    }
+
+    /// Whether the item might be present.
+    pub fn contains(&self, item: &[u8]) -> bool {
+        let hash = hash_pair(self.options, item);
+        self.links.iter().rev().any(|link| link.contains(hash))
+    }
+
+    /// Adds the item as RedisBloom's `BF.ADD` does: `Ok(true)` when added (RedisBloom
+    /// answers 1), `Ok(false)` when it was already present (0), [`Error::Full`] for a
+    /// NONSCALING filter at capacity.
+    pub fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        self.insert_within(item, None)
+    }
+
+    /// As [`insert`](Self::insert), refusing with [`Error::MemoryLimit`], before
+    /// allocating, a new link that would take the filter's bits past `memory_limit` bytes.
+    pub fn insert_within(&mut self, item: &[u8], memory_limit: Option<u64>) -> Result<bool> {
+        let hash = hash_pair(self.options, item);
+        if self.links.iter().rev().any(|link| link.contains(hash)) {
+            return Ok(false);
+        }
+        let newest = self.links.last().expect("a chain has a link");
+        if newest.size >= newest.entries {
+            if self.options & OPT_NO_SCALING != 0 {
+                return Err(Error::Full {
+                    capacity: self.capacity(),
+                });
+            }
+            let entries = newest
+                .entries
+                .checked_mul(u64::from(self.growth))
+                .ok_or_else(|| Error::Sizing {
+                    expected_items: newest.entries,
+                    fpp: newest.error,
+                    problem: format!("the next link's capacity overflows (growth {})", self.growth),
+                })?;
+            let error = newest.error * TIGHTENING;
+            if self.links.len() >= MAX_LINKS {
+                return Err(Error::Full {
+                    capacity: self.capacity(),
+                });
+            }
+            let (_, bytes, _) = link_shape(entries, error)?;
+            if let Some(limit) = memory_limit {
+                let needed = self.bitmap_bytes().saturating_add(bytes);
+                if needed > limit {
+                    return Err(Error::MemoryLimit { needed, limit });
+                }
+            }
+            self.links.push(Link::new(entries, error)?);
+        }
+        let newest = self.links.last_mut().expect("a chain has a link");
+        if newest.insert(hash) {
+            // A crafted file may bring counts near 2^64: they stop there, the chain's
+            // still the sum of its links' (a link's is at most the chain's).
+            if let Some(total) = self.size.checked_add(1) {
+                self.size = total;
+                newest.size += 1;
+            }
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// Items added (`BF.CARD`, BF.INFO's "Number of items inserted").
+    pub fn len(&self) -> u64 {
+        self.size
+    }
+
+    /// Whether no item was added.
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// The sum of the links' capacities (BF.INFO's Capacity).
+    pub fn capacity(&self) -> u64 {
+        self.links
+            .iter()
+            .fold(0u64, |sum, link| sum.saturating_add(link.entries))
+    }
+
+    /// The links.
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+
+    /// The option bits (`OPT_*`).
+    pub fn options(&self) -> u32 {
+        self.options
+    }
+
+    /// How much larger each new link is (BF.INFO's Expansion rate).
+    pub fn growth(&self) -> u32 {
+        self.growth
+    }
+
+    /// Whether the filter refuses items past its capacity.
+    pub fn is_nonscaling(&self) -> bool {
+        self.options & OPT_NO_SCALING != 0
+    }
+
+    /// Bytes of bits in all links.
+    pub fn bitmap_bytes(&self) -> u64 {
+        self.links.iter().map(|link| link.bitmap.len() as u64).sum()
+    }
+
+    /// BF.INFO's Size: the bytes RedisBloom counts for the filter.
+    pub fn redisbloom_size(&self) -> u64 {
+        CHAIN_OVERHEAD
+            + self
+                .links
+                .iter()
+                .map(|link| LINK_OVERHEAD + link.bitmap.len() as u64)
+                .sum::<u64>()
+    }
+
+    /// The probability that a fresh item is reported present: one minus the product over
+    /// links of one minus each link's rate at its fill.
+    pub fn expected_fpp(&self) -> f64 {
+        let mut absent = 1.0;
+        for link in &self.links {
+            let ones: u64 = link.bitmap.iter().map(|byte| u64::from(byte.count_ones())).sum();
+            let fill = ones as f64 / link.bits as f64;
+            absent *= 1.0 - fill.powi(link.hashes as i32);
+        }
+        1.0 - absent
+    }
+
+    /// The header `BF.SCANDUMP key 0` returns: RedisBloom's dumped chain (its packed
+    /// little-endian structs: size u64, links u32, options u32, growth u32, then per link
+    /// bytes u64, bits u64, size u64, error f64, bpe f64, hashes u32, entries u64, n2 u8).
+    pub fn scandump_header(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(CHAIN_HEADER_BYTES + LINK_HEADER_BYTES * self.links.len());
+        out.extend_from_slice(&self.size.to_le_bytes());
+        out.extend_from_slice(&(self.links.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.options.to_le_bytes());
+        out.extend_from_slice(&self.growth.to_le_bytes());
+        for link in &self.links {
+            out.extend_from_slice(&(link.bitmap.len() as u64).to_le_bytes());
+            out.extend_from_slice(&link.bits.to_le_bytes());
+            out.extend_from_slice(&link.size.to_le_bytes());
+            out.extend_from_slice(&link.error.to_le_bytes());
+            out.extend_from_slice(&link.bpe.to_le_bytes());
+            out.extend_from_slice(&link.hashes.to_le_bytes());
+            out.extend_from_slice(&link.entries.to_le_bytes());
+            out.push(link.n2);
+        }
+        out
+    }
+
+    /// The piece `BF.SCANDUMP key iterator` returns for `iterator >= 1`: the next
+    /// iterator and up to `max_len` bytes of the links' bits from offset `iterator - 1`
+    /// (never crossing a link's end), or `None` past the end (RedisBloom then answers
+    /// iterator 0). RedisBloom's own pieces are at most 16 MiB.
+    pub fn scandump_chunk(&self, iterator: u64, max_len: usize) -> Option<(u64, &[u8])> {
+        let (link, offset) = self.link_at(iterator.checked_sub(1)?)?;
+        let bitmap = &self.links[link].bitmap[offset..];
+        let piece = &bitmap[..bitmap.len().min(max_len.max(1))];
+        Some((iterator + piece.len() as u64, piece))
+    }
+
+    /// The link holding bit-array offset `position` (counted over all links in order) and
+    /// the offset inside it.
+    fn link_at(&self, position: u64) -> Option<(usize, usize)> {
+        let mut start = 0u64;
+        for (index, link) in self.links.iter().enumerate() {
+            let end = start + link.bitmap.len() as u64;
+            if position < end {
+                return Some((index, (position - start) as usize));
+            }
+            start = end;
+        }
+        None
+    }
+
+    /// A filter from a `BF.SCANDUMP` header (piece 1), with every link's bits zero until
+    /// [`load_scandump_chunk`](Self::load_scandump_chunk) fills them. Every field is
+    /// checked as RedisBloom checks it, and the sizes against each other.
+    pub fn from_scandump_header(header: &[u8]) -> Result<Self> {
+        let (size, count, options, growth) = parse_chain_header(header)?;
+        if header.len() != CHAIN_HEADER_BYTES + LINK_HEADER_BYTES * count {
+            return Err(bad(format!(
+                "a header of {count} links is {} bytes, found {}",
+                CHAIN_HEADER_BYTES + LINK_HEADER_BYTES * count,
+                header.len()
+            )));
+        }
+        // Every field is checked before any link's bits are allocated.
+        let mut fields = Vec::with_capacity(count);
+        for raw in header[CHAIN_HEADER_BYTES..].chunks_exact(LINK_HEADER_BYTES) {
+            let word = |at: usize| u64::from_le_bytes(raw[at..at + 8].try_into().expect("8 bytes"));
+            let link = RdbLink {
+                bits: word(8),
+                size: word(16),
+                error: f64::from_bits(word(24)),
+                bpe: f64::from_bits(word(32)),
+                hashes: u32::from_le_bytes(raw[40..44].try_into().expect("4 bytes")),
+                entries: word(44),
+                n2: raw[52],
+                bitmap: Cow::Borrowed(&[]),
+            };
+            let bytes = word(0);
+            check_link(&link, bytes)?;
+            let length = usize::try_from(bytes).map_err(|_| bad(format!("a link of {bytes} bytes")))?;
+            fields.push((link, length));
+        }
+        check_sizes(size, fields.iter().map(|(link, _)| link))?;
+        let links = fields
+            .into_iter()
+            .map(|(link, length)| Link {
+                entries: link.entries,
+                error: link.error,
+                hashes: link.hashes,
+                bpe: link.bpe,
+                bits: link.bits,
+                n2: link.n2,
+                size: link.size,
+                bitmap: vec![0; length],
+            })
+            .collect();
+        Ok(Self {
+            size,
+            options,
+            growth,
+            links,
+        })
+    }
+
+    /// Bytes of bits a `BF.SCANDUMP` header announces, checked as
+    /// [`from_scandump_header`](Self::from_scandump_header) checks it but without
+    /// allocating (for a caller that holds the filter to a memory cap first).
+    pub fn scandump_header_bytes(header: &[u8]) -> Result<u64> {
+        let (_, count, _, _) = parse_chain_header(header)?;
+        if header.len() != CHAIN_HEADER_BYTES + LINK_HEADER_BYTES * count {
+            return Err(bad("the header's length does not match its link count".into()));
+        }
+        header[CHAIN_HEADER_BYTES..]
+            .chunks_exact(LINK_HEADER_BYTES)
+            .try_fold(0u64, |sum, raw| {
+                sum.checked_add(u64::from_le_bytes(raw[0..8].try_into().expect("8 bytes")))
+                    .ok_or_else(|| bad("the links' sizes overflow".into()))
+            })
+    }
+
+    /// Copies a `BF.SCANDUMP` piece into place, as `BF.LOADCHUNK key iterator data` does:
+    /// `iterator` is the one `BF.SCANDUMP` returned with `data`, so the piece starts at
+    /// offset `iterator - 1 - data.len()`; it must lie inside one link.
+    pub fn load_scandump_chunk(&mut self, iterator: u64, data: &[u8]) -> Result<()> {
+        let start = iterator
+            .checked_sub(data.len() as u64)
+            .and_then(|start| start.checked_sub(1))
+            .filter(|_| !data.is_empty())
+            .ok_or_else(|| {
+                bad(format!(
+                    "iterator {iterator} cannot end a piece of {} bytes",
+                    data.len()
+                ))
+            })?;
+        let (link, offset) = self
+            .link_at(start)
+            .ok_or_else(|| bad(format!("offset {start} is past the filter's bits")))?;
+        let bitmap = &mut self.links[link].bitmap;
+        if data.len() > bitmap.len() - offset {
+            return Err(bad(format!(
+                "a piece of {} bytes at offset {offset} runs past its link's {} bytes",
+                data.len(),
+                bitmap.len()
+            )));
+        }
+        bitmap[offset..offset + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// A filter from the fields RedisBloom's RDB encoding stores (its encoding versions 0
+    /// to 4: size, links, options, growth, then per link entries, error, hashes, bpe,
+    /// bits, n2, the bit array, size), checked as RedisBloom checks them and for
+    /// consistency.
+    pub fn from_rdb_parts(size: u64, options: u32, growth: u32, links: Vec<RdbLink<'_>>) -> Result<Self> {
+        check_chain(links.len(), options, growth)?;
+        for link in &links {
+            check_link(link, link.bitmap.len() as u64)?;
+        }
+        check_sizes(size, links.iter())?;
+        Ok(Self {
+            size,
+            options,
+            growth,
+            links: links
+                .into_iter()
+                .map(|link| Link {
+                    entries: link.entries,
+                    error: link.error,
+                    hashes: link.hashes,
+                    bpe: link.bpe,
+                    bits: link.bits,
+                    n2: link.n2,
+                    size: link.size,
+                    bitmap: link.bitmap.into_owned(),
+                })
+                .collect(),
+        })
+    }
+
+    /// The links as RedisBloom's RDB encoding stores them, borrowing the bits.
+    pub fn rdb_links(&self) -> Vec<RdbLink<'_>> {
+        self.links
+            .iter()
+            .map(|link| RdbLink {
+                entries: link.entries,
+                error: link.error,
+                hashes: link.hashes,
+                bpe: link.bpe,
+                bits: link.bits,
+                n2: link.n2,
+                bitmap: Cow::Borrowed(&link.bitmap),
+                size: link.size,
+            })
+            .collect()
+    }
+}
+
+fn bad(problem: String) -> Error {
+    Error::format(FORMAT, crate::FormatProblem::Inconsistent(problem))
+}
+
+/// The chain header's fields; checks the link count and options.
+fn parse_chain_header(header: &[u8]) -> Result<(u64, usize, u32, u32)> {
+    if header.len() < CHAIN_HEADER_BYTES {
+        return Err(bad(format!(
+            "a header is at least {CHAIN_HEADER_BYTES} bytes, found {}",
+            header.len()
+        )));
+    }
+    let size = u64::from_le_bytes(header[0..8].try_into().expect("8 bytes"));
+    let count = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
+    let options = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
+    let growth = u32::from_le_bytes(header[16..20].try_into().expect("4 bytes"));
+    check_chain(count, options, growth)?;
+    Ok((size, count, options, growth))
+}
+
+fn check_chain(count: usize, options: u32, growth: u32) -> Result<()> {
+    if count == 0 || count > MAX_LINKS {
+        return Err(bad(format!("{count} links; 1..={MAX_LINKS} allowed")));
+    }
+    if options & !KNOWN_OPTIONS != 0 {
+        return Err(bad(format!("unknown option bits {options:#x}")));
+    }
+    if options & OPT_NO_SCALING == 0 && growth == 0 {
+        return Err(bad("a scaling filter with growth 0".into()));
+    }
+    Ok(())
+}
+
+/// RedisBloom's own integrity check of a link, and its bits against its bytes.
+fn check_link(link: &RdbLink<'_>, bytes: u64) -> Result<()> {
+    if !(link.error > 0.0 && link.error < 1.0) {
+        return Err(bad(format!(
+            "a link's error rate {} is not in (0, 1)",
+            link.error
+        )));
+    }
+    if link.n2 > 63 || (link.n2 != 0 && link.bits < 1u64 << link.n2) {
+        return Err(bad(format!(
+            "a link's n2 {} does not fit its {} bits",
+            link.n2, link.bits
+        )));
+    }
+    if link.bits == 0 || Some(link.bits) != bytes.checked_mul(8) {
+        return Err(bad(format!(
+            "a link's {} bits do not match its {bytes} bytes",
+            link.bits
+        )));
+    }
+    if !link.bpe.is_finite() || link.hashes == 0 || f64::from(link.hashes) != (LN2 * link.bpe).ceil() {
+        return Err(bad(format!(
+            "a link's {} hash functions do not match its {} bits per entry",
+            link.hashes, link.bpe
+        )));
+    }
+    Ok(())
+}
+
+/// The chain's size is the sum of its links' sizes (RedisBloom's check).
+fn check_sizes<'a, 'b: 'a>(size: u64, mut links: impl Iterator<Item = &'a RdbLink<'b>>) -> Result<()> {
+    let total = links
+        .try_fold(0u64, |sum, link| sum.checked_add(link.size))
+        .ok_or_else(|| bad("the links' sizes overflow".into()))?;
+    if total != size {
+        return Err(bad(format!("size {size} is not the links' total {total}")));
+    }
+    Ok(())
+}
+
+/// Format version 2's variant 9: no parameters of its own beyond a layout number, and the
+/// payload is the filter's `BF.SCANDUMP` form, the header followed by every link's bits.
+const LAYOUT_SCANDUMP: u32 = 1;
+
+impl Persist for RedisBloomFilter {
+    const VARIANT: Variant = Variant::RedisBloom;
+
+    fn params(&self) -> Vec<u8> {
+        ParamWriter::new()
+            .u32(LAYOUT_SCANDUMP)
+            .u32(self.scandump_header().len() as u32)
+            .finish()
+    }
+
+    fn payload_pieces(&self) -> Vec<Cow<'_, [u8]>> {
+        let mut pieces = vec![Cow::Owned(self.scandump_header())];
+        pieces.extend(self.links.iter().map(|link| Cow::Borrowed(&link.bitmap[..])));
+        pieces
+    }
+
+    fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
+        let mut reader = ParamReader::new(params);
+        let layout = reader.u32()?;
+        let header_len = reader.u32()? as usize;
+        reader.finish()?;
+        if layout != LAYOUT_SCANDUMP {
+            return Err(inconsistent(format!(
+                "unknown RedisBloom layout {layout}; this library reads 1"
+            )));
+        }
+        if header_len > payload.len() {
+            return Err(inconsistent(format!(
+                "a {header_len}-byte header in a {}-byte payload",
+                payload.len()
+            )));
+        }
+        let (header, mut bits) = payload.split_at(header_len);
+        let announced = Self::scandump_header_bytes(header)?;
+        if announced != bits.len() as u64 {
+            return Err(inconsistent(format!(
+                "the header announces {announced} bytes of bits, the payload has {}",
+                bits.len()
+            )));
+        }
+        let mut filter = Self::from_scandump_header(header)?;
+        for link in &mut filter.links {
+            let (mine, rest) = bits.split_at(link.bitmap.len());
+            link.bitmap.copy_from_slice(mine);
+            bits = rest;
+        }
+        Ok(filter)
+    }
+
+    fn from_parts_of_version(version: u16, params: &[u8], payload: &[u8]) -> Result<Self> {
+        if version < 2 {
+            return Err(inconsistent(format!(
+                "format version {version} has no RedisBloom variant (it was added in version 2)"
+            )));
+        }
+        Self::from_parts(params, payload)
+    }
+}
