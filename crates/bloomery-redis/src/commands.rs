@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::datatype::{BLOOM_TYPE, Stored, dump_chunk};
 use crate::limits::{MAX_EXPANSION, cap_for_command, parse_memory, register_config, set_max_filter_memory};
 use crate::loading::{Load, LoadError, Progress, over_cap_message};
+use crate::mbbloom::MBBLOOM_TYPE;
 
 /// The defaults for filters created by `BF.ADD`/`BF.MADD`/`BF.INSERT`: RedisBloom's
 /// (error rate 0.01, capacity 100, expansion 2), overridable when the module is loaded:
@@ -97,7 +98,11 @@ fn still_loading(load: &Load) -> RedisError {
 /// The filter at a key opened for reading; `None` for a missing key, WRONGTYPE (Redis's own
 /// wording) for a key of another type, an error for a load in progress.
 fn read_filter(key: &RedisKey) -> Result<Option<&dyn DynFilter>, RedisError> {
-    match key.get_value::<Stored>(&BLOOM_TYPE).map_err(|_| WRONG_TYPE)? {
+    let value = key
+        .get_value::<Stored>(&BLOOM_TYPE)
+        .or_else(|_| key.get_value::<Stored>(&MBBLOOM_TYPE))
+        .map_err(|_| WRONG_TYPE)?;
+    match value {
         None => Ok(None),
         Some(Stored::Filter(filter)) => Ok(Some(&**filter)),
         Some(Stored::Loading(load)) => Err(still_loading(load)),
@@ -106,7 +111,11 @@ fn read_filter(key: &RedisKey) -> Result<Option<&dyn DynFilter>, RedisError> {
 
 /// As [`read_filter`], for a key opened for writing.
 fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut Box<dyn DynFilter>>, RedisError> {
-    match key.get_value::<Stored>(&BLOOM_TYPE).map_err(|_| WRONG_TYPE)? {
+    let value = key
+        .get_value::<Stored>(&BLOOM_TYPE)
+        .or_else(|_| key.get_value::<Stored>(&MBBLOOM_TYPE))
+        .map_err(|_| WRONG_TYPE)?;
+    match value {
         None => Ok(None),
         Some(Stored::Filter(filter)) => Ok(Some(filter)),
         Some(Stored::Loading(load)) => Err(still_loading(load)),

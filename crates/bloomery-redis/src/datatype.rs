@@ -154,7 +154,7 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
 
 /// The flags of the context a value is loaded in (loading the server's own data, or a
 /// client's `RESTORE`).
-fn load_flags(rdb: *mut raw::RedisModuleIO) -> ContextFlags {
+pub(crate) fn load_flags(rdb: *mut raw::RedisModuleIO) -> ContextFlags {
     // SAFETY: Redis passes a valid IO handle; the context it gives is valid for the call.
     let bits = unsafe {
         match (
@@ -227,7 +227,7 @@ fn dump_chunks<'a>(envelope: &'a Envelope<'_>) -> impl Iterator<Item = (u64, Vec
 }
 
 /// Emits `BF.LOADCHUNK key iterator piece` into the AOF.
-fn emit_loadchunk(
+pub(crate) fn emit_loadchunk(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
     iterator: u64,
@@ -272,7 +272,7 @@ unsafe extern "C" fn aof_rewrite(
 }
 
 /// Adds one buffer to a digest.
-fn digest_add(md: *mut raw::RedisModuleDigest, bytes: &[u8]) {
+pub(crate) fn digest_add(md: *mut raw::RedisModuleDigest, bytes: &[u8]) {
     // SAFETY: `md` is valid for the duration of the digest callback; the buffer outlives it.
     unsafe {
         raw::RedisModule_DigestAddStringBuffer.expect("provided by redis-server")(

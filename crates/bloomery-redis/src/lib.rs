@@ -7,15 +7,19 @@
 //! expansion 2) and error replies, and the data type's RDB save and load, AOF rewrite
 //! (as `BF.LOADCHUNK` commands), digest, copy, free and memory usage. Every key is held to
 //! `bloomery.max-filter-memory` bytes (a module configuration: [`limits`]), and a
-//! `BF.LOADCHUNK` load in progress is a value in the keyspace ([`loading`]).
+//! `BF.LOADCHUNK` load in progress is a value in the keyspace ([`loading`]). RedisBloom's
+//! own type, `MBbloom--`, is registered too, so RedisBloom's data loads and is served as
+//! RedisBloom served it ([`mbbloom`]).
 
 mod commands;
 mod datatype;
 pub mod limits;
 mod loading;
+mod mbbloom;
 
 use commands::configure;
 use datatype::BLOOM_TYPE;
+use mbbloom::MBBLOOM_TYPE;
 use redis_module::redis_module;
 
 redis_module! {
@@ -24,6 +28,7 @@ redis_module! {
     allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
     data_types: [
         BLOOM_TYPE,
+        MBBLOOM_TYPE,
     ],
     init: configure,
     commands: [

@@ -1,0 +1,227 @@
+//! RedisBloom's own data type, `MBbloom--`, so that an RDB file (or a `RESTORE` payload, or
+//! a full sync from a primary) written by RedisBloom loads into a server running bloomery,
+//! and what this server writes for those keys loads back into RedisBloom: its values are
+//! [`RedisBloomFilter`]s (the library's bit-for-bit RedisBloom filter), saved in
+//! RedisBloom's RDB encoding (version 4; versions 0 to 4 are read) and rewritten into the
+//! AOF as RedisBloom's `BF.LOADCHUNK` pieces. The `BF.*` commands serve these keys like
+//! bloomery's own, through the same [`Stored`] value.
+//!
+//! A server cannot load RedisBloom and bloomery together: both name this type.
+
+use std::borrow::Cow;
+use std::os::raw::{c_int, c_void};
+
+use bloomery::any::DynFilter;
+use bloomery::redisbloom::{RdbLink, RedisBloomFilter};
+use redis_module::native_types::RedisType;
+use redis_module::raw;
+
+use crate::datatype::{Stored, load_flags};
+use crate::limits::cap_for_rdb_load;
+
+/// RedisBloom's encoding versions: 2 added the options word, 4 the growth (3 was used by
+/// cuckoo filters only); 0 stored no bit count.
+const ENCODING_VERSION: c_int = 4;
+const OPTIONS_SINCE: c_int = 2;
+const GROWTH_SINCE: c_int = 4;
+
+/// RedisBloom's largest `BF.SCANDUMP` piece.
+pub const REDISBLOOM_CHUNK_BYTES: usize = 16 << 20;
+
+/// RedisBloom's type, as RedisBloom names it.
+pub static MBBLOOM_TYPE: RedisType = RedisType::new(
+    "MBbloom--",
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        free: Some(free),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: Some(free_effort),
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: None,
+    },
+);
+
+/// The RedisBloom filter a value of this type holds.
+///
+/// # Safety
+/// `value` must be a value of this type (a boxed [`Stored::Filter`] holding a
+/// [`RedisBloomFilter`], made by this module) and still held by Redis.
+unsafe fn filter<'a>(value: *const c_void) -> &'a RedisBloomFilter {
+    // SAFETY: as the caller promises.
+    let stored = unsafe { &*value.cast::<Stored>() };
+    match stored {
+        Stored::Filter(filter) => filter
+            .as_any()
+            .downcast_ref::<RedisBloomFilter>()
+            .expect("MBbloom-- values hold RedisBloom filters"),
+        Stored::Loading(_) => unreachable!("MBbloom-- values are never loads in progress"),
+    }
+}
+
+/// A value of this type for `filter`.
+pub fn into_value(filter: RedisBloomFilter) -> *mut c_void {
+    let stored = Stored::Filter(Box::new(filter) as Box<dyn DynFilter>);
+    Box::into_raw(Box::new(stored)).cast::<c_void>()
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    if !value.is_null() {
+        // SAFETY: every value of this type was made by `into_value`.
+        drop(unsafe { Box::from_raw(value.cast::<Stored>()) });
+    }
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // SAFETY: Redis passes a value of this type.
+    unsafe { filter(value) }.redisbloom_size() as usize
+}
+
+unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    // SAFETY: Redis passes a value of this type.
+    let filter = unsafe { filter(value) };
+    (filter.bitmap_bytes() / (64 << 10) + filter.links().len() as u64) as usize
+}
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: Redis passes a value of this type.
+    let filter = unsafe { filter(value) };
+    raw::save_unsigned(rdb, filter.len());
+    raw::save_unsigned(rdb, filter.links().len() as u64);
+    raw::save_unsigned(rdb, u64::from(filter.options()));
+    raw::save_unsigned(rdb, u64::from(filter.growth()));
+    for link in filter.rdb_links() {
+        raw::save_unsigned(rdb, link.entries);
+        raw::save_double(rdb, link.error);
+        raw::save_unsigned(rdb, u64::from(link.hashes));
+        raw::save_double(rdb, link.bpe);
+        raw::save_unsigned(rdb, link.bits);
+        raw::save_unsigned(rdb, u64::from(link.n2));
+        raw::save_slice(rdb, &link.bitmap);
+        raw::save_unsigned(rdb, link.size);
+    }
+}
+
+/// Reads RedisBloom's encoding `version` (0 to 4). Every read is checked (the module
+/// handles IO errors), the bits are held to the memory cap as they arrive (a client's
+/// `RESTORE`), and the filter is checked whole before it becomes a value.
+fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter> {
+    if !(0..=ENCODING_VERSION).contains(&version) {
+        return None;
+    }
+    let cap = cap_for_rdb_load(load_flags(rdb));
+    let size = raw::load_unsigned(rdb).ok()?;
+    let count = raw::load_unsigned(rdb).ok()?;
+    if count == 0 || count > bloomery::redisbloom::MAX_LINKS as u64 {
+        return None;
+    }
+    let options = if version >= OPTIONS_SINCE {
+        u32::try_from(raw::load_unsigned(rdb).ok()?).ok()?
+    } else {
+        0
+    };
+    let growth = if version >= GROWTH_SINCE {
+        u32::try_from(raw::load_unsigned(rdb).ok()?).ok()?
+    } else {
+        2
+    };
+    let mut links = Vec::with_capacity(count as usize);
+    let mut held = 0u64;
+    for _ in 0..count {
+        let entries = raw::load_unsigned(rdb).ok()?;
+        let error = raw::load_double(rdb).ok()?;
+        let hashes = u32::try_from(raw::load_unsigned(rdb).ok()?).ok()?;
+        let bpe = raw::load_double(rdb).ok()?;
+        let (bits, n2) = if version == 0 {
+            ((entries as f64 * bpe) as u64, 0)
+        } else {
+            let bits = raw::load_unsigned(rdb).ok()?;
+            (bits, u8::try_from(raw::load_unsigned(rdb).ok()?).ok()?)
+        };
+        let bitmap = raw::load_string_buffer(rdb).ok()?.as_ref().to_vec();
+        held = held.saturating_add(bitmap.len() as u64);
+        if cap.is_some_and(|cap| held > cap) {
+            return None;
+        }
+        let size = raw::load_unsigned(rdb).ok()?;
+        // Version 0 stored no bit count: the bits are the whole buffer's.
+        let bits = if version == 0 {
+            bitmap.len() as u64 * 8
+        } else {
+            bits
+        };
+        links.push(RdbLink {
+            entries,
+            error,
+            hashes,
+            bpe,
+            bits,
+            n2,
+            bitmap: Cow::Owned(bitmap),
+            size,
+        });
+    }
+    RedisBloomFilter::from_rdb_parts(size, options, growth, links).ok()
+}
+
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
+    load(rdb, encoding_version).map_or(std::ptr::null_mut(), into_value)
+}
+
+/// RedisBloom's `BF.SCANDUMP` pieces of the filter: the header as piece 1, then the bits.
+pub fn scandump_pieces(filter: &RedisBloomFilter) -> impl Iterator<Item = (u64, Cow<'_, [u8]>)> + '_ {
+    let header = std::iter::once((1u64, Cow::Owned(filter.scandump_header())));
+    let mut iterator = 1;
+    let bits = std::iter::from_fn(move || {
+        let (next, data) = filter.scandump_chunk(iterator, REDISBLOOM_CHUNK_BYTES)?;
+        iterator = next;
+        Some((next, Cow::Borrowed(data)))
+    });
+    header.chain(bits)
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: Redis passes a value of this type.
+    let filter = unsafe { filter(value) };
+    for (iterator, piece) in scandump_pieces(filter) {
+        crate::datatype::emit_loadchunk(aof, key, iterator, &piece);
+    }
+}
+
+unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: Redis passes a value of this type.
+    let filter = unsafe { filter(value) };
+    for (_, piece) in scandump_pieces(filter) {
+        crate::datatype::digest_add(md, &piece);
+    }
+    // SAFETY: `md` is valid for the duration of the digest callback.
+    unsafe {
+        raw::RedisModule_DigestEndSequence.expect("provided by redis-server")(md);
+    }
+}
+
+unsafe extern "C" fn copy(
+    _from_key: *mut raw::RedisModuleString,
+    _to_key: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // SAFETY: Redis passes a value of this type.
+    into_value(unsafe { filter(value) }.clone())
+}

@@ -1,0 +1,113 @@
+"""RedisBloom's data in a server running bloomery: the RDB file RedisBloom 2.6.28 wrote
+(crates/bloomery/tests/data/redisbloom/, made by scripts/redisbloom-fixtures.sh) loads,
+and every filter in it finds every item added to it, with RedisBloom's counts; the keys
+keep RedisBloom's type (MBbloom--) through writes, restarts, replication and DUMP/RESTORE,
+so the data can also move back."""
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, Server
+
+FIXTURES = ROOT / "crates/bloomery/tests/data/redisbloom"
+NAMES = ["scaled", "nonscaling", "expansion4", "tiny_error", "large_error", "capacity1", "defaults"]
+
+
+def lines(path: Path) -> list[bytes]:
+    return [line for line in path.read_bytes().split(b"\n") if line]
+
+
+def expected_counts(name: str) -> dict[str, str]:
+    """RedisBloom's BF.INFO fields and BF.CARD after all items (the RDB's state)."""
+    fields = {}
+    for line in (FIXTURES / f"{name}.more.info").read_text().splitlines():
+        field, value = line.rsplit(" ", 1)
+        fields[field] = value
+    return fields
+
+
+def all_items(name: str) -> list[bytes]:
+    return lines(FIXTURES / f"{name}.items") + lines(FIXTURES / f"{name}.more.items")
+
+
+@pytest.fixture
+def loaded(tmp_path):
+    shutil.copy(FIXTURES / "dump.rdb", tmp_path / "dump.rdb")
+    server = Server(tmp_path).start()
+    yield server
+    server.stop()
+
+
+def check_every_filter(client):
+    for name in NAMES:
+        assert client.type(name) == b"MBbloom--", name
+        items = all_items(name)
+        assert all(client.execute_command("BF.MEXISTS", name, *items)), name
+        expected = expected_counts(name)
+        assert client.execute_command("BF.CARD", name) == int(expected["Card"]), name
+        info = client.execute_command("BF.INFO", name)
+        info = dict(zip([field.decode() for field in info[::2]], info[1::2]))
+        assert info["Capacity"] == int(expected["Capacity"]), name
+        assert info["Number of filters"] == int(expected["Number of filters"]), name
+        assert info["Number of items inserted"] == int(expected["Number of items inserted"]), name
+
+
+def test_redisbloom_rdb_loads_and_every_item_is_found(loaded):
+    client = loaded.client()
+    assert sorted(client.keys()) == sorted(name.encode() for name in NAMES)
+    check_every_filter(client)
+    # An item never added is absent from most of them (1% filters: a few may say yes).
+    absent = [client.execute_command("BF.EXISTS", name, b"never added") for name in NAMES]
+    assert sum(absent) <= 2
+
+
+def test_writes_restart_and_dump_restore_keep_redisbloom_type(loaded, tmp_path):
+    client = loaded.client()
+    # Growth as RedisBloom grows: capacity1 (links of 1, 2, 4, 8, 16, 32) takes a seventh.
+    before = client.execute_command("BF.CARD", "capacity1")
+    new = [f"new:{i}".encode() for i in range(100)]
+    client.execute_command("BF.MADD", "capacity1", *new)
+    assert all(client.execute_command("BF.MEXISTS", "capacity1", *new))
+    assert client.execute_command("BF.CARD", "capacity1") > before
+    # NONSCALING stays full.
+    with pytest.raises(Exception, match="full"):
+        client.execute_command("BF.ADD", "nonscaling", "one more item")
+    client.save()
+    loaded.stop()
+    loaded.start()
+    client = loaded.client()
+    assert client.type("capacity1") == b"MBbloom--"
+    assert all(client.execute_command("BF.MEXISTS", "capacity1", *new))
+    for name in NAMES:
+        assert all(client.execute_command("BF.MEXISTS", name, *all_items(name))), name
+    # DUMP/RESTORE keeps the type and the bits.
+    payload = client.dump("scaled")
+    client.restore("scaled-copy", 0, payload)
+    assert client.type("scaled-copy") == b"MBbloom--"
+    assert all(client.execute_command("BF.MEXISTS", "scaled-copy", *all_items("scaled")))
+    assert client.execute_command("DEBUG", "DIGEST-VALUE", "scaled") == client.execute_command(
+        "DEBUG", "DIGEST-VALUE", "scaled-copy"
+    )
+
+
+def test_a_replica_receives_redisbloom_filters(loaded, tmp_path):
+    replica_dir = tmp_path / "replica"
+    replica_dir.mkdir()
+    replica = Server(replica_dir).start()
+    try:
+        client = replica.client()
+        client.execute_command("REPLICAOF", "127.0.0.1", loaded.port)
+        loaded.client().execute_command("BF.ADD", "scaled", "after sync")
+        loaded.client().execute_command("WAIT", 1, 10000)
+        for _ in range(200):
+            if client.info("replication").get("master_link_status") == "up" and client.exists("scaled"):
+                break
+            time.sleep(0.05)
+        assert client.type("scaled") == b"MBbloom--"
+        assert client.execute_command("BF.EXISTS", "scaled", "after sync") == 1
+        for name in NAMES:
+            assert all(client.execute_command("BF.MEXISTS", name, *all_items(name))), name
+    finally:
+        replica.stop()
