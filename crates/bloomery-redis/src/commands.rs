@@ -6,6 +6,7 @@
 
 use bloomery::any::{self, DynFilter, Spec};
 use bloomery::format::native::Variant;
+use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::{Error as BloomError, ScalableOptions};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
@@ -485,6 +486,14 @@ pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .ok_or(RedisError::Str("ERR invalid iterator"))?;
     let redis_key = ctx.open_key(&args[1]);
     let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
+    if let Some(redisbloom) = filter.as_any().downcast_ref::<RedisBloomFilter>()
+        && redis_key
+            .get_value::<Stored>(&MBBLOOM_TYPE)
+            .is_ok_and(|value| value.is_some())
+    {
+        // A RedisBloom key dumps as RedisBloom dumps it.
+        return Ok(crate::mbbloom::scandump_reply(redisbloom, iterator as u64));
+    }
     let next = iterator as u64 + 1;
     Ok(match dump_chunk(&filter.envelope(), next) {
         Some(chunk) => RedisValue::Array(vec![
@@ -518,6 +527,13 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let data = args[3].as_slice();
     let cap = cap_for_command(ctx.get_flags());
     let redis_key = ctx.open_key_writable(key);
+    // RedisBloom's own pieces (a migration from RedisBloom, or this server's AOF of its
+    // RedisBloom keys) load as RedisBloom loads them.
+    if let Some(result) = crate::mbbloom::loadchunk(&redis_key, iterator, data, cap) {
+        result?;
+        notify_and_replicate(ctx, "bf.loadchunk", key);
+        return Ok(RedisValue::SimpleStringStatic("OK"));
+    }
     let refused = |error: LoadError| RedisError::String(error.message());
     match redis_key
         .get_value::<Stored>(&BLOOM_TYPE)

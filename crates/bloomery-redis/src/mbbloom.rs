@@ -13,8 +13,9 @@ use std::os::raw::{c_int, c_void};
 
 use bloomery::any::DynFilter;
 use bloomery::redisbloom::{RdbLink, RedisBloomFilter};
+use redis_module::key::RedisKeyWritable;
 use redis_module::native_types::RedisType;
-use redis_module::raw;
+use redis_module::{RedisError, RedisValue, raw};
 
 use crate::datatype::{Stored, load_flags};
 use crate::limits::cap_for_rdb_load;
@@ -224,4 +225,59 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     // SAFETY: Redis passes a value of this type.
     into_value(unsafe { filter(value) }.clone())
+}
+
+/// `BF.SCANDUMP key iterator` on a RedisBloom key, as RedisBloom answers it: iterator 0
+/// gives (1, the header), then each piece of bits with the iterator that follows it, and
+/// (0, "") at the end.
+pub fn scandump_reply(filter: &RedisBloomFilter, iterator: u64) -> RedisValue {
+    let (next, data) = if iterator == 0 {
+        (1, filter.scandump_header())
+    } else {
+        filter
+            .scandump_chunk(iterator, REDISBLOOM_CHUNK_BYTES)
+            .map_or((0, Vec::new()), |(next, data)| (next, data.to_vec()))
+    };
+    RedisValue::Array(vec![
+        RedisValue::Integer(next as i64),
+        RedisValue::StringBuffer(data),
+    ])
+}
+
+/// `BF.LOADCHUNK key iterator data` when it is RedisBloom's: onto a RedisBloom key (any
+/// piece, where RedisBloom puts it), or piece 1 onto a missing key with a RedisBloom
+/// header (a bloomery dump starts with its magic bytes instead). `None` leaves the call
+/// to bloomery's own loading; `Some(Ok)` means the piece is in place (the caller notifies
+/// and replicates), `Some(Err)` is the error to reply.
+pub fn loadchunk(
+    redis_key: &RedisKeyWritable,
+    iterator: u64,
+    data: &[u8],
+    cap: Option<u64>,
+) -> Option<Result<(), RedisError>> {
+    let bad = |error: bloomery::Error| RedisError::String(format!("ERR received bad data: {error}"));
+    if let Ok(Some(Stored::Filter(filter))) = redis_key.get_value::<Stored>(&MBBLOOM_TYPE) {
+        let filter = filter
+            .as_any_mut()
+            .downcast_mut::<RedisBloomFilter>()
+            .expect("MBbloom-- values hold RedisBloom filters");
+        return Some(filter.load_scandump_chunk(iterator, data).map_err(bad));
+    }
+    if iterator != 1 || data.starts_with(&bloomery::format::native::MAGIC) || !redis_key.is_empty() {
+        return None;
+    }
+    let bytes = RedisBloomFilter::scandump_header_bytes(data).ok()?;
+    if let Some(cap) = cap.filter(|&cap| bytes > cap) {
+        return Some(Err(RedisError::String(crate::loading::over_cap_message(
+            bytes, cap,
+        ))));
+    }
+    Some(
+        RedisBloomFilter::from_scandump_header(data)
+            .map_err(bad)
+            .and_then(|filter| {
+                redis_key.set_value(&MBBLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
+                Ok(())
+            }),
+    )
 }

@@ -4,6 +4,7 @@ and every filter in it finds every item added to it, with RedisBloom's counts; t
 keep RedisBloom's type (MBbloom--) through writes, restarts, replication and DUMP/RESTORE,
 so the data can also move back."""
 import shutil
+import struct
 import time
 from pathlib import Path
 
@@ -111,3 +112,78 @@ def test_a_replica_receives_redisbloom_filters(loaded, tmp_path):
             assert all(client.execute_command("BF.MEXISTS", name, *all_items(name))), name
     finally:
         replica.stop()
+
+
+def pieces(path: Path) -> list[tuple[int, bytes]]:
+    """The (iterator, data) pieces of RedisBloom's BF.SCANDUMP, as the fixture stores them."""
+    data = path.read_bytes()
+    out, at = [], 0
+    while at < len(data):
+        iterator, length = struct.unpack_from("<QQ", data, at)
+        out.append((iterator, data[at + 16 : at + 16 + length]))
+        at += 16 + length
+    return out
+
+
+def scandump(client, key) -> list[tuple[int, bytes]]:
+    out, iterator = [], 0
+    while True:
+        iterator, data = client.execute_command("BF.SCANDUMP", key, iterator)
+        if iterator == 0:
+            return out
+        out.append((iterator, data))
+
+
+def test_live_migration_scandump_pieces_load_with_loadchunk(tmp_path):
+    """RedisBloom's BF.SCANDUMP pieces, sent with BF.LOADCHUNK (the live migration path),
+    make the same filters here; BF.SCANDUMP gives RedisBloom's pieces back unchanged."""
+    server = Server(tmp_path).start()
+    try:
+        client = server.client()
+        for name in NAMES:
+            source = pieces(FIXTURES / f"{name}.scandump")
+            for iterator, data in source:
+                assert client.execute_command("BF.LOADCHUNK", name, iterator, data) == b"OK"
+            assert client.type(name) == b"MBbloom--"
+            assert all(client.execute_command("BF.MEXISTS", name, *lines(FIXTURES / f"{name}.items")))
+            assert scandump(client, name) == source, name
+        # A damaged header is refused, and nothing is created.
+        header = pieces(FIXTURES / "scaled.scandump")[0][1]
+        with pytest.raises(Exception, match="bad data"):
+            client.execute_command("BF.LOADCHUNK", "damaged", 1, header[:-3])
+        assert not client.exists("damaged")
+    finally:
+        server.stop()
+
+
+def test_aof_rewrite_and_replay_keep_redisbloom_filters(tmp_path):
+    """The AOF rewrite emits RedisBloom's LOADCHUNK pieces for these keys; a restart from
+    the AOF alone brings every filter back."""
+    shutil.copy(FIXTURES / "dump.rdb", tmp_path / "dump.rdb")
+    server = Server(tmp_path).start()
+    try:
+        client = server.client()
+        # Without the RDB preamble the rewrite writes commands: the type's AOF rewrite.
+        client.config_set("aof-use-rdb-preamble", "no")
+        client.config_set("appendonly", "yes")
+        deadline = time.monotonic() + 30
+        while client.info("persistence")["aof_rewrite_in_progress"] or client.info("persistence")[
+            "aof_rewrite_scheduled"
+        ]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        client.execute_command("BF.ADD", "scaled", "after the rewrite")
+        (tmp_path / "dump.rdb").unlink()
+        server.stop()
+        assert b"BF.LOADCHUNK" in b"".join(
+            path.read_bytes() for path in (tmp_path / "appendonlydir").iterdir()
+        )
+        server.extra = ["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]
+        server.start()
+        client = server.client()
+        for name in NAMES:
+            assert client.type(name) == b"MBbloom--", name
+            assert all(client.execute_command("BF.MEXISTS", name, *all_items(name))), name
+        assert client.execute_command("BF.EXISTS", "scaled", "after the rewrite") == 1
+    finally:
+        server.stop()

@@ -139,6 +139,10 @@ pub trait DynFilter: FilterView {
     /// The concrete filter, for callers that need one variant's own API.
     fn as_any(&self) -> &dyn Any;
 
+    /// The concrete filter, mutable (for example to load a `BF.SCANDUMP` piece into a
+    /// RedisBloom filter in place).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+
     /// A copy.
     fn clone_box(&self) -> Box<dyn DynFilter>;
 }
@@ -369,6 +373,10 @@ macro_rules! owned_filter_common {
         }
 
         fn as_any(&self) -> &dyn Any {
+            self
+        }
+
+        fn as_any_mut(&mut self) -> &mut dyn Any {
             self
         }
 
