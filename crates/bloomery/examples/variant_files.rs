@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use bloomery::format::native::Persist;
 use bloomery::redisbloom::RedisBloomFilter;
+use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
 use bloomery::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter,
     RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, SplitBlockBloomFilter,
@@ -43,6 +44,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut split_block = SplitBlockBloomFilter::with_fpp(n, 0.01)?;
     // RedisBloom's defaults for growth, sized small so that it grows several links.
     let mut redisbloom = RedisBloomFilter::new(n / 16 + 1, 0.01, 2, false)?;
+    let mut scalable_blocked =
+        ScalableBlockedBloomFilter::new(n / 16 + 1, 0.01, bloomery::ScalableOptions::default(), 0x5eed)?;
     split_block.insert_batch(&present);
     for item in &present {
         classic.insert(item);
@@ -52,6 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         allowlisted.insert(item);
         rotating.insert(item);
         redisbloom.insert(item.as_bytes())?;
+        scalable_blocked.insert(item)?;
     }
     for item in &present[..(n / 10) as usize] {
         retouched.insert(item);
@@ -70,7 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             allowlisted.allow(item);
         }
     }
-    let files: [(&str, Vec<u8>); 9] = [
+    let files: [(&str, Vec<u8>); 10] = [
         ("classic", classic.to_bytes()),
         ("blocked", blocked.to_bytes()),
         ("counting", counting.to_bytes()),
@@ -80,6 +84,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("rotating", rotating.to_bytes()),
         ("split-block", split_block.to_bytes()),
         ("redisbloom", redisbloom.to_bytes()),
+        ("scalable-blocked", scalable_blocked.to_bytes()),
     ];
     for (name, bytes) in files {
         fs::write(dir.join(format!("{name}.bloom")), bytes)?;

@@ -31,6 +31,7 @@ use crate::classic::BloomFilterView;
 use crate::error::{Error, Result};
 use crate::format::native::{self, Envelope, Header, Persist, Variant};
 use crate::redisbloom::RedisBloomFilter;
+use crate::scalable_blocked::ScalableBlockedBloomFilter;
 use crate::sizing::ClassicShape;
 use crate::split_block::SplitBlockBloomFilterView;
 use crate::{
@@ -244,6 +245,7 @@ impl Spec {
                 crate::sizing::split_block_num_blocks(n, p)? * (crate::sizing::SPLIT_BLOCK_BITS / 8)
             }
             Variant::RedisBloom => RedisBloomFilter::first_link_bytes(n, p, !self.scalable.scaling)?,
+            Variant::ScalableBlocked => ScalableBlockedBloomFilter::first_link_bytes(n, p, &self.scalable)?,
         })
     }
 }
@@ -266,6 +268,9 @@ pub fn create(spec: &Spec) -> Result<Box<dyn DynFilter>> {
             spec.scalable.expansion,
             !spec.scalable.scaling,
         )?),
+        Variant::ScalableBlocked => {
+            Box::new(ScalableBlockedBloomFilter::new(n, p, spec.scalable, spec.seed)?)
+        }
     })
 }
 
@@ -296,6 +301,7 @@ pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>>
         Variant::Rotating => load::<RotatingBloomFilter>(header, payload),
         Variant::SplitBlock => load::<SplitBlockBloomFilter>(header, payload),
         Variant::RedisBloom => load::<RedisBloomFilter>(header, payload),
+        Variant::ScalableBlocked => load::<ScalableBlockedBloomFilter>(header, payload),
     }
 }
 
@@ -754,6 +760,76 @@ impl DynFilter for RedisBloomFilter {
     owned_filter_common!();
 }
 
+impl FilterView for ScalableBlockedBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::ScalableBlocked
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        ScalableBlockedBloomFilter::contains(self, item)
+    }
+
+    fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {
+        ScalableBlockedBloomFilter::contains_batch(self, items, results);
+    }
+
+    fn stats(&self) -> Stats {
+        let scaling = self.options().scaling;
+        Stats {
+            estimated_len: self.len(),
+            expected_fpp: self.expected_fpp(),
+            memory_bytes: self.memory_bytes(),
+            capacity: Some(self.capacity()),
+            refuses_beyond_capacity: !scaling,
+            sub_filters: self.num_filters() as u64,
+            expansion: scaling.then(|| self.options().expansion),
+        }
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        let options = self.options();
+        vec![
+            (
+                "hashing",
+                format!("XXH3-64, seed {} (one hash for every sub-filter)", self.seed()),
+            ),
+            (
+                "sub-filters",
+                format!(
+                    "{} blocked (growth {}, tightening {}{})",
+                    self.num_filters(),
+                    options.expansion,
+                    options.tightening,
+                    if options.scaling { "" } else { ", not scaling" }
+                ),
+            ),
+            (
+                "capacity",
+                format!("{} items before the next sub-filter", self.capacity()),
+            ),
+            ("items added", self.len().to_string()),
+            ("requested fpp", self.fpp().to_string()),
+        ]
+    }
+}
+
+impl DynFilter for ScalableBlockedBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        ScalableBlockedBloomFilter::insert(self, item)
+    }
+
+    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
+        self.insert_hash_within(self.hash(item), Some(memory_limit))
+    }
+
+    fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
+        let mut added = vec![false; items.len()];
+        self.insert_batch_within(items, &mut added, None)
+    }
+
+    owned_filter_common!();
+}
+
 impl FilterView for RetouchedBloomFilter {
     fn variant(&self) -> Variant {
         Variant::Retouched
@@ -943,7 +1019,12 @@ mod tests {
 
     #[test]
     fn growth_past_a_memory_limit_is_refused_before_allocating_and_nothing_is_lost() {
-        for variant in [Variant::Scalable, Variant::Rotating, Variant::RedisBloom] {
+        for variant in [
+            Variant::Scalable,
+            Variant::Rotating,
+            Variant::RedisBloom,
+            Variant::ScalableBlocked,
+        ] {
             let mut filter = create(&Spec::new(variant, 100, 0.01)).unwrap();
             let limit = filter.stats().memory_bytes;
             let mut added = Vec::new();

@@ -54,6 +54,7 @@ pub mod redisbloom;
 pub mod retouched;
 pub mod rotating;
 pub mod scalable;
+pub mod scalable_blocked;
 pub mod sizing;
 pub mod split_block;
 

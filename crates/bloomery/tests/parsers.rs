@@ -18,6 +18,7 @@ use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::format::native::{Header, Persist};
 use bloomery::format::pieces::{Assembled, PieceAssembler};
 use bloomery::redisbloom::RedisBloomFilter;
+use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
 use bloomery::sizing::ClassicShape;
 use bloomery::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter,
@@ -275,6 +276,40 @@ fn redisbloom() -> BoxedStrategy<(Vec<u8>, Vec<u8>)> {
         .boxed()
 }
 
+/// Scalable-blocked chains (variant 10): 1..=3 sub-filters of a few blocks, with the
+/// options, count and payload length sometimes off.
+fn scalable_blocked() -> BoxedStrategy<(Vec<u8>, Vec<u8>)> {
+    (
+        small_u64(1..=1000),
+        prop_oneof![4 => Just(0.01f64), 1 => Just(0.0), 1 => Just(0.5)],
+        small_u32(1..=4),
+        prop_oneof![4 => Just(0.5f64), 1 => Just(1.0)],
+        prop_oneof![4 => Just(1u8), 2 => Just(0u8), 1 => Just(2u8)],
+        proptest::collection::vec((small_u64(0..=500), small_u64(0..=500), small_u64(1..=6)), 1..=3),
+        length_change(),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(initial, fpp, expansion, tightening, scaling, links, change, seed)| {
+                let mut params = Fields::default()
+                    .u64(initial)
+                    .f64(fpp)
+                    .u32(expansion)
+                    .f64(tightening)
+                    .u8(scaling)
+                    .u64(seed)
+                    .u32(links.len() as u32);
+                let mut payload_len = 0;
+                for &(capacity, items, num_blocks) in &links {
+                    params = params.u64(capacity).u64(items).u64(num_blocks);
+                    payload_len += num_blocks.min(16) as usize * 64;
+                }
+                (params.0, resized(filler(seed, payload_len), change, seed))
+            },
+        )
+        .boxed()
+}
+
 fn counting() -> BoxedStrategy<(Vec<u8>, Vec<u8>)> {
     (
         small_u64(1..=600),
@@ -482,7 +517,7 @@ fn mutate(params: &mut [u8], payload: &mut [u8], mutations: &[(bool, usize, u8)]
     }
 }
 
-/// An envelope with correct checksums of any variant code (mostly the 9 known ones, with
+/// An envelope with correct checksums of any variant code (mostly the 10 known ones, with
 /// their own parameter generators), version 1 or 2, with a few bytes mutated.
 fn generated_envelope() -> impl Strategy<Value = Vec<u8>> {
     let version = prop_oneof![3 => Just(2u16), 1 => Just(1u16)];
@@ -498,7 +533,8 @@ fn generated_envelope() -> impl Strategy<Value = Vec<u8>> {
                 (Just(7u16), rotating(version >= 2)),
                 (Just(8u16), split_block()),
                 (Just(9u16), redisbloom()),
-                (prop_oneof![Just(0u16), Just(10u16), any::<u16>()], classic()),
+                (Just(10u16), scalable_blocked()),
+                (prop_oneof![Just(0u16), Just(11u16), any::<u16>()], classic()),
             ];
             (Just(version), parts, mutations())
         })
@@ -649,8 +685,11 @@ fn real_files() -> &'static [Vec<u8>] {
         let mut rotating = RotatingBloomFilter::new(3, 25, 0.01).unwrap();
         let mut split_block = SplitBlockBloomFilter::with_fpp(60, 0.01).unwrap();
         let mut redisbloom = RedisBloomFilter::new(8, 0.01, 2, false).unwrap();
+        let mut scalable_blocked =
+            ScalableBlockedBloomFilter::new(8, 0.01, bloomery::ScalableOptions::default(), 5).unwrap();
         for item in &present {
             redisbloom.insert(item.as_bytes()).unwrap();
+            scalable_blocked.insert(item).unwrap();
             split_block.insert(item);
             classic.insert(item);
             blocked.insert(item);
@@ -681,6 +720,7 @@ fn real_files() -> &'static [Vec<u8>] {
                 && scalable.num_filters() > 1
                 && rotating.num_generations() > 1
                 && redisbloom.links().len() > 1
+                && scalable_blocked.num_filters() > 1
         );
         vec![
             classic.to_bytes(),
@@ -692,6 +732,7 @@ fn real_files() -> &'static [Vec<u8>] {
             rotating.to_bytes(),
             split_block.to_bytes(),
             redisbloom.to_bytes(),
+            scalable_blocked.to_bytes(),
         ]
     })
 }
@@ -730,7 +771,7 @@ fn the_real_files_open_in_both_versions_and_round_trip() {
         // had no split-block or redisbloom variant.
         assert_eq!(
             check_native(&v1).unwrap(),
-            code != 2 && code != 8 && code != 9,
+            code != 2 && code != 8 && code != 9 && code != 10,
             "variant {code} in version 1"
         );
     }
@@ -755,7 +796,7 @@ proptest! {
     /// parsers see the damage).
     #[test]
     fn mutated_real_files_parse_or_are_refused_without_panic(
-        file in 0usize..9,
+        file in 0usize..10,
         v1 in any::<bool>(),
         repair in any::<bool>(),
         edits in proptest::collection::vec((any::<usize>(), 0u8..4, any::<u8>()), 1..5),
@@ -824,7 +865,7 @@ proptest! {
     /// bytes still add up, yields exactly the bytes pushed.
     #[test]
     fn dump_pieces_reassemble_or_are_refused_without_panic(
-        source in prop_oneof![(0usize..9).prop_map(|i| real_files()[i].clone()), generated_envelope()],
+        source in prop_oneof![(0usize..10).prop_map(|i| real_files()[i].clone()), generated_envelope()],
         piece_len in prop_oneof![1usize..600, Just(64usize), Just(1usize << 20)],
         damage in prop_oneof![4 => Just(None), 1 => (any::<usize>(), 0u8..3).prop_map(Some)],
         cap_below in any::<bool>(),
@@ -886,8 +927,8 @@ fn generated_envelopes_reach_every_variant_parser() {
         TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
     );
     let strategy = generated_envelope();
-    let mut opened = [0u32; 10];
-    let mut refused_by_variant = [0u32; 10];
+    let mut opened = [0u32; 11];
+    let mut refused_by_variant = [0u32; 11];
     for _ in 0..3000 {
         let bytes = strategy.new_tree(&mut runner).unwrap().current();
         let Ok(header) = Header::parse(&bytes) else {
@@ -901,11 +942,11 @@ fn generated_envelopes_reach_every_variant_parser() {
         }
     }
     eprintln!(
-        "of 3000 generated envelopes, by variant code 1..=9: opened {:?}, refused by the variant's checks {:?}",
+        "of 3000 generated envelopes, by variant code 1..=10: opened {:?}, refused by the variant's checks {:?}",
         &opened[1..],
         &refused_by_variant[1..]
     );
-    for code in 1..=9 {
+    for code in 1..=10 {
         assert!(
             opened[code] >= 10 && refused_by_variant[code] >= 10,
             "variant {code}: {} opened, {} refused by its parser",

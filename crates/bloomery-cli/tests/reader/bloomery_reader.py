@@ -8,7 +8,7 @@ standard library and the PyPI packages ``xxhash`` (XXH3-64, XXH64) and ``mmh3``
 Entry points:
 
 * ``read(data)`` / ``read_file(path)`` parse and check a whole file and return a filter
-  object with ``contains(item_bytes) -> bool`` (all nine variants, versions 1 and 2);
+  object with ``contains(item_bytes) -> bool`` (all ten variants, versions 1 and 2);
 * ``ClassicFilter.new(num_hashes, num_words)``, ``BlockedFilter.new(num_blocks, seed)``
   and ``SplitBlockFilter.new(num_blocks)`` make empty filters that support
   ``add(item_bytes)`` and ``to_bytes()`` (a whole version-2 file);
@@ -34,9 +34,18 @@ MAX_L = 1 << 62
 MAX_WORDS = (1 << 31) - 1
 WRITE_VERSION = 2
 
-CLASSIC, BLOCKED, COUNTING, SCALABLE, RETOUCHED, ALLOWLISTED, ROTATING, SPLIT_BLOCK, REDISBLOOM = (
-    range(1, 10)
-)
+(
+    CLASSIC,
+    BLOCKED,
+    COUNTING,
+    SCALABLE,
+    RETOUCHED,
+    ALLOWLISTED,
+    ROTATING,
+    SPLIT_BLOCK,
+    REDISBLOOM,
+    SCALABLE_BLOCKED,
+) = range(1, 11)
 VARIANT_NAMES = {
     CLASSIC: "classic",
     BLOCKED: "blocked",
@@ -47,6 +56,7 @@ VARIANT_NAMES = {
     ROTATING: "rotating",
     SPLIT_BLOCK: "split-block",
     REDISBLOOM: "redisbloom",
+    SCALABLE_BLOCKED: "scalable-blocked",
 }
 
 
@@ -970,6 +980,68 @@ class RedisBloomFilter:
         return False
 
 
+@dataclass
+class ScalableBlockedFilter:
+    """Variant 10, scalable-blocked (section "10: scalable-blocked"): blocked sub-filters
+    sharing one seed."""
+
+    seed: int
+    links: list[tuple[int, int, int, int]]  # (capacity, items, num_blocks, byte offset)
+    blocks: bytes
+    version: int = WRITE_VERSION
+
+    VARIANT = SCALABLE_BLOCKED
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "ScalableBlockedFilter":
+        """Parameters and payload as section "10: scalable-blocked" lists them."""
+        p = _Params(params, "scalable-blocked")
+        initial = p.u64()
+        fpp = p.f64()
+        expansion = p.u32()
+        tightening = p.f64()
+        scaling = p.u8()
+        seed = p.u64()
+        count = p.u32()
+        if version == 1:
+            raise ValueError("scalable-blocked: format version 1 has no scalable-blocked variant")
+        if initial < 1:
+            raise ValueError("scalable-blocked: initial_capacity 0")
+        _check_open_unit("scalable-blocked", "fpp", fpp)
+        _check_open_unit("scalable-blocked", "tightening", tightening)
+        if expansion < 1:
+            raise ValueError("scalable-blocked: expansion 0")
+        if scaling not in (0, 1):
+            raise ValueError(f"scalable-blocked: scaling {scaling} is not 0 or 1")
+        if not 1 <= count <= 64:
+            raise ValueError(f"scalable-blocked: count {count} is not in 1..=64")
+        links = []
+        offset = 0
+        for _ in range(count):
+            capacity, items, num_blocks = p.u64(), p.u64(), p.u64()
+            if not 1 <= num_blocks <= 1 << 32:
+                raise ValueError(f"scalable-blocked: num_blocks {num_blocks} is not in 1..=2^32")
+            links.append((capacity, items, num_blocks, offset))
+            offset += 64 * num_blocks
+        p.finish()
+        if offset != len(payload):
+            raise ValueError(
+                f"scalable-blocked: the sub-filters take {offset} bytes, the payload has "
+                f"{len(payload)}"
+            )
+        return cls(seed, links, bytes(payload), version)
+
+    def contains(self, item: bytes) -> bool:
+        """Present when any sub-filter's block holds all eight bits (variant 2's
+        positions, one XXH3-64 hash with ``seed``)."""
+        for _, _, num_blocks, offset in self.links:
+            block, bits = blocked_location(item, num_blocks, self.seed)
+            base = offset + 64 * block
+            if all(_bit(self.blocks, base + 8 * j, b) for j, b in enumerate(bits)):
+                return True
+        return False
+
+
 PARSERS = {
     CLASSIC: ClassicFilter.parse,
     BLOCKED: BlockedFilter.parse,
@@ -980,6 +1052,7 @@ PARSERS = {
     ROTATING: RotatingFilter.parse,
     SPLIT_BLOCK: SplitBlockFilter.parse,
     REDISBLOOM: RedisBloomFilter.parse,
+    SCALABLE_BLOCKED: ScalableBlockedFilter.parse,
 }
 
 

@@ -187,7 +187,7 @@ pub(crate) fn for_hash_chunks<T>(items: &[T], hash: impl Fn(&T) -> u64, mut each
 
 /// Asks for the block `hash` picks, without a bounds check (a prefetch never faults).
 #[inline(always)]
-fn prefetch_block<B>(blocks: &[B], hash: u64) {
+pub(crate) fn prefetch_block<B>(blocks: &[B], hash: u64) {
     prefetch(blocks.as_ptr().wrapping_add(block_index(hash, blocks.len())));
 }
 

@@ -221,6 +221,13 @@ impl BlockedBloomFilter {
         self.kernel.contains(&self.blocks, hash)
     }
 
+    /// Asks the memory system for the block of the item with `hash` (a hint, for callers
+    /// that batch their own calls).
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        crate::bits::blocks::prefetch_block(&self.blocks, hash);
+    }
+
     /// Adds every item, hashing a few ahead and prefetching their blocks.
     pub fn insert_batch<T: Funnel>(&mut self, items: &[T]) {
         let (seed, kernel) = (self.seed, self.kernel);

@@ -72,6 +72,9 @@ pub enum Variant {
     /// [`RedisBloomFilter`](crate::redisbloom::RedisBloomFilter), RedisBloom's scalable
     /// filter in its `BF.SCANDUMP` form.
     RedisBloom = 9,
+    /// [`ScalableBlockedBloomFilter`](crate::scalable_blocked::ScalableBlockedBloomFilter),
+    /// the scalable filter's growth over blocked sub-filters.
+    ScalableBlocked = 10,
 }
 
 impl Variant {
@@ -87,6 +90,7 @@ impl Variant {
             7 => Some(Variant::Rotating),
             8 => Some(Variant::SplitBlock),
             9 => Some(Variant::RedisBloom),
+            10 => Some(Variant::ScalableBlocked),
             _ => None,
         }
     }
@@ -97,7 +101,7 @@ impl Variant {
     }
 
     /// Every variant, in code order.
-    pub const ALL: [Variant; 9] = [
+    pub const ALL: [Variant; 10] = [
         Variant::Classic,
         Variant::Blocked,
         Variant::Counting,
@@ -107,10 +111,11 @@ impl Variant {
         Variant::Rotating,
         Variant::SplitBlock,
         Variant::RedisBloom,
+        Variant::ScalableBlocked,
     ];
 
     /// The variant's name: "classic", "blocked", "counting", "scalable", "retouched",
-    /// "allowlisted", "rotating", "split-block" or "redisbloom".
+    /// "allowlisted", "rotating", "split-block", "redisbloom" or "scalable-blocked".
     pub fn name(self) -> &'static str {
         match self {
             Variant::Classic => "classic",
@@ -122,6 +127,7 @@ impl Variant {
             Variant::Rotating => "rotating",
             Variant::SplitBlock => "split-block",
             Variant::RedisBloom => "redisbloom",
+            Variant::ScalableBlocked => "scalable-blocked",
         }
     }
 
