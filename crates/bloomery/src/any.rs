@@ -138,6 +138,10 @@ pub trait DynFilter: FilterView {
     /// The concrete filter, for callers that need one variant's own API.
     fn as_any(&self) -> &dyn Any;
 
+    /// As [`as_any`](Self::as_any), mutable: e.g. the Redis module's sharded-filter
+    /// commands insert pre-computed hashes into a blocked filter through it.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+
     /// A copy.
     fn clone_box(&self) -> Box<dyn DynFilter>;
 }
@@ -360,6 +364,10 @@ macro_rules! owned_filter_common {
         }
 
         fn as_any(&self) -> &dyn Any {
+            self
+        }
+
+        fn as_any_mut(&mut self) -> &mut dyn Any {
             self
         }
 
