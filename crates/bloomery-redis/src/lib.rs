@@ -8,11 +8,14 @@
 //! (as `BF.LOADCHUNK` commands), digest, copy, free and memory usage. Every key is held to
 //! `bloomery.max-filter-memory` bytes (a module configuration: [`limits`]), and a
 //! `BF.LOADCHUNK` load in progress is a value in the keyspace ([`loading`]).
+//! `BF.HASHADD` and `BF.HASHEXISTS` serve the shards of a sharded filter, with
+//! pre-computed hashes (`shards.rs`, docs/sharding.md).
 
 mod commands;
 mod datatype;
 pub mod limits;
 mod loading;
+mod shards;
 
 use commands::configure;
 use datatype::BLOOM_TYPE;
@@ -37,5 +40,7 @@ redis_module! {
         ["bf.info", commands::info, "readonly", 1, 1, 1, ""],
         ["bf.scandump", commands::scandump, "readonly", 1, 1, 1, ""],
         ["bf.loadchunk", commands::loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["bf.hashadd", shards::hashadd, "write deny-oom", 1, 1, 1, ""],
+        ["bf.hashexists", shards::hashexists, "readonly", 1, 1, 1, ""],
     ],
 }
