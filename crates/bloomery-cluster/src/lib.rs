@@ -129,7 +129,7 @@ impl FromStr for Target {
 
 enum Inner {
     Single(redis::Connection),
-    Cluster(redis::cluster::ClusterConnection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
 /// A connection to a server or a cluster that reconnects, and sends again, on failures
@@ -211,7 +211,7 @@ impl Connection {
     pub fn query(&mut self, command: &Cmd, context: &dyn Fn() -> String) -> Result<Value> {
         self.retrying(context, |inner| match inner {
             Inner::Single(connection) => command.query(connection),
-            Inner::Cluster(connection) => command.query(connection),
+            Inner::Cluster(connection) => command.query(&mut **connection),
         })
     }
 
@@ -267,7 +267,7 @@ fn connect(target: &Target, timeout: Duration) -> redis::RedisResult<Inner> {
                 .connection_timeout(timeout)
                 .response_timeout(timeout)
                 .build()?;
-            Ok(Inner::Cluster(client.get_connection()?))
+            Ok(Inner::Cluster(Box::new(client.get_connection()?)))
         }
     }
 }

@@ -499,7 +499,7 @@ mod tests {
         // of its blocks.
         let plan = ShardPlan::new(400_000, 0.01, 64 << 10, 8).unwrap();
         let shards = u64::from(plan.shards());
-        let worst = worst_block_use(&plan, 400_000, |hash| ((hash >> 32) * shards >> 32) as u32);
+        let worst = worst_block_use(&plan, 400_000, |hash| (((hash >> 32) * shards) >> 32) as u32);
         assert!(worst < 2.0 / shards as f64, "{worst}");
     }
 
