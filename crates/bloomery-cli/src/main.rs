@@ -10,6 +10,7 @@ mod items;
 mod output;
 mod progress;
 mod query;
+mod remote;
 mod sigbus;
 mod space;
 mod store;
@@ -37,6 +38,8 @@ use crate::items::ItemFormat;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    remote: remote::RemoteArgs,
 }
 
 /// Items for a command: given as arguments, read from files (one per line), or, when
@@ -270,6 +273,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };
+    if let Some(result) = remote::dispatch(&cli.remote, &cli.command, &matches) {
+        return remote::report(result);
+    }
     let result = match cli.command {
         Command::Create {
             file,

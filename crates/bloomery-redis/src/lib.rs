@@ -10,12 +10,15 @@
 //! `BF.LOADCHUNK` load in progress is a value in the keyspace ([`loading`]). RedisBloom's
 //! own type, `MBbloom--`, is registered too, so RedisBloom's data loads and is served as
 //! RedisBloom served it ([`mbbloom`]).
+//! `BF.HASHADD` and `BF.HASHEXISTS` serve the shards of a sharded filter, with
+//! pre-computed hashes (`shards.rs`, docs/sharding.md).
 
 mod commands;
 mod datatype;
 pub mod limits;
 mod loading;
 mod mbbloom;
+mod shards;
 
 use commands::configure;
 use datatype::BLOOM_TYPE;
@@ -42,5 +45,7 @@ redis_module! {
         ["bf.info", commands::info, "readonly", 1, 1, 1, ""],
         ["bf.scandump", commands::scandump, "readonly", 1, 1, 1, ""],
         ["bf.loadchunk", commands::loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["bf.hashadd", shards::hashadd, "write deny-oom", 1, 1, 1, ""],
+        ["bf.hashexists", shards::hashexists, "readonly", 1, 1, 1, ""],
     ],
 }

@@ -140,8 +140,9 @@ pub trait DynFilter: FilterView {
     /// The concrete filter, for callers that need one variant's own API.
     fn as_any(&self) -> &dyn Any;
 
-    /// The concrete filter, mutable (for example to load a `BF.SCANDUMP` piece into a
-    /// RedisBloom filter in place).
+    /// The concrete filter, mutable: the Redis module loads a `BF.SCANDUMP` piece into a
+    /// RedisBloom filter in place, and inserts pre-computed hashes into a sharded filter's
+    /// blocked shards through it.
     fn as_any_mut(&mut self) -> &mut dyn Any;
 
     /// A copy.

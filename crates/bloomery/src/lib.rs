@@ -19,6 +19,8 @@
 //!   (clears known false positives, reporting the false negatives this makes),
 //!   [`AllowlistedBloomFilter`] (lists known false positives exactly),
 //!   [`RotatingBloomFilter`] (generations for endless streams).
+//! - [`sharding::ShardPlan`]: one logical filter over many blocked shards (e.g. Redis keys
+//!   on the nodes of a cluster), every item whole in one shard.
 //! - [`Funnel`]: how an item becomes the bytes that are hashed (Guava's `Funnel`); built in
 //!   for strings, integers and byte slices, and easy to write for your own types.
 //!
@@ -55,6 +57,7 @@ pub mod retouched;
 pub mod rotating;
 pub mod scalable;
 pub mod scalable_blocked;
+pub mod sharding;
 pub mod sizing;
 pub mod split_block;
 

@@ -1,0 +1,454 @@
+//! `create`, `add`, `check`, `dedup` and `info` on a sharded filter in Redis or Redis
+//! Cluster (docs/sharding.md) instead of a file: `--redis redis://HOST:PORT` or
+//! `--redis-cluster HOST:PORT[,HOST:PORT...]`, and the FILE argument (dedup's `--filter`)
+//! is the filter's name. Items are hashed here and sent in batches, 8 bytes an item,
+//! through the `bloomery-cluster` client.
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use bloomery::format::native::Variant;
+use bloomery::sharding::ShardPlan;
+use bloomery_cluster::{Connection, ShardedFilter, Target};
+use clap::{ArgMatches, Args};
+
+use crate::error::{CliError, Context, Result};
+use crate::items::{ItemFormat, for_each_item};
+use crate::progress::Progress;
+use crate::{Command, ItemArgs, SizeArgs, SpaceArgs, given_size_options};
+
+/// Where a sharded filter lives, and how to write to it.
+#[derive(Args, Debug, Clone)]
+pub struct RemoteArgs {
+    /// Use the sharded filter NAME on this Redis server (redis://HOST:PORT) instead of a
+    /// file: FILE (for dedup, --filter) is the filter's name. create, add, check, dedup
+    /// and info only.
+    #[arg(long, global = true, value_name = "URL", conflicts_with = "redis_cluster")]
+    redis: Option<String>,
+    /// As --redis, on a Redis Cluster reached through any of these nodes.
+    #[arg(long, global = true, value_name = "HOST:PORT[,HOST:PORT...]")]
+    redis_cluster: Option<String>,
+    /// Largest shard a new sharded filter may have, in bytes (at most the module's
+    /// bloomery.max-filter-memory, 1 GiB by default); smaller shards move between nodes
+    /// faster.
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = 64 << 20)]
+    shard_bytes: u64,
+    /// Fewest shards a new sharded filter has (spreads even a small filter over nodes).
+    #[arg(long, global = true, value_name = "COUNT", default_value_t = 64)]
+    min_shards: u32,
+    /// After every batch of adds, wait until REPLICAS replicas of each primary written to
+    /// hold it (Redis WAIT; an error after --wait-ms if fewer do).
+    #[arg(long, global = true, value_name = "REPLICAS")]
+    wait: Option<usize>,
+    /// How long --wait waits for the replicas, in milliseconds.
+    #[arg(long, global = true, value_name = "MS", default_value_t = 10_000)]
+    wait_ms: u64,
+    /// How long to keep reconnecting and resending a batch after a failure worth
+    /// retrying (a failover, slots moving, a lost connection), in seconds.
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 30)]
+    retry_seconds: u64,
+    /// Items sent per batch (one command per shard per batch).
+    #[arg(long, global = true, value_name = "ITEMS", default_value_t = 65_536)]
+    batch_items: usize,
+}
+
+impl RemoteArgs {
+    fn target(&self) -> Option<Result<Target>> {
+        let text = match (&self.redis, &self.redis_cluster) {
+            (Some(url), _) => url.clone(),
+            (None, Some(nodes)) => format!("redis+cluster://{nodes}"),
+            (None, None) => return None,
+        };
+        Some(
+            text.parse()
+                .map_err(|error: bloomery_cluster::Error| CliError::new(error.to_string())),
+        )
+    }
+
+    fn connect(&self, target: &Target) -> Result<Connection> {
+        let mut connection = Connection::open(target).map_err(remote_error)?;
+        connection.set_retry_for(Duration::from_secs(self.retry_seconds));
+        Ok(connection)
+    }
+
+    fn batch(&self) -> usize {
+        self.batch_items.max(1)
+    }
+}
+
+/// The exit status for `result`, printing an error as `main` does.
+pub fn report(result: Result<ExitCode>) -> ExitCode {
+    result.unwrap_or_else(|error| {
+        let _ = writeln!(io::stderr(), "bloomery: {error}");
+        ExitCode::from(2)
+    })
+}
+
+fn remote_error(error: bloomery_cluster::Error) -> CliError {
+    CliError::new(error.to_string())
+}
+
+/// Runs `command` against the sharded filter when --redis or --redis-cluster is given;
+/// `None` otherwise (the command works on files).
+pub fn dispatch(remote: &RemoteArgs, command: &Command, matches: &ArgMatches) -> Option<Result<ExitCode>> {
+    let target = match remote.target()? {
+        Ok(target) => target,
+        Err(error) => return Some(Err(error)),
+    };
+    Some(run(remote, &target, command, matches))
+}
+
+fn run(remote: &RemoteArgs, target: &Target, command: &Command, matches: &ArgMatches) -> Result<ExitCode> {
+    let name_of = |file: &std::path::Path| -> Result<String> {
+        file.to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| CliError::new(format!("{}: a filter name must be UTF-8", file.display())))
+    };
+    match command {
+        Command::Create {
+            file,
+            size,
+            space,
+            force,
+        } => {
+            if *force {
+                return Err(CliError::new(
+                    "--force does not apply to a sharded filter: delete its keys first (the name and {i:NAME} for each shard)",
+                ));
+            }
+            let given = matches
+                .subcommand_matches("create")
+                .map(given_size_options)
+                .unwrap_or_default();
+            let plan = plan_for(remote, size, &given, space)?;
+            let name = name_of(file)?;
+            let (_, created) =
+                ShardedFilter::create(remote.connect(target)?, &name, plan).map_err(remote_error)?;
+            if !created {
+                let _ = writeln!(
+                    io::stderr(),
+                    "bloomery: {name}: exists already with these parameters; left as it is"
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Add { file, items } => add(remote, target, &name_of(file)?, items),
+        Command::Check {
+            file, items, quiet, ..
+        } => check(remote, target, &name_of(file)?, items, *quiet),
+        Command::Dedup {
+            filter,
+            size,
+            space,
+            inputs,
+            format,
+        } => {
+            let Some(file) = filter else {
+                return Err(CliError::new(
+                    "dedup with --redis/--redis-cluster needs --filter NAME: the sharded filter that remembers the lines",
+                ));
+            };
+            let given = matches
+                .subcommand_matches("dedup")
+                .map(given_size_options)
+                .unwrap_or_default();
+            let name = name_of(file)?;
+            let mut connection = Some(remote.connect(target)?);
+            let opened = ShardedFilter::open(connection.take().expect("connected"), &name);
+            let mut sharded = match opened {
+                Ok(sharded) if given.is_empty() => sharded,
+                Ok(sharded) => {
+                    // Sizing options given for a filter that exists: they must agree.
+                    let plan = plan_for(remote, size, &given, space)?;
+                    ShardedFilter::create(sharded.into_connection(), &name, plan)
+                        .map_err(remote_error)?
+                        .0
+                }
+                Err(bloomery_cluster::Error::NotFound(_)) => {
+                    let plan = plan_for(remote, size, &given, space)?;
+                    ShardedFilter::create(remote.connect(target)?, &name, plan)
+                        .map_err(remote_error)?
+                        .0
+                }
+                Err(error) => return Err(remote_error(error)),
+            };
+            set_wait(remote, &mut sharded);
+            dedup(remote, &mut sharded, inputs, *format)
+        }
+        Command::Info { file } => info(remote, target, &name_of(file)?),
+        _ => Err(CliError::new(
+            "--redis and --redis-cluster work with create, add, check, dedup and info",
+        )),
+    }
+}
+
+/// The plan for new filters: blocked shards for --items at --fpp with --seed.
+fn plan_for(remote: &RemoteArgs, size: &SizeArgs, given: &[&str], space: &SpaceArgs) -> Result<ShardPlan> {
+    if size.variant != Variant::Blocked {
+        return Err(CliError::new(format!(
+            "a sharded filter is made of blocked filters; --variant {} does not apply",
+            size.variant
+        )));
+    }
+    if let Some(flag) = given
+        .iter()
+        .find(|flag| ["--generations", "--nonscaling"].contains(flag))
+    {
+        return Err(CliError::new(format!(
+            "{flag} does not apply to a sharded filter"
+        )));
+    }
+    let plan = ShardPlan::new(
+        size.expected_items,
+        size.fpp,
+        remote.shard_bytes,
+        remote.min_shards,
+    )
+    .map_err(|error| CliError::new(error.to_string()))?
+    .with_seed(size.seed);
+    if let Some(max) = space.max_bytes
+        && plan.total_bytes() > max
+    {
+        return Err(CliError::new(format!(
+            "the sharded filter would take {} bytes ({} shards of {}), over --max-bytes {max}",
+            plan.total_bytes(),
+            plan.shards(),
+            plan.shard_bytes()
+        )));
+    }
+    Ok(plan)
+}
+
+fn set_wait(remote: &RemoteArgs, sharded: &mut ShardedFilter) {
+    if let Some(replicas) = remote.wait {
+        sharded.set_wait(replicas, Duration::from_millis(remote.wait_ms));
+    }
+}
+
+fn open(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ShardedFilter> {
+    let mut sharded = ShardedFilter::open(remote.connect(target)?, name).map_err(remote_error)?;
+    set_wait(remote, &mut sharded);
+    Ok(sharded)
+}
+
+fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Result<ExitCode> {
+    let mut sharded = open(remote, target, name)?;
+    let mut hashes = Vec::with_capacity(remote.batch());
+    let mut count = 0u64;
+    let mut progress = Progress::new("adding");
+    for_each_item(&items.items, &items.inputs, items.format, |item, _| {
+        hashes.push(sharded.hash(item));
+        count += 1;
+        progress.tick();
+        if hashes.len() == remote.batch() {
+            sharded.add_hashes(&hashes).map_err(remote_error)?;
+            hashes.clear();
+        }
+        Ok(true)
+    })?;
+    if !hashes.is_empty() {
+        sharded.add_hashes(&hashes).map_err(remote_error)?;
+    }
+    progress.finish();
+    if count == 0 {
+        return Err(CliError::new(format!(
+            "{name}: no items given (as arguments, with --input, or on standard input)"
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Items of one batch: their hashes, and the lines as read (to print).
+struct Batch {
+    hashes: Vec<u64>,
+    lines: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    fn new(capacity: usize) -> Self {
+        Self {
+            hashes: Vec::with_capacity(capacity),
+            lines: Vec::new(),
+            ends: Vec::with_capacity(capacity),
+        }
+    }
+
+    fn push(&mut self, hash: u64, line: &[u8]) {
+        self.hashes.push(hash);
+        self.lines.extend_from_slice(line);
+        self.ends.push(self.lines.len());
+    }
+
+    fn lines(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.lines[start..end])
+    }
+
+    fn clear(&mut self) {
+        self.hashes.clear();
+        self.lines.clear();
+        self.ends.clear();
+    }
+}
+
+fn check(
+    remote: &RemoteArgs,
+    target: &Target,
+    name: &str,
+    items: &ItemArgs,
+    quiet: bool,
+) -> Result<ExitCode> {
+    let mut sharded = open(remote, target, name)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut batch = Batch::new(remote.batch());
+    let mut count = 0u64;
+    let mut all_present = true;
+    let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<bool> {
+        let present = sharded.contains_hashes(&batch.hashes).map_err(remote_error)?;
+        all_present &= present.iter().all(|&present| present);
+        if !quiet {
+            for (line, present) in batch.lines().zip(present) {
+                let label: &[u8] = if present {
+                    b"probably present\t"
+                } else {
+                    b"absent\t"
+                };
+                let written = out
+                    .write_all(label)
+                    .and_then(|()| out.write_all(line))
+                    .and_then(|()| out.write_all(b"\n"));
+                if let Err(error) = written {
+                    return stop_on(error);
+                }
+            }
+        }
+        batch.clear();
+        Ok(true)
+    };
+    let mut keep_going = true;
+    for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
+        batch.push(sharded.hash(item), raw);
+        count += 1;
+        if batch.hashes.len() == remote.batch() {
+            keep_going = flush(&mut batch, &mut sharded)?;
+        }
+        Ok(keep_going)
+    })?;
+    if keep_going && !batch.hashes.is_empty() {
+        flush(&mut batch, &mut sharded)?;
+    }
+    if count == 0 {
+        return Err(CliError::new(format!(
+            "{name}: no items given (as arguments, with --input, or on standard input)"
+        )));
+    }
+    Ok(if all_present {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// A write error on standard output: the reader went away (stop quietly), or a real error.
+fn stop_on(error: io::Error) -> Result<bool> {
+    if error.kind() == io::ErrorKind::BrokenPipe {
+        Ok(false)
+    } else {
+        Err(error).with_path(std::path::Path::new("<stdout>"))
+    }
+}
+
+fn dedup(
+    remote: &RemoteArgs,
+    sharded: &mut ShardedFilter,
+    inputs: &[std::path::PathBuf],
+    format: ItemFormat,
+) -> Result<ExitCode> {
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let mut batch = Batch::new(remote.batch());
+    let mut progress = Progress::new("deduplicating");
+    // Lines are printed once their batch is added, in input order: the first time an item
+    // is seen, as the filter answers (a repeat within one batch is new only at its first
+    // place, which the module reports).
+    let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<bool> {
+        let new = sharded.add_hashes(&batch.hashes).map_err(remote_error)?;
+        for (line, new) in batch.lines().zip(new) {
+            if new && let Err(error) = out.write_all(line).and_then(|()| out.write_all(b"\n")) {
+                return stop_on(error);
+            }
+        }
+        batch.clear();
+        Ok(true)
+    };
+    let mut keep_going = true;
+    for_each_item(&[], inputs, format, |item, line| {
+        progress.tick();
+        batch.push(sharded.hash(item), line);
+        if batch.hashes.len() == remote.batch() {
+            keep_going = flush(&mut batch, sharded)?;
+        }
+        Ok(keep_going)
+    })?;
+    if keep_going && !batch.hashes.is_empty() {
+        keep_going = flush(&mut batch, sharded)?;
+    }
+    progress.finish();
+    if keep_going && let Err(error) = out.flush() {
+        stop_on(error)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn info(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ExitCode> {
+    let mut sharded = open(remote, target, name)?;
+    let info = sharded.info().map_err(remote_error)?;
+    let plan = info.plan;
+    let where_ = match target {
+        Target::Single(url) => url.clone(),
+        Target::Cluster(nodes) => format!("cluster via {}", nodes.join(",")),
+    };
+    let lines = [
+        ("sharded filter", format!("{name} at {where_}")),
+        ("variant", "blocked shards (docs/sharding.md)".to_owned()),
+        ("metadata", plan.to_text()),
+        (
+            "shards",
+            format!(
+                "{} (keys {{0:{name}}} .. {{{}:{name}}})",
+                plan.shards(),
+                plan.shards() - 1
+            ),
+        ),
+        ("shards created", info.shards_created.to_string()),
+        ("blocks per shard", plan.blocks_per_shard().to_string()),
+        ("shard size", format!("{} bytes", plan.shard_bytes())),
+        (
+            "total size",
+            format!("{} bytes when every shard exists", plan.total_bytes()),
+        ),
+        ("seed", plan.seed().to_string()),
+        (
+            "sized for",
+            format!("{} items at fpp {}", plan.expected_items(), plan.fpp()),
+        ),
+        ("estimated items", info.estimated_items.to_string()),
+        (
+            "false-positive estimate",
+            format!(
+                "{:.6} (the sizing formula at the estimated items)",
+                plan.fpp_for_items(info.estimated_items)
+            ),
+        ),
+    ];
+    let mut out = BufWriter::new(io::stdout().lock());
+    let written = lines
+        .iter()
+        .try_for_each(|(name, value)| writeln!(out, "{name}: {value}"))
+        .and_then(|()| out.flush());
+    crate::output::finish(written)?;
+    Ok(ExitCode::SUCCESS)
+}

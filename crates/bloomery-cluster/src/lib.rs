@@ -1,0 +1,569 @@
+//! A client for bloomery's sharded filters (docs/sharding.md) on one Redis server or a
+//! Redis Cluster running the bloomery module: items are hashed here, once, routed by hash
+//! to their shard key, and sent 8 bytes an item, one `BF.HASHADD`/`BF.HASHEXISTS` per
+//! shard per batch, pipelined (per node, on a cluster).
+//!
+//! ```no_run
+//! use bloomery::sharding::ShardPlan;
+//! use bloomery_cluster::{Connection, ShardedFilter, Target};
+//!
+//! let target: Target = "redis+cluster://127.0.0.1:7000,127.0.0.1:7001".parse()?;
+//! let plan = ShardPlan::new(1_000_000_000, 0.01, 64 << 20, 64)?;
+//! let (mut filter, _created) = ShardedFilter::create(Connection::open(&target)?, "urls", plan)?;
+//! let hashes: Vec<u64> = ["https://a.example/", "https://b.example/"]
+//!     .iter()
+//!     .map(|url| filter.plan().hash(*url))
+//!     .collect();
+//! assert_eq!(filter.add_hashes(&hashes)?, [true, true]);
+//! assert_eq!(filter.contains_hashes(&hashes)?, [true, true]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Targets: `redis://HOST:PORT[/DB]` is one server; `redis+cluster://HOST:PORT[,HOST:PORT...]`
+//! is a cluster, reached through any of the listed nodes (list several: a node that is down
+//! is skipped). Redirections while slots move (`MOVED`, `ASK`) are followed by the redis
+//! crate's cluster client; a lost connection, `CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`,
+//! `READONLY` or `LOADING` (a failover under way) make this client reconnect and send the
+//! whole batch again, for at most [`Connection::set_retry_for`] (30 s by default), after
+//! which the last error is returned. Sending a batch again is harmless for the filter (an
+//! item's bits are set once), but `add_hashes` then reports as old an item whose first
+//! send did reach the server (see docs/failure-model.md).
+
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use bloomery::Funnel;
+use bloomery::sharding::{ShardPlan, check_name, shard_key};
+use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
+
+/// What can go wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A target that is not `redis://...` or `redis+cluster://...`.
+    #[error("bad Redis target '{target}': {why}")]
+    Target {
+        /// The target as given.
+        target: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// Redis refused or failed (after the retries, for failures worth retrying).
+    #[error("{context}: {source}")]
+    Redis {
+        /// What was being done.
+        context: String,
+        /// Redis's error.
+        source: RedisError,
+    },
+    /// A bad name or plan, or metadata that does not parse.
+    #[error(transparent)]
+    Filter(#[from] bloomery::Error),
+    /// No sharded filter of that name.
+    #[error("no sharded filter '{0}' (create it first)")]
+    NotFound(String),
+    /// The name exists with other parameters, or holds something else.
+    #[error("{0}")]
+    Mismatch(String),
+    /// `WAIT` returned fewer replicas than asked for.
+    #[error("only {got} of the {wanted} replicas asked for acknowledged the writes within {timeout:?}")]
+    NotAcknowledged {
+        /// Replicas asked for.
+        wanted: usize,
+        /// Replicas that acknowledged (the fewest over the primaries written to).
+        got: usize,
+        /// How long `WAIT` waited.
+        timeout: Duration,
+    },
+    /// A reply of an unexpected shape.
+    #[error("unexpected reply to {command}: {reply}")]
+    Reply {
+        /// The command.
+        command: &'static str,
+        /// The reply, as Debug.
+        reply: String,
+    },
+}
+
+/// The client's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where the filter lives: one server, or a cluster through some of its nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `redis://...`: one server (URL as the redis crate reads it).
+    Single(String),
+    /// `redis+cluster://h:p,h:p`: the nodes to reach a cluster through, as `redis://h:p`.
+    Cluster(Vec<String>),
+}
+
+impl FromStr for Target {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        let bad = |why: &str| Error::Target {
+            target: text.into(),
+            why: why.into(),
+        };
+        if let Some(nodes) = text.strip_prefix("redis+cluster://") {
+            let nodes: Vec<String> = nodes
+                .split(',')
+                .map(|node| node.trim().trim_end_matches('/'))
+                .map(|node| format!("redis://{node}"))
+                .collect();
+            if nodes.iter().any(|node| node.len() == "redis://".len()) {
+                return Err(bad(
+                    "an empty node address (expected redis+cluster://HOST:PORT[,HOST:PORT...])",
+                ));
+            }
+            Ok(Target::Cluster(nodes))
+        } else if text.starts_with("redis://") || text.starts_with("unix://") || text.starts_with("rediss://")
+        {
+            Ok(Target::Single(text.into()))
+        } else {
+            Err(bad(
+                "expected redis://HOST:PORT (one server) or redis+cluster://HOST:PORT[,HOST:PORT...] (a cluster)",
+            ))
+        }
+    }
+}
+
+enum Inner {
+    Single(redis::Connection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
+}
+
+/// A connection to a server or a cluster that reconnects, and sends again, on failures
+/// worth retrying (see the crate's documentation).
+pub struct Connection {
+    target: Target,
+    inner: Inner,
+    retry_for: Duration,
+    timeout: Duration,
+}
+
+/// Whether an error may go away by itself: connections lost or refused, a cluster
+/// reconfiguring (failover, slots moving), a replica not yet promoted, a server loading.
+fn worth_retrying(error: &RedisError) -> bool {
+    error.is_io_error()
+        || error.is_cluster_error()
+        || error.is_connection_dropped()
+        || error.is_timeout()
+        || matches!(
+            error.kind(),
+            ErrorKind::ClusterConnectionNotFound
+                | ErrorKind::Server(
+                    ServerErrorKind::MasterDown | ServerErrorKind::ReadOnly | ServerErrorKind::BusyLoading
+                )
+        )
+}
+
+impl Connection {
+    /// Connects to `target`.
+    pub fn open(target: &Target) -> Result<Self> {
+        let timeout = Duration::from_secs(10);
+        let inner = connect(target, timeout).map_err(|source| Error::Redis {
+            context: format!("connecting to {}", describe(target)),
+            source,
+        })?;
+        Ok(Self {
+            target: target.clone(),
+            inner,
+            retry_for: Duration::from_secs(30),
+            timeout,
+        })
+    }
+
+    /// How long to keep reconnecting and sending again after failures worth retrying
+    /// (default 30 s; zero: never retry).
+    pub fn set_retry_for(&mut self, retry_for: Duration) {
+        self.retry_for = retry_for;
+    }
+
+    /// The target.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Sends `commands` as one pipeline (on a cluster, one per node), retrying the whole
+    /// pipeline on failures worth retrying; replies in order. A command's error reply
+    /// fails the whole call.
+    pub fn pipeline(&mut self, commands: &[Cmd], context: &dyn Fn() -> String) -> Result<Vec<Value>> {
+        self.retrying(context, |inner| match inner {
+            Inner::Single(connection) => {
+                let mut pipe = redis::pipe();
+                for command in commands {
+                    pipe.add_command(command.clone());
+                }
+                pipe.query(connection)
+            }
+            Inner::Cluster(connection) => {
+                let mut pipe = redis::cluster::cluster_pipe();
+                for command in commands {
+                    pipe.add_command(command.clone());
+                }
+                pipe.query(connection)
+            }
+        })
+    }
+
+    /// Sends one command (on a cluster, routed by its key, or as the redis crate routes
+    /// keyless commands: `WAIT` goes to every primary and answers the fewest replicas).
+    pub fn query(&mut self, command: &Cmd, context: &dyn Fn() -> String) -> Result<Value> {
+        self.retrying(context, |inner| match inner {
+            Inner::Single(connection) => command.query(connection),
+            Inner::Cluster(connection) => command.query(&mut **connection),
+        })
+    }
+
+    /// Runs `each` until it succeeds, fails with an error not worth retrying, or
+    /// `retry_for` has passed; reconnects between tries, waiting 50 ms, then twice as long
+    /// each time up to 1 s.
+    fn retrying<T>(
+        &mut self,
+        context: &dyn Fn() -> String,
+        mut each: impl FnMut(&mut Inner) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        let deadline = Instant::now() + self.retry_for;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let error = match each(&mut self.inner) {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            if !worth_retrying(&error) || Instant::now() + pause > deadline {
+                return Err(Error::Redis {
+                    context: context(),
+                    source: error,
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_secs(1));
+            // A failed reconnect is tried again at the next turn, until the deadline.
+            if let Ok(inner) = connect(&self.target, self.timeout) {
+                self.inner = inner;
+            }
+        }
+    }
+}
+
+fn describe(target: &Target) -> String {
+    match target {
+        Target::Single(url) => url.clone(),
+        Target::Cluster(nodes) => format!("the cluster at {}", nodes.join(",")),
+    }
+}
+
+fn connect(target: &Target, timeout: Duration) -> redis::RedisResult<Inner> {
+    match target {
+        Target::Single(url) => {
+            let client = redis::Client::open(url.as_str())?;
+            let connection = client.get_connection_with_timeout(timeout)?;
+            connection.set_read_timeout(Some(timeout))?;
+            connection.set_write_timeout(Some(timeout))?;
+            Ok(Inner::Single(connection))
+        }
+        Target::Cluster(nodes) => {
+            let client = redis::cluster::ClusterClient::builder(nodes.clone())
+                .connection_timeout(timeout)
+                .response_timeout(timeout)
+                .build()?;
+            Ok(Inner::Cluster(Box::new(client.get_connection()?)))
+        }
+    }
+}
+
+/// A sharded filter: its plan, read from or written to the metadata key `name`, and its
+/// shards at `{i:name}`.
+pub struct ShardedFilter {
+    connection: Connection,
+    name: String,
+    plan: ShardPlan,
+    keys: Vec<String>,
+    wait: Option<(usize, Duration)>,
+}
+
+/// A sharded filter's state, as [`ShardedFilter::info`] finds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Info {
+    /// The plan.
+    pub plan: ShardPlan,
+    /// Shards that exist (shards are created by their first item).
+    pub shards_created: u32,
+    /// Distinct items, estimated from each shard's bit count, summed.
+    pub estimated_items: u64,
+}
+
+impl ShardedFilter {
+    /// Creates the filter `name` with `plan`: writes the plan to the metadata key if it is
+    /// missing (`SET NX`); shards are created by their first item. If the filter exists
+    /// with the same plan, opens it (`created` is false); with another plan, an error.
+    pub fn create(mut connection: Connection, name: &str, plan: ShardPlan) -> Result<(Self, bool)> {
+        check_name(name)?;
+        let text = plan.to_text();
+        let mut set = redis::cmd("SET");
+        set.arg(name).arg(&text).arg("NX");
+        let reply = connection.query(&set, &|| format!("creating sharded filter '{name}'"))?;
+        let created = matches!(reply, Value::Okay) || matches!(&reply, Value::SimpleString(ok) if ok == "OK");
+        let filter = Self::open(connection, name)?;
+        if filter.plan != plan {
+            return Err(Error::Mismatch(format!(
+                "sharded filter '{name}' exists with other parameters ({}); asked for {text}",
+                filter.plan
+            )));
+        }
+        Ok((filter, created))
+    }
+
+    /// Opens the filter `name`: reads its plan from the metadata key.
+    pub fn open(mut connection: Connection, name: &str) -> Result<Self> {
+        check_name(name)?;
+        let mut get = redis::cmd("GET");
+        get.arg(name);
+        let reply = connection.query(&get, &|| format!("reading sharded filter '{name}'"))?;
+        let text = match reply {
+            Value::Nil => return Err(Error::NotFound(name.into())),
+            Value::BulkString(bytes) => String::from_utf8(bytes).map_err(|_| {
+                Error::Mismatch(format!(
+                    "key '{name}' holds a string that is not a sharded filter's metadata"
+                ))
+            })?,
+            other => {
+                return Err(Error::Reply {
+                    command: "GET",
+                    reply: format!("{other:?}"),
+                });
+            }
+        };
+        let plan = ShardPlan::from_text(&text).map_err(|error| {
+            Error::Mismatch(format!(
+                "key '{name}' is not a sharded filter's metadata: {error}"
+            ))
+        })?;
+        let keys = (0..plan.shards()).map(|shard| shard_key(name, shard)).collect();
+        Ok(Self {
+            connection,
+            name: name.into(),
+            plan,
+            keys,
+            wait: None,
+        })
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &ShardPlan {
+        &self.plan
+    }
+
+    /// The filter's name (its metadata key).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// After every batch of adds, `WAIT` for `replicas` replicas of every primary written
+    /// to, at most `timeout`; fewer is an error ([`Error::NotAcknowledged`]), and a batch
+    /// retried after a failure is waited for again. `add_hashes` then returns only what
+    /// the replicas have too: what survives a failover (docs/failure-model.md).
+    pub fn set_wait(&mut self, replicas: usize, timeout: Duration) {
+        self.wait = Some((replicas, timeout)).filter(|&(replicas, _)| replicas > 0);
+    }
+
+    /// The hash of `item` (the plan's).
+    pub fn hash<T: Funnel + ?Sized>(&self, item: &T) -> u64 {
+        self.plan.hash(item)
+    }
+
+    /// Adds items by their hashes ([`ShardPlan::hash`]); per hash, whether it was new (a
+    /// bit changed). A hash repeated in `hashes` is new at most once, at its first place.
+    pub fn add_hashes(&mut self, hashes: &[u64]) -> Result<Vec<bool>> {
+        let flags = self.run("BF.HASHADD", hashes)?;
+        if let Some((replicas, timeout)) = self.wait {
+            self.wait_for(replicas, timeout)?;
+        }
+        Ok(flags)
+    }
+
+    /// Looks items up by their hashes: per hash, whether it is probably present.
+    pub fn contains_hashes(&mut self, hashes: &[u64]) -> Result<Vec<bool>> {
+        self.run("BF.HASHEXISTS", hashes)
+    }
+
+    /// Adds items (hashed with the plan); as [`add_hashes`](Self::add_hashes).
+    pub fn add<T: Funnel + ?Sized>(&mut self, items: &[&T]) -> Result<Vec<bool>> {
+        let hashes: Vec<u64> = items.iter().map(|item| self.plan.hash(*item)).collect();
+        self.add_hashes(&hashes)
+    }
+
+    /// Looks items up (hashed with the plan); as [`contains_hashes`](Self::contains_hashes).
+    pub fn contains<T: Funnel + ?Sized>(&mut self, items: &[&T]) -> Result<Vec<bool>> {
+        let hashes: Vec<u64> = items.iter().map(|item| self.plan.hash(*item)).collect();
+        self.contains_hashes(&hashes)
+    }
+
+    /// `WAIT replicas timeout` on every primary this client wrote to.
+    pub fn wait_for(&mut self, replicas: usize, timeout: Duration) -> Result<()> {
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(replicas).arg(timeout.as_millis() as u64);
+        let got = match self.connection.query(&wait, &|| "WAIT".to_string())? {
+            Value::Int(got) => got.max(0) as usize,
+            other => {
+                return Err(Error::Reply {
+                    command: "WAIT",
+                    reply: format!("{other:?}"),
+                });
+            }
+        };
+        if got < replicas {
+            return Err(Error::NotAcknowledged {
+                wanted: replicas,
+                got,
+                timeout,
+            });
+        }
+        Ok(())
+    }
+
+    /// One command per shard that has hashes, pipelined; the per-hash answers in the
+    /// order of `hashes`.
+    fn run(&mut self, command: &'static str, hashes: &[u64]) -> Result<Vec<bool>> {
+        let groups = group_by_shard(&self.plan, hashes);
+        let blocks = self.plan.blocks_per_shard();
+        let seed = self.plan.seed();
+        let commands: Vec<Cmd> = groups
+            .iter()
+            .map(|(shard, positions)| {
+                let mut bytes = Vec::with_capacity(positions.len() * 8);
+                for &position in positions {
+                    bytes.extend_from_slice(&hashes[position].to_le_bytes());
+                }
+                let mut cmd = redis::cmd(command);
+                cmd.arg(&self.keys[*shard as usize])
+                    .arg(blocks)
+                    .arg(seed)
+                    .arg(bytes);
+                cmd
+            })
+            .collect();
+        let name = &self.name;
+        let replies = self
+            .connection
+            .pipeline(&commands, &|| format!("{command} on sharded filter '{name}'"))?;
+        let mut answers = vec![false; hashes.len()];
+        for ((_, positions), reply) in groups.iter().zip(replies) {
+            let bytes = match reply {
+                Value::BulkString(bytes) if bytes.len() == positions.len() => bytes,
+                other => {
+                    return Err(Error::Reply {
+                        command,
+                        reply: format!("{other:?}"),
+                    });
+                }
+            };
+            for (&position, &flag) in positions.iter().zip(&bytes) {
+                answers[position] = flag == 1;
+            }
+        }
+        Ok(answers)
+    }
+
+    /// The plan, how many shards exist, and the estimated number of items (each shard's
+    /// `BF.CARD`, summed).
+    pub fn info(&mut self) -> Result<Info> {
+        let mut commands = Vec::with_capacity(2 * self.keys.len());
+        for key in &self.keys {
+            let mut exists = redis::cmd("EXISTS");
+            exists.arg(key);
+            let mut card = redis::cmd("BF.CARD");
+            card.arg(key);
+            commands.push(exists);
+            commands.push(card);
+        }
+        let name = &self.name;
+        let replies = self
+            .connection
+            .pipeline(&commands, &|| format!("reading the shards of '{name}'"))?;
+        let mut info = Info {
+            plan: self.plan,
+            shards_created: 0,
+            estimated_items: 0,
+        };
+        for pair in replies.chunks(2) {
+            match pair {
+                [Value::Int(exists), Value::Int(card)] => {
+                    if *exists > 0 {
+                        info.shards_created += 1;
+                    }
+                    info.estimated_items += (*card).max(0) as u64;
+                }
+                other => {
+                    return Err(Error::Reply {
+                        command: "EXISTS/BF.CARD",
+                        reply: format!("{other:?}"),
+                    });
+                }
+            }
+        }
+        Ok(info)
+    }
+
+    /// The connection back.
+    pub fn into_connection(self) -> Connection {
+        self.connection
+    }
+}
+
+/// The positions of `hashes` per shard, shards in increasing order and positions in
+/// input order (so the module sees a shard's hashes in the caller's order).
+pub fn group_by_shard(plan: &ShardPlan, hashes: &[u64]) -> Vec<(u32, Vec<usize>)> {
+    let mut per_shard: Vec<Vec<usize>> = vec![Vec::new(); plan.shards() as usize];
+    for (position, &hash) in hashes.iter().enumerate() {
+        per_shard[plan.shard_of(hash) as usize].push(position);
+    }
+    per_shard
+        .into_iter()
+        .enumerate()
+        .filter(|(_, positions)| !positions.is_empty())
+        .map(|(shard, positions)| (shard as u32, positions))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse() {
+        assert_eq!(
+            "redis://127.0.0.1:6379".parse::<Target>().unwrap(),
+            Target::Single("redis://127.0.0.1:6379".into())
+        );
+        assert_eq!(
+            "redis+cluster://127.0.0.1:7000,127.0.0.1:7001/"
+                .parse::<Target>()
+                .unwrap(),
+            Target::Cluster(vec![
+                "redis://127.0.0.1:7000".into(),
+                "redis://127.0.0.1:7001".into()
+            ])
+        );
+        assert!("127.0.0.1:6379".parse::<Target>().is_err());
+        assert!("redis+cluster://a:1,,b:2".parse::<Target>().is_err());
+    }
+
+    #[test]
+    fn grouping_keeps_every_position_once_in_order() {
+        let plan = ShardPlan::new(1_000_000, 0.01, 1 << 20, 16).unwrap();
+        let hashes: Vec<u64> = (0..10_000u64).map(|i| plan.hash(&(i % 7_000))).collect();
+        let groups = group_by_shard(&plan, &hashes);
+        let mut seen = vec![false; hashes.len()];
+        for (shard, positions) in &groups {
+            assert!(positions.windows(2).all(|pair| pair[0] < pair[1]));
+            for &position in positions {
+                assert_eq!(plan.shard_of(hashes[position]), *shard);
+                assert!(!seen[position]);
+                seen[position] = true;
+            }
+        }
+        assert!(seen.iter().all(|&seen| seen));
+        assert_eq!(groups.len(), 16);
+    }
+}

@@ -1,0 +1,186 @@
+//! The shards of a sharded filter (docs/sharding.md): blocked filters that clients fill
+//! and query with pre-computed 64-bit hashes, 8 bytes an item instead of the item.
+//!
+//! - `BF.HASHADD key BLOCKS SEED HASHES`: adds each hash to the blocked filter at `key`,
+//!   creating it with exactly `BLOCKS` 512-bit blocks and seed `SEED` if missing. Replies
+//!   one byte per hash, as a bulk string: 1 when the hash was new (some bit changed: what
+//!   `dedup` prints), 0 when it was (probably) there already, including a hash repeated
+//!   earlier in the same command.
+//! - `BF.HASHEXISTS key BLOCKS SEED HASHES`: one byte per hash, 1 when probably present; a
+//!   missing key answers 0 for every hash.
+//!
+//! `HASHES` is one bulk string of 8-byte little-endian hashes. Both commands name the
+//! geometry, and a key holding other geometry is an error, never answers computed with the
+//! wrong block count (which would be false negatives). A key of another type is WRONGTYPE;
+//! a bloomery filter of another variant is refused; a new shard over
+//! `bloomery.max-filter-memory` is refused before anything is allocated.
+//!
+//! `BF.HASHADD` is replicated verbatim every time it succeeds, even when no bit changed: a
+//! client's `WAIT` waits for its own last replicated write, so a command that found its
+//! items already set (by another client whose write is not yet on the replicas) must
+//! still move that client's replication offset past that write.
+
+use bloomery::BlockedBloomFilter;
+use bloomery::any::DynFilter;
+use bloomery::sizing::MAX_NUM_BLOCKS;
+use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+
+use crate::datatype::{BLOOM_TYPE, Stored};
+use crate::limits::cap_for_command;
+
+const WRONG_TYPE: RedisError =
+    RedisError::Str("WRONGTYPE Operation against a key holding the wrong kind of value");
+
+/// The geometry a command names.
+struct Geometry {
+    blocks: u64,
+    seed: u64,
+}
+
+fn parse_u64(arg: &RedisString) -> Option<u64> {
+    let text = arg.try_as_str().ok()?;
+    // Decimal digits only: `str::parse` would also take a leading '+'.
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+impl Geometry {
+    fn parse(blocks: &RedisString, seed: &RedisString) -> Result<Self, RedisError> {
+        let blocks = parse_u64(blocks)
+            .filter(|blocks| (1..=MAX_NUM_BLOCKS).contains(blocks))
+            .ok_or(RedisError::Str("ERR BLOCKS must be an integer in 1..=4294967296"))?;
+        let seed = parse_u64(seed).ok_or(RedisError::Str("ERR SEED must be an integer in 0..2^64"))?;
+        Ok(Self { blocks, seed })
+    }
+
+    /// The shard in `filter`, checked against this geometry.
+    fn check<'a>(&self, filter: &'a dyn DynFilter) -> Result<&'a BlockedBloomFilter, RedisError> {
+        let shard = filter
+            .as_any()
+            .downcast_ref::<BlockedBloomFilter>()
+            .ok_or_else(|| {
+                RedisError::String(format!(
+                    "ERR the key holds a {} filter, not a blocked shard",
+                    filter.variant().name()
+                ))
+            })?;
+        self.matches(shard)?;
+        Ok(shard)
+    }
+
+    fn matches(&self, shard: &BlockedBloomFilter) -> Result<(), RedisError> {
+        if shard.num_blocks() != self.blocks || shard.seed() != self.seed {
+            return Err(RedisError::String(format!(
+                "ERR the shard has {} blocks and seed {}; the command names {} blocks and seed {} (another filter's plan?)",
+                shard.num_blocks(),
+                shard.seed(),
+                self.blocks,
+                self.seed
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The hashes of a `HASHES` argument.
+fn parse_hashes(arg: &RedisString) -> Result<Vec<u64>, RedisError> {
+    let bytes = arg.as_slice();
+    if bytes.is_empty() || !bytes.len().is_multiple_of(8) {
+        return Err(RedisError::Str(
+            "ERR HASHES must be a non-empty string of 8-byte little-endian hashes",
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|chunk| u64::from_le_bytes(chunk.try_into().expect("8 bytes")))
+        .collect())
+}
+
+fn still_loading() -> RedisError {
+    RedisError::Str("ERR the key holds a filter still being loaded by BF.LOADCHUNK")
+}
+
+fn flags_reply(flags: &[bool]) -> RedisValue {
+    RedisValue::StringBuffer(flags.iter().map(|&flag| u8::from(flag)).collect())
+}
+
+/// `BF.HASHADD key BLOCKS SEED HASHES`
+pub fn hashadd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, key, blocks, seed, hashes] = &args[..] else {
+        return Err(RedisError::WrongArity);
+    };
+    let geometry = Geometry::parse(blocks, seed)?;
+    let hashes = parse_hashes(hashes)?;
+    let redis_key: RedisKeyWritable = ctx.open_key_writable(key);
+    let shard = match redis_key
+        .get_value::<Stored>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?
+    {
+        Some(Stored::Filter(filter)) => {
+            geometry.check(filter.as_ref())?;
+            filter
+                .as_any_mut()
+                .downcast_mut::<BlockedBloomFilter>()
+                .ok_or(RedisError::Str("ERR not a blocked shard"))?
+        }
+        Some(Stored::Loading(_)) => return Err(still_loading()),
+        None => {
+            let bytes = geometry.blocks * 64;
+            if let Some(cap) = cap_for_command(ctx.get_flags())
+                && bytes > cap
+            {
+                return Err(RedisError::String(format!(
+                    "ERR a shard of {bytes} bytes is over the module's limit per key of {cap} bytes (bloomery.max-filter-memory): plan smaller shards"
+                )));
+            }
+            let shard = BlockedBloomFilter::with_num_blocks(geometry.blocks, geometry.seed)
+                .map_err(|error| RedisError::String(format!("ERR {error}")))?;
+            redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(shard)))?;
+            match redis_key.get_value::<Stored>(&BLOOM_TYPE)? {
+                Some(Stored::Filter(filter)) => filter
+                    .as_any_mut()
+                    .downcast_mut::<BlockedBloomFilter>()
+                    .ok_or(RedisError::Str("ERR not a blocked shard"))?,
+                _ => return Err(RedisError::Str("ERR could not create the shard")),
+            }
+        }
+    };
+    // Look every hash up with the prefetching batch call, then insert the absent ones in
+    // order (their blocks are in cache now): a hash is new exactly when inserting it, in
+    // the command's order, changes a bit, so a repeat later in the command answers 0.
+    let mut present = vec![false; hashes.len()];
+    shard.contains_hash_batch(&hashes, &mut present);
+    let added: Vec<bool> = hashes
+        .iter()
+        .zip(&present)
+        .map(|(&hash, &present)| !present && shard.insert_hash(hash))
+        .collect();
+    ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.add", key);
+    ctx.replicate_verbatim();
+    Ok(flags_reply(&added))
+}
+
+/// `BF.HASHEXISTS key BLOCKS SEED HASHES`
+pub fn hashexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, key, blocks, seed, hashes] = &args[..] else {
+        return Err(RedisError::WrongArity);
+    };
+    let geometry = Geometry::parse(blocks, seed)?;
+    let hashes = parse_hashes(hashes)?;
+    let redis_key: RedisKey = ctx.open_key(key);
+    let mut present = vec![false; hashes.len()];
+    match redis_key
+        .get_value::<Stored>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?
+    {
+        None => {}
+        Some(Stored::Filter(filter)) => geometry
+            .check(filter.as_ref())?
+            .contains_hash_batch(&hashes, &mut present),
+        Some(Stored::Loading(_)) => return Err(still_loading()),
+    }
+    Ok(flags_reply(&present))
+}

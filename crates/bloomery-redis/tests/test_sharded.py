@@ -1,0 +1,165 @@
+"""BF.HASHADD / BF.HASHEXISTS, the shard commands of sharded filters, on one server; and
+docs/sharding.md's routing implemented here from the spec alone (xxhash, fmix64,
+multiply-shift) against what the `bloomery` CLI writes."""
+import os
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+import xxhash
+
+from conftest import ROOT, Server
+
+BLOOMERY = Path(os.environ.get("BLOOMERY_CLI", ROOT / "target/release/bloomery"))
+MASK = (1 << 64) - 1
+
+
+def pack(*hashes) -> bytes:
+    return struct.pack(f"<{len(hashes)}Q", *hashes)
+
+
+def fmix64(h: int) -> int:
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & MASK
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & MASK
+    h ^= h >> 33
+    return h
+
+
+def test_hashadd_creates_a_shard_and_answers_one_byte_per_hash(r):
+    assert r.execute_command("BF.HASHEXISTS", "{0:f}", 16, 7, pack(1, 2)) == b"\x00\x00"
+    assert not r.exists("{0:f}"), "a lookup creates nothing"
+    # New, new, a repeat within the command, new.
+    assert r.execute_command("BF.HASHADD", "{0:f}", 16, 7, pack(11, 22, 11, 33)) == b"\x01\x01\x00\x01"
+    assert r.execute_command("BF.HASHADD", "{0:f}", 16, 7, pack(22, 44)) == b"\x00\x01"
+    assert r.execute_command("BF.HASHEXISTS", "{0:f}", 16, 7, pack(11, 22, 33, 44)) == b"\x01" * 4
+    info = r.execute_command("BF.INFO", "{0:f}")
+    assert info[info.index(b"Size") + 1] == 16 * 64
+    assert r.execute_command("BF.CARD", "{0:f}") == 4
+
+
+def test_shard_commands_refuse_what_would_answer_wrongly(r):
+    r.execute_command("BF.HASHADD", "s", 16, 7, pack(1))
+    for command in ("BF.HASHADD", "BF.HASHEXISTS"):
+        with pytest.raises(redis.ResponseError, match="16 blocks and seed 7"):
+            r.execute_command(command, "s", 17, 7, pack(1))
+        with pytest.raises(redis.ResponseError, match="16 blocks and seed 7"):
+            r.execute_command(command, "s", 16, 8, pack(1))
+        for bad in (b"", b"1234567", b"123456789"):
+            with pytest.raises(redis.ResponseError, match="8-byte"):
+                r.execute_command(command, "s", 16, 7, bad)
+        for blocks in (0, -1, 2**32 + 1, "x"):
+            with pytest.raises(redis.ResponseError, match="BLOCKS"):
+                r.execute_command(command, "t", blocks, 7, pack(1))
+        with pytest.raises(redis.ResponseError, match="SEED"):
+            r.execute_command(command, "t", 16, -1, pack(1))
+        with pytest.raises(redis.ResponseError, match="wrong number"):
+            r.execute_command(command, "s", 16, 7)
+    r.set("string", "x")
+    r.execute_command("BF.RESERVE", "scalable", 0.01, 100)
+    for command in ("BF.HASHADD", "BF.HASHEXISTS"):
+        with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+            r.execute_command(command, "string", 16, 7, pack(1))
+        with pytest.raises(redis.ResponseError, match="not a blocked shard"):
+            r.execute_command(command, "scalable", 16, 7, pack(1))
+
+
+def test_a_shard_over_the_memory_cap_is_refused_before_allocating(r):
+    r.config_set("bloomery.max-filter-memory", 1 << 20)
+    with pytest.raises(redis.ResponseError, match="max-filter-memory"):
+        r.execute_command("BF.HASHADD", "big", (1 << 20) // 64 + 1, 0, pack(1))
+    assert not r.exists("big")
+    assert r.execute_command("BF.HASHADD", "fits", (1 << 20) // 64, 0, pack(1)) == b"\x01"
+
+
+def test_shards_replicate_dump_restore_and_notify(server, tmp_path):
+    r = server.client()
+    (tmp_path / "replica").mkdir()
+    replica = Server(tmp_path / "replica").start()
+    try:
+        replica.client().replicaof("127.0.0.1", server.port)
+        deadline = time.monotonic() + 30
+        while replica.client().info("replication").get("master_link_status") != "up":
+            assert time.monotonic() < deadline, "the replica did not sync"
+            time.sleep(0.05)
+        pubsub = r.pubsub()
+        r.config_set("notify-keyspace-events", "KEA")
+        pubsub.psubscribe("__keyspace@0__:*")
+        hashes = pack(*(fmix64(i) for i in range(1000, 2000)))  # well mixed, as XXH3's
+        r.execute_command("BF.HASHADD", "{3:x}", 64, 0, hashes)
+        # A command that changes no bit is still replicated (so WAIT covers what it found).
+        offset = r.info("replication")["master_repl_offset"]
+        assert r.execute_command("BF.HASHADD", "{3:x}", 64, 0, pack(fmix64(1000))) == b"\x00"
+        assert r.info("replication")["master_repl_offset"] > offset
+        assert r.execute_command("WAIT", 1, 5000) == 1
+        assert replica.client().execute_command("BF.HASHEXISTS", "{3:x}", 64, 0, hashes) == b"\x01" * 1000
+        assert r.execute_command("DEBUG", "DIGEST-VALUE", "{3:x}") == \
+            replica.client().execute_command("DEBUG", "DIGEST-VALUE", "{3:x}")
+        events = []
+        while (message := pubsub.get_message(timeout=1)) is not None:
+            events.append(message["data"])
+        assert b"bf.add" in events, events
+        # DUMP/RESTORE (what MIGRATE does when slots move) keeps a working shard.
+        payload = r.dump("{3:x}")
+        r.restore("{4:x}", 0, payload)
+        assert r.execute_command("BF.HASHEXISTS", "{4:x}", 64, 0, hashes) == b"\x01" * 1000
+        assert r.execute_command("BF.HASHADD", "{4:x}", 64, 0, pack(fmix64(5))) == b"\x01"
+    finally:
+        replica.stop()
+
+
+def test_the_routing_spec_implemented_in_python_agrees_with_the_cli(server):
+    """docs/sharding.md from scratch: hash = XXH3-64(item, seed), shard = fmix64(hash) * S >>
+    64, key {shard:NAME}; items added here through BF.HASHADD are found by `bloomery check`,
+    and items the CLI adds are found here."""
+    assert BLOOMERY.exists(), f"build the CLI first: {BLOOMERY}"
+    url = f"redis://127.0.0.1:{server.port}"
+    subprocess.run([str(BLOOMERY), "create", "--redis", url, "spec", "--items", "100000", "--fpp", "0.01",
+                    "--seed", "99", "--min-shards", "32"], check=True, timeout=60)
+    r = server.client()
+    text = r.get("spec").decode()
+    words = text.split()
+    assert words[:2] == ["bloomery-sharded", "v1"], text
+    fields = dict(word.split("=") for word in words[2:])
+    shards, blocks, seed = int(fields["shards"]), int(fields["blocks"]), int(fields["seed"])
+    assert (shards, seed) == (32, 99)
+
+    def route(item: bytes):
+        h = xxhash.xxh3_64_intdigest(item, seed=seed)
+        return (fmix64(h) * shards) >> 64, h
+
+    mine = [b"python-%d" % i for i in range(2000)]
+    for item in mine:
+        shard, h = route(item)
+        assert r.execute_command("BF.HASHADD", f"{{{shard}:spec}}", blocks, seed, pack(h)) == b"\x01"
+    found = subprocess.run([str(BLOOMERY), "check", "--redis", url, "spec", "--quiet", *mine], timeout=60)
+    assert found.returncode == 0
+    theirs = [b"cli-%d" % i for i in range(2000)]
+    subprocess.run([str(BLOOMERY), "add", "--redis", url, "spec"], input=b"\n".join(theirs) + b"\n",
+                   check=True, timeout=60)
+    for item in theirs:
+        shard, h = route(item)
+        assert r.execute_command("BF.HASHEXISTS", f"{{{shard}:spec}}", blocks, seed, pack(h)) == b"\x01"
+    # The shards in use are the ones the spec names, and only those.
+    keys = {key.decode() for key in r.keys("{*")}
+    assert keys == {f"{{{route(item)[0]}:spec}}" for item in mine + theirs}
+
+
+def test_cli_dedup_prints_first_occurrences_in_order(server):
+    url = f"redis://127.0.0.1:{server.port}"
+    lines = b"a\nb\na\nc\nb\nd\n"
+    first = subprocess.run([str(BLOOMERY), "dedup", "--redis", url, "--filter", "seen", "--items", "1000"],
+                           input=lines, capture_output=True, check=True, timeout=60)
+    assert first.stdout == b"a\nb\nc\nd\n"
+    # Remembered across runs; a batch of one item at a time gives the same answer.
+    again = subprocess.run([str(BLOOMERY), "dedup", "--redis", url, "--filter", "seen", "--batch-items", "1"],
+                           input=b"d\ne\ne\n", capture_output=True, check=True, timeout=60)
+    assert again.stdout == b"e\n"
+    # Other sizing for an existing filter is an error, as for files.
+    other = subprocess.run([str(BLOOMERY), "dedup", "--redis", url, "--filter", "seen", "--items", "5000"],
+                           input=b"x\n", capture_output=True, timeout=60)
+    assert other.returncode == 2 and b"other parameters" in other.stderr
