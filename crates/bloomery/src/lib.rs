@@ -50,6 +50,7 @@ pub mod counting;
 mod error;
 pub mod format;
 pub mod hash;
+pub mod in_place;
 pub mod retouched;
 pub mod rotating;
 pub mod scalable;
