@@ -37,8 +37,11 @@ const MAX_HEADER_LEN: usize = (32 + 65_536 + 8usize).next_multiple_of(64);
 const PAGE: u64 = 4096;
 
 /// How many bytes of a block filter's payload one group of a batch covers, when a payload
-/// larger than the window is updated a region at a time.
-const REGION_BYTES: u64 = 64 << 20;
+/// larger than the window is updated a region at a time: 64 MiB, or a sixteenth of a
+/// smaller window.
+fn region_bytes(window: u64) -> u64 {
+    (window / 16).clamp(16 * PAGE, 64 << 20)
+}
 
 /// The most bytes of a filter file an update or a lookup keeps mapped in this process at a
 /// time, when the file is larger: 1 GiB, or `BLOOMERY_WINDOW_BYTES` (for tests and tuning;
@@ -309,7 +312,7 @@ impl Writable {
                 }
             }
             Locality::Ordered => {
-                let regions = payload_len.div_ceil(REGION_BYTES).next_power_of_two();
+                let regions = payload_len.div_ceil(region_bytes(window)).next_power_of_two();
                 let shift = 64 - regions.trailing_zeros();
                 group_by_top_bits(hashes, shift, scratch);
                 let mut start = 0;
