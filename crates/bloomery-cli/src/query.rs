@@ -41,13 +41,9 @@ pub fn check(path: &Path, items: &ItemArgs, quiet: bool, counts: bool, verify: b
         note_payload(path, Payload::Unsealed);
     }
     let view = mapped.view()?;
-    // A file larger than the window: the pages looked at are let go of now and then, so
-    // the resident memory stays near the window (assuming up to 8 pages a lookup).
-    let window = crate::inplace::window_bytes();
-    let payload_len = mapped.header().payload_len;
-    let release_every = (window / 4096 / 8).max(1);
-    let region = mapped.region();
-    let mut since_release = 0u64;
+    // Lookups map the pages they read (file pages the kernel may reclaim, not a copy): on
+    // a file larger than memory, the resident set grows with the pages looked at. Only
+    // updates keep to a window (inplace.rs).
     let mut count = 0u64;
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let mut all_present = true;
@@ -74,11 +70,6 @@ pub fn check(path: &Path, items: &ItemArgs, quiet: bool, counts: bool, verify: b
             all_present &= found == batch.len() as u64;
             present += found;
             count += batch.len() as u64;
-            since_release += batch.len() as u64;
-            if payload_len > window && since_release >= release_every {
-                region.release(0, payload_len);
-                since_release = 0;
-            }
             if each_line {
                 for (index, &present) in results.iter().enumerate() {
                     let label: &[u8] = if present {

@@ -556,11 +556,6 @@ impl Mapped {
         self.map.len() as u64
     }
 
-    /// The mapped payload, for letting go of pages read.
-    pub fn region(&self) -> crate::inplace::Region {
-        crate::inplace::Region::of(&self.map, self.header.payload_offset)
-    }
-
     /// The header.
     pub fn header(&self) -> &Header {
         &self.header
