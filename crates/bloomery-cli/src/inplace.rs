@@ -247,6 +247,11 @@ impl Writable {
         Ok(Ok(writable))
     }
 
+    /// Whether `path` names this file.
+    pub fn is(&self, path: &Path) -> bool {
+        self.locked.is(path)
+    }
+
     /// The payload's length in bytes.
     pub fn payload_len(&self) -> u64 {
         self.header.payload_len
@@ -361,6 +366,38 @@ impl Writable {
         for (slice, answers) in hashes.chunks(per_slice).zip(new.chunks_mut(per_slice)) {
             filter.insert_hashes_reporting(slice, answers);
             region.release(0, payload_len);
+        }
+        Ok(())
+    }
+
+    /// Adds every item of the filter of `header` and `payload` (a mapped file's, whose
+    /// pages `theirs` lets go of), which must put items at the same bits: ORs its payload
+    /// in, marking the file unsealed first; a region at a time, each let go of after, when
+    /// the payload is larger than the window. Nothing changes when they differ.
+    pub fn union(&mut self, header: &Header, payload: &[u8], theirs: Region) -> Result<()> {
+        let shown = self.locked.shown().to_owned();
+        self.filter()?.check_union(header, payload).with_path(&shown)?;
+        self.unseal()?;
+        let window = window_bytes();
+        let payload_len = self.header.payload_len;
+        let mine = Region::of(&self.map, self.header.payload_offset);
+        let offset = self.header.payload_offset;
+        let step = if payload_len <= window {
+            payload_len.max(1)
+        } else {
+            region_bytes(window)
+        } as usize;
+        let target = &mut self.map[offset..];
+        for (start, (mine_piece, their_piece)) in
+            target.chunks_mut(step).zip(payload.chunks(step)).enumerate()
+        {
+            in_place::or_payload(mine_piece, their_piece);
+            if payload_len > window {
+                let from = (start * step) as u64;
+                let to = from + mine_piece.len() as u64;
+                mine.release(from, to);
+                theirs.release(from, to);
+            }
         }
         Ok(())
     }

@@ -178,6 +178,12 @@ impl Locked {
         self.metadata.len()
     }
 
+    /// Whether `path` names the locked file (symlinks followed).
+    pub fn is(&self, path: &Path) -> bool {
+        fs::metadata(path)
+            .is_ok_and(|other| other.dev() == self.metadata.dev() && other.ino() == self.metadata.ino())
+    }
+
     /// The locked file's filter, read whole and checked.
     pub fn load(&mut self) -> Result<Box<dyn DynFilter>> {
         let len = self.metadata.len();
@@ -559,6 +565,16 @@ impl Mapped {
     /// The header.
     pub fn header(&self) -> &Header {
         &self.header
+    }
+
+    /// The mapped payload.
+    pub fn payload(&self) -> &[u8] {
+        &self.map[self.header.payload_offset..]
+    }
+
+    /// The mapped payload, for letting go of pages read.
+    pub fn region(&self) -> crate::inplace::Region {
+        crate::inplace::Region::of(&self.map, self.header.payload_offset)
     }
 
     /// A view that answers queries: the classic, blocked and split-block variants from the

@@ -1059,7 +1059,10 @@ fn files_larger_than_the_window_get_the_same_bits_and_answers() {
             "300000 probably present, 0 absent\n"
         );
         // dedup in place with the window: nothing new to print, and new lines printed once.
-        let more = format!("{}fresh line\nfresh line\n", &items[..items.find("/20\n").unwrap() + 4]);
+        let more = format!(
+            "{}fresh line\nfresh line\n",
+            &items[..items.find("/20\n").unwrap() + 4]
+        );
         let deduped = bloomery()
             .env("BLOOMERY_WINDOW_BYTES", "1048576")
             .args(["dedup", "--filter"])
@@ -1071,5 +1074,56 @@ fn files_larger_than_the_window_get_the_same_bits_and_answers() {
             String::from_utf8_lossy(&deduped.get_output().stdout),
             "fresh line\n"
         );
+    }
+}
+
+/// `merge --force a a b` ORs b into a where it lies (the classic, blocked and split-block
+/// variants); a file of another shape is refused before anything changes; merging into a
+/// new output still writes a new file.
+#[test]
+fn merge_into_one_of_its_inputs_is_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    for variant in ["blocked", "classic", "split-block"] {
+        let a = dir.path().join(format!("{variant}-a.bloom"));
+        let b = dir.path().join(format!("{variant}-b.bloom"));
+        let other = dir.path().join(format!("{variant}-other.bloom"));
+        for (path, items) in [(&a, "1000"), (&b, "1000"), (&other, "5000")] {
+            bloomery()
+                .args(["create", "--variant", variant, "--items", items])
+                .arg(path)
+                .assert()
+                .success();
+        }
+        bloomery().arg("add").arg(&a).arg("in-a").assert().success();
+        bloomery().arg("add").arg(&b).arg("in-b").assert().success();
+        let inode = |path: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(path).unwrap());
+        let before = inode(&a);
+        bloomery()
+            .args(["merge", "--force"])
+            .arg(&a)
+            .arg(&a)
+            .arg(&b)
+            .assert()
+            .success();
+        assert_eq!(inode(&a), before, "{variant}: not replaced");
+        bloomery().arg("verify").arg(&a).assert().success();
+        bloomery()
+            .arg("check")
+            .arg(&a)
+            .args(["in-a", "in-b"])
+            .assert()
+            .success();
+        let snapshot = fs::read(&a).unwrap();
+        let refused = bloomery()
+            .args(["merge", "--force"])
+            .arg(&a)
+            .arg(&a)
+            .arg(&other)
+            .assert()
+            .code(2);
+        let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+        assert!(stderr.contains("incompatible"), "{stderr}");
+        assert_eq!(fs::read(&a).unwrap(), snapshot, "{variant}: unchanged");
+        bloomery().arg("verify").arg(&a).assert().success();
     }
 }

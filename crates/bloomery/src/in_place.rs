@@ -36,10 +36,13 @@
 
 use crate::any::FilterView;
 use crate::blocked::BlockedBloomFilterMut;
+use crate::blocked::BlockedBloomFilterView;
 use crate::classic::BloomFilterMut;
-use crate::error::Result;
+use crate::classic::BloomFilterView;
+use crate::error::{Error, Result};
 use crate::format::native::{Header, Variant};
 use crate::hash::{hash_item, xxh3_64_item};
+use crate::split_block::SplitBlockBloomFilterView;
 use crate::split_block::{SplitBlockBloomFilterMut, xxh64_item};
 
 /// An item's hash as the in-place filters take it: a block filter's 64-bit hash in the
@@ -112,6 +115,49 @@ pub trait FilterMut: Send {
 
     /// A read-only view of the bits as they are now (lookups, statistics).
     fn view(&self) -> Box<dyn FilterView + '_>;
+
+    /// Checks that the filter of `header` and `payload` (a checked header and an aligned
+    /// payload, such as a mapped file's) puts every item at the same bits as this one: the
+    /// same variant, shape and hashing. Then its items are added by OR-ing its payload into
+    /// this one's, byte for byte (a union; [`or_payload`] does it).
+    fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()>;
+}
+
+/// ORs `theirs` into `mine` (the same length): the union of two filters
+/// [`FilterMut::check_union`] accepted, or of a range of their payloads.
+pub fn or_payload(mine: &mut [u8], theirs: &[u8]) {
+    assert_eq!(mine.len(), theirs.len(), "payloads of one shape");
+    for (mine, theirs) in mine.chunks_mut(8).zip(theirs.chunks(8)) {
+        if mine.len() == 8 {
+            let word = u64::from_ne_bytes((&*mine).try_into().expect("8 bytes"))
+                | u64::from_ne_bytes(theirs.try_into().expect("8 bytes"));
+            mine.copy_from_slice(&word.to_ne_bytes());
+        } else {
+            for (byte, their_byte) in mine.iter_mut().zip(theirs) {
+                *byte |= their_byte;
+            }
+        }
+    }
+}
+
+fn incompatible(reason: String) -> Error {
+    Error::Incompatible { reason }
+}
+
+fn same_variant(mine: Variant, header: &Header) -> Result<()> {
+    if header.variant == mine {
+        Ok(())
+    } else {
+        Err(incompatible(format!(
+            "variants differ: {} vs {}",
+            mine.name(),
+            header.variant.name()
+        )))
+    }
+}
+
+fn unaligned() -> Error {
+    incompatible("the other payload is not aligned for its words".into())
 }
 
 /// Whether files of `variant` can be changed in place ([`view_mut`]): the classic, blocked
@@ -157,7 +203,7 @@ fn first_words(hashes: &[ItemHash], mut each: impl FnMut(usize, &[u64])) {
 
 /// The block filters' in-place implementation (they differ only in hasher and type).
 macro_rules! block_filter_mut {
-    ($filter:ident, $variant:expr, $hasher:expr) => {
+    ($filter:ident, $variant:expr, $hasher:expr, $check:expr) => {
         impl FilterMut for $filter<'_> {
             fn variant(&self) -> Variant {
                 $variant
@@ -186,16 +232,56 @@ macro_rules! block_filter_mut {
             fn view(&self) -> Box<dyn FilterView + '_> {
                 Box::new($filter::view(self))
             }
+
+            fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()> {
+                same_variant($variant, header)?;
+                let check: fn(&Self, &Header, &[u8]) -> Result<()> = $check;
+                check(self, header, payload)
+            }
         }
     };
 }
 
-block_filter_mut!(BlockedBloomFilterMut, Variant::Blocked, |filter| {
-    ItemHasher::Blocked { seed: filter.seed() }
-});
-block_filter_mut!(SplitBlockBloomFilterMut, Variant::SplitBlock, |_| {
-    ItemHasher::SplitBlock
-});
+block_filter_mut!(
+    BlockedBloomFilterMut,
+    Variant::Blocked,
+    |filter| ItemHasher::Blocked { seed: filter.seed() },
+    |filter, header, payload| {
+        let other = BlockedBloomFilterView::from_parts_of_version(header.version, &header.params, payload)?
+            .ok_or_else(unaligned)?;
+        let mine = filter.view();
+        if mine.blocks().len() != other.blocks().len() {
+            return Err(incompatible(format!(
+                "num_blocks differ: {} vs {}",
+                mine.blocks().len(),
+                other.blocks().len()
+            )));
+        }
+        if mine.seed() != other.seed() {
+            return Err(incompatible(format!(
+                "seeds differ: {} vs {}",
+                mine.seed(),
+                other.seed()
+            )));
+        }
+        Ok(())
+    }
+);
+block_filter_mut!(
+    SplitBlockBloomFilterMut,
+    Variant::SplitBlock,
+    |_| ItemHasher::SplitBlock,
+    |filter, header, payload| {
+        let other =
+            SplitBlockBloomFilterView::from_parts_of_version(header.version, &header.params, payload)?
+                .ok_or_else(unaligned)?;
+        let (mine, theirs) = (filter.view().blocks().len(), other.blocks().len());
+        if mine != theirs {
+            return Err(incompatible(format!("num_blocks differ: {mine} vs {theirs}")));
+        }
+        Ok(())
+    }
+);
 
 impl FilterMut for BloomFilterMut<'_> {
     fn variant(&self) -> Variant {
@@ -227,6 +313,22 @@ impl FilterMut for BloomFilterMut<'_> {
 
     fn view(&self) -> Box<dyn FilterView + '_> {
         Box::new(BloomFilterMut::view(self))
+    }
+
+    fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()> {
+        same_variant(Variant::Classic, header)?;
+        let other = BloomFilterView::from_parts(&header.params, payload)?.ok_or_else(unaligned)?;
+        let (mine, theirs) = (BloomFilterMut::view(self).shape(), other.shape());
+        if mine != theirs {
+            return Err(incompatible(format!(
+                "shapes differ: {} bits and {} hashes vs {} bits and {} hashes",
+                mine.num_words * 64,
+                mine.num_hashes,
+                theirs.num_words * 64,
+                theirs.num_hashes
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -295,6 +397,57 @@ mod tests {
                 &owned.envelope().to_vec()[header.payload_offset..],
                 "{variant:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_union_in_place_is_the_owned_union_and_other_shapes_are_refused() {
+        for variant in [Variant::Classic, Variant::Blocked, Variant::SplitBlock] {
+            let mut mine = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
+            let mut theirs = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
+            for i in 0..300u32 {
+                mine.insert(format!("mine {i}").as_bytes()).unwrap();
+                theirs.insert(format!("theirs {i}").as_bytes()).unwrap();
+            }
+            let (file, their_file) = (mine.envelope().to_vec(), theirs.envelope().to_vec());
+            let (header, their_header) = (Header::parse(&file).unwrap(), Header::parse(&their_file).unwrap());
+            let mut memory = aligned(&file);
+            let mut their_memory = aligned(&their_file);
+            let bytes = &mut as_bytes(&mut memory)[header.payload_offset..file.len()];
+            let their_bytes = &as_bytes(&mut their_memory)[their_header.payload_offset..their_file.len()];
+            let in_place = view_mut(&header, bytes).unwrap().unwrap();
+            in_place.check_union(&their_header, their_bytes).unwrap();
+            drop(in_place);
+            or_payload(bytes, their_bytes);
+            mine.union(theirs.as_ref()).unwrap();
+            assert_eq!(
+                &*bytes,
+                &mine.envelope().to_vec()[header.payload_offset..],
+                "{variant:?}"
+            );
+            // Another shape, another variant: refused.
+            let bigger = any::create(&Spec::new(variant, 100_000, 0.01))
+                .unwrap()
+                .envelope()
+                .to_vec();
+            let bigger_header = Header::parse(&bigger).unwrap();
+            let mut bigger_memory = aligned(&bigger);
+            let bigger_bytes = &as_bytes(&mut bigger_memory)[bigger_header.payload_offset..bigger.len()];
+            let in_place = view_mut(&header, bytes).unwrap().unwrap();
+            assert!(
+                in_place.check_union(&bigger_header, bigger_bytes).is_err(),
+                "{variant:?}"
+            );
+            let counting = any::create(&Spec::new(Variant::Counting, 1_000, 0.01))
+                .unwrap()
+                .envelope()
+                .to_vec();
+            let counting_header = Header::parse(&counting).unwrap();
+            let message = in_place
+                .check_union(&counting_header, &counting[counting_header.payload_offset..])
+                .unwrap_err()
+                .to_string();
+            assert!(message.contains("variants differ"), "{message}");
         }
     }
 
