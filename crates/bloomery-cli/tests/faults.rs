@@ -3,8 +3,9 @@
 //! closed or full, with a file truncated while mapped, concurrent writers, and `kill -9` at
 //! random points of `add`, `merge` and `dedup --filter`. Every run must end with exit
 //! status 0, 1 or 2 and at most one line on stderr, never a panic or an abort; after every
-//! kill the file is the old or the new filter and passes `verify`; mode, owner and symlinks
-//! stay as they were; no item acknowledged by a finished `add` is lost.
+//! kill `verify` finds the file valid, or unsealed (an update in place was killed: its bits
+//! valid, status 3), never damaged, and the next writer or `seal` seals it; mode, owner and
+//! symlinks stay as they were; no item acknowledged by a finished `add` is lost.
 //!
 //! Tests that need root (chown, a tmpfs mount, running as another user) say so and pass
 //! without checking anything where they cannot run.
