@@ -66,11 +66,14 @@ pub fn add_batch_len(payload_len: u64) -> usize {
     }
 }
 
+/// The most regions a batch is grouped into (a 64 GiB payload in 64 MiB regions).
+const MAX_REGIONS: u64 = 1 << 10;
+
 /// `hashes` grouped by the bits of their first word above `shift` (a stable counting sort
 /// by those bits), into `out`.
 fn group_by_top_bits(hashes: &[ItemHash], shift: u32, out: &mut Vec<ItemHash>) {
     let group = |hash: &ItemHash| hash[0].checked_shr(shift).unwrap_or(0) as usize;
-    let groups = 1usize << (64 - shift).min(20);
+    let groups = 1usize << (64 - shift);
     let mut starts = vec![0usize; groups + 1];
     for hash in hashes {
         starts[group(hash) + 1] += 1;
@@ -317,7 +320,10 @@ impl Writable {
                 }
             }
             Locality::Ordered => {
-                let regions = payload_len.div_ceil(region_bytes(window)).next_power_of_two();
+                let regions = payload_len
+                    .div_ceil(region_bytes(window))
+                    .clamp(1, MAX_REGIONS)
+                    .next_power_of_two();
                 let shift = 64 - regions.trailing_zeros();
                 group_by_top_bits(hashes, shift, scratch);
                 let mut start = 0;
