@@ -14,9 +14,10 @@
 //!   sealed header. A file whose writer was killed is left unsealed (bits valid, checksum
 //!   stale); `bloomery seal` or the next writer seals it.
 
-use std::fs::File;
-use std::io;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Read, Seek, Write};
 use std::os::unix::fs::FileExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
@@ -195,6 +196,62 @@ pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
     }
 }
 
+/// The hashes of a large `add` into a block filter, kept on disk until the input ends:
+/// one unnamed temporary file per region of the payload (created beside the filter and
+/// unlinked at once, so a killed writer leaves nothing behind), 8 bytes a hash. The
+/// payload is then updated in one pass, a region at a time ([`Writable::insert_spilled`]):
+/// every page is written once per `add` instead of once per batch, and the resident memory
+/// is one region and its hashes. The filter is not touched (nor unsealed) while items are
+/// read, so a writer killed then leaves it sealed and unchanged.
+pub struct Spill {
+    files: Vec<BufWriter<File>>,
+    shift: u32,
+}
+
+impl Spill {
+    /// Files for `writable`'s regions.
+    pub fn new(writable: &Writable) -> Result<Self> {
+        let regions = writable.regions();
+        let shown = writable.locked.shown();
+        let directory = writable.locked.directory();
+        let name = writable
+            .locked
+            .real()
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let mut files = Vec::with_capacity(regions as usize);
+        for region in 0..regions {
+            let path = directory.join(format!(".{name}.{}.spill-{region}.tmp", std::process::id()));
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .with_path(shown)?;
+            std::fs::remove_file(&path).with_path(shown)?;
+            files.push(BufWriter::with_capacity(1 << 16, file));
+        }
+        Ok(Self {
+            files,
+            shift: 64 - regions.trailing_zeros(),
+        })
+    }
+
+    /// Keeps `hashes` (their first words) for the end.
+    pub fn push(&mut self, hashes: &[ItemHash], shown: &Path) -> Result<()> {
+        for hash in hashes {
+            let region = hash[0].checked_shr(self.shift).unwrap_or(0) as usize;
+            self.files[region]
+                .write_all(&hash[0].to_le_bytes())
+                .with_path(shown)?;
+        }
+        Ok(())
+    }
+}
+
 /// A locked filter file mapped writable, for the variants updated in place.
 pub struct Writable {
     locked: Locked,
@@ -347,6 +404,64 @@ impl Writable {
                     start = end;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Whether a large `add` should keep its hashes on disk until the input ends
+    /// ([`Spill`]): a block filter whose payload is larger than the window.
+    pub fn spills(&mut self) -> Result<bool> {
+        let big = self.header.payload_len > window_bytes();
+        Ok(big && self.filter()?.locality() == Locality::Ordered)
+    }
+
+    /// The regions a block filter's payload is grouped into.
+    fn regions(&self) -> u64 {
+        self.header
+            .payload_len
+            .div_ceil(region_bytes(window_bytes()))
+            .clamp(1, MAX_REGIONS)
+            .next_power_of_two()
+    }
+
+    /// Adds the hashes `spill` kept, in one pass over the payload, a region at a time
+    /// (marking the file unsealed first): each region's hashes read back, its pages mapped
+    /// in one call when dense, filled, and let go of.
+    pub fn insert_spilled(&mut self, spill: Spill) -> Result<()> {
+        let shown = self.locked.shown().to_owned();
+        self.unseal()?;
+        let payload_len = self.header.payload_len;
+        let regions = self.regions();
+        let region = Region::of(&self.map, self.header.payload_offset);
+        let mut filter = self.filter()?;
+        let mut bytes = Vec::new();
+        let mut hashes: Vec<ItemHash> = Vec::new();
+        for (group, file) in spill.files.into_iter().enumerate() {
+            let mut file = file
+                .into_inner()
+                .map_err(|error| error.into_error())
+                .with_path(&shown)?;
+            file.rewind().with_path(&shown)?;
+            bytes.clear();
+            file.read_to_end(&mut bytes).with_path(&shown)?;
+            drop(file);
+            hashes.clear();
+            hashes.extend(
+                bytes
+                    .chunks_exact(8)
+                    .map(|word| [u64::from_le_bytes(word.try_into().expect("8 bytes")), 0]),
+            );
+            if hashes.is_empty() {
+                continue;
+            }
+            let group = group as u64;
+            let from = (group * payload_len / regions).saturating_sub(PAGE);
+            let to = ((group + 1) * payload_len / regions + PAGE).min(payload_len);
+            if hashes.len() as u64 >= (to - from) / PAGE {
+                region.populate(from, to);
+            }
+            filter.insert_hashes(&hashes);
+            region.release(from, to);
         }
         Ok(())
     }

@@ -178,6 +178,16 @@ impl Locked {
         self.metadata.len()
     }
 
+    /// The directory the locked file is in (symlinks followed).
+    pub fn directory(&self) -> &Path {
+        self.real.parent().unwrap_or(Path::new("."))
+    }
+
+    /// The file's real name (symlinks followed).
+    pub fn real(&self) -> &Path {
+        &self.real
+    }
+
     /// Whether `path` names the locked file (symlinks followed).
     pub fn is(&self, path: &Path) -> bool {
         fs::metadata(path)

@@ -72,18 +72,32 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs) -> Result
         raws: false,
         hasher: Some(hasher),
     };
-    let per_batch = inplace::add_batch_len(writable.payload_len());
+    // A block filter larger than the window keeps the hashes on disk until the input ends,
+    // then updates the file in one pass (inplace::Spill); others insert batch by batch.
+    let mut spill = if writable.spills()? {
+        Some(inplace::Spill::new(&writable)?)
+    } else {
+        None
+    };
+    let per_batch = if spill.is_some() {
+        1 << 14
+    } else {
+        inplace::add_batch_len(writable.payload_len())
+    };
     let mut progress = Progress::new("adding");
     let mut count = 0u64;
     let mut scratch = Vec::new();
-    let added = for_each_batch(
+    let mut added = for_each_batch(
         &items.items,
         &items.inputs,
         items.format,
         keep,
         per_batch,
         |batch| {
-            writable.insert(&batch.hashes, &mut scratch)?;
+            match &mut spill {
+                Some(spill) => spill.push(&batch.hashes, path)?,
+                None => writable.insert(&batch.hashes, &mut scratch)?,
+            }
             count += batch.len() as u64;
             progress.tick_by(batch.len() as u64);
             Ok(true)
@@ -91,6 +105,14 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs) -> Result
     );
     progress.finish();
     drop(scratch);
+    if let Some(spill) = spill
+        && count > 0
+    {
+        // The items before a failure are added too, as when they go in batch by batch.
+        if let Err(error) = writable.insert_spilled(spill) {
+            added = added.and(Err(error));
+        }
+    }
     // The fill is read from every page: not for a file larger than the resident window
     // (`info` reports it).
     let small = writable.payload_len() <= inplace::window_bytes();
