@@ -4,13 +4,24 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::error::{Context, Result};
-use crate::store::{self, Output};
+use crate::inplace::Writable;
+use crate::store::{self, Mapped, Output, Payload};
 
 pub fn combine(output: &Path, inputs: &[PathBuf], union: bool, force: bool) -> Result<ExitCode> {
     let (first, rest) = inputs.split_first().expect("clap requires at least one input");
     // The output's lock before the inputs are read: `merge a a b` then cannot lose an
     // `add` to `a` that runs meanwhile.
-    let output = Output::open(output, force, false)?;
+    let output = match Output::open(output, force, false)? {
+        // A merge into one of its inputs (`merge --force a a b`) of a variant updated in
+        // place: the others are OR-ed into it where it lies.
+        Output::Replace(locked) if union && inputs.iter().any(|input| locked.is(input)) => {
+            match Writable::open(locked)? {
+                Ok(writable) => return merge_in_place(writable, inputs),
+                Err(locked) => Output::Replace(locked),
+            }
+        }
+        other => other,
+    };
     let mut combined = store::load(first)?;
     for path in rest {
         let other = store::load(path)?;
@@ -21,5 +32,39 @@ pub fn combine(output: &Path, inputs: &[PathBuf], union: bool, force: bool) -> R
         }
     }
     output.save(combined.as_ref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Merges `inputs` into the file `writable`, one of them, in place: every other input is
+/// mapped and checked (its payload checksum, and that it puts items at the same bits)
+/// before the first bit changes, then OR-ed in; the file is sealed at the end, and on a
+/// failure part way (then every input before the failure is in it).
+fn merge_in_place(mut writable: Writable, inputs: &[PathBuf]) -> Result<ExitCode> {
+    let mut others = Vec::new();
+    for path in inputs {
+        if writable.is(path) {
+            continue;
+        }
+        let mapped = Mapped::open(path)?;
+        match mapped.verify_payload()? {
+            Payload::Sealed => {}
+            _ => store::note_unsealed(path),
+        }
+        writable
+            .filter()?
+            .check_union(mapped.header(), mapped.payload())
+            .with_path(path)?;
+        others.push((path, mapped));
+    }
+    let mut merged = Ok(());
+    for (path, mapped) in &others {
+        merged = writable.union(mapped.header(), mapped.payload(), mapped.region());
+        if merged.is_err() {
+            merged = merged.with_path(path);
+            break;
+        }
+    }
+    writable.seal()?;
+    merged?;
     Ok(ExitCode::SUCCESS)
 }

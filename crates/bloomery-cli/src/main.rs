@@ -1,11 +1,15 @@
 //! `bloomery`: Bloom filters in files, driven from the shell.
 //!
 //! Exit status: 0 success (for `check`: every item probably present), 1 `check` found an
-//! absent item, 2 an error (one line on stderr, naming the file and the problem).
+//! absent item, 2 an error (one line on stderr, naming the file and the problem), 3
+//! `verify` found the file unsealed (an update in place did not finish: bits and
+//! parameters valid, payload checksum stale; `bloomery seal` reseals it).
 
+mod batch;
 mod combine;
 mod error;
 mod foreign;
+mod inplace;
 mod items;
 mod output;
 mod progress;
@@ -157,7 +161,9 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Add items to a filter file (atomically, under a lock).
+    /// Add items to a filter file, under a lock: in place for classic, blocked and
+    /// split-block filters (an interrupted add leaves the file unsealed, every earlier item
+    /// present), else by replacing the file atomically.
     Add {
         /// The filter file.
         file: PathBuf,
@@ -181,6 +187,10 @@ enum Command {
         /// Print nothing; only the exit status tells.
         #[arg(short, long)]
         quiet: bool,
+        /// Print only the counts: "N probably present, M absent" (measuring a
+        /// false-positive rate over many fresh items).
+        #[arg(long, conflicts_with = "quiet")]
+        count: bool,
         /// Skip the payload checksum. By default it is checked before the first answer
         /// (reading the whole file once), so a damaged file is an error rather than
         /// silent false negatives.
@@ -260,8 +270,15 @@ enum Command {
         force: bool,
     },
     /// Check a filter file whole: header and payload checksums, length, and every
-    /// parameter (what a load for update checks).
+    /// parameter (what a load for update checks). Exit status 3 when the file is unsealed
+    /// (bits valid, payload checksum stale; see `seal`).
     Verify {
+        /// The filter file.
+        file: PathBuf,
+    },
+    /// Seal a file an interrupted update in place left unsealed: write its payload
+    /// checksum (its bits are valid). A sealed file is checked and left as it is.
+    Seal {
         /// The filter file.
         file: PathBuf,
     },
@@ -289,8 +306,9 @@ fn main() -> ExitCode {
             file,
             items,
             quiet,
+            count,
             no_verify,
-        } => query::check(&file, &items, quiet, !no_verify),
+        } => query::check(&file, &items, quiet, count, !no_verify),
         Command::Dedup {
             filter,
             size,
@@ -328,6 +346,7 @@ fn main() -> ExitCode {
             force,
         } => foreign::import(&input, &output, format, force),
         Command::Verify { file } => query::verify(&file),
+        Command::Seal { file } => update::seal(&file),
     };
     match result {
         Ok(code) => code,

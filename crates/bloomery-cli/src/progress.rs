@@ -30,11 +30,12 @@ impl Progress {
         Self { bar, count: 0 }
     }
 
-    /// One more item.
+    /// `count` more items.
     #[inline]
-    pub fn tick(&mut self) {
-        self.count += 1;
-        if self.count.is_multiple_of(UPDATE_EVERY)
+    pub fn tick_by(&mut self, count: u64) {
+        let before = self.count / UPDATE_EVERY;
+        self.count += count;
+        if self.count / UPDATE_EVERY != before
             && let Some(bar) = &self.bar
         {
             bar.set_position(self.count);

@@ -1,5 +1,7 @@
 //! Commands that only read a filter: check and info through a read-only memory map, and
-//! verify, which loads the whole file as an update would.
+//! verify, which checks what a load for update checks. `check` reads and decodes items on
+//! one thread and looks them up in batches (hashed ahead, prefetched) on another, printing
+//! the answers in input order.
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -9,46 +11,95 @@ use std::time::Instant;
 use bloomery::format::native::Variant;
 
 use crate::ItemArgs;
+use crate::batch::{self, Keep, for_each_batch};
 use crate::error::{Context, Result};
-use crate::items::for_each_item;
 use crate::output;
-use crate::store::{self, Mapped};
+use crate::store::{self, Mapped, Payload};
 
-pub fn check(path: &Path, items: &ItemArgs, quiet: bool, verify: bool) -> Result<ExitCode> {
+/// What a reader says about a file's payload checksum, on stderr, when it cannot vouch
+/// for the bits by it.
+fn note_payload(path: &Path, payload: Payload) {
+    match payload {
+        Payload::Sealed => {}
+        Payload::Unsealed => store::note_unsealed(path),
+        Payload::Changing => {
+            let _ = writeln!(
+                io::stderr(),
+                "bloomery: note: {}: being updated in place while it was checked; using its bits \
+                 (valid, a superset of the checked ones)",
+                path.display()
+            );
+        }
+    }
+}
+
+pub fn check(path: &Path, items: &ItemArgs, quiet: bool, counts: bool, verify: bool) -> Result<ExitCode> {
     let mapped = Mapped::open(path)?;
     if verify {
-        mapped.verify_payload()?;
+        note_payload(path, mapped.verify_payload()?);
+    } else if mapped.header().unsealed {
+        note_payload(path, Payload::Unsealed);
     }
     let view = mapped.view()?;
+    // Lookups map the pages they read (file pages the kernel may reclaim, not a copy): on
+    // a file larger than memory, the resident set grows with the pages looked at. Only
+    // updates keep to a window (inplace.rs).
     let mut count = 0u64;
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let mut all_present = true;
     let mut write_error = None;
-    for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
-        let present = view.contains(item);
-        all_present &= present;
-        count += 1;
-        if !quiet {
-            let label: &[u8] = if present {
-                b"probably present\t"
-            } else {
-                b"absent\t"
-            };
-            if let Err(error) = out
-                .write_all(label)
-                .and_then(|()| out.write_all(raw))
-                .and_then(|()| out.write_all(b"\n"))
-            {
-                write_error = Some(error);
-                return Ok(false);
+    let mut results = Vec::new();
+    let mut present = 0u64;
+    let each_line = !quiet && !counts;
+    let keep = Keep {
+        items: true,
+        raws: each_line,
+        hasher: None,
+    };
+    for_each_batch(
+        &items.items,
+        &items.inputs,
+        items.format,
+        keep,
+        batch::BATCH,
+        |batch| {
+            results.clear();
+            results.resize(batch.len(), false);
+            view.contains_batch(&batch.items(), &mut results);
+            let found = results.iter().filter(|&&present| present).count() as u64;
+            all_present &= found == batch.len() as u64;
+            present += found;
+            count += batch.len() as u64;
+            if each_line {
+                for (index, &present) in results.iter().enumerate() {
+                    let label: &[u8] = if present {
+                        b"probably present\t"
+                    } else {
+                        b"absent\t"
+                    };
+                    if let Err(error) = out
+                        .write_all(label)
+                        .and_then(|()| out.write_all(batch.raw(index)))
+                        .and_then(|()| out.write_all(b"\n"))
+                    {
+                        write_error = Some(error);
+                        return Ok(false);
+                    }
+                }
             }
-        }
-        Ok(true)
-    })?;
-    output::finish(write_error.map_or_else(|| out.flush(), Err))?;
+            Ok(true)
+        },
+    )?;
     if count == 0 {
         return Err(crate::update::no_items(path));
     }
+    if counts
+        && write_error.is_none()
+        && let Err(error) = writeln!(out, "{present} probably present, {} absent", count - present)
+    {
+        write_error = Some(error);
+    }
+    output::finish(write_error.map_or_else(|| out.flush(), Err))?;
     Ok(if all_present {
         ExitCode::SUCCESS
     } else {
@@ -59,7 +110,9 @@ pub fn check(path: &Path, items: &ItemArgs, quiet: bool, verify: bool) -> Result
 pub fn info(path: &Path) -> Result<ExitCode> {
     let mapped = Mapped::open(path)?;
     let checksum = match mapped.verify_payload() {
-        Ok(()) => "ok".to_owned(),
+        Ok(Payload::Sealed) => "ok".to_owned(),
+        Ok(Payload::Unsealed) => UNSEALED.to_owned(),
+        Ok(Payload::Changing) => "being updated in place (bits valid)".to_owned(),
         Err(error) => format!("DAMAGED: {error}"),
     };
     let view = mapped.view()?;
@@ -105,19 +158,48 @@ pub fn info(path: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How `info` and `verify` describe an unsealed file.
+const UNSEALED: &str = "unsealed (bits valid, checksum stale; run `bloomery seal`)";
+
+/// The exit status of `verify` for an unsealed file: its bits and parameters are valid,
+/// its payload checksum stale (an update in place did not finish).
+pub const UNSEALED_STATUS: u8 = 3;
+
 /// Everything a load checks: header and payload checksums, the length, and every
-/// parameter against the payload.
+/// parameter against the payload. The classic, blocked and split-block variants are
+/// checked from the mapped file (the payload read once, never held), the others loaded.
+/// An unsealed file has its header and parameters checked, and exits with status 3.
 pub fn verify(path: &Path) -> Result<ExitCode> {
     let start = Instant::now();
-    let filter = store::load(path)?;
+    let mapped = Mapped::open(path)?;
+    let variant = mapped.header().variant;
+    let (payload, variant) = if bloomery::in_place::updates_in_place(variant) {
+        // Every parameter against the payload (no payload byte read).
+        mapped.view()?;
+        (mapped.verify_payload()?, variant)
+    } else {
+        drop(mapped);
+        (Payload::Sealed, store::load(path)?.variant())
+    };
     let file_len = std::fs::metadata(path).with_path(path)?.len();
+    let elapsed = start.elapsed().as_secs_f64() * 1000.0;
     let mut out = io::stdout().lock();
-    output::finish(writeln!(
-        out,
-        "ok: {}: {} filter, {file_len} bytes, checksums and parameters valid ({:.1} ms)",
-        path.display(),
-        filter.variant(),
-        start.elapsed().as_secs_f64() * 1000.0
-    ))?;
-    Ok(ExitCode::SUCCESS)
+    let (line, status) = match payload {
+        Payload::Sealed => (
+            format!(
+                "ok: {}: {variant} filter, {file_len} bytes, checksums and parameters valid ({elapsed:.1} ms)",
+                path.display()
+            ),
+            ExitCode::SUCCESS,
+        ),
+        Payload::Unsealed | Payload::Changing => (
+            format!(
+                "{UNSEALED}: {}: {variant} filter, {file_len} bytes, header and parameters valid ({elapsed:.1} ms)",
+                path.display()
+            ),
+            ExitCode::from(UNSEALED_STATUS),
+        ),
+    };
+    output::finish(writeln!(out, "{line}"))?;
+    Ok(status)
 }

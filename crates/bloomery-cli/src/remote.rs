@@ -240,7 +240,7 @@ fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Re
     for_each_item(&items.items, &items.inputs, items.format, |item, _| {
         hashes.push(sharded.hash(item));
         count += 1;
-        progress.tick();
+        progress.tick_by(1);
         if hashes.len() == remote.batch() {
             sharded.add_hashes(&hashes).map_err(remote_error)?;
             hashes.clear();
@@ -386,7 +386,7 @@ fn dedup(
     };
     let mut keep_going = true;
     for_each_item(&[], inputs, format, |item, line| {
-        progress.tick();
+        progress.tick_by(1);
         batch.push(sharded.hash(item), line);
         if batch.hashes.len() == remote.batch() {
             keep_going = flush(&mut batch, sharded)?;

@@ -1,8 +1,10 @@
-//! A mapped file truncated by another program raises SIGBUS on the next read of a page past
-//! its new end, which would kill the process with no message. This tool's own writers never
-//! change a file in place (they rename a new one over it), so this only happens when
-//! something else rewrites the file; then the tool prints one line naming the file and
-//! exits with status 2, like any other error.
+//! A mapped file truncated by another program raises SIGBUS on the next access of a page
+//! past its new end, as does a write to a mapped page the disk has no room for, which
+//! would kill the process with no message. This tool's own writers never shrink a file
+//! (they rename a new one over it, or set bits in place in blocks reserved beforehand), so
+//! this only happens when something else rewrites the file or the file system cannot
+//! reserve blocks; then the tool prints one line naming the file and exits with status 2,
+//! like any other error (a file being updated in place is left unsealed, its bits valid).
 
 use std::ffi::CString;
 use std::path::Path;
@@ -29,7 +31,7 @@ extern "C" fn on_sigbus(_signal: libc::c_int) {
 /// the tool maps one file per run).
 pub fn guard(path: &Path) {
     let text = format!(
-        "bloomery: {}: the file changed size while it was being read (rewritten in place by another program?)\n",
+        "bloomery: {}: the file changed size while it was mapped (rewritten in place by another program?), or the disk is full\n",
         path.display()
     );
     let Ok(message) = CString::new(text) else {

@@ -1,6 +1,9 @@
 //! Room for a filter: a new filter is refused before anything is allocated when it would
-//! not fit the memory available (it is built in memory), the disk it goes to, or the
-//! user's `--max-bytes`; a file to update is refused when it would not fit in memory.
+//! not fit the memory available (when it is built in memory: not for `create` of the
+//! classic, blocked and split-block variants, written as a sparse file and updated in
+//! place), the disk it goes to (a sparse file's blocks are reserved when it is created),
+//! or the user's `--max-bytes`; a file to update by copy is refused when it would not fit
+//! in memory (files updated in place are mapped, never loaded).
 //! Measured before this check: `create --items 1000 --fpp 1e-21` aborted trying to
 //! allocate 239 GB, and `--fpp 1e-20` wrote a 24 GB file using 23.4 GB of RSS on a 24 GB
 //! machine.
@@ -47,8 +50,15 @@ fn disk_available(directory: &Path) -> Option<u64> {
 }
 
 /// Refuses a new filter that would not fit, before it is allocated; `directory` is where
-/// its file goes (none for standard output or a filter kept only in memory).
-pub fn check_new_filter(spec: &Spec, directory: Option<&Path>, limits: Limits) -> Result<()> {
+/// its file goes (none for standard output or a filter kept only in memory); `in_memory`
+/// says whether the filter is built in memory (a filter written as a sparse file, for the
+/// variants updated in place, is not: then only the disk and `--max-bytes` apply).
+pub fn check_new_filter(
+    spec: &Spec,
+    directory: Option<&Path>,
+    limits: Limits,
+    in_memory: bool,
+) -> Result<()> {
     let bytes = spec
         .memory_bytes()
         .map_err(|error| CliError::new(error.to_string()))?;
@@ -70,7 +80,8 @@ pub fn check_new_filter(spec: &Spec, directory: Option<&Path>, limits: Limits) -
     if limits.no_space_check {
         return Ok(());
     }
-    if let Some(available) = memory_available()
+    if in_memory
+        && let Some(available) = memory_available()
         && bytes > available
     {
         return Err(CliError::new(format!(

@@ -27,6 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::format::native::Header;
+use bloomery::in_place;
 use memmap2::Mmap;
 
 use crate::error::{CliError, Context, Result};
@@ -85,12 +86,30 @@ fn regular(path: &Path, metadata: &Metadata) -> Result<()> {
     )))
 }
 
-/// Reads a whole filter file, checking everything a load checks.
+/// Reads a whole filter file, checking everything a load checks. An unsealed file (of a
+/// variant updated in place) is loaded from its bits, which are valid, with a note on
+/// stderr: its payload checksum is stale and cannot be checked.
 fn open_bytes(path: &Path, file: &mut File, len: u64) -> Result<Box<dyn DynFilter>> {
     space::check_memory_for(path, len)?;
     let mut bytes = Vec::with_capacity(len as usize);
     file.read_to_end(&mut bytes).with_path(path)?;
+    let header = Header::parse(&bytes).with_path(path)?;
+    if header.unsealed && in_place::updates_in_place(header.variant) {
+        header.check_file_len(bytes.len() as u64).with_path(path)?;
+        note_unsealed(path);
+        return any::from_parts(&header, &bytes[header.payload_offset..]).with_path(path);
+    }
     any::open(&bytes).with_path(path)
+}
+
+/// The note a reader of an unsealed file prints on stderr.
+pub fn note_unsealed(path: &Path) {
+    let _ = writeln!(
+        io::stderr(),
+        "bloomery: note: {}: unsealed (an update in place did not finish: bits valid, \
+         checksum stale); using its bits; `bloomery seal` reseals it",
+        path.display()
+    );
 }
 
 /// Loads a file whole for reading (`verify`, `merge` inputs, `export`).
@@ -144,6 +163,37 @@ impl Locked {
         }
     }
 
+    /// The name the user gave.
+    pub fn shown(&self) -> &Path {
+        &self.shown
+    }
+
+    /// The open, locked file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The file's length when it was locked.
+    pub fn len(&self) -> u64 {
+        self.metadata.len()
+    }
+
+    /// The directory the locked file is in (symlinks followed).
+    pub fn directory(&self) -> &Path {
+        self.real.parent().unwrap_or(Path::new("."))
+    }
+
+    /// The file's real name (symlinks followed).
+    pub fn real(&self) -> &Path {
+        &self.real
+    }
+
+    /// Whether `path` names the locked file (symlinks followed).
+    pub fn is(&self, path: &Path) -> bool {
+        fs::metadata(path)
+            .is_ok_and(|other| other.dev() == self.metadata.dev() && other.ino() == self.metadata.ino())
+    }
+
     /// The locked file's filter, read whole and checked.
     pub fn load(&mut self) -> Result<Box<dyn DynFilter>> {
         let len = self.metadata.len();
@@ -158,9 +208,14 @@ impl Locked {
 
     /// Replaces the file with what `write` produces, keeping its mode and owner.
     pub fn replace_with(self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+        self.replace_file(|temporary| temporary.fill(write))
+    }
+
+    /// Replaces the file with a temporary file that `fill` fills and syncs.
+    fn replace_file(self, fill: impl FnOnce(Temporary) -> io::Result<Temporary>) -> Result<()> {
         let temporary = Temporary::beside(&self.real).with_path(&self.shown)?;
         let kept = keep_attributes(&temporary.file, &self.metadata, &self.shown);
-        let temporary = kept.and_then(|()| temporary.fill(write).with_path(&self.shown))?;
+        let temporary = kept.and_then(|()| fill(temporary).with_path(&self.shown))?;
         temporary.rename_over(&self.real).with_path(&self.shown)
     }
 }
@@ -240,10 +295,28 @@ impl Output {
     /// not at all, and never replaces one created meanwhile).
     pub fn write(self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
         match self {
-            Output::Replace(locked) => locked.replace_with(write),
+            Output::Stdout => {
+                let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
+                crate::output::finish(write(&mut out).and_then(|()| out.flush()))
+            }
+            file => file.write_file(|temporary| temporary.fill(write)),
+        }
+    }
+
+    /// Writes an empty filter of a variant updated in place: `header`, then a payload of
+    /// zero bytes up to `total_len` that is a hole in the file (not written; its blocks are
+    /// reserved where the file system can, so that adding items cannot meet a full disk).
+    pub fn write_sparse(self, header: &[u8], total_len: u64) -> Result<()> {
+        self.write_file(|temporary| temporary.fill_sparse(header, total_len))
+    }
+
+    /// A new file filled by `fill`, put in place atomically.
+    fn write_file(self, fill: impl FnOnce(Temporary) -> io::Result<Temporary>) -> Result<()> {
+        match self {
+            Output::Replace(locked) => locked.replace_file(fill),
             Output::Create { real, shown } => {
                 let temporary = Temporary::beside(&real).with_path(&shown)?;
-                let temporary = temporary.fill(write).with_path(&shown)?;
+                let temporary = fill(temporary).with_path(&shown)?;
                 temporary.link_as_new(&real).map_err(|error| {
                     if error.kind() == io::ErrorKind::AlreadyExists {
                         CliError::new(format!(
@@ -255,10 +328,7 @@ impl Output {
                     }
                 })
             }
-            Output::Stdout => {
-                let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
-                crate::output::finish(write(&mut out).and_then(|()| out.flush()))
-            }
+            Output::Stdout => Err(CliError::new("standard output cannot hold a sparse filter")),
         }
     }
 }
@@ -317,6 +387,18 @@ impl Temporary {
         write(&mut writer)?;
         writer.flush()?;
         drop(writer);
+        self.file.sync_all()?;
+        Ok(self)
+    }
+
+    /// Writes `header`, makes the file `total_len` bytes long (the rest a hole, read as
+    /// zeros), reserves its blocks where the file system can, and syncs it.
+    fn fill_sparse(self, header: &[u8], total_len: u64) -> io::Result<Self> {
+        use std::os::unix::fs::FileExt;
+        self.file.write_all_at(header, 0)?;
+        self.file.set_len(total_len)?;
+        let start = header.len() as u64;
+        crate::inplace::allocate(&self.file, start, total_len - start)?;
         self.file.sync_all()?;
         Ok(self)
     }
@@ -384,12 +466,57 @@ fn remove_stale_temporaries(target: &Path) {
     }
 }
 
+/// The error for a payload whose checksum does not hold (the library's words).
+pub fn damaged_payload(path: &Path) -> CliError {
+    CliError::new(format!(
+        "{}: invalid bloomery data: {}",
+        path.display(),
+        bloomery::FormatProblem::PayloadChecksum
+    ))
+}
+
+/// What a reader found of a mapped file's payload checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// Sealed, and the checksum holds.
+    Sealed,
+    /// Unsealed: the bits are valid, the checksum stale (an update in place did not
+    /// finish).
+    Unsealed,
+    /// A writer changed the file in place while it was being checked (its header changed
+    /// meanwhile): the bits are valid, a superset of what the header described.
+    Changing,
+}
+
 /// A filter file mapped read-only: the header is read and checked on open, the payload
 /// checksum when asked ([`Mapped::verify_payload`]).
 pub struct Mapped {
     map: Mmap,
+    file: File,
     header: Header,
     path: PathBuf,
+}
+
+/// How often a header whose checksum fails is read again, and how long apart: a writer
+/// updating the file in place rewrites its header with one small write, which a reader
+/// mapping the file may see half done.
+const HEADER_READS: u32 = 5;
+const HEADER_READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
+fn parse_header_settled(bytes: &[u8]) -> bloomery::Result<Header> {
+    let mut attempt = 1;
+    loop {
+        match Header::parse(bytes) {
+            Err(bloomery::Error::Format {
+                problem: bloomery::FormatProblem::HeaderChecksum,
+                ..
+            }) if attempt < HEADER_READS => {
+                attempt += 1;
+                std::thread::sleep(HEADER_READ_PAUSE);
+            }
+            other => return other,
+        }
+    }
 }
 
 impl Mapped {
@@ -401,25 +528,43 @@ impl Mapped {
         let metadata = file.metadata().with_path(path)?;
         regular(path, &metadata)?;
         crate::sigbus::guard(path);
-        // SAFETY: the map is read-only; this tool's writers replace the file by rename,
-        // never in place, so the mapped bytes do not change under us. A file truncated by
-        // another program while mapped raises SIGBUS, which `sigbus::guard` turns into a
-        // one-line error and exit status 2.
+        // SAFETY: the map is read-only. This tool's writers either replace the file by
+        // rename or, for the variants updated in place, only set bits in it (a reader then
+        // sees a superset of the bits it would have seen; see `verify_payload` for the
+        // checksum). A file truncated by another program while mapped raises SIGBUS, which
+        // `sigbus::guard` turns into a one-line error and exit status 2.
         let map = unsafe { Mmap::map(&file) }.with_path(path)?;
-        let header = Header::parse(&map).with_path(path)?;
+        let header = parse_header_settled(&map).with_path(path)?;
         header.check_file_len(map.len() as u64).with_path(path)?;
         Ok(Self {
             map,
+            file,
             header,
             path: path.to_owned(),
         })
     }
 
-    /// Checks the payload checksum (reads the whole file once).
-    pub fn verify_payload(&self) -> Result<()> {
-        self.header
-            .verify_payload(&self.map[self.header.payload_offset..])
-            .with_path(&self.path)
+    /// Checks the payload checksum (reads the whole payload once, from the file rather than
+    /// the mapping, so the pages read do not stay resident). An unsealed file is not
+    /// checked: its checksum is stale. A mismatch is damage only if the header is still the
+    /// one read on open; otherwise a writer changed the file meanwhile.
+    pub fn verify_payload(&self) -> Result<Payload> {
+        if self.header.unsealed {
+            return Ok(Payload::Unsealed);
+        }
+        let sum = crate::inplace::checksum_of(
+            &self.file,
+            self.header.payload_offset as u64,
+            self.header.payload_len,
+        )
+        .with_path(&self.path)?;
+        if sum == self.header.payload_checksum {
+            return Ok(Payload::Sealed);
+        }
+        match parse_header_settled(&self.map) {
+            Ok(now) if now == self.header => Err(damaged_payload(&self.path)),
+            _ => Ok(Payload::Changing),
+        }
     }
 
     /// The file's length.
@@ -432,8 +577,18 @@ impl Mapped {
         &self.header
     }
 
-    /// A view that answers queries: the classic, blocked and split-block variants from the mapped bytes
-    /// in place, the others built in memory.
+    /// The mapped payload.
+    pub fn payload(&self) -> &[u8] {
+        &self.map[self.header.payload_offset..]
+    }
+
+    /// The mapped payload, for letting go of pages read.
+    pub fn region(&self) -> crate::inplace::Region {
+        crate::inplace::Region::of(&self.map, self.header.payload_offset)
+    }
+
+    /// A view that answers queries: the classic, blocked and split-block variants from the
+    /// mapped bytes in place, the others built in memory.
     pub fn view(&self) -> Result<Box<dyn FilterView + '_>> {
         any::view(&self.header, &self.map[self.header.payload_offset..]).with_path(&self.path)
     }

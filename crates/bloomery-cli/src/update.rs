@@ -1,53 +1,199 @@
-//! Commands that write a filter: create, add, remove, dedup. Each holds the filter file's
-//! lock from its read to its write (store::Locked), so concurrent writers never lose each
-//! other's items, and saves nothing when it fails.
+//! Commands that write a filter: create, add, remove, dedup, seal. Each holds the filter
+//! file's lock from its read to its write (store::Locked), so concurrent writers never
+//! lose each other's items. The classic, blocked and split-block variants are updated in
+//! place (inplace::Writable: only the pages touched, no copy of the file; a failed run
+//! keeps the items before the failure, the file sealed); the others are loaded whole and
+//! replaced, and save nothing when they fail.
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bloomery::any::{self, DynFilter};
+use bloomery::in_place;
 
+use crate::batch::{self, Keep, for_each_batch};
 use crate::error::{CliError, Context, Result};
+use crate::inplace::{self, Writable};
 use crate::items::{ItemFormat, for_each_item};
 use crate::progress::Progress;
 use crate::space::{self, Limits};
 use crate::store::{Locked, Output};
 use crate::{ItemArgs, SizeArgs};
 
-/// A new filter, after checking that it fits (`directory`: where its file goes).
-fn new_filter(size: &SizeArgs, directory: Option<&Path>, limits: Limits) -> Result<Box<dyn DynFilter>> {
+/// A new filter, after checking that it fits (`directory`: where its file goes;
+/// `in_memory`: whether it is built in memory, or only written as a sparse file).
+fn new_filter(
+    size: &SizeArgs,
+    directory: Option<&Path>,
+    limits: Limits,
+    in_memory: bool,
+) -> Result<Box<dyn DynFilter>> {
     let spec = size.spec();
-    space::check_new_filter(&spec, directory, limits)?;
+    space::check_new_filter(&spec, directory, limits, in_memory)?;
     any::create(&spec).map_err(|error| CliError::new(error.to_string()))
 }
 
+/// Creates the file. A variant updated in place is written as its header and a hole of
+/// zero bytes (nothing written for the payload, its blocks reserved), so a filter of any
+/// size is created in about the time it takes to checksum its zeros, without the memory.
 pub fn create(path: &Path, size: &SizeArgs, limits: Limits, force: bool) -> Result<ExitCode> {
     let output = Output::open(path, force, false)?;
-    let filter = new_filter(size, output.directory(), limits)?;
-    output.save(filter.as_ref())?;
+    let sparse = in_place::updates_in_place(size.variant);
+    // The empty filter's memory is zero pages that are only read, to checksum them, when
+    // it is written sparse.
+    let filter = new_filter(size, output.directory(), limits, !sparse)?;
+    if sparse {
+        let envelope = filter.envelope();
+        output.write_sparse(&envelope.header(), envelope.len())?;
+    } else {
+        output.save(filter.as_ref())?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Adds every item; a refusal (a full filter) stops the run with an error and saves
-/// nothing, so the file never holds part of a run that failed.
+/// Adds every item. In place for the classic, blocked and split-block variants: a run that
+/// fails part way (a bad item, a read error) keeps the items before the failure and seals
+/// the file. The other variants are loaded and replaced: a refusal (a full filter) stops
+/// the run with an error and saves nothing, so the file never holds part of a run that
+/// failed.
 pub fn add(path: &Path, items: &ItemArgs) -> Result<ExitCode> {
-    let mut locked = Locked::open(path)?;
+    let locked = Locked::open(path)?;
+    match Writable::open(locked)? {
+        Ok(writable) => add_in_place(path, writable, items),
+        Err(locked) => add_by_copy(path, locked, items),
+    }
+}
+
+fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs) -> Result<ExitCode> {
+    let hasher = writable.filter()?.hasher();
+    let keep = Keep {
+        items: false,
+        raws: false,
+        hasher: Some(hasher),
+    };
+    // A block filter larger than the window keeps the hashes on disk until the input ends,
+    // then updates the file in one pass (inplace::Spill); others insert batch by batch.
+    let mut spill = if writable.spills()? {
+        Some(inplace::Spill::new(&writable)?)
+    } else {
+        None
+    };
+    let per_batch = if spill.is_some() {
+        1 << 14
+    } else {
+        inplace::add_batch_len(writable.payload_len())
+    };
+    let mut progress = Progress::new("adding");
+    let mut count = 0u64;
+    let mut scratch = Vec::new();
+    let mut added = for_each_batch(
+        &items.items,
+        &items.inputs,
+        items.format,
+        keep,
+        per_batch,
+        |batch| {
+            match &mut spill {
+                Some(spill) => spill.push(&batch.hashes, path)?,
+                None => writable.insert(&batch.hashes, &mut scratch)?,
+            }
+            count += batch.len() as u64;
+            progress.tick_by(batch.len() as u64);
+            Ok(true)
+        },
+    );
+    progress.finish();
+    drop(scratch);
+    if let Some(spill) = spill
+        && count > 0
+    {
+        // The items before a failure are added too, as when they go in batch by batch.
+        if let Err(error) = writable.insert_spilled(spill) {
+            added = added.and(Err(error));
+        }
+    }
+    // The fill is read from every page: not for a file larger than the resident window
+    // (`info` reports it).
+    let small = writable.payload_len() <= inplace::window_bytes();
+    let stats = match (count > 0 && small).then(|| writable.filter().map(|filter| filter.view().stats())) {
+        Some(stats) => Some(stats?),
+        None => None,
+    };
+    // Sealed whatever happened: the bits are valid.
+    writable.seal()?;
+    match added {
+        Err(error) if count > 0 => {
+            return Err(CliError::new(format!(
+                "{error}; the {count} items before it were added"
+            )));
+        }
+        other => other?,
+    }
+    if count == 0 {
+        return Err(no_items(path));
+    }
+    if let Some(stats) = stats {
+        warn_if_overfull(path, &stats);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn add_by_copy(path: &Path, mut locked: Locked, items: &ItemArgs) -> Result<ExitCode> {
     let mut filter = locked.load()?;
     let mut progress = Progress::new("adding");
     let mut count = 0u64;
-    for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
-        filter.insert(item).map_err(|error| refused(path, raw, &error))?;
-        count += 1;
-        progress.tick();
-        Ok(true)
-    })?;
+    let keep = Keep {
+        items: true,
+        raws: true,
+        hasher: None,
+    };
+    for_each_batch(
+        &items.items,
+        &items.inputs,
+        items.format,
+        keep,
+        batch::BATCH,
+        |batch| {
+            for index in 0..batch.len() {
+                filter
+                    .insert(batch.item(index))
+                    .map_err(|error| refused(path, batch.raw(index), &error))?;
+            }
+            count += batch.len() as u64;
+            progress.tick_by(batch.len() as u64);
+            Ok(true)
+        },
+    )?;
     progress.finish();
     if count == 0 {
         return Err(no_items(path));
     }
     locked.save(filter.as_ref())?;
-    warn_if_overfull(path, filter.as_ref());
+    warn_if_overfull(path, &filter.stats());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Seals a file left unsealed by an update in place that did not finish (docs/format.md):
+/// computes its payload checksum and writes the sealed header. A sealed file is checked
+/// and left as it is.
+pub fn seal(path: &Path) -> Result<ExitCode> {
+    let locked = Locked::open(path)?;
+    let writable = match Writable::open(locked)? {
+        Ok(writable) => writable,
+        Err(_) => {
+            // Written whole, so always sealed; `verify` checks it.
+            return crate::query::verify(path);
+        }
+    };
+    let was_unsealed = writable.was_unsealed;
+    writable.seal()?;
+    let message = if was_unsealed {
+        "sealed (payload checksum written; the bits were valid)"
+    } else {
+        "already sealed; payload checksum valid"
+    };
+    crate::output::finish(writeln!(io::stdout().lock(), "{}: {message}", path.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -86,8 +232,7 @@ fn refused(path: &Path, raw: &[u8], error: &bloomery::Error) -> CliError {
 
 /// Warns on stderr when the filter now holds more items than it was sized for (its
 /// false-positive rate is then above the one it was made for).
-fn warn_if_overfull(path: &Path, filter: &dyn DynFilter) {
-    let stats = filter.stats();
+fn warn_if_overfull(path: &Path, stats: &any::Stats) {
     let Some(capacity) = stats.capacity else {
         return;
     };
@@ -112,6 +257,15 @@ fn warn_if_overfull(path: &Path, filter: &dyn DynFilter) {
     }
 }
 
+/// The stored filter of `dedup`, locked from the read to the write; or where a new one
+/// goes.
+enum Store {
+    None,
+    Existing(Locked),
+    New(Output),
+    InPlace(Writable),
+}
+
 pub fn dedup(
     filter_path: Option<&Path>,
     size: &SizeArgs,
@@ -120,18 +274,12 @@ pub fn dedup(
     inputs: &[PathBuf],
     format: ItemFormat,
 ) -> Result<ExitCode> {
-    // The stored filter, locked from the read to the write; or where a new one goes.
-    enum Store {
-        None,
-        Existing(Locked),
-        New(Output),
-    }
-    let (store, mut filter) = match filter_path {
-        None => (Store::None, new_filter(size, None, limits)?),
+    let (mut store, mut filter) = match filter_path {
+        None => (Store::None, Some(new_filter(size, None, limits, true)?)),
         Some(path) if std::fs::metadata(path).is_err() => {
             let output = Output::open(path, false, false)?;
-            let filter = new_filter(size, output.directory(), limits)?;
-            (Store::New(output), filter)
+            let filter = new_filter(size, output.directory(), limits, true)?;
+            (Store::New(output), Some(filter))
         }
         Some(path) => {
             if !given_size_options.is_empty() {
@@ -142,31 +290,85 @@ pub fn dedup(
                     given_size_options.join(", ")
                 )));
             }
-            let mut locked = Locked::open(path)?;
-            let filter = locked.load()?;
-            (Store::Existing(locked), filter)
+            match Writable::open(Locked::open(path)?)? {
+                Ok(writable) => (Store::InPlace(writable), None),
+                Err(mut locked) => {
+                    let filter = locked.load()?;
+                    (Store::Existing(locked), Some(filter))
+                }
+            }
         }
+    };
+    let hasher = match &mut store {
+        Store::InPlace(writable) => Some(writable.filter()?.hasher()),
+        _ => None,
+    };
+    let keep = Keep {
+        items: hasher.is_none(),
+        raws: true,
+        hasher,
     };
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let mut write_error = None;
     let mut progress = Progress::new("deduplicating");
-    for_each_item(&[], inputs, format, |item, line| {
-        progress.tick();
-        let new = filter
-            .insert(item)
-            .map_err(|error| CliError::new(format!("line '{}': {error}", String::from_utf8_lossy(line))))?;
-        // The line as read, '\r' included: only the item leaves it out.
-        if new && let Err(error) = out.write_all(line).and_then(|()| out.write_all(b"\n")) {
-            write_error = Some(error);
-            return Ok(false);
+    let mut new = Vec::new();
+    let read = for_each_batch(&[], inputs, format, keep, batch::BATCH, |batch| {
+        progress.tick_by(batch.len() as u64);
+        new.clear();
+        new.resize(batch.len(), false);
+        match (&mut store, &mut filter) {
+            (Store::InPlace(writable), _) => writable.insert_reporting(&batch.hashes, &mut new)?,
+            (_, Some(filter)) => {
+                for (index, slot) in new.iter_mut().enumerate() {
+                    *slot = filter.insert(batch.item(index)).map_err(|error| {
+                        CliError::new(format!(
+                            "line '{}': {error}",
+                            String::from_utf8_lossy(batch.raw(index))
+                        ))
+                    })?;
+                }
+            }
+            _ => unreachable!("a filter in memory or in place"),
         }
-        Ok(true)
-    })?;
+        // The lines as read, '\r' included: only the item leaves it out.
+        let mut written = Ok(());
+        for (index, _) in new.iter().enumerate().filter(|&(_, &new)| new) {
+            written = out
+                .write_all(batch.raw(index))
+                .and_then(|()| out.write_all(b"\n"));
+            if written.is_err() {
+                break;
+            }
+        }
+        // A file updated in place holds this batch's lines already: print them now, so
+        // that a reader going away leaves at most one batch held but not printed.
+        if written.is_ok() && matches!(store, Store::InPlace(_)) {
+            written = out.flush();
+        }
+        match written {
+            Ok(()) => Ok(true),
+            Err(error) => {
+                write_error = Some(error);
+                Ok(false)
+            }
+        }
+    });
     progress.finish();
     let flushed = match write_error {
         Some(error) => Err(error),
         None => out.flush(),
     };
+    if let Store::InPlace(writable) = store {
+        // Sealed whatever happened: the bits are valid (the lines before a failure are in).
+        writable.seal()?;
+        read?;
+        return match flushed {
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+            Err(error) => Err(error).with_path(Path::new("<stdout>")),
+            Ok(()) => Ok(ExitCode::SUCCESS),
+        };
+    }
+    read?;
     match flushed {
         // The reader went away (`bloomery dedup | head`): stop quietly, and keep the
         // stored filter as it was, since not every line it now holds was printed.
@@ -174,8 +376,9 @@ pub fn dedup(
         Err(error) => return Err(error).with_path(Path::new("<stdout>")),
         Ok(()) => {}
     }
+    let filter = filter.expect("a filter in memory");
     match store {
-        Store::None => {}
+        Store::None | Store::InPlace(_) => {}
         Store::Existing(locked) => locked.save(filter.as_ref())?,
         Store::New(output) => output.save(filter.as_ref())?,
     }

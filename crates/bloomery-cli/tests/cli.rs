@@ -1008,3 +1008,122 @@ fn every_subcommand_has_help() {
         bloomery().arg(subcommand).arg("--help").assert().success();
     }
 }
+
+/// A file larger than the resident window (`BLOOMERY_WINDOW_BYTES`, 1 GiB by default) is
+/// updated a region at a time (block filters: the batch grouped by region) or in slices
+/// (classic), and looked up with pages let go of: the same bits and answers as without.
+#[test]
+fn files_larger_than_the_window_get_the_same_bits_and_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let items: String = (0..300_000)
+        .map(|i| format!("https://example.com/{i}\n"))
+        .collect();
+    for variant in ["blocked", "classic", "split-block"] {
+        let whole = dir.path().join(format!("{variant}-whole.bloom"));
+        let windowed = dir.path().join(format!("{variant}-windowed.bloom"));
+        for path in [&whole, &windowed] {
+            bloomery()
+                .args(["create", "--variant", variant, "--items", "3000000"])
+                .arg(path)
+                .assert()
+                .success();
+        }
+        bloomery()
+            .arg("add")
+            .arg(&whole)
+            .write_stdin(items.clone())
+            .assert()
+            .success();
+        bloomery()
+            .env("BLOOMERY_WINDOW_BYTES", "1048576")
+            .arg("add")
+            .arg(&windowed)
+            .write_stdin(items.clone())
+            .assert()
+            .success();
+        assert_eq!(
+            std::fs::read(&whole).unwrap(),
+            std::fs::read(&windowed).unwrap(),
+            "{variant}"
+        );
+        bloomery().arg("verify").arg(&windowed).assert().success();
+        let checked = bloomery()
+            .env("BLOOMERY_WINDOW_BYTES", "1048576")
+            .args(["check", "--count"])
+            .arg(&windowed)
+            .write_stdin(items.clone())
+            .assert()
+            .success();
+        assert_eq!(
+            String::from_utf8_lossy(&checked.get_output().stdout),
+            "300000 probably present, 0 absent\n"
+        );
+        // dedup in place with the window: nothing new to print, and new lines printed once.
+        let more = format!(
+            "{}fresh line\nfresh line\n",
+            &items[..items.find("/20\n").unwrap() + 4]
+        );
+        let deduped = bloomery()
+            .env("BLOOMERY_WINDOW_BYTES", "1048576")
+            .args(["dedup", "--filter"])
+            .arg(&windowed)
+            .write_stdin(more)
+            .assert()
+            .success();
+        assert_eq!(
+            String::from_utf8_lossy(&deduped.get_output().stdout),
+            "fresh line\n"
+        );
+    }
+}
+
+/// `merge --force a a b` ORs b into a where it lies (the classic, blocked and split-block
+/// variants); a file of another shape is refused before anything changes; merging into a
+/// new output still writes a new file.
+#[test]
+fn merge_into_one_of_its_inputs_is_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    for variant in ["blocked", "classic", "split-block"] {
+        let a = dir.path().join(format!("{variant}-a.bloom"));
+        let b = dir.path().join(format!("{variant}-b.bloom"));
+        let other = dir.path().join(format!("{variant}-other.bloom"));
+        for (path, items) in [(&a, "1000"), (&b, "1000"), (&other, "5000")] {
+            bloomery()
+                .args(["create", "--variant", variant, "--items", items])
+                .arg(path)
+                .assert()
+                .success();
+        }
+        bloomery().arg("add").arg(&a).arg("in-a").assert().success();
+        bloomery().arg("add").arg(&b).arg("in-b").assert().success();
+        let inode = |path: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(path).unwrap());
+        let before = inode(&a);
+        bloomery()
+            .args(["merge", "--force"])
+            .arg(&a)
+            .arg(&a)
+            .arg(&b)
+            .assert()
+            .success();
+        assert_eq!(inode(&a), before, "{variant}: not replaced");
+        bloomery().arg("verify").arg(&a).assert().success();
+        bloomery()
+            .arg("check")
+            .arg(&a)
+            .args(["in-a", "in-b"])
+            .assert()
+            .success();
+        let snapshot = fs::read(&a).unwrap();
+        let refused = bloomery()
+            .args(["merge", "--force"])
+            .arg(&a)
+            .arg(&a)
+            .arg(&other)
+            .assert()
+            .code(2);
+        let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+        assert!(stderr.contains("incompatible"), "{stderr}");
+        assert_eq!(fs::read(&a).unwrap(), snapshot, "{variant}: unchanged");
+        bloomery().arg("verify").arg(&a).assert().success();
+    }
+}

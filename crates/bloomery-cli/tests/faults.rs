@@ -3,8 +3,9 @@
 //! closed or full, with a file truncated while mapped, concurrent writers, and `kill -9` at
 //! random points of `add`, `merge` and `dedup --filter`. Every run must end with exit
 //! status 0, 1 or 2 and at most one line on stderr, never a panic or an abort; after every
-//! kill the file is the old or the new filter and passes `verify`; mode, owner and symlinks
-//! stay as they were; no item acknowledged by a finished `add` is lost.
+//! kill `verify` finds the file valid, or unsealed (an update in place was killed: its bits
+//! valid, status 3), never damaged, and the next writer or `seal` seals it; mode, owner and
+//! symlinks stay as they were; no item acknowledged by a finished `add` is lost.
 //!
 //! Tests that need root (chown, a tmpfs mount, running as another user) say so and pass
 //! without checking anything where they cannot run.
@@ -105,6 +106,28 @@ fn all_present(path: &Path, items: &[String]) -> bool {
 
 fn verify(path: &Path) {
     ok(bloomery().arg("verify").arg(path));
+}
+
+/// Runs `verify`: true when the file is unsealed (status 3, "unsealed" said), false when it
+/// is sealed and valid (status 0); anything else (a damaged header or payload) fails.
+fn verify_sealed_or_unsealed(path: &Path) -> bool {
+    let output = bloomery().arg("verify").arg(path).output().expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    match output.status.code() {
+        Some(0) => {
+            assert!(stdout.starts_with("ok: "), "{stdout}");
+            false
+        }
+        Some(3) => {
+            assert!(
+                stdout.starts_with("unsealed (bits valid, checksum stale; run `bloomery seal`)"),
+                "{stdout}"
+            );
+            true
+        }
+        other => panic!("verify: status {other:?}: {stdout}{stderr}"),
+    }
 }
 
 /// Files in `dir` other than `keep`: no lock files, no temporary files left behind.
@@ -329,25 +352,39 @@ fn a_file_or_directory_its_user_may_not_write_is_refused_and_unchanged() {
     assert_eq!(fs::metadata(&path).expect("exists").mode() & 0o7777, 0o444);
 
     // Writable by its group-less other users but owned by root: a rewrite by `nobody`
-    // would change its owner, so it is refused.
+    // would change its owner, so it is refused (a counting filter, replaced on update); a
+    // blocked one is updated in place and keeps its owner.
     let shared = dir.path().join("shared.bloom");
-    create(&shared, 1000);
+    ok(bloomery()
+        .args(["create", "--variant", "counting", "--items", "1000"])
+        .arg(&shared));
     fs::set_permissions(&shared, fs::Permissions::from_mode(0o666)).expect("chmod");
     let message =
         error_of(&mut as_nobody(&["add".as_ref(), shared.as_os_str(), "x".as_ref()]).expect("checked"));
     assert!(message.contains("cannot keep its owner 0:0"), "{message}");
     assert_eq!(fs::metadata(&shared).expect("exists").uid(), 0);
+    let in_place = dir.path().join("in-place.bloom");
+    create(&in_place, 1000);
+    fs::set_permissions(&in_place, fs::Permissions::from_mode(0o666)).expect("chmod");
+    ok(&mut as_nobody(&["add".as_ref(), in_place.as_os_str(), "x".as_ref()]).expect("checked"));
+    assert_eq!(fs::metadata(&in_place).expect("exists").uid(), 0);
+    assert!(all_present(&in_place, &["x".into()]));
 
-    // A read-only directory: the file is writable, but no new file can replace it.
+    // A read-only directory: the file is writable, but no new file can replace it (a
+    // counting filter); a blocked filter is updated in place, in the file itself.
+    std::os::unix::fs::chown(&shared, Some(NOBODY), Some(NOBODY)).expect("chown");
+    let before_shared = fs::read(&shared).expect("reads");
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o555)).expect("chmod");
     let message =
-        error_of(&mut as_nobody(&["add".as_ref(), path.as_os_str(), "x".as_ref()]).expect("checked"));
+        error_of(&mut as_nobody(&["add".as_ref(), shared.as_os_str(), "x".as_ref()]).expect("checked"));
     assert!(message.contains("Permission denied"), "{message}");
-    assert_eq!(fs::read(&path).expect("reads"), before);
+    assert_eq!(fs::read(&shared).expect("reads"), before_shared);
+    ok(&mut as_nobody(&["add".as_ref(), path.as_os_str(), "x".as_ref()]).expect("checked"));
+    assert!(all_present(&path, &["x".into()]));
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
     assert_eq!(
-        leftovers(dir.path(), &["readonly.bloom", "shared.bloom"]),
+        leftovers(dir.path(), &["readonly.bloom", "shared.bloom", "in-place.bloom"]),
         Vec::<String>::new()
     );
 }
@@ -386,7 +423,6 @@ fn a_full_disk_leaves_the_old_file_and_no_temporary_file() {
     let path = dir.join("f.bloom");
     create(&path, 1_000_000); // 1.2 MB
     add(&path, &["before"]);
-    let before = fs::read(&path).expect("reads");
     // Fill the disk but for less than another copy of the filter.
     let filler = vec![0u8; 1 << 20];
     let mut file = fs::File::create(dir.join("filler")).expect("creates");
@@ -403,19 +439,41 @@ fn a_full_disk_leaves_the_old_file_and_no_temporary_file() {
         .expect("opens")
         .set_len(len - (512 << 10))
         .expect("shrinks");
-    for args in [vec!["add", "x"], vec!["merge", "--force"]] {
-        let mut command = bloomery();
-        command.arg(args[0]);
-        if args[0] == "merge" {
-            command.arg("--force").arg(&path).arg(&path);
-        } else {
-            command.arg(&path).arg(args[1]);
-        }
-        let message = error_of(&mut command);
-        assert!(message.contains("No space left on device"), "{message}");
-        assert_eq!(fs::read(&path).expect("reads"), before);
-        assert_eq!(leftovers(dir, &["f.bloom", "filler"]), Vec::<String>::new());
-    }
+    // An add updates the blocked filter in place, in blocks reserved when it was created:
+    // it needs no room.
+    add(&path, &["x"]);
+    assert!(all_present(&path, &["before".into(), "x".into()]));
+    let before = fs::read(&path).expect("reads");
+    // A merge into one of its inputs is in place too (here, of the file with itself: no
+    // change).
+    ok(bloomery().args(["merge", "--force"]).arg(&path).arg(&path));
+    assert_eq!(fs::read(&path).expect("reads"), before);
+    assert_eq!(leftovers(dir, &["f.bloom", "filler"]), Vec::<String>::new());
+    // So does an add to a filter replaced on update (a counting one).
+    let counting = dir.join("counting.bloom");
+    fs::remove_file(dir.join("filler")).expect("removes");
+    ok(bloomery()
+        .args(["create", "--variant", "counting", "--items", "300000"])
+        .arg(&counting));
+    let mut file = fs::File::create(dir.join("filler")).expect("creates");
+    while file.write_all(&filler).is_ok() {}
+    drop(file);
+    let len = fs::metadata(dir.join("filler")).expect("exists").len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("filler"))
+        .expect("opens")
+        .set_len(len - (64 << 10))
+        .expect("shrinks");
+    let counting_before = fs::read(&counting).expect("reads");
+    let message = error_of(bloomery().arg("add").arg(&counting).arg("y"));
+    assert!(message.contains("No space left on device"), "{message}");
+    assert_eq!(fs::read(&counting).expect("reads"), counting_before);
+    assert_eq!(
+        leftovers(dir, &["f.bloom", "filler", "counting.bloom"]),
+        Vec::<String>::new()
+    );
+    fs::remove_file(&counting).expect("removes");
     // A new filter larger than the space left is refused before anything is written;
     // forced past the check, it fails cleanly and leaves nothing.
     let big = dir.join("big.bloom");
@@ -439,14 +497,38 @@ fn a_filter_too_big_for_memory_or_max_bytes_is_refused_before_allocating() {
     let dir = open_dir();
     let path = dir.path().join("huge.bloom");
     let started = Instant::now();
-    for fpp in ["1e-21", "1e-20"] {
+    // Built in memory (a counting filter): refused past the memory. A blocked filter is
+    // written sparse and updated in place, so only the disk limits it.
+    for items in ["5000000000", "10000000000"] {
         let message = error_of(
             bloomery()
-                .args(["create", "--items", "1000", "--fpp", fpp])
+                .args([
+                    "create",
+                    "--variant",
+                    "counting",
+                    "--items",
+                    items,
+                    "--fpp",
+                    "0.01",
+                ])
                 .arg(&path),
         );
         assert!(message.contains("more than the memory it may use"), "{message}");
     }
+    let message = error_of(
+        bloomery()
+            .args([
+                "create",
+                "--items",
+                "1000",
+                "--fpp",
+                "1e-20",
+                "--max-bytes",
+                "1000000000",
+            ])
+            .arg(&path),
+    );
+    assert!(message.contains("more than --max-bytes"), "{message}");
     let message = error_of(
         bloomery()
             .args(["create", "--items", "1000000", "--max-bytes", "1000000"])
@@ -775,8 +857,9 @@ impl Random {
 }
 
 /// `kill -9` at random points of `add`, `merge` and `dedup --filter`, through a symlink to
-/// a file with its own mode and owner: after each, the file passes `verify`, holds every
-/// item of every finished add, and mode, owner and link are as they were.
+/// a file with its own mode and owner: after each, `verify` finds the file sealed and valid
+/// or unsealed (a run in place was killed: status 3), never damaged; it holds every item of
+/// every finished add; mode, owner and link are as they were.
 #[test]
 fn kill_9_at_random_points_never_loses_acknowledged_items_or_damages_the_file() {
     let dir = open_dir();
@@ -825,7 +908,6 @@ fn kill_9_at_random_points_never_loses_acknowledged_items_or_damages_the_file() 
                 .arg(&link)
                 .arg(&other),
         };
-        let before = fs::read(&real).expect("reads");
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -857,12 +939,10 @@ fn kill_9_at_random_points_never_loses_acknowledged_items_or_damages_the_file() 
             assert!(killed, "{}", String::from_utf8_lossy(&output.stderr));
             assert_eq!(output.status.code(), None, "killed by the signal");
             kills += 1;
-            // The old filter or the new one: changed bytes mean every item of the run.
-            if round % 3 != 2 && fs::read(&real).expect("reads") != before {
-                assert!(all_present(&link, &batch), "round {round}: a partial filter");
-            }
+            // The add, dedup or merge (into one of its inputs) changes the file in place:
+            // it may hold part of the killed run's items, and be unsealed.
         }
-        verify(&link);
+        verify_sealed_or_unsealed(&link);
         assert!(
             fs::symlink_metadata(&link)
                 .expect("exists")
@@ -876,8 +956,10 @@ fn kill_9_at_random_points_never_loses_acknowledged_items_or_damages_the_file() 
         }
     }
     assert!(all_present(&link, &acknowledged));
-    // The next finished writer removes temporary files that killed writers left.
+    // The next finished writer removes temporary files that killed writers left, and
+    // seals the file.
     add(&link, &["last"]);
+    verify(&link);
     assert_eq!(
         leftovers(dir.path(), &["real.bloom", "link.bloom", "other.bloom"]),
         Vec::<String>::new()
@@ -887,4 +969,140 @@ fn kill_9_at_random_points_never_loses_acknowledged_items_or_damages_the_file() 
         acknowledged.len()
     );
     assert!(finished > 0, "some runs should finish: raise the kill delay");
+}
+
+/// `kill -9` during in-place adds (issue 14), 60 times, on blocked, classic and split-block
+/// files: items arrive slowly, so most kills land while the file is unsealed. After every
+/// kill, `verify` says sealed-and-valid or unsealed (never a damaged header or payload), and
+/// every item of every finished add is present; the next writer (an add, or `seal`) seals
+/// the file again.
+#[test]
+fn kill_9_during_in_place_adds_keeps_every_finished_add_and_the_next_writer_reseals() {
+    let dir = open_dir();
+    let variants = ["blocked", "classic", "split-block"];
+    let paths: Vec<_> = variants
+        .iter()
+        .map(|variant| {
+            let path = dir.path().join(format!("{variant}.bloom"));
+            ok(bloomery()
+                .args([
+                    "create",
+                    "--variant",
+                    variant,
+                    "--items",
+                    "2000000",
+                    "--fpp",
+                    "0.01",
+                ])
+                .arg(&path));
+            path
+        })
+        .collect();
+    let mut acknowledged: Vec<Vec<String>> = vec![Vec::new(); variants.len()];
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |elapsed| elapsed.as_nanos() as u64)
+        | 1;
+    eprintln!("kill points seed {seed}");
+    let mut random = Random(seed);
+    let (mut kills, mut unsealed_kills, mut finished, mut round) = (0, 0, 0, 0u64);
+    // Items in pieces, with pauses: the add's first batch (16,384 items) marks the file
+    // unsealed, and the rest keeps it so for most of the run.
+    let pieces = 8;
+    let per_piece = 5_000;
+    let pause = Duration::from_millis(4);
+    while kills < 60 {
+        round += 1;
+        let which = ((round / 3) % 3) as usize;
+        let path = &paths[which];
+        let batch: Vec<String> = (0..pieces * per_piece)
+            .map(|i| format!("round {round} item {i} https://example.com/{i}"))
+            .collect();
+        let mut child = bloomery()
+            .arg("add")
+            .arg(path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs");
+        let mut stdin = child.stdin.take().expect("piped");
+        let text: Vec<String> = batch
+            .chunks(per_piece)
+            .map(|piece| piece.iter().map(|item| format!("{item}\n")).collect())
+            .collect();
+        let writer = std::thread::spawn(move || {
+            for piece in text {
+                if stdin.write_all(piece.as_bytes()).is_err() {
+                    return;
+                }
+                std::thread::sleep(pause);
+            }
+        });
+        // One run in three finishes; the others are killed anywhere in their run.
+        let kill = round % 3 != 0;
+        if kill {
+            std::thread::sleep(Duration::from_micros(random.below(60_000)));
+            let _ = child.kill();
+        }
+        let output = child.wait_with_output().expect("waits");
+        let _ = writer.join();
+        if output.status.code() == Some(0) {
+            finished += 1;
+            acknowledged[which].extend(batch);
+            // A finished add leaves the file sealed, whoever left it unsealed before.
+            assert!(
+                !verify_sealed_or_unsealed(path),
+                "round {round}: unsealed after a finished add"
+            );
+        } else {
+            assert!(kill, "round {round}: {}", String::from_utf8_lossy(&output.stderr));
+            assert_eq!(output.status.code(), None, "killed by the signal");
+            kills += 1;
+            if verify_sealed_or_unsealed(path) {
+                unsealed_kills += 1;
+                // An unsealed file answers from its bits, and says so.
+                let check = bloomery()
+                    .args(["check", "-q"])
+                    .arg(path)
+                    .arg("probe")
+                    .output()
+                    .expect("runs");
+                assert!(String::from_utf8_lossy(&check.stderr).contains("unsealed"));
+                // Half the time `seal` reseals it; else the next add does.
+                if kills % 2 == 0 {
+                    let sealed = ok(bloomery().arg("seal").arg(path));
+                    assert!(
+                        String::from_utf8_lossy(&sealed.stdout).contains("sealed (payload checksum written")
+                    );
+                    verify(path);
+                }
+            }
+        }
+        // Every item of the last finished adds after every run; of every finished add, in
+        // every file, every 10 runs.
+        let items = &acknowledged[which];
+        let recent = &items[items.len().saturating_sub(3 * pieces * per_piece)..];
+        assert!(
+            recent.is_empty() || all_present(path, recent),
+            "round {round}: {} lost items",
+            path.display()
+        );
+        if round.is_multiple_of(10) {
+            for (path, items) in paths.iter().zip(&acknowledged) {
+                let lost = !items.is_empty() && !all_present(path, items);
+                assert!(!lost, "round {round}: {} lost items", path.display());
+            }
+        }
+    }
+    for (path, items) in paths.iter().zip(&acknowledged) {
+        assert!(all_present(path, items), "{} lost items", path.display());
+        add(path, &["last"]);
+        verify(path);
+    }
+    eprintln!("{kills} kills ({unsealed_kills} left the file unsealed), {finished} finished adds");
+    assert!(
+        unsealed_kills >= 10,
+        "few kills landed in the update: {unsealed_kills}"
+    );
 }

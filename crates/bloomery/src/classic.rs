@@ -328,6 +328,74 @@ impl<'a> BloomFilterView<'a> {
     }
 }
 
+/// A Guava-compatible filter over borrowed words it may change, for example the payload of
+/// a file mapped writable: inserts set bits in place. Lookups and statistics go through
+/// [`view`](Self::view).
+#[derive(Debug)]
+pub struct BloomFilterMut<'a> {
+    words: &'a mut [u64],
+    num_hashes: u32,
+    modulus: Modulus,
+}
+
+impl<'a> BloomFilterMut<'a> {
+    /// The filter of a native envelope's parameters over its payload, in place; `None`
+    /// when the payload is not 8-byte aligned or the machine is big-endian.
+    pub fn from_parts(params: &[u8], payload: &'a mut [u8]) -> Result<Option<Self>> {
+        let num_hashes = classic_params(params)?;
+        if !payload.len().is_multiple_of(8) {
+            return Err(Error::format(
+                "bloomery",
+                crate::FormatProblem::PayloadNotWords(payload.len() as u64),
+            ));
+        }
+        if cfg!(target_endian = "big") {
+            return Ok(None);
+        }
+        // SAFETY: every bit pattern is a valid u64; align_to_mut yields only a correctly
+        // aligned middle part, accepted only when nothing is left over on either side.
+        let (head, words, tail) = unsafe { payload.align_to_mut::<u64>() };
+        if !head.is_empty() || !tail.is_empty() {
+            return Ok(None);
+        }
+        // The checks of a view over the same words.
+        let modulus = BloomFilterView::new(words, num_hashes)?.modulus;
+        Ok(Some(Self {
+            words,
+            num_hashes,
+            modulus,
+        }))
+    }
+
+    /// Adds an item by its murmur3_128 hash ([`crate::hash::hash_item`]); returns whether
+    /// a bit changed.
+    #[inline]
+    pub fn insert_hash(&mut self, hash: (u64, u64)) -> bool {
+        let mut changed = false;
+        for index in mitz64_indices(hash, self.num_hashes, self.modulus) {
+            let word = &mut self.words[(index / 64) as usize];
+            let mask = 1u64 << (index % 64);
+            changed |= *word & mask == 0;
+            *word |= mask;
+        }
+        changed
+    }
+
+    /// The number of hash functions.
+    pub fn num_hashes(&self) -> u32 {
+        self.num_hashes
+    }
+
+    /// A read-only view of the words as they are now.
+    pub fn view(&self) -> BloomFilterView<'_> {
+        ClassicFilter {
+            bits: &*self.words,
+            num_hashes: self.num_hashes,
+            modulus: self.modulus,
+        }
+    }
+}
+
 impl From<BloomFilter> for AtomicBloomFilter {
     fn from(filter: BloomFilter) -> Self {
         Self {

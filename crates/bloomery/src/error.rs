@@ -159,6 +159,16 @@ pub enum FormatProblem {
     #[error("payload checksum mismatch: the filter's bits are damaged")]
     PayloadChecksum,
 
+    /// The header is marked unsealed: a writer was changing the bits in place and did not
+    /// finish. The bits are valid (a superset of the last sealed ones: inserts only set
+    /// bits), the payload checksum is stale, so the bits cannot be checked until the file
+    /// is resealed.
+    #[error(
+        "unsealed: the file was being updated in place and the update did not finish \
+         (its bits are valid, its payload checksum is stale); reseal it (`bloomery seal`)"
+    )]
+    Unsealed,
+
     /// The variant code is not one this library knows.
     #[error("unknown filter variant {0}")]
     UnknownVariant(u16),

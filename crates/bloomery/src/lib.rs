@@ -52,6 +52,7 @@ pub mod counting;
 mod error;
 pub mod format;
 pub mod hash;
+pub mod in_place;
 pub mod redisbloom;
 pub mod retouched;
 pub mod rotating;

@@ -33,6 +33,7 @@ MAX_P = 65_536
 MAX_L = 1 << 62
 MAX_WORDS = (1 << 31) - 1
 WRITE_VERSION = 2
+UNSEALED = 0x8000  # bit 15 of the version field (section "Sealed and unsealed files")
 
 (
     CLASSIC,
@@ -1074,6 +1075,7 @@ class Header:
     length: int  # L
     payload_checksum: int
     h: int  # header length
+    unsealed: bool = False
 
 
 def read_header(data: bytes | memoryview) -> Header:
@@ -1085,9 +1087,10 @@ def read_header(data: bytes | memoryview) -> Header:
         raise ValueError("not a bloomery file: bad magic")
     if len(data) < 10:
         raise ValueError("truncated: the file ends inside the header")
-    (version,) = struct.unpack_from("<H", data, 8)
-    if version not in (1, 2):
-        raise ValueError(f"unsupported format version {version} (this reader knows 1 and 2)")
+    (field,) = struct.unpack_from("<H", data, 8)
+    unsealed, version = bool(field & UNSEALED), field & ~UNSEALED
+    if version not in (1, 2) or (unsealed and version != 2):
+        raise ValueError(f"unsupported format version {field} (this reader knows 1 and 2)")
     if len(data) < FIXED_HEADER:
         raise ValueError("truncated: the file ends inside the header")
     variant, p, length, payload_checksum = struct.unpack_from("<HIQQ", data, 10)
@@ -1103,7 +1106,7 @@ def read_header(data: bytes | memoryview) -> Header:
         raise ValueError("header checksum mismatch")
     if any(data[FIXED_HEADER + p : h - 8]):
         raise ValueError("header padding is not zero bytes")
-    return Header(version, variant, p, length, payload_checksum, h)
+    return Header(version, variant, p, length, payload_checksum, h, unsealed)
 
 
 def read(data: bytes | bytearray | memoryview):
@@ -1120,16 +1123,36 @@ def read(data: bytes | bytearray | memoryview):
     if len(data) > total:
         raise ValueError(f"the file is {len(data)} bytes, {len(data) - total} more than H + L")
     payload = data[hdr.h : total]
-    if xxh3_64(payload) != hdr.payload_checksum:
+    if hdr.unsealed:
+        # Bits valid, checksum stale: used as they are (section "Sealed and unsealed files").
+        if hdr.variant not in (CLASSIC, BLOCKED, SPLIT_BLOCK):
+            raise ValueError(f"unsealed {VARIANT_NAMES[hdr.variant]} file: only classic, "
+                             "blocked and split-block files are updated in place")
+    elif xxh3_64(payload) != hdr.payload_checksum:
         raise ValueError("payload checksum mismatch")
     params = bytes(data[FIXED_HEADER : FIXED_HEADER + hdr.p])
-    return parse(hdr.version, params, payload)
+    f = parse(hdr.version, params, payload)
+    f.unsealed = hdr.unsealed
+    return f
 
 
 def read_file(path) -> object:
     """Reads and parses the file at ``path`` (see ``read``)."""
     with open(path, "rb") as f:
         return read(f.read())
+
+
+def seal(data: bytes, unsealed: bool = False) -> bytes:
+    """The file with its header written again as a writer seals it (section "Sealed and
+    unsealed files", step 3): bit 15 clear and the payload's checksum; with ``unsealed``,
+    the mark a writer sets in step 1 instead (the checksum kept)."""
+    hdr = read_header(data)
+    head = bytearray(data[: hdr.h])
+    checksum = hdr.payload_checksum if unsealed else xxh3_64(bytes(data[hdr.h :]))
+    struct.pack_into("<HHIQQ", head, 8, WRITE_VERSION | (UNSEALED if unsealed else 0),
+                     hdr.variant, hdr.p, hdr.length, checksum)
+    struct.pack_into("<Q", head, hdr.h - 8, xxh3_64(head[: hdr.h - 8]))
+    return bytes(head) + bytes(data[hdr.h :])
 
 
 def build_file(variant: int, params: bytes, payload: bytes, version: int = WRITE_VERSION) -> bytes:

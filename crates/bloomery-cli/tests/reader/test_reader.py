@@ -778,3 +778,50 @@ def test_foldhash_refusal_message(edge_files, tmp_path):
         assert b"rebuild" in proc.stderr, proc.stderr
         with pytest.raises(ValueError, match="rebuild"):
             br.read(edge_files[name][0])
+
+
+# --------------------------------------------------------------------------- sealing
+
+
+@pytest.mark.parametrize("variant", ["classic", "blocked", "split-block"])
+def test_unsealed_files(variant, cli_dir, present_file, tmp_path):
+    """Section "Sealed and unsealed files": a file the tool made, marked unsealed as a
+    writer marks it (bit 15, the stale checksum kept): the reader uses its bits and says
+    so; the tool's ``verify`` exits 3 saying "unsealed", ``check`` answers with a note,
+    ``seal`` gives back the sealed file byte for byte, and ``add`` seals it too."""
+    data = (cli_dir / f"{variant}.bloom").read_bytes()
+    unsealed = br.seal(data, unsealed=True)
+    assert unsealed[8:10] == b"\x02\x80"
+    assert br.seal(unsealed) == data
+    filt = br.read(unsealed)
+    assert filt.unsealed and not br.read(data).unsealed
+    items = read_lines(present_file)[:2000]
+    assert all(filt.contains(item) for item in items)
+    path = tmp_path / f"{variant}.bloom"
+    path.write_bytes(unsealed)
+    proc = bloomery("verify", path)
+    assert proc.returncode == 3 and proc.stdout.startswith(b"unsealed"), proc
+    proc = bloomery("check", "-q", "-i", present_file, path)
+    assert proc.returncode == 0 and b"unsealed" in proc.stderr, proc
+    assert b"payload checksum: unsealed" in bloomery("info", path).stdout
+    bloomery("seal", path, check_rc=0)
+    assert path.read_bytes() == data
+    path.write_bytes(unsealed)
+    bloomery("add", path, "one more", check_rc=0)
+    sealed = path.read_bytes()
+    assert sealed[8:10] == b"\x02\x00" and br.read(sealed).contains(b"one more")
+    bloomery("verify", path, check_rc=0)
+
+
+def test_unsealed_mark_is_refused_where_files_are_written_whole(library_dir):
+    """The mark on a variant that is never updated in place, or with version 1, is refused
+    by the reader."""
+    data = (library_dir / "counting.bloom").read_bytes()
+    with pytest.raises(ValueError, match="only classic, blocked and split-block"):
+        br.read(br.seal(data, unsealed=True))
+    version_1 = bytearray(br.seal((library_dir / "classic.bloom").read_bytes(), unsealed=True))
+    struct.pack_into("<H", version_1, 8, 0x8001)
+    hdr = br.header_length(struct.unpack_from("<I", version_1, 12)[0])
+    struct.pack_into("<Q", version_1, hdr - 8, br.xxh3_64(bytes(version_1[: hdr - 8])))
+    with pytest.raises(ValueError, match="unsupported format version"):
+        br.read(bytes(version_1))

@@ -112,6 +112,23 @@ impl<B> BlockKernel<B> {
         unsafe { (self.ops.insert_batch)(blocks, hashes) }
     }
 
+    /// Adds every hash in order, prefetching ahead, and says for each whether it changed a
+    /// bit (`new`, one slot per hash): an item given twice is new the first time only.
+    /// Panics if `blocks` is empty or the lengths differ.
+    pub(crate) fn insert_batch_reporting(self, blocks: &mut [B], hashes: &[u64], new: &mut [bool]) {
+        assert!(!blocks.is_empty());
+        assert_eq!(hashes.len(), new.len(), "one answer per hash");
+        for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+            prefetch_block(blocks, hash);
+        }
+        for (i, (slot, &hash)) in new.iter_mut().zip(hashes).enumerate() {
+            if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+                prefetch_block(blocks, ahead);
+            }
+            *slot = self.insert(blocks, hash);
+        }
+    }
+
     /// Looks up every hash, prefetching ahead; `results` has one slot per hash.
     pub(crate) fn contains_batch(self, blocks: &[B], hashes: &[u64], results: &mut [bool]) {
         if blocks.is_empty() {

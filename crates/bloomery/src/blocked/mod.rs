@@ -551,6 +551,70 @@ impl<'a> BlockedBloomFilterView<'a> {
     }
 }
 
+/// A blocked filter over borrowed blocks it may change, for example the payload of a file
+/// mapped writable: inserts set bits in place (nothing is copied; only the blocks touched
+/// are read and written). Lookups and statistics go through [`view`](Self::view).
+#[derive(Debug)]
+pub struct BlockedBloomFilterMut<'a> {
+    blocks: &'a mut [Block],
+    seed: u64,
+    kernel: Kernel,
+    sized_for: Option<SizedFor>,
+}
+
+impl<'a> BlockedBloomFilterMut<'a> {
+    /// The filter of a native envelope's parameters over its payload, in place; `None`
+    /// when the payload is not 64-byte aligned or the machine is big-endian. Version-1
+    /// files are refused, as everywhere.
+    pub fn from_parts_of_version(version: u16, params: &[u8], payload: &'a mut [u8]) -> Result<Option<Self>> {
+        if version < 2 {
+            return Err(inconsistent(FORMAT_1_BLOCKED.into()));
+        }
+        let (_, seed, sized_for) = blocked_params(params, payload.len())?;
+        if cfg!(target_endian = "big") {
+            return Ok(None);
+        }
+        // SAFETY: a Block is eight u64s, valid for every bit pattern; align_to_mut yields
+        // only a correctly aligned middle part, accepted only when nothing is left over.
+        let (head, blocks, tail) = unsafe { payload.align_to_mut::<Block>() };
+        if !head.is_empty() || !tail.is_empty() {
+            return Ok(None);
+        }
+        check_num_blocks(blocks.len() as u64)?;
+        Ok(Some(Self {
+            blocks,
+            seed,
+            kernel: Kernel::detect(),
+            sized_for,
+        }))
+    }
+
+    /// The hash seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Adds every hash ([`BlockedBloomFilter::hash`]), prefetching blocks ahead.
+    pub fn insert_hash_batch(&mut self, hashes: &[u64]) {
+        self.kernel.insert_batch(self.blocks, hashes);
+    }
+
+    /// Adds every hash in order and says for each whether it set a bit (`new`).
+    pub fn insert_hash_batch_reporting(&mut self, hashes: &[u64], new: &mut [bool]) {
+        self.kernel.insert_batch_reporting(self.blocks, hashes, new);
+    }
+
+    /// A read-only view of the blocks as they are now.
+    pub fn view(&self) -> BlockedBloomFilterView<'_> {
+        BlockedBloomFilterView {
+            blocks: self.blocks,
+            seed: self.seed,
+            kernel: self.kernel,
+            sized_for: self.sized_for,
+        }
+    }
+}
+
 /// Checks a blocked filter's parameters against a payload of `payload_len` bytes; returns
 /// the block count and the seed.
 fn blocked_params(params: &[u8], payload_len: usize) -> Result<(usize, u64, Option<SizedFor>)> {

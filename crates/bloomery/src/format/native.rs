@@ -5,7 +5,7 @@
 //! ```text
 //! offset   size  field (all integers little-endian)
 //! 0        8     magic "BLOOMERY"
-//! 8        2     format version (2; version 1 is still read)
+//! 8        2     format version (2; version 1 is still read); bit 15: unsealed
 //! 10       2     variant (see `Variant`)
 //! 12       4     params_len P: bytes of variant parameters (at most 65,536)
 //! 16       8     payload_len L
@@ -37,6 +37,12 @@ pub const MAGIC: [u8; 8] = *b"BLOOMERY";
 pub const VERSION: u16 = 2;
 /// The oldest format version this library reads.
 pub const OLDEST_VERSION: u16 = 1;
+/// Bit 15 of the version field: the file is unsealed. A writer that changes the bits of a
+/// file in place (inserts only set bits) sets it, covered by the header checksum, before
+/// the first bit changes, and clears it with the new payload checksum once every changed
+/// bit is on disk. Set, it means: the bits are valid (a superset of those the last sealed
+/// header described), the payload checksum is stale. Only with format version 2.
+pub const UNSEALED: u16 = 0x8000;
 /// The payload starts at a multiple of this many bytes (one cache line).
 pub const PAYLOAD_ALIGN: usize = 64;
 /// The largest parameter block accepted when reading.
@@ -168,6 +174,18 @@ pub fn encode_header_with_checksum(
     payload_len: u64,
     payload_checksum: u64,
 ) -> Vec<u8> {
+    encode_header_sealed_or_not(variant, params, payload_len, payload_checksum, false)
+}
+
+/// As [`encode_header_with_checksum`], with the [`UNSEALED`] mark when `unsealed` (then
+/// `payload_checksum` is stale and readers do not check it).
+pub fn encode_header_sealed_or_not(
+    variant: Variant,
+    params: &[u8],
+    payload_len: u64,
+    payload_checksum: u64,
+    unsealed: bool,
+) -> Vec<u8> {
     assert!(
         params.len() <= MAX_PARAMS_LEN,
         "parameter block of {} bytes",
@@ -176,7 +194,8 @@ pub fn encode_header_with_checksum(
     let len = header_len(params.len());
     let mut header = Vec::with_capacity(len);
     header.extend_from_slice(&MAGIC);
-    header.extend_from_slice(&VERSION.to_le_bytes());
+    let version = if unsealed { VERSION | UNSEALED } else { VERSION };
+    header.extend_from_slice(&version.to_le_bytes());
     header.extend_from_slice(&variant.code().to_le_bytes());
     header.extend_from_slice(&(params.len() as u32).to_le_bytes());
     header.extend_from_slice(&payload_len.to_le_bytes());
@@ -316,8 +335,11 @@ pub struct Header {
     pub payload_offset: usize,
     /// The payload's length in bytes.
     pub payload_len: u64,
-    /// The payload's xxh3-64 checksum as written.
+    /// The payload's xxh3-64 checksum as written (stale when `unsealed`).
     pub payload_checksum: u64,
+    /// Whether the header has the [`UNSEALED`] mark: the bits are valid, the payload
+    /// checksum is stale ([`verify_payload`](Self::verify_payload) says so).
+    pub unsealed: bool,
 }
 
 impl Header {
@@ -330,9 +352,15 @@ impl Header {
         if bytes[..8] != MAGIC {
             return Err(Error::format(FORMAT, FormatProblem::BadMagic));
         }
-        let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-        if !(OLDEST_VERSION..=VERSION).contains(&version) {
-            return Err(Error::format(FORMAT, FormatProblem::UnsupportedVersion(version)));
+        let version_field = u16::from_le_bytes([bytes[8], bytes[9]]);
+        let unsealed = version_field & UNSEALED != 0;
+        let version = version_field & !UNSEALED;
+        // The mark exists from version 2 on; a version-1 field with bit 15 is no version.
+        if !(OLDEST_VERSION..=VERSION).contains(&version) || (unsealed && version < 2) {
+            return Err(Error::format(
+                FORMAT,
+                FormatProblem::UnsupportedVersion(version_field),
+            ));
         }
         let variant_code = u16::from_le_bytes([bytes[10], bytes[11]]);
         let params_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
@@ -379,7 +407,23 @@ impl Header {
             payload_offset: len,
             payload_len,
             payload_checksum,
+            unsealed,
         })
+    }
+
+    /// This header's bytes (format version 2) with `payload_checksum`, sealed or marked
+    /// [`UNSEALED`]: what an in-place writer writes over the header before its first change
+    /// (unsealed, the old checksum kept) and after its last (sealed, the new one). A sealed
+    /// header of a version-2 file is byte for byte the one it was parsed from when the
+    /// checksum is the same.
+    pub fn to_bytes(&self, payload_checksum: u64, unsealed: bool) -> Vec<u8> {
+        encode_header_sealed_or_not(
+            self.variant,
+            &self.params,
+            self.payload_len,
+            payload_checksum,
+            unsealed,
+        )
     }
 
     /// The total length of the envelope (no overflow: `parse` bounds the payload length).
@@ -392,8 +436,12 @@ impl Header {
         super::check_exact_len(FORMAT, self.total_len(), actual)
     }
 
-    /// Checks `payload` against the stored checksum.
+    /// Checks `payload` against the stored checksum; an [`Unsealed`](FormatProblem::Unsealed)
+    /// error, without reading the payload, when the header is unsealed.
     pub fn verify_payload(&self, payload: &[u8]) -> Result<()> {
+        if self.unsealed {
+            return Err(Error::format(FORMAT, FormatProblem::Unsealed));
+        }
         if xxh3_64(payload) == self.payload_checksum {
             Ok(())
         } else {
@@ -403,7 +451,8 @@ impl Header {
 }
 
 /// Parses a whole envelope held in `bytes` (nothing may follow it), checks both checksums,
-/// and returns the header and the payload.
+/// and returns the header and the payload. An unsealed envelope is refused
+/// ([`FormatProblem::Unsealed`]): its bits cannot be checked.
 pub fn decode(bytes: &[u8]) -> Result<(Header, &[u8])> {
     let header = Header::parse(bytes)?;
     header.check_file_len(bytes.len() as u64)?;
@@ -773,6 +822,48 @@ mod tests {
             problem(decode(&longer)),
             FormatProblem::TrailingBytes { extra: 1, .. }
         ));
+    }
+
+    #[test]
+    fn an_unsealed_header_is_read_with_its_mark_and_its_payload_not_trusted() {
+        let bytes = sample();
+        let header = Header::parse(&bytes).unwrap();
+        assert!(!header.unsealed);
+        // Sealed again with the same checksum: the same bytes.
+        assert_eq!(
+            header.to_bytes(header.payload_checksum, false),
+            bytes[..header.payload_offset]
+        );
+        let unsealed_header = header.to_bytes(header.payload_checksum, true);
+        assert_eq!(unsealed_header[9], 0x80);
+        let mut unsealed = bytes.clone();
+        unsealed[..header.payload_offset].copy_from_slice(&unsealed_header);
+        let parsed = Header::parse(&unsealed).unwrap();
+        assert!(parsed.unsealed);
+        assert_eq!(parsed.version, 2);
+        assert_eq!(
+            Header {
+                unsealed: false,
+                ..parsed.clone()
+            },
+            header
+        );
+        assert_eq!(problem(decode(&unsealed)), FormatProblem::Unsealed);
+        assert!(parsed.verify_payload(&unsealed[parsed.payload_offset..]).is_err());
+        // The mark is covered by the header checksum: clearing it by hand is damage.
+        let mut cleared = unsealed.clone();
+        cleared[9] = 0;
+        assert_eq!(problem(decode(&cleared)), FormatProblem::HeaderChecksum);
+        // Version 1 has no mark.
+        let mut version_1 = unsealed_header.clone();
+        version_1[8] = 1;
+        let len = version_1.len();
+        let checksum = xxh3_64(&version_1[..len - 8]);
+        version_1[len - 8..].copy_from_slice(&checksum.to_le_bytes());
+        assert_eq!(
+            Header::parse(&version_1).err().map(|error| error.to_string()),
+            Some(Error::format(FORMAT, FormatProblem::UnsupportedVersion(0x8001)).to_string())
+        );
     }
 
     #[test]

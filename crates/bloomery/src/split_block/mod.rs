@@ -497,6 +497,56 @@ fn check_params(params: &[u8], payload_len: usize) -> Result<usize> {
     Ok(num_blocks)
 }
 
+/// A split-block filter over borrowed blocks it may change, for example the payload of a
+/// file mapped writable: inserts set bits in place. Lookups and statistics go through
+/// [`view`](Self::view).
+#[derive(Debug)]
+pub struct SplitBlockBloomFilterMut<'a> {
+    blocks: &'a mut [SplitBlock],
+    kernel: Kernel,
+}
+
+impl<'a> SplitBlockBloomFilterMut<'a> {
+    /// The filter of a native envelope's parameters over its payload, in place; `None`
+    /// when the payload is not 32-byte aligned or the machine is big-endian.
+    pub fn from_parts_of_version(version: u16, params: &[u8], payload: &'a mut [u8]) -> Result<Option<Self>> {
+        check_version(version)?;
+        check_params(params, payload.len())?;
+        if cfg!(target_endian = "big") {
+            return Ok(None);
+        }
+        // SAFETY: a SplitBlock is eight u32s, valid for every bit pattern; align_to_mut
+        // yields only a correctly aligned middle part, accepted only when nothing is left.
+        let (head, blocks, tail) = unsafe { payload.align_to_mut::<SplitBlock>() };
+        if !head.is_empty() || !tail.is_empty() {
+            return Ok(None);
+        }
+        check_num_blocks(blocks.len() as u64)?;
+        Ok(Some(Self {
+            blocks,
+            kernel: Kernel::detect(),
+        }))
+    }
+
+    /// Adds every hash ([`SplitBlockBloomFilter::hash`]), prefetching blocks ahead.
+    pub fn insert_hash_batch(&mut self, hashes: &[u64]) {
+        self.kernel.insert_batch(self.blocks, hashes);
+    }
+
+    /// Adds every hash in order and says for each whether it set a bit (`new`).
+    pub fn insert_hash_batch_reporting(&mut self, hashes: &[u64], new: &mut [bool]) {
+        self.kernel.insert_batch_reporting(self.blocks, hashes, new);
+    }
+
+    /// A read-only view of the blocks as they are now.
+    pub fn view(&self) -> SplitBlockBloomFilterView<'_> {
+        SplitBlockBloomFilterView {
+            blocks: self.blocks,
+            kernel: self.kernel,
+        }
+    }
+}
+
 /// A read-only split-block filter over borrowed blocks, for example the payload of a
 /// memory-mapped file: the same answers as [`SplitBlockBloomFilter`] without copying.
 ///

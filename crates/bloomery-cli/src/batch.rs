@@ -1,0 +1,140 @@
+//! Items in batches, read on one thread and used on another: one core reads, splits and
+//! decodes lines (and hashes them, for the filters updated in place) while the other
+//! inserts or looks them up with the library's batched, prefetching calls. Batches reach
+//! the caller in input order, so `check` prints its answers and `dedup` its lines in the
+//! order read.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+use bloomery::in_place::{ItemHash, ItemHasher};
+
+use crate::error::Result;
+use crate::items::{ItemFormat, for_each_item};
+
+/// Items per batch for lookups and ordered output: enough to amortise the hand-over and
+/// keep the prefetching loops full, small enough that output is not held back long.
+pub const BATCH: usize = 4096;
+
+/// What a batch keeps of each item.
+#[derive(Clone, Copy, Debug)]
+pub struct Keep {
+    /// The item's bytes.
+    pub items: bool,
+    /// The line as read (what `check` echoes and `dedup` prints).
+    pub raws: bool,
+    /// The item's hash, computed on the reading thread.
+    pub hasher: Option<ItemHasher>,
+}
+
+/// Consecutive items of the input.
+#[derive(Default)]
+pub struct Batch {
+    items: Vec<u8>,
+    item_ends: Vec<usize>,
+    raws: Vec<u8>,
+    raw_ends: Vec<usize>,
+    /// The items' hashes, when the batch was read with a hasher.
+    pub hashes: Vec<ItemHash>,
+    len: usize,
+}
+
+impl Batch {
+    fn with_capacity(items: usize, keep: Keep) -> Self {
+        let mut batch = Self::default();
+        if keep.items {
+            batch.item_ends.reserve(items);
+        }
+        if keep.raws {
+            batch.raw_ends.reserve(items);
+        }
+        if keep.hasher.is_some() {
+            batch.hashes.reserve(items);
+        }
+        batch
+    }
+
+    fn push(&mut self, item: &[u8], raw: &[u8], keep: Keep) {
+        if keep.items {
+            self.items.extend_from_slice(item);
+            self.item_ends.push(self.items.len());
+        }
+        if keep.raws {
+            self.raws.extend_from_slice(raw);
+            self.raw_ends.push(self.raws.len());
+        }
+        if let Some(hasher) = keep.hasher {
+            self.hashes.push(hasher.hash(item));
+        }
+        self.len += 1;
+    }
+
+    /// The number of items.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Item `index`'s bytes (kept items only).
+    pub fn item(&self, index: usize) -> &[u8] {
+        let start = if index == 0 { 0 } else { self.item_ends[index - 1] };
+        &self.items[start..self.item_ends[index]]
+    }
+
+    /// Item `index`'s line as read (kept lines only).
+    pub fn raw(&self, index: usize) -> &[u8] {
+        let start = if index == 0 { 0 } else { self.raw_ends[index - 1] };
+        &self.raws[start..self.raw_ends[index]]
+    }
+
+    /// Every item's bytes (kept items only).
+    pub fn items(&self) -> Vec<&[u8]> {
+        (0..self.item_ends.len()).map(|index| self.item(index)).collect()
+    }
+}
+
+/// Reads the items (as [`for_each_item`] does: `items` as arguments, then the lines of
+/// `files`, or standard input) on another thread, `per_batch` at a time, and calls
+/// `each` with every batch, in input order, on this thread. Stops at the first error on
+/// either side (a bad item ends the batches before it, then the error is returned) or when
+/// `each` returns `Ok(false)`.
+pub fn for_each_batch(
+    items: &[OsString],
+    files: &[PathBuf],
+    format: ItemFormat,
+    keep: Keep,
+    per_batch: usize,
+    mut each: impl FnMut(Batch) -> Result<bool>,
+) -> Result<()> {
+    // Two batches in flight at most: one read ahead while one is used.
+    let (sender, receiver) = mpsc::sync_channel::<Result<Batch>>(1);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut batch = Batch::with_capacity(per_batch, keep);
+            let read = for_each_item(items, files, format, |item, raw| {
+                batch.push(item, raw, keep);
+                if batch.len() < per_batch {
+                    return Ok(true);
+                }
+                let full = std::mem::replace(&mut batch, Batch::with_capacity(per_batch, keep));
+                // The user stopped: stop reading.
+                Ok(sender.send(Ok(full)).is_ok())
+            });
+            if batch.len() > 0 && sender.send(Ok(batch)).is_err() {
+                return;
+            }
+            if let Err(error) = read {
+                let _ = sender.send(Err(error));
+            }
+        });
+        for batch in receiver.iter() {
+            if !each(batch?)? {
+                break;
+            }
+        }
+        // Dropping the receiver (at the end of the scope's borrow) stops the reader at its
+        // next batch.
+        drop(receiver);
+        Ok(())
+    })
+}

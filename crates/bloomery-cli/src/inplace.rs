@@ -1,0 +1,540 @@
+//! Filter files updated in place (docs/format.md, "Sealed and unsealed files"): the
+//! classic, blocked and split-block variants, whose inserts only set bits, are changed
+//! through a shared writable mapping of the file under the writers' lock, instead of being
+//! read whole, copied and written again. Memory is the pages touched, not a copy of the
+//! file, and only the pages changed are written.
+//!
+//! The crash guarantees (docs/failure-model.md, tests/faults.rs):
+//! - Before the first bit changes, the header is written again marked unsealed (one
+//!   `pwrite` of at most one page at offset 0, never torn by a killed process) and synced.
+//! - Bits are only ever set, so at every instant the file holds a superset of the bits of
+//!   every update that finished: never a false negative.
+//! - Sealing syncs every changed page, computes the payload checksum from the file (read,
+//!   not mapped, so it adds nothing to the resident memory), then writes and syncs the
+//!   sealed header. A file whose writer was killed is left unsealed (bits valid, checksum
+//!   stale); `bloomery seal` or the next writer seals it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Read, Seek, Write};
+use std::os::unix::fs::FileExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+use bloomery::format::native::Header;
+use bloomery::in_place::{self, FilterMut, ItemHash, Locality};
+use memmap2::MmapMut;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::error::{CliError, Context, Result};
+use crate::store::Locked;
+
+/// The most bytes a header can take: 32 fixed bytes, 65,536 of parameters, the checksum,
+/// rounded up to 64.
+const MAX_HEADER_LEN: usize = (32 + 65_536 + 8usize).next_multiple_of(64);
+
+/// The page size assumed for the resident-memory arithmetic (larger pages only make the
+/// arithmetic cautious).
+const PAGE: u64 = 4096;
+
+/// How many bytes of a block filter's payload one group of a batch covers, when a payload
+/// larger than the window is updated a region at a time: 64 MiB, or a sixteenth of a
+/// smaller window.
+fn region_bytes(window: u64) -> u64 {
+    (window / 16).clamp(16 * PAGE, 64 << 20)
+}
+
+/// The most bytes of a filter file an update or a lookup keeps mapped in this process at a
+/// time, when the file is larger: 1 GiB, or `BLOOMERY_WINDOW_BYTES` (for tests and tuning;
+/// at least one page).
+pub fn window_bytes() -> u64 {
+    std::env::var("BLOOMERY_WINDOW_BYTES")
+        .ok()
+        .and_then(|value| value.parse::<u64>().ok())
+        .map_or(1 << 30, |bytes| bytes.max(PAGE))
+}
+
+/// Items per batch for `add` into a payload of `payload_len` bytes: a small batch when the
+/// payload fits the window; else as many as the window allows (16 bytes a hash, two
+/// batches and a grouped copy held at once), so that every page is mapped once per many
+/// items.
+pub fn add_batch_len(payload_len: u64) -> usize {
+    let window = window_bytes();
+    if payload_len <= window {
+        1 << 14
+    } else {
+        (window / 3 / 16).clamp(1 << 14, 1 << 26) as usize
+    }
+}
+
+/// The most regions a batch is grouped into (a 64 GiB payload in 64 MiB regions).
+const MAX_REGIONS: u64 = 1 << 10;
+
+/// `hashes` grouped by the bits of their first word above `shift` (a stable counting sort
+/// by those bits), into `out`.
+fn group_by_top_bits(hashes: &[ItemHash], shift: u32, out: &mut Vec<ItemHash>) {
+    let group = |hash: &ItemHash| hash[0].checked_shr(shift).unwrap_or(0) as usize;
+    let groups = 1usize << (64 - shift);
+    let mut starts = vec![0usize; groups + 1];
+    for hash in hashes {
+        starts[group(hash) + 1] += 1;
+    }
+    for index in 1..starts.len() {
+        starts[index] += starts[index - 1];
+    }
+    out.clear();
+    out.resize(hashes.len(), [0, 0]);
+    for hash in hashes {
+        let slot = &mut starts[group(hash)];
+        out[*slot] = *hash;
+        *slot += 1;
+    }
+}
+
+/// The payload of a mapping, for telling the kernel which pages to map or let go of.
+#[derive(Clone, Copy)]
+pub struct Region {
+    base: *const u8,
+    map_len: u64,
+    payload_offset: u64,
+}
+
+impl Region {
+    /// The payload of `map` from `payload_offset`.
+    pub fn of(map: &[u8], payload_offset: usize) -> Self {
+        Self {
+            base: map.as_ptr(),
+            map_len: map.len() as u64,
+            payload_offset: payload_offset as u64,
+        }
+    }
+
+    /// The whole pages inside bytes `from..to` of the payload, as an address and a length.
+    fn pages(self, from: u64, to: u64) -> Option<(*mut libc::c_void, usize)> {
+        let start = (self.payload_offset + from).next_multiple_of(PAGE);
+        let end = (self.payload_offset + to).min(self.map_len) / PAGE * PAGE;
+        // SAFETY (of the callers' use): start < end <= map_len, so the range lies inside
+        // the mapping that `base` starts.
+        (start < end).then(|| {
+            (
+                self.base.wrapping_add(start as usize) as *mut libc::c_void,
+                (end - start) as usize,
+            )
+        })
+    }
+
+    /// Lets go of the mapped pages of bytes `from..to` of the payload: they leave this
+    /// process's resident memory; their contents, changed ones included, stay in the file's
+    /// page cache and are written back as usual, and the next access maps them again.
+    pub fn release(self, from: u64, to: u64) {
+        if let Some((address, len)) = self.pages(from, to) {
+            // SAFETY: MADV_DONTNEED on a shared file mapping (or a read-only one) only
+            // unmaps pages from this process; the file's contents are kept. The range lies
+            // inside the mapping.
+            unsafe {
+                libc::madvise(address, len, libc::MADV_DONTNEED);
+            }
+        }
+    }
+
+    /// Maps the pages of bytes `from..to` of the payload writable in one call (a hint: a
+    /// kernel without it leaves them to be mapped by the writes themselves).
+    fn populate(self, from: u64, to: u64) {
+        if let Some((address, len)) = self.pages(from, to) {
+            // SAFETY: MADV_POPULATE_WRITE faults in the range of a writable shared mapping
+            // as a write would, without changing any byte. The range lies inside it.
+            unsafe {
+                libc::madvise(address, len, libc::MADV_POPULATE_WRITE);
+            }
+        }
+    }
+}
+
+/// Reads and checks the header at the start of `file` (`len` bytes long).
+pub fn read_header(file: &File, len: u64, shown: &Path) -> Result<Header> {
+    let want = (len as usize).min(MAX_HEADER_LEN);
+    let mut bytes = vec![0u8; want];
+    file.read_exact_at(&mut bytes, 0).with_path(shown)?;
+    let header = Header::parse(&bytes).with_path(shown)?;
+    header.check_file_len(len).with_path(shown)?;
+    Ok(header)
+}
+
+/// The XXH3-64 of `len` bytes of `file` from `offset`, read in large pieces (not through a
+/// mapping: the pages read do not count as this process's memory).
+pub fn checksum_of(file: &File, offset: u64, len: u64) -> io::Result<u64> {
+    const PIECE: usize = 8 << 20;
+    let mut buffer = vec![0u8; PIECE.min(len as usize).max(1)];
+    let mut hasher = Xxh3::new();
+    let mut done = 0u64;
+    while done < len {
+        let take = (len - done).min(buffer.len() as u64) as usize;
+        file.read_exact_at(&mut buffer[..take], offset + done)?;
+        hasher.update(&buffer[..take]);
+        done += take as u64;
+    }
+    Ok(hasher.digest())
+}
+
+/// Allocates the disk blocks of `len` bytes from `offset` without writing them (a sparse
+/// file's holes become unwritten extents, read as zeros), so that setting bits later cannot
+/// meet a full disk. Nothing where the file system cannot (then a full disk shows when a
+/// page is first written back).
+pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: fallocate with mode 0 on an open descriptor only allocates blocks.
+    let result = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as libc::off_t, len as libc::off_t) };
+    if result == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => Ok(()),
+        _ => Err(error),
+    }
+}
+
+/// The hashes of a large `add` into a block filter, kept on disk until the input ends:
+/// one unnamed temporary file per region of the payload (created beside the filter and
+/// unlinked at once, so a killed writer leaves nothing behind), 8 bytes a hash. The
+/// payload is then updated in one pass, a region at a time ([`Writable::insert_spilled`]):
+/// every page is written once per `add` instead of once per batch, and the resident memory
+/// is one region and its hashes. The filter is not touched (nor unsealed) while items are
+/// read, so a writer killed then leaves it sealed and unchanged.
+pub struct Spill {
+    files: Vec<BufWriter<File>>,
+    shift: u32,
+}
+
+impl Spill {
+    /// Files for `writable`'s regions.
+    pub fn new(writable: &Writable) -> Result<Self> {
+        let regions = writable.regions();
+        let shown = writable.locked.shown();
+        let directory = writable.locked.directory();
+        let name = writable
+            .locked
+            .real()
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let mut files = Vec::with_capacity(regions as usize);
+        for region in 0..regions {
+            let path = directory.join(format!(".{name}.{}.spill-{region}.tmp", std::process::id()));
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .with_path(shown)?;
+            std::fs::remove_file(&path).with_path(shown)?;
+            files.push(BufWriter::with_capacity(1 << 16, file));
+        }
+        Ok(Self {
+            files,
+            shift: 64 - regions.trailing_zeros(),
+        })
+    }
+
+    /// Keeps `hashes` (their first words) for the end.
+    pub fn push(&mut self, hashes: &[ItemHash], shown: &Path) -> Result<()> {
+        for hash in hashes {
+            let region = hash[0].checked_shr(self.shift).unwrap_or(0) as usize;
+            self.files[region]
+                .write_all(&hash[0].to_le_bytes())
+                .with_path(shown)?;
+        }
+        Ok(())
+    }
+}
+
+/// A locked filter file mapped writable, for the variants updated in place.
+pub struct Writable {
+    locked: Locked,
+    map: MmapMut,
+    header: Header,
+    /// Whether this writer marked the file unsealed (or found it so): it must seal.
+    unsealed: bool,
+    /// Whether the file was unsealed when opened (a writer before this one did not finish).
+    pub was_unsealed: bool,
+}
+
+impl Writable {
+    /// The locked file as a writable mapping, if its variant is updated in place; else the
+    /// lock back. A sealed file's payload checksum is checked first (as every load for
+    /// update checks it: sealing must not bless damage); an unsealed file's bits are used as
+    /// they are.
+    pub fn open(locked: Locked) -> Result<std::result::Result<Self, Locked>> {
+        let shown = locked.shown().to_owned();
+        let len = locked.len();
+        let header = read_header(locked.file(), len, &shown)?;
+        if !in_place::updates_in_place(header.variant) {
+            return Ok(Err(locked));
+        }
+        if !header.unsealed {
+            let sum = checksum_of(locked.file(), header.payload_offset as u64, header.payload_len)
+                .with_path(&shown)?;
+            if sum != header.payload_checksum {
+                return Err(crate::store::damaged_payload(&shown));
+            }
+        }
+        allocate(locked.file(), header.payload_offset as u64, header.payload_len).map_err(|error| {
+            CliError::new(format!(
+                "{}: cannot allocate the filter's {} bytes on disk: {error}; nothing was changed",
+                shown.display(),
+                header.payload_len
+            ))
+        })?;
+        crate::sigbus::guard(&shown);
+        // SAFETY: the file is locked against this tool's other writers, which change it
+        // only under the lock; readers map it read-only. A program that truncates it anyway
+        // raises SIGBUS, which `sigbus::guard` turns into an error line (the file is then
+        // left unsealed, its bits valid).
+        let map = unsafe { MmapMut::map_mut(locked.file()) }.with_path(&shown)?;
+        let mut writable = Self {
+            locked,
+            map,
+            was_unsealed: header.unsealed,
+            unsealed: header.unsealed,
+            header,
+        };
+        // Every parameter checked against the payload now, before anything changes.
+        writable.filter()?;
+        Ok(Ok(writable))
+    }
+
+    /// Whether `path` names this file.
+    pub fn is(&self, path: &Path) -> bool {
+        self.locked.is(path)
+    }
+
+    /// The payload's length in bytes.
+    pub fn payload_len(&self) -> u64 {
+        self.header.payload_len
+    }
+
+    /// The filter over the mapped payload.
+    pub fn filter(&mut self) -> Result<Box<dyn FilterMut + '_>> {
+        let offset = self.header.payload_offset;
+        let shown = self.locked.shown();
+        in_place::view_mut(&self.header, &mut self.map[offset..])
+            .with_path(shown)?
+            .ok_or_else(|| {
+                CliError::new(format!(
+                    "{}: the payload cannot be mapped in place",
+                    shown.display()
+                ))
+            })
+    }
+
+    /// Marks the file unsealed (and makes the mark durable) before the first bit changes;
+    /// nothing when it is already.
+    pub fn unseal(&mut self) -> Result<()> {
+        if self.unsealed {
+            return Ok(());
+        }
+        let bytes = self.header.to_bytes(self.header.payload_checksum, true);
+        self.write_header(&bytes)?;
+        self.unsealed = true;
+        Ok(())
+    }
+
+    /// One write of the header at offset 0 (at most one page), then a sync.
+    fn write_header(&self, bytes: &[u8]) -> Result<()> {
+        let file = self.locked.file();
+        let shown = self.locked.shown();
+        file.write_all_at(bytes, 0).with_path(shown)?;
+        file.sync_data().with_path(shown)
+    }
+
+    /// Adds a batch of hashes (marking the file unsealed first). A payload larger than
+    /// the resident window ([`window_bytes`]) is updated a region at a time: the hashes of a
+    /// block filter are grouped by the region of the payload their block is in, each region
+    /// is mapped in one call, filled, and let go of, so the resident memory stays near the
+    /// window and every page is mapped once per batch; a classic filter's items (whose bits
+    /// are anywhere) go in slices that touch at most a window of pages, each let go of
+    /// after. `scratch` is reused between batches.
+    pub fn insert(&mut self, hashes: &[ItemHash], scratch: &mut Vec<ItemHash>) -> Result<()> {
+        self.unseal()?;
+        let window = window_bytes();
+        let payload_len = self.header.payload_len;
+        let region = Region::of(&self.map, self.header.payload_offset);
+        let mut filter = self.filter()?;
+        if payload_len <= window {
+            filter.insert_hashes(hashes);
+            return Ok(());
+        }
+        match filter.locality() {
+            Locality::Scattered { probes } => {
+                let per_slice = (window / PAGE / u64::from(probes.max(1))).max(1) as usize;
+                for slice in hashes.chunks(per_slice) {
+                    filter.insert_hashes(slice);
+                    region.release(0, payload_len);
+                }
+            }
+            Locality::Ordered => {
+                let regions = payload_len
+                    .div_ceil(region_bytes(window))
+                    .clamp(1, MAX_REGIONS)
+                    .next_power_of_two();
+                let shift = 64 - regions.trailing_zeros();
+                group_by_top_bits(hashes, shift, scratch);
+                let mut start = 0;
+                while start < scratch.len() {
+                    let group = scratch[start][0].checked_shr(shift).unwrap_or(0);
+                    let end = start
+                        + scratch[start..]
+                            .partition_point(|hash| hash[0].checked_shr(shift).unwrap_or(0) == group);
+                    // The bytes of the payload this group's blocks lie in (to within a
+                    // block at either end: block = (h >> 32) * blocks >> 32 grows with h).
+                    let from = (group * payload_len / regions).saturating_sub(PAGE);
+                    let to = ((group + 1) * payload_len / regions + PAGE).min(payload_len);
+                    let pages = (to - from) / PAGE;
+                    if (end - start) as u64 >= 4 * pages {
+                        // Dense enough that nearly every page is written: map them in one
+                        // call instead of one fault each.
+                        region.populate(from, to);
+                    }
+                    filter.insert_hashes(&scratch[start..end]);
+                    region.release(from, to);
+                    start = end;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a large `add` should keep its hashes on disk until the input ends
+    /// ([`Spill`]): a block filter whose payload is larger than the window.
+    pub fn spills(&mut self) -> Result<bool> {
+        let big = self.header.payload_len > window_bytes();
+        Ok(big && self.filter()?.locality() == Locality::Ordered)
+    }
+
+    /// The regions a block filter's payload is grouped into.
+    fn regions(&self) -> u64 {
+        self.header
+            .payload_len
+            .div_ceil(region_bytes(window_bytes()))
+            .clamp(1, MAX_REGIONS)
+            .next_power_of_two()
+    }
+
+    /// Adds the hashes `spill` kept, in one pass over the payload, a region at a time
+    /// (marking the file unsealed first): each region's hashes read back, its pages mapped
+    /// in one call when dense, filled, and let go of.
+    pub fn insert_spilled(&mut self, spill: Spill) -> Result<()> {
+        let shown = self.locked.shown().to_owned();
+        self.unseal()?;
+        let payload_len = self.header.payload_len;
+        let regions = self.regions();
+        let region = Region::of(&self.map, self.header.payload_offset);
+        let mut filter = self.filter()?;
+        let mut bytes = Vec::new();
+        let mut hashes: Vec<ItemHash> = Vec::new();
+        for (group, file) in spill.files.into_iter().enumerate() {
+            let mut file = file
+                .into_inner()
+                .map_err(|error| error.into_error())
+                .with_path(&shown)?;
+            file.rewind().with_path(&shown)?;
+            bytes.clear();
+            file.read_to_end(&mut bytes).with_path(&shown)?;
+            drop(file);
+            hashes.clear();
+            hashes.extend(
+                bytes
+                    .chunks_exact(8)
+                    .map(|word| [u64::from_le_bytes(word.try_into().expect("8 bytes")), 0]),
+            );
+            if hashes.is_empty() {
+                continue;
+            }
+            let group = group as u64;
+            let from = (group * payload_len / regions).saturating_sub(PAGE);
+            let to = ((group + 1) * payload_len / regions + PAGE).min(payload_len);
+            if hashes.len() as u64 >= (to - from) / PAGE {
+                region.populate(from, to);
+            }
+            filter.insert_hashes(&hashes);
+            region.release(from, to);
+        }
+        Ok(())
+    }
+
+    /// Adds a batch of hashes in order, saying for each whether it set a bit (`dedup`);
+    /// marks the file unsealed first. A payload larger than the resident window is let go
+    /// of after each window's worth of pages.
+    pub fn insert_reporting(&mut self, hashes: &[ItemHash], new: &mut [bool]) -> Result<()> {
+        self.unseal()?;
+        let window = window_bytes();
+        let payload_len = self.header.payload_len;
+        let region = Region::of(&self.map, self.header.payload_offset);
+        let mut filter = self.filter()?;
+        if payload_len <= window {
+            filter.insert_hashes_reporting(hashes, new);
+            return Ok(());
+        }
+        let probes = match filter.locality() {
+            Locality::Scattered { probes } => u64::from(probes.max(1)),
+            Locality::Ordered => 1,
+        };
+        let per_slice = (window / PAGE / probes).max(1) as usize;
+        for (slice, answers) in hashes.chunks(per_slice).zip(new.chunks_mut(per_slice)) {
+            filter.insert_hashes_reporting(slice, answers);
+            region.release(0, payload_len);
+        }
+        Ok(())
+    }
+
+    /// Adds every item of the filter of `header` and `payload` (a mapped file's, whose
+    /// pages `theirs` lets go of), which must put items at the same bits: ORs its payload
+    /// in, marking the file unsealed first; a region at a time, each let go of after, when
+    /// the payload is larger than the window. Nothing changes when they differ.
+    pub fn union(&mut self, header: &Header, payload: &[u8], theirs: Region) -> Result<()> {
+        let shown = self.locked.shown().to_owned();
+        self.filter()?.check_union(header, payload).with_path(&shown)?;
+        self.unseal()?;
+        let window = window_bytes();
+        let payload_len = self.header.payload_len;
+        let mine = Region::of(&self.map, self.header.payload_offset);
+        let offset = self.header.payload_offset;
+        let step = if payload_len <= window {
+            payload_len.max(1)
+        } else {
+            region_bytes(window)
+        } as usize;
+        let target = &mut self.map[offset..];
+        for (start, (mine_piece, their_piece)) in
+            target.chunks_mut(step).zip(payload.chunks(step)).enumerate()
+        {
+            in_place::or_payload(mine_piece, their_piece);
+            if payload_len > window {
+                let from = (start * step) as u64;
+                let to = from + mine_piece.len() as u64;
+                mine.release(from, to);
+                theirs.release(from, to);
+            }
+        }
+        Ok(())
+    }
+
+    /// Seals the file: every changed page synced, the payload checksum computed from the
+    /// file, then the sealed header written and synced. Releases the lock.
+    pub fn seal(self) -> Result<()> {
+        if !self.unsealed {
+            return Ok(());
+        }
+        let shown = self.locked.shown().to_owned();
+        self.map.flush().with_path(&shown)?;
+        let file = self.locked.file();
+        let sum = checksum_of(file, self.header.payload_offset as u64, self.header.payload_len)
+            .with_path(&shown)?;
+        let bytes = self.header.to_bytes(sum, false);
+        self.write_header(&bytes)
+    }
+}

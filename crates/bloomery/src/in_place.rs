@@ -1,0 +1,472 @@
+//! Filters changed in place: the classic, blocked and split-block filters over a payload
+//! the caller lends mutably (a file mapped writable), so a tool adds items to a filter file
+//! of any size without reading or copying it: only the pages an insert touches are read
+//! and written.
+//!
+//! Inserting only sets bits. A file whose update stops part way (a crash, `kill -9`)
+//! therefore holds a superset of the bits it held before: every item added before is
+//! still present, never a false negative. The format marks such a file unsealed (its
+//! payload checksum is stale, docs/format.md); writing the marks is the tool's business
+//! ([`Header::to_bytes`]). The other variants change more than bits on insert (counters,
+//! item lists, new sub-filters or generations) and are not offered here.
+//!
+//! Hashing is split from inserting ([`ItemHasher`]), so one thread can hash items while
+//! another inserts, and a caller can order a large batch by where its bits are
+//! ([`Locality`]) before inserting it.
+//!
+//! ```
+//! use bloomery::any::{self, Spec};
+//! use bloomery::format::native::{self, Header, Variant};
+//! use bloomery::in_place;
+//!
+//! let filter = any::create(&Spec::new(Variant::Blocked, 1_000, 0.01))?;
+//! let mut file = filter.envelope().to_vec();
+//! // The payload must be aligned for the blocks; a memory map always is. Copy it to
+//! // memory that is (a Vec<u8> need not be).
+//! let header = Header::parse(&file)?;
+//! let mut blocks = vec![bloomery::blocked::Block::default(); file.len() / 64];
+//! let aligned = unsafe { std::slice::from_raw_parts_mut(blocks.as_mut_ptr().cast::<u8>(), file.len()) };
+//! aligned.copy_from_slice(&file);
+//! let mut in_place = in_place::view_mut(&header, &mut aligned[header.payload_offset..])?.unwrap();
+//! let hash = in_place.hasher().hash(b"apple");
+//! in_place.insert_hashes(&[hash]);
+//! assert!(in_place.view().contains(b"apple"));
+//! # Ok::<(), bloomery::Error>(())
+//! ```
+
+use crate::any::FilterView;
+use crate::blocked::BlockedBloomFilterMut;
+use crate::blocked::BlockedBloomFilterView;
+use crate::classic::BloomFilterMut;
+use crate::classic::BloomFilterView;
+use crate::error::{Error, Result};
+use crate::format::native::{Header, Variant};
+use crate::hash::{hash_item, xxh3_64_item};
+use crate::split_block::SplitBlockBloomFilterView;
+use crate::split_block::{SplitBlockBloomFilterMut, xxh64_item};
+
+/// An item's hash as the in-place filters take it: a block filter's 64-bit hash in the
+/// first word (the second is 0), or the classic filter's murmur3_128 `(h1, h2)`.
+pub type ItemHash = [u64; 2];
+
+/// How a filter hashes an item's bytes: a small copyable value, so that threads other than
+/// the one inserting can hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemHasher {
+    /// XXH3-64 with the blocked filter's seed.
+    Blocked {
+        /// The filter's seed.
+        seed: u64,
+    },
+    /// XXH64, seed 0 (Parquet's).
+    SplitBlock,
+    /// murmur3_128 (Guava's).
+    Classic,
+}
+
+impl ItemHasher {
+    /// The hash of the item with these bytes.
+    #[inline]
+    pub fn hash(self, item: &[u8]) -> ItemHash {
+        match self {
+            ItemHasher::Blocked { seed } => [xxh3_64_item(item, seed), 0],
+            ItemHasher::SplitBlock => [xxh64_item(item), 0],
+            ItemHasher::Classic => {
+                let (h1, h2) = hash_item(item);
+                [h1, h2]
+            }
+        }
+    }
+}
+
+/// Where an insert's bits are in the payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locality {
+    /// In one block, whose place in the payload grows with the hash's first word: a batch
+    /// ordered by it (or grouped by its high bits) visits the payload once, front to back;
+    /// the group of the top `b` bits of the first word is the `b`-bit slice of the payload
+    /// it covers (to within a block).
+    Ordered,
+    /// In up to `probes` places anywhere in the payload.
+    Scattered {
+        /// The places one insert touches, at most.
+        probes: u32,
+    },
+}
+
+/// A filter whose inserts only set bits, changing a borrowed payload in place.
+pub trait FilterMut: Send {
+    /// The variant.
+    fn variant(&self) -> Variant;
+
+    /// How items are hashed for [`insert_hashes`](Self::insert_hashes).
+    fn hasher(&self) -> ItemHasher;
+
+    /// Where an insert's bits are.
+    fn locality(&self) -> Locality;
+
+    /// Adds every item by its hash (block filters prefetch ahead).
+    fn insert_hashes(&mut self, hashes: &[ItemHash]);
+
+    /// Adds every item in order and says for each whether it set a bit (`new`, one slot
+    /// per hash): an item given twice in a batch is new at most once. Panics if the lengths
+    /// differ.
+    fn insert_hashes_reporting(&mut self, hashes: &[ItemHash], new: &mut [bool]);
+
+    /// A read-only view of the bits as they are now (lookups, statistics).
+    fn view(&self) -> Box<dyn FilterView + '_>;
+
+    /// Checks that the filter of `header` and `payload` (a checked header and an aligned
+    /// payload, such as a mapped file's) puts every item at the same bits as this one: the
+    /// same variant, shape and hashing. Then its items are added by OR-ing its payload into
+    /// this one's, byte for byte (a union; [`or_payload`] does it).
+    fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()>;
+}
+
+/// ORs `theirs` into `mine` (the same length): the union of two filters
+/// [`FilterMut::check_union`] accepted, or of a range of their payloads.
+pub fn or_payload(mine: &mut [u8], theirs: &[u8]) {
+    assert_eq!(mine.len(), theirs.len(), "payloads of one shape");
+    for (mine, theirs) in mine.chunks_mut(8).zip(theirs.chunks(8)) {
+        if mine.len() == 8 {
+            let word = u64::from_ne_bytes((&*mine).try_into().expect("8 bytes"))
+                | u64::from_ne_bytes(theirs.try_into().expect("8 bytes"));
+            mine.copy_from_slice(&word.to_ne_bytes());
+        } else {
+            for (byte, their_byte) in mine.iter_mut().zip(theirs) {
+                *byte |= their_byte;
+            }
+        }
+    }
+}
+
+fn incompatible(reason: String) -> Error {
+    Error::Incompatible { reason }
+}
+
+fn same_variant(mine: Variant, header: &Header) -> Result<()> {
+    if header.variant == mine {
+        Ok(())
+    } else {
+        Err(incompatible(format!(
+            "variants differ: {} vs {}",
+            mine.name(),
+            header.variant.name()
+        )))
+    }
+}
+
+fn unaligned() -> Error {
+    incompatible("the other payload is not aligned for its words".into())
+}
+
+/// Whether files of `variant` can be changed in place ([`view_mut`]): the classic, blocked
+/// and split-block variants, whose inserts only set bits.
+pub fn updates_in_place(variant: Variant) -> bool {
+    matches!(variant, Variant::Classic | Variant::Blocked | Variant::SplitBlock)
+}
+
+/// The filter described by a checked `header`, over its `payload` in place: every
+/// parameter is checked against the payload, as a load checks it (not the payload
+/// checksum: that is the caller's, as for [`crate::any::view`]). `None` for variants that
+/// cannot be changed in place ([`updates_in_place`]) and for a payload not aligned for its
+/// words or blocks (a memory map always is).
+pub fn view_mut<'a>(header: &Header, payload: &'a mut [u8]) -> Result<Option<Box<dyn FilterMut + 'a>>> {
+    Ok(match header.variant {
+        Variant::Classic => BloomFilterMut::from_parts(&header.params, payload)?
+            .map(|filter| Box::new(filter) as Box<dyn FilterMut + 'a>),
+        Variant::Blocked => {
+            BlockedBloomFilterMut::from_parts_of_version(header.version, &header.params, payload)?
+                .map(|filter| Box::new(filter) as Box<dyn FilterMut + 'a>)
+        }
+        Variant::SplitBlock => {
+            SplitBlockBloomFilterMut::from_parts_of_version(header.version, &header.params, payload)?
+                .map(|filter| Box::new(filter) as Box<dyn FilterMut + 'a>)
+        }
+        _ => None,
+    })
+}
+
+/// Hashes a chunk at a time, for the block filters' batch calls, which take 64-bit hashes.
+const CHUNK: usize = 512;
+
+/// Calls `each(offset, first words)` for each chunk of `hashes`.
+fn first_words(hashes: &[ItemHash], mut each: impl FnMut(usize, &[u64])) {
+    let mut words = [0u64; CHUNK];
+    for (index, chunk) in hashes.chunks(CHUNK).enumerate() {
+        for (word, hash) in words.iter_mut().zip(chunk) {
+            *word = hash[0];
+        }
+        each(index * CHUNK, &words[..chunk.len()]);
+    }
+}
+
+/// The block filters' in-place implementation (they differ only in hasher and type).
+macro_rules! block_filter_mut {
+    ($filter:ident, $variant:expr, $hasher:expr, $check:expr) => {
+        impl FilterMut for $filter<'_> {
+            fn variant(&self) -> Variant {
+                $variant
+            }
+
+            fn hasher(&self) -> ItemHasher {
+                let hasher: fn(&Self) -> ItemHasher = $hasher;
+                hasher(self)
+            }
+
+            fn locality(&self) -> Locality {
+                Locality::Ordered
+            }
+
+            fn insert_hashes(&mut self, hashes: &[ItemHash]) {
+                first_words(hashes, |_, words| self.insert_hash_batch(words));
+            }
+
+            fn insert_hashes_reporting(&mut self, hashes: &[ItemHash], new: &mut [bool]) {
+                assert_eq!(hashes.len(), new.len(), "one answer per hash");
+                first_words(hashes, |offset, words| {
+                    self.insert_hash_batch_reporting(words, &mut new[offset..offset + words.len()]);
+                });
+            }
+
+            fn view(&self) -> Box<dyn FilterView + '_> {
+                Box::new($filter::view(self))
+            }
+
+            fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()> {
+                same_variant($variant, header)?;
+                let check: fn(&Self, &Header, &[u8]) -> Result<()> = $check;
+                check(self, header, payload)
+            }
+        }
+    };
+}
+
+block_filter_mut!(
+    BlockedBloomFilterMut,
+    Variant::Blocked,
+    |filter| ItemHasher::Blocked { seed: filter.seed() },
+    |filter, header, payload| {
+        let other = BlockedBloomFilterView::from_parts_of_version(header.version, &header.params, payload)?
+            .ok_or_else(unaligned)?;
+        let mine = filter.view();
+        if mine.blocks().len() != other.blocks().len() {
+            return Err(incompatible(format!(
+                "num_blocks differ: {} vs {}",
+                mine.blocks().len(),
+                other.blocks().len()
+            )));
+        }
+        if mine.seed() != other.seed() {
+            return Err(incompatible(format!(
+                "seeds differ: {} vs {}",
+                mine.seed(),
+                other.seed()
+            )));
+        }
+        Ok(())
+    }
+);
+block_filter_mut!(
+    SplitBlockBloomFilterMut,
+    Variant::SplitBlock,
+    |_| ItemHasher::SplitBlock,
+    |filter, header, payload| {
+        let other =
+            SplitBlockBloomFilterView::from_parts_of_version(header.version, &header.params, payload)?
+                .ok_or_else(unaligned)?;
+        let (mine, theirs) = (filter.view().blocks().len(), other.blocks().len());
+        if mine != theirs {
+            return Err(incompatible(format!("num_blocks differ: {mine} vs {theirs}")));
+        }
+        Ok(())
+    }
+);
+
+impl FilterMut for BloomFilterMut<'_> {
+    fn variant(&self) -> Variant {
+        Variant::Classic
+    }
+
+    fn hasher(&self) -> ItemHasher {
+        ItemHasher::Classic
+    }
+
+    fn locality(&self) -> Locality {
+        Locality::Scattered {
+            probes: self.num_hashes(),
+        }
+    }
+
+    fn insert_hashes(&mut self, hashes: &[ItemHash]) {
+        for &[h1, h2] in hashes {
+            self.insert_hash((h1, h2));
+        }
+    }
+
+    fn insert_hashes_reporting(&mut self, hashes: &[ItemHash], new: &mut [bool]) {
+        assert_eq!(hashes.len(), new.len(), "one answer per hash");
+        for (slot, &[h1, h2]) in new.iter_mut().zip(hashes) {
+            *slot = self.insert_hash((h1, h2));
+        }
+    }
+
+    fn view(&self) -> Box<dyn FilterView + '_> {
+        Box::new(BloomFilterMut::view(self))
+    }
+
+    fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()> {
+        same_variant(Variant::Classic, header)?;
+        let other = BloomFilterView::from_parts(&header.params, payload)?.ok_or_else(unaligned)?;
+        let (mine, theirs) = (BloomFilterMut::view(self).shape(), other.shape());
+        if mine != theirs {
+            return Err(incompatible(format!(
+                "shapes differ: {} bits and {} hashes vs {} bits and {} hashes",
+                mine.num_words * 64,
+                mine.num_hashes,
+                theirs.num_words * 64,
+                theirs.num_hashes
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::any::{self, Spec};
+    use crate::blocked::Block;
+
+    /// `bytes` copied to 64-byte-aligned memory, as a memory map gives them.
+    fn aligned(bytes: &[u8]) -> Vec<Block> {
+        let mut blocks = vec![Block::default(); bytes.len().div_ceil(64)];
+        as_bytes(&mut blocks)[..bytes.len()].copy_from_slice(bytes);
+        blocks
+    }
+
+    fn as_bytes(blocks: &mut [Block]) -> &mut [u8] {
+        // SAFETY: blocks are plain u64s; the byte view covers exactly their memory.
+        unsafe { std::slice::from_raw_parts_mut(blocks.as_mut_ptr().cast::<u8>(), blocks.len() * 64) }
+    }
+
+    #[test]
+    fn in_place_inserts_give_the_bits_and_answers_of_owned_ones() {
+        for variant in Variant::ALL {
+            let mut owned = any::create(&Spec::new(variant, 2_000, 0.01)).unwrap();
+            let file = owned.envelope().to_vec();
+            let header = Header::parse(&file).unwrap();
+            let mut memory = aligned(&file);
+            let bytes = &mut as_bytes(&mut memory)[..file.len()];
+            let Some(mut in_place) = view_mut(&header, &mut bytes[header.payload_offset..]).unwrap() else {
+                assert!(!updates_in_place(variant), "{variant:?}");
+                continue;
+            };
+            assert!(updates_in_place(variant), "{variant:?}");
+            assert_eq!(in_place.variant(), variant);
+            let items: Vec<Vec<u8>> = (0..3_000u32).map(|i| format!("item {i}").into_bytes()).collect();
+            let mut hashes: Vec<ItemHash> = items.iter().map(|item| in_place.hasher().hash(item)).collect();
+            // Twice the first item in the batch: new once.
+            hashes.insert(1, hashes[0]);
+            let mut new = vec![false; hashes.len()];
+            in_place.insert_hashes_reporting(&hashes[..1_500], &mut new[..1_500]);
+            in_place.insert_hashes(&hashes[1_500..]);
+            assert!(new[0] && !new[1], "{variant:?}");
+            let mut expected_new = Vec::new();
+            for item in &items[..1_499] {
+                expected_new.push(owned.insert(item).unwrap());
+            }
+            for item in &items[1_499..] {
+                owned.insert(item).unwrap();
+            }
+            let reported: Vec<bool> = new[..1_500]
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != 1)
+                .map(|(_, &n)| n)
+                .collect();
+            assert_eq!(reported, expected_new, "{variant:?}");
+            let view = in_place.view();
+            assert!(items.iter().all(|item| view.contains(item)), "{variant:?}");
+            assert_eq!(view.stats(), owned.stats(), "{variant:?}");
+            drop(view);
+            drop(in_place);
+            let payload = &bytes[header.payload_offset..];
+            assert_eq!(
+                payload,
+                &owned.envelope().to_vec()[header.payload_offset..],
+                "{variant:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_union_in_place_is_the_owned_union_and_other_shapes_are_refused() {
+        for variant in [Variant::Classic, Variant::Blocked, Variant::SplitBlock] {
+            let mut mine = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
+            let mut theirs = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
+            for i in 0..300u32 {
+                mine.insert(format!("mine {i}").as_bytes()).unwrap();
+                theirs.insert(format!("theirs {i}").as_bytes()).unwrap();
+            }
+            let (file, their_file) = (mine.envelope().to_vec(), theirs.envelope().to_vec());
+            let (header, their_header) = (Header::parse(&file).unwrap(), Header::parse(&their_file).unwrap());
+            let mut memory = aligned(&file);
+            let mut their_memory = aligned(&their_file);
+            let bytes = &mut as_bytes(&mut memory)[header.payload_offset..file.len()];
+            let their_bytes = &as_bytes(&mut their_memory)[their_header.payload_offset..their_file.len()];
+            let in_place = view_mut(&header, bytes).unwrap().unwrap();
+            in_place.check_union(&their_header, their_bytes).unwrap();
+            drop(in_place);
+            or_payload(bytes, their_bytes);
+            mine.union(theirs.as_ref()).unwrap();
+            assert_eq!(
+                &*bytes,
+                &mine.envelope().to_vec()[header.payload_offset..],
+                "{variant:?}"
+            );
+            // Another shape, another variant: refused.
+            let bigger = any::create(&Spec::new(variant, 100_000, 0.01))
+                .unwrap()
+                .envelope()
+                .to_vec();
+            let bigger_header = Header::parse(&bigger).unwrap();
+            let mut bigger_memory = aligned(&bigger);
+            let bigger_bytes = &as_bytes(&mut bigger_memory)[bigger_header.payload_offset..bigger.len()];
+            let in_place = view_mut(&header, bytes).unwrap().unwrap();
+            assert!(
+                in_place.check_union(&bigger_header, bigger_bytes).is_err(),
+                "{variant:?}"
+            );
+            let counting = any::create(&Spec::new(Variant::Counting, 1_000, 0.01))
+                .unwrap()
+                .envelope()
+                .to_vec();
+            let counting_header = Header::parse(&counting).unwrap();
+            let message = in_place
+                .check_union(&counting_header, &counting[counting_header.payload_offset..])
+                .unwrap_err()
+                .to_string();
+            assert!(message.contains("variants differ"), "{message}");
+        }
+    }
+
+    #[test]
+    fn an_unaligned_payload_is_declined_and_bad_parameters_refused() {
+        let filter = any::create(&Spec::new(Variant::Blocked, 100, 0.01)).unwrap();
+        let file = filter.envelope().to_vec();
+        let header = Header::parse(&file).unwrap();
+        let mut memory = aligned(&file);
+        let bytes = as_bytes(&mut memory);
+        let payload_len = header.payload_len as usize;
+        let offset = header.payload_offset;
+        assert!(view_mut(&header, &mut bytes[offset + 8..offset + 8 + payload_len - 64]).is_err());
+        let mut shifted = vec![0u8; payload_len + 128];
+        let start = shifted.as_ptr().align_offset(64) + 8;
+        assert!(
+            view_mut(&header, &mut shifted[start..start + payload_len])
+                .unwrap()
+                .is_none()
+        );
+    }
+}
