@@ -64,7 +64,7 @@ pub use error::{Error, FormatProblem, Result};
 pub use hash::{Funnel, Sink, UnencodedChars, Utf16Units};
 pub use retouched::{ClearingScheme, RetouchedBloomFilter};
 pub use rotating::RotatingBloomFilter;
-pub use scalable::{ScalableBloomFilter, ScalableOptions};
+pub use scalable::{ScalableBloomFilter, ScalableOptions, SubFilterInfo};
 pub use split_block::SplitBlockBloomFilter;
 
 /// What every filter in this library does with items of type `T`, so tools (the CLI, the
