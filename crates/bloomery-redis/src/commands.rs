@@ -6,10 +6,11 @@
 
 use bloomery::any::{self, DynFilter, Spec};
 use bloomery::format::native::Variant;
-use bloomery::{Error as BloomError, ScalableOptions};
+use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
-    Context, ModuleOptions, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, Status,
+    Context, ContextFlags, ModuleOptions, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
+    Status, raw,
 };
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -176,7 +177,8 @@ fn notify_and_replicate(ctx: &Context, event: &str, key: &RedisString) {
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() < 4 {
+    // RedisBloom's bound: key, rate, capacity and at most EXPANSION n and NONSCALING.
+    if args.len() < 4 || args.len() > 7 {
         return Err(RedisError::WrongArity);
     }
     let key = &args[1];
@@ -193,29 +195,26 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         capacity: capacity as u64,
         ..Reservation::default()
     };
-    let mut expansion_given = false;
-    let mut rest = args[4..].iter();
-    while let Some(word) = rest.next() {
-        if word_is(word, "EXPANSION") {
-            let value = rest.next().ok_or(RedisError::WrongArity)?;
-            let expansion = parse_i64(value).ok_or(RedisError::Str("ERR bad expansion"))?;
-            if expansion < 1 {
-                return Err(RedisError::Str("ERR expansion should be greater or equal to 1"));
-            }
-            if expansion as u64 > MAX_EXPANSION {
-                return Err(RedisError::String(format!(
-                    "ERR expansion above the module's limit of {MAX_EXPANSION}"
-                )));
-            }
-            reservation.expansion = expansion as u32;
-            expansion_given = true;
-        } else if word_is(word, "NONSCALING") {
-            reservation.scaling = false;
+    // As RedisBloom: NONSCALING anywhere, then EXPANSION's value (checked in this order,
+    // so `NONSCALING EXPANSION x` is refused for combining them whatever x is); other
+    // words are ignored.
+    let options = &args[4..];
+    reservation.scaling = !options.iter().any(|word| word_is(word, "NONSCALING"));
+    if let Some(at) = options.iter().position(|word| word_is(word, "EXPANSION")) {
+        let value = options.get(at + 1).ok_or(RedisError::Str("ERR no expansion"))?;
+        if !reservation.scaling {
+            return Err(RedisError::Str("Nonscaling filters cannot expand"));
         }
-        // Other words are ignored, as RedisBloom does.
-    }
-    if !reservation.scaling && expansion_given {
-        return Err(RedisError::Str("Nonscaling filters cannot expand"));
+        let expansion = parse_i64(value).ok_or(RedisError::Str("ERR bad expansion"))?;
+        if expansion < 1 {
+            return Err(RedisError::Str("ERR expansion should be greater or equal to 1"));
+        }
+        if expansion as u64 > MAX_EXPANSION {
+            return Err(RedisError::String(format!(
+                "ERR expansion above the module's limit of {MAX_EXPANSION}"
+            )));
+        }
+        reservation.expansion = expansion as u32;
     }
     let redis_key = ctx.open_key_writable(key);
     if !redis_key.is_empty() {
@@ -267,7 +266,8 @@ fn add_items(
             None => filter.insert(item.as_slice()),
         };
         match inserted {
-            Ok(added) => replies.push(RedisValue::Integer(i64::from(added))),
+            // RESP3 `#t`/`#f`, RESP2 `:1`/`:0` (Redis answers a module's boolean so).
+            Ok(added) => replies.push(RedisValue::Bool(added)),
             Err(error) => {
                 replies.push(RedisValue::StaticError(match error {
                     BloomError::Full { .. } => FULL,
@@ -280,7 +280,7 @@ fn add_items(
     }
     let accepted = replies
         .iter()
-        .take_while(|reply| matches!(reply, RedisValue::Integer(_)))
+        .take_while(|reply| matches!(reply, RedisValue::Bool(_)))
         .count();
     if accepted == items.len() {
         notify_and_replicate(ctx, "bf.add", key);
@@ -337,19 +337,22 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         if word_is(word, "ITEMS") {
             break index + 1;
         }
-        let value = args.get(index + 1);
+        // RedisBloom's replies: a missing value is an arity error, one that does not parse
+        // names the option, one out of range is "Bad argument received".
+        let value = || args.get(index + 1).ok_or(RedisError::WrongArity);
         if word_is(word, "CAPACITY") {
-            let capacity = value.and_then(parse_i64).filter(|&capacity| capacity > 0);
+            let capacity = parse_i64(value()?).ok_or(RedisError::Str("Bad capacity"))?;
+            let capacity = Some(capacity).filter(|&capacity| capacity > 0);
             reservation.capacity = capacity.ok_or(RedisError::Str("Bad argument received"))? as u64;
             index += 2;
         } else if word_is(word, "ERROR") {
-            let error_rate = value.and_then(parse_f64).filter(|&rate| rate > 0.0 && rate < 1.0);
+            let error_rate = parse_f64(value()?).ok_or(RedisError::Str("Bad error rate"))?;
+            let error_rate = Some(error_rate).filter(|&rate| rate > 0.0 && rate < 1.0);
             reservation.error_rate = error_rate.ok_or(RedisError::Str("Bad argument received"))?;
             index += 2;
         } else if word_is(word, "EXPANSION") {
-            let expansion = value
-                .and_then(parse_i64)
-                .filter(|&n| n >= 1 && n as u64 <= MAX_EXPANSION);
+            let expansion = parse_i64(value()?).ok_or(RedisError::Str("Bad expansion"))?;
+            let expansion = Some(expansion).filter(|&n| n >= 1 && n as u64 <= MAX_EXPANSION);
             reservation.expansion = expansion.ok_or(RedisError::Str("Bad argument received"))? as u32;
             index += 2;
         } else if word_is(word, "NOCREATE") {
@@ -381,11 +384,7 @@ fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec
     let filter = read_filter(&redis_key)?;
     Ok(items
         .iter()
-        .map(|item| {
-            RedisValue::Integer(i64::from(
-                filter.is_some_and(|filter| filter.contains(item.as_slice())),
-            ))
-        })
+        .map(|item| RedisValue::Bool(filter.is_some_and(|filter| filter.contains(item.as_slice()))))
         .collect())
 }
 
@@ -395,7 +394,7 @@ pub fn exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let mut replies = lookup(ctx, &args[1], &args[2..])?;
-    Ok(replies.pop().unwrap_or(RedisValue::Integer(0)))
+    Ok(replies.pop().unwrap_or(RedisValue::Bool(false)))
 }
 
 /// `BF.MEXISTS key item [item ...]`
@@ -418,7 +417,34 @@ pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ))
 }
 
-/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]`
+/// What RedisBloom's `BF.INFO` counts as a filter's `Size`: its bits, plus 32 bytes for
+/// the filter and 64 for each sub-filter (the sizes of RedisBloom's own C structures, kept
+/// so that clients comparing sizes see the same numbers).
+pub fn redisbloom_size(memory_bytes: u64, sub_filters: u64) -> u64 {
+    memory_bytes
+        .saturating_add(32)
+        .saturating_add(sub_filters.saturating_mul(64))
+}
+
+/// Whether the client of this command speaks RESP3.
+fn resp3(ctx: &Context) -> bool {
+    ctx.get_flags().contains(ContextFlags::FLAGS_RESP3)
+}
+
+/// Replies a map with these labels (simple strings, in this order) and values, and
+/// answers `NoReply` for the caller to return.
+fn reply_map(ctx: &Context, fields: Vec<(&'static str, RedisValue)>) -> RedisResult {
+    raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
+    for (label, value) in fields {
+        ctx.reply_simple_string(label);
+        ctx.reply(Ok(value));
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]`, with RedisBloom's reply
+/// shapes: all five fields as a flat array of label and value (RESP2) or a map (RESP3);
+/// one field as a one-element array `[value]` (RESP2) or a one-entry map (RESP3).
 pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 2 && args.len() != 3 {
         return Err(RedisError::WrongArity);
@@ -430,13 +456,14 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let expansion = stats.expansion.map_or(RedisValue::Null, |expansion| {
         RedisValue::Integer(i64::from(expansion))
     });
+    let size = redisbloom_size(stats.memory_bytes, stats.sub_filters);
     let fields = [
         (
             "Capacity",
             "CAPACITY",
             RedisValue::Integer(stats.capacity.unwrap_or(0) as i64),
         ),
-        ("Size", "SIZE", RedisValue::Integer(stats.memory_bytes as i64)),
+        ("Size", "SIZE", RedisValue::Integer(size as i64)),
         (
             "Number of filters",
             "FILTERS",
@@ -449,18 +476,89 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         ),
         ("Expansion rate", "EXPANSION", expansion),
     ];
-    if let Some(wanted) = args.get(2) {
-        return fields
+    let fields: Vec<(&'static str, RedisValue)> = match args.get(2) {
+        Some(wanted) => {
+            let (label, _, value) = fields
+                .into_iter()
+                .find(|(_, name, _)| word_is(wanted, name))
+                .ok_or(RedisError::Str("Invalid information value"))?;
+            vec![(label, value)]
+        }
+        None => fields
             .into_iter()
-            .find(|(_, name, _)| word_is(wanted, name))
-            .map(|(_, _, value)| value)
-            .ok_or(RedisError::Str("Invalid information value"));
+            .map(|(label, _, value)| (label, value))
+            .collect(),
+    };
+    if resp3(ctx) {
+        return reply_map(ctx, fields);
     }
-    Ok(RedisValue::Array(
+    Ok(RedisValue::Array(if args.len() == 3 {
+        fields.into_iter().map(|(_, value)| value).collect()
+    } else {
         fields
             .into_iter()
-            .flat_map(|(label, _, value)| [RedisValue::SimpleStringStatic(label), value])
-            .collect(),
+            .flat_map(|(label, value)| [RedisValue::SimpleStringStatic(label), value])
+            .collect()
+    }))
+}
+
+/// `%g` as C's printf writes it (six significant digits, trailing zeros dropped, an
+/// exponent of at least two digits below 1e-4 and from 1e6): how `BF.DEBUG` prints rates.
+pub fn format_g(value: f64) -> String {
+    fn trimmed(text: &str) -> &str {
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            text
+        }
+    }
+    if value == 0.0 || !value.is_finite() {
+        return value.to_string();
+    }
+    let scientific = format!("{value:.5e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..6).contains(&exponent) {
+        let decimals = (5 - exponent) as usize;
+        trimmed(&format!("{value:.decimals$}")).to_string()
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trimmed(mantissa), exponent.abs())
+    }
+}
+
+/// `BF.DEBUG key`: RedisBloom's description of a filter: `size:<items>`, then one line per
+/// sub-filter, `bytes:<b> bits:<m> hashes:<k> hashwidth:64 capacity:<c> size:<items>
+/// ratio:<rate>` (the rate it was sized for). A filter of another variant (loaded from a
+/// `bloomery` file) gets one line naming the variant and its memory.
+pub fn debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 2 {
+        return Err(RedisError::WrongArity);
+    }
+    let redis_key = ctx.open_key(&args[1]);
+    let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
+    let stats = filter.stats();
+    let mut lines = vec![format!("size:{}", stats.estimated_len)];
+    match filter.as_any().downcast_ref::<ScalableBloomFilter>() {
+        Some(scalable) => lines.extend(scalable.sub_filters().iter().map(|sub| {
+            format!(
+                "bytes:{} bits:{} hashes:{} hashwidth:64 capacity:{} size:{} ratio:{}",
+                sub.num_bits / 8,
+                sub.num_bits,
+                sub.num_hashes,
+                sub.capacity,
+                sub.len,
+                format_g(sub.fpp)
+            )
+        })),
+        None => lines.push(format!(
+            "variant:{:?} bytes:{}",
+            filter.variant(),
+            stats.memory_bytes
+        )),
+    }
+    Ok(RedisValue::Array(
+        lines.into_iter().map(RedisValue::BulkString).collect(),
     ))
 }
 

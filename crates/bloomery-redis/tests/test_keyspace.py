@@ -141,7 +141,7 @@ def test_a_filter_larger_than_one_chunk_dumps_restarts_and_is_counted_by_redis(s
     before = client.info("memory")["used_memory"]
     # 1.5 * 10^7 items at 1%: a first sub-filter of about 20 MB, two dump chunks.
     client.execute_command("BF.RESERVE", "huge", "0.01", "15000000")
-    size = client.execute_command("BF.INFO", "huge", "SIZE")
+    size = client.execute_command("BF.INFO", "huge", "SIZE")[0]
     assert size > CHUNK_BYTES
     # The filter's memory comes from Redis's allocator: INFO sees it, and maxmemory
     # applies to it (deny-oom commands are refused once the server is over the limit).
