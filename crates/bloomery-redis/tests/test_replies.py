@@ -112,3 +112,29 @@ def test_option_parse_errors_are_redisbloom_s(r):
     assert error_of(r, "BF.RESERVE", "k", "0.01", "4", "EXPANSION", "2", "NONSCALING", "x") \
         .startswith("wrong number of arguments")
     assert r.exists("k") == 0
+
+
+def test_redisbloom_errors_config_gives_loadchunk_the_bare_text(r, tmp_path):
+    r.execute_command("BF.RESERVE", "bf", "0.01", "10")
+    assert error_of(r, "BF.LOADCHUNK", "bf", "1", "x") == \
+        "received bad data: the key holds a filter; DEL it before loading another"
+    assert r.config_get("bloomery.redisbloom-errors") == {"bloomery.redisbloom-errors": "no"}
+    r.config_set("bloomery.redisbloom-errors", "yes")
+    assert error_of(r, "BF.LOADCHUNK", "bf", "1", "x") == "received bad data"
+    assert error_of(r, "BF.LOADCHUNK", "new", "1", "garbage") == "received bad data"
+    assert error_of(r, "BF.LOADCHUNK", "new", "7", "garbage") == "received bad data"
+    r.set("str", "v")
+    assert error_of(r, "BF.LOADCHUNK", "str", "1", "x").startswith("WRONGTYPE")
+    r.config_set("bloomery.redisbloom-errors", "no")
+    assert error_of(r, "BF.LOADCHUNK", "new", "7", "garbage").startswith("received bad data: ")
+
+
+def test_redisbloom_errors_load_argument(tmp_path):
+    from conftest import Server
+    server = Server(tmp_path, module_args=["REDISBLOOM_ERRORS", "yes"]).start()
+    try:
+        client = server.client()
+        assert client.config_get("bloomery.redisbloom-errors") == {"bloomery.redisbloom-errors": "yes"}
+        assert error_of(client, "BF.LOADCHUNK", "new", "7", "garbage") == "received bad data"
+    finally:
+        server.stop()
