@@ -117,13 +117,18 @@ run_mode() {
   [ -n "$module_args" ] && args+=(--module-args "$module_args")
   (cd "$FLOW_DIR/tests/flow" && PYTHONPATH="$FLOW_DIR/stub" "$VENV/bin/RLTest" "${args[@]}" "$@") 2>&1 |
     sed 's/\x1b\[[0-9;]*m//g; s/\r//g' >"$log" || true
-  # Each test's name line ("<tab>test_overall:Class.test:") is followed by its status.
+  # Each test's name line ("<tab>test_overall:Class.test:") comes after the test ran, followed
+  # by its status; the test's failed assertions come before it. (RLTest 0.7.5 can print
+  # [PASS] for a test whose assertions failed, when an earlier test in the class raised.)
   awk '
-    /^[ \t]*test_overall:[A-Za-z0-9_.]+:[ \t]*$/ { name = $1; sub(/:$/, "", name); sub(/^test_overall:/, "", name); next }
+    /\(FAIL\):/ { asserted = 1; next }
+    /^[ \t]*test_overall:[A-Za-z0-9_.]+:[ \t]*$/ {
+      name = $1; sub(/:$/, "", name); sub(/^test_overall:/, "", name); next
+    }
     name != "" && /^[ \t]*\[(PASS|SKIP|FAIL|ERROR)\]/ {
       run++
-      if ($1 == "[PASS]" || $1 == "[SKIP]") passed++; else failed = failed " " name
-      name = ""
+      if (($1 == "[PASS]" || $1 == "[SKIP]") && !asserted) passed++; else failed = failed " " name
+      name = ""; asserted = 0
     }
     END { printf "%d %d%s\n", passed, run, failed }
   ' "$log"
