@@ -267,6 +267,7 @@ fn add_items(
             write_filter(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
     };
+    let boolean = booleans(ctx);
     let mut replies = Vec::with_capacity(items.len());
     for item in items {
         let inserted = match cap {
@@ -274,8 +275,7 @@ fn add_items(
             None => filter.insert(item.as_slice()),
         };
         match inserted {
-            // RESP3 `#t`/`#f`, RESP2 `:1`/`:0` (Redis answers a module's boolean so).
-            Ok(added) => replies.push(RedisValue::Bool(added)),
+            Ok(added) => replies.push(boolean(added)),
             Err(error) => {
                 replies.push(RedisValue::StaticError(match error {
                     BloomError::Full { .. } => FULL,
@@ -288,7 +288,7 @@ fn add_items(
     }
     let accepted = replies
         .iter()
-        .take_while(|reply| matches!(reply, RedisValue::Bool(_)))
+        .take_while(|reply| matches!(reply, RedisValue::Bool(_) | RedisValue::Integer(_)))
         .count();
     if accepted == items.len() {
         notify_and_replicate(ctx, "bf.add", key);
@@ -390,9 +390,10 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec<RedisValue>, RedisError> {
     let redis_key = ctx.open_key(key);
     let filter = read_filter(&redis_key)?;
+    let boolean = booleans(ctx);
     Ok(items
         .iter()
-        .map(|item| RedisValue::Bool(filter.is_some_and(|filter| filter.contains(item.as_slice()))))
+        .map(|item| boolean(filter.is_some_and(|filter| filter.contains(item.as_slice()))))
         .collect())
 }
 
@@ -402,7 +403,7 @@ pub fn exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let mut replies = lookup(ctx, &args[1], &args[2..])?;
-    Ok(replies.pop().unwrap_or(RedisValue::Bool(false)))
+    Ok(replies.pop().unwrap_or(RedisValue::Integer(0)))
 }
 
 /// `BF.MEXISTS key item [item ...]`
@@ -437,6 +438,24 @@ pub fn redisbloom_size(memory_bytes: u64, sub_filters: u64) -> u64 {
 /// Whether the client of this command speaks RESP3.
 fn resp3(ctx: &Context) -> bool {
     ctx.get_flags().contains(ContextFlags::FLAGS_RESP3)
+}
+
+/// How the add and exists commands answer yes or no, as RedisBloom: a boolean (`#t`/`#f`)
+/// to a RESP3 client, 1 or 0 to a RESP2 one (and on a Redis older than 7.0, which has no
+/// boolean replies for modules).
+fn booleans(ctx: &Context) -> fn(bool) -> RedisValue {
+    // SAFETY: reading a function pointer Redis filled in when the module was loaded.
+    if resp3(ctx) && unsafe { raw::RedisModule_ReplyWithBool }.is_some() {
+        RedisValue::Bool
+    } else {
+        |yes| RedisValue::Integer(i64::from(yes))
+    }
+}
+
+/// Whether maps can be replied (RESP3 client, Redis 7.0 or later).
+fn maps(ctx: &Context) -> bool {
+    // SAFETY: reading a function pointer Redis filled in when the module was loaded.
+    resp3(ctx) && unsafe { raw::RedisModule_ReplyWithMap }.is_some()
 }
 
 /// Replies a map with these labels (simple strings, in this order) and values, and
@@ -497,7 +516,7 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             .map(|(label, _, value)| (label, value))
             .collect(),
     };
-    if resp3(ctx) {
+    if maps(ctx) {
         return reply_map(ctx, fields);
     }
     Ok(RedisValue::Array(if args.len() == 3 {
@@ -560,8 +579,8 @@ pub fn debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             )
         })),
         None => lines.push(format!(
-            "variant:{:?} bytes:{}",
-            filter.variant(),
+            "variant:{} bytes:{}",
+            filter.variant().name(),
             stats.memory_bytes
         )),
     }

@@ -188,5 +188,7 @@ def test_a_file_made_by_the_cli_loads_with_loadchunk_and_answers_as_the_cli(r, t
         assert r.execute_command("BF.LOADCHUNK", variant, 1, path.read_bytes()) in (b"OK", "OK", True)
         assert r.execute_command("BF.MEXISTS", variant, *probes) == expected
         assert all(expected[: len(items)])
+        # BF.DEBUG names the variant of a filter that is not a scalable chain.
+        assert r.execute_command("BF.DEBUG", variant)[1].startswith(b"variant:%s bytes:" % variant.encode())
         (_, dumped), = dump(r, variant)
         assert dumped == path.read_bytes()
