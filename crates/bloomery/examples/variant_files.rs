@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use bloomery::format::native::Persist;
 use bloomery::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter,
-    RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, SplitBlockBloomFilter,
+    RedisBloomFilter, RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, SplitBlockBloomFilter,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -40,6 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut allowlisted = AllowlistedBloomFilter::with_fpp(n, 0.05)?;
     let mut rotating = RotatingBloomFilter::new(3, n / 3 + 1, 0.01)?;
     let mut split_block = SplitBlockBloomFilter::with_fpp(n, 0.01)?;
+    let mut redisbloom = RedisBloomFilter::new(n / 16 + 1, 0.01, 2, true)?;
     split_block.insert_batch(&present);
     for item in &present {
         classic.insert(item);
@@ -48,6 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         scalable.insert(item)?;
         allowlisted.insert(item);
         rotating.insert(item);
+        redisbloom.insert(item.as_bytes())?;
     }
     for item in &present[..(n / 10) as usize] {
         retouched.insert(item);
@@ -66,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             allowlisted.allow(item);
         }
     }
-    let files: [(&str, Vec<u8>); 8] = [
+    let files: [(&str, Vec<u8>); 9] = [
         ("classic", classic.to_bytes()),
         ("blocked", blocked.to_bytes()),
         ("counting", counting.to_bytes()),
@@ -75,6 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("allowlisted", allowlisted.to_bytes()),
         ("rotating", rotating.to_bytes()),
         ("split-block", split_block.to_bytes()),
+        ("redisbloom", redisbloom.to_bytes()),
     ];
     for (name, bytes) in files {
         fs::write(dir.join(format!("{name}.bloom")), bytes)?;

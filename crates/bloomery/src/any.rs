@@ -34,7 +34,8 @@ use crate::sizing::ClassicShape;
 use crate::split_block::SplitBlockBloomFilterView;
 use crate::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, FilterStats,
-    RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions, SplitBlockBloomFilter,
+    RedisBloomFilter, RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions,
+    SplitBlockBloomFilter,
 };
 
 /// A filter's state, whatever its variant.
@@ -238,6 +239,7 @@ impl Spec {
             Variant::SplitBlock => {
                 crate::sizing::split_block_num_blocks(n, p)? * (crate::sizing::SPLIT_BLOCK_BITS / 8)
             }
+            Variant::RedisBloom => RedisBloomFilter::first_link_bytes(n, p, self.scalable.scaling)?,
         })
     }
 }
@@ -254,6 +256,12 @@ pub fn create(spec: &Spec) -> Result<Box<dyn DynFilter>> {
         Variant::Allowlisted => Box::new(AllowlistedBloomFilter::with_fpp(n, p)?),
         Variant::Rotating => Box::new(RotatingBloomFilter::new(spec.generations, n, p)?),
         Variant::SplitBlock => Box::new(SplitBlockBloomFilter::with_fpp(n, p)?),
+        Variant::RedisBloom => Box::new(RedisBloomFilter::new(
+            n,
+            p,
+            spec.scalable.expansion,
+            spec.scalable.scaling,
+        )?),
     })
 }
 
@@ -283,6 +291,7 @@ pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>>
         Variant::Allowlisted => load::<AllowlistedBloomFilter>(header, payload),
         Variant::Rotating => load::<RotatingBloomFilter>(header, payload),
         Variant::SplitBlock => load::<SplitBlockBloomFilter>(header, payload),
+        Variant::RedisBloom => load::<RedisBloomFilter>(header, payload),
     }
 }
 
@@ -671,6 +680,64 @@ impl DynFilter for ScalableBloomFilter {
 
     fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
         ScalableBloomFilter::insert_within(self, item, Some(memory_limit))
+    }
+
+    owned_filter_common!();
+}
+
+impl FilterView for RedisBloomFilter {
+    fn variant(&self) -> Variant {
+        Variant::RedisBloom
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        RedisBloomFilter::contains(self, item)
+    }
+
+    fn stats(&self) -> Stats {
+        let scaling = self.scaling();
+        Stats {
+            capacity: Some(self.capacity()),
+            refuses_beyond_capacity: !scaling,
+            sub_filters: self.links().len() as u64,
+            expansion: scaling.then(|| self.expansion()),
+            ..stats_of(self)
+        }
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        let links = self.links();
+        vec![
+            (
+                "hashing",
+                "MurmurHash64A, RedisBloom's (a + i*b) mod m (each link)".into(),
+            ),
+            (
+                "links",
+                format!(
+                    "{} (growth {}, tightening 0.5{})",
+                    links.len(),
+                    self.expansion(),
+                    if self.scaling() { "" } else { ", not scaling" }
+                ),
+            ),
+            (
+                "capacity",
+                format!("{} items before the next link", self.capacity()),
+            ),
+            ("items added", self.len().to_string()),
+            ("first link's error rate", links[0].error.to_string()),
+        ]
+    }
+}
+
+impl DynFilter for RedisBloomFilter {
+    fn insert(&mut self, item: &[u8]) -> Result<bool> {
+        RedisBloomFilter::insert(self, item)
+    }
+
+    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
+        RedisBloomFilter::insert_within(self, item, Some(memory_limit))
     }
 
     owned_filter_common!();

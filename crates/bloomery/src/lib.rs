@@ -19,6 +19,8 @@
 //!   (clears known false positives, reporting the false negatives this makes),
 //!   [`AllowlistedBloomFilter`] (lists known false positives exactly),
 //!   [`RotatingBloomFilter`] (generations for endless streams).
+//! - [`RedisBloomFilter`]: RedisBloom's scalable filter bit for bit (MurmurHash64A, its
+//!   sizing and growth), for Redis deployments moving from RedisBloom.
 //! - [`Funnel`]: how an item becomes the bytes that are hashed (Guava's `Funnel`); built in
 //!   for strings, integers and byte slices, and easy to write for your own types.
 //!
@@ -50,6 +52,7 @@ pub mod counting;
 mod error;
 pub mod format;
 pub mod hash;
+pub mod redisbloom;
 pub mod retouched;
 pub mod rotating;
 pub mod scalable;
@@ -62,6 +65,7 @@ pub use classic::{AtomicBloomFilter, BloomFilter, ClassicFilter};
 pub use counting::CountingBloomFilter;
 pub use error::{Error, FormatProblem, Result};
 pub use hash::{Funnel, Sink, UnencodedChars, Utf16Units};
+pub use redisbloom::RedisBloomFilter;
 pub use retouched::{ClearingScheme, RetouchedBloomFilter};
 pub use rotating::RotatingBloomFilter;
 pub use scalable::{ScalableBloomFilter, ScalableOptions, SubFilterInfo};

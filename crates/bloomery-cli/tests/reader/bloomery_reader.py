@@ -8,7 +8,7 @@ standard library and the PyPI packages ``xxhash`` (XXH3-64, XXH64) and ``mmh3``
 Entry points:
 
 * ``read(data)`` / ``read_file(path)`` parse and check a whole file and return a filter
-  object with ``contains(item_bytes) -> bool`` (all eight variants, versions 1 and 2);
+  object with ``contains(item_bytes) -> bool`` (all nine variants, versions 1 and 2);
 * ``ClassicFilter.new(num_hashes, num_words)``, ``BlockedFilter.new(num_blocks, seed)``
   and ``SplitBlockFilter.new(num_blocks)`` make empty filters that support
   ``add(item_bytes)`` and ``to_bytes()`` (a whole version-2 file);
@@ -34,7 +34,7 @@ MAX_L = 1 << 62
 MAX_WORDS = (1 << 31) - 1
 WRITE_VERSION = 2
 
-CLASSIC, BLOCKED, COUNTING, SCALABLE, RETOUCHED, ALLOWLISTED, ROTATING, SPLIT_BLOCK = range(1, 9)
+CLASSIC, BLOCKED, COUNTING, SCALABLE, RETOUCHED, ALLOWLISTED, ROTATING, SPLIT_BLOCK, REDISBLOOM = range(1, 10)
 VARIANT_NAMES = {
     CLASSIC: "classic",
     BLOCKED: "blocked",
@@ -44,6 +44,7 @@ VARIANT_NAMES = {
     ALLOWLISTED: "allowlisted",
     ROTATING: "rotating",
     SPLIT_BLOCK: "split-block",
+    REDISBLOOM: "redisbloom",
 }
 
 
@@ -827,6 +828,94 @@ class RotatingFilter:
         )
 
 
+def murmur64a(data: bytes, seed: int) -> int:
+    """MurmurHash64A of ``data`` with ``seed``, 8-byte blocks little-endian (section
+    "9: redisbloom")."""
+    m, r = 0xC6A4A7935BD1E995, 47
+    h = (seed ^ (len(data) * m)) & MASK64
+    whole = len(data) // 8 * 8
+    for i in range(0, whole, 8):
+        k = (int.from_bytes(data[i : i + 8], "little") * m) & MASK64
+        k ^= k >> r
+        k = (k * m) & MASK64
+        h = ((h ^ k) * m) & MASK64
+    tail = data[whole:]
+    if tail:
+        h = ((h ^ int.from_bytes(tail, "little")) * m) & MASK64
+    h ^= h >> r
+    h = (h * m) & MASK64
+    return h ^ (h >> r)
+
+
+@dataclass
+class RedisBloomFilter:
+    """Variant 9, redisbloom (section "9: redisbloom"): RedisBloom's chain of links."""
+
+    expansion: int
+    scaling: int
+    links: list[SubFilter]
+    words: bytes
+    version: int = WRITE_VERSION
+
+    VARIANT = REDISBLOOM
+
+    @classmethod
+    def parse(cls, version: int, params: bytes, payload: memoryview) -> "RedisBloomFilter":
+        """Parameters ``flags`` u32 = 0, ``expansion`` u32, ``scaling`` u8, ``count`` u32,
+        then ``count`` times ``entries`` u64, ``items`` u64, ``error`` f64, ``num_hashes``
+        u32, ``num_words`` u64 (section "9: redisbloom")."""
+        if version < 2:
+            raise ValueError("redisbloom: not in format version 1")
+        p = _Params(params, "redisbloom")
+        flags = p.u32()
+        expansion = p.u32()
+        scaling = p.u8()
+        count = p.u32()
+        if flags != 0:
+            raise ValueError(f"redisbloom: flags {flags}, must be 0")
+        if expansion < 1:
+            raise ValueError("redisbloom: expansion is 0")
+        if scaling not in (0, 1):
+            raise ValueError(f"redisbloom: scaling is {scaling}, must be 0 or 1")
+        if not 1 <= count <= 1024:
+            raise ValueError(f"redisbloom: count {count} is not in 1..=1024")
+        links = []
+        offset = 0
+        for _ in range(count):
+            entries = p.u64()
+            items = p.u64()
+            error = p.f64()
+            k = p.u32()
+            nw = p.u64()
+            if entries < 1:
+                raise ValueError("redisbloom: a link has 0 entries")
+            _check_open_unit("redisbloom", "error", error)
+            bpe = abs(math.log(error) / 0.480453013918201)
+            if k != max(1, math.ceil(0.693147180559945 * bpe)):
+                raise ValueError(f"redisbloom: num_hashes {k} does not match error {error}")
+            if not 1 <= nw <= 1 << 34:
+                raise ValueError(f"redisbloom: num_words {nw} is not in 1..=2^34")
+            links.append(SubFilter(k, nw, offset, items=items, capacity=entries))
+            offset += 8 * nw
+        p.finish()
+        if offset != len(payload):
+            raise ValueError(f"redisbloom: payload is {len(payload)} bytes, the words need {offset}")
+        return cls(expansion, scaling, links, bytes(payload), version)
+
+    def contains(self, item: bytes) -> bool:
+        """Present when some link has every position ``(a + i·b) mod m`` set."""
+        a = murmur64a(item, 0xC6A4A7935BD1E995)
+        b = murmur64a(item, a)
+        for link in self.links:
+            m = 64 * link.num_words
+            if all(
+                _bit(self.words, link.offset, ((a + i * b) & MASK64) % m)
+                for i in range(link.num_hashes)
+            ):
+                return True
+        return False
+
+
 PARSERS = {
     CLASSIC: ClassicFilter.parse,
     BLOCKED: BlockedFilter.parse,
@@ -836,6 +925,7 @@ PARSERS = {
     ALLOWLISTED: AllowlistedFilter.parse,
     ROTATING: RotatingFilter.parse,
     SPLIT_BLOCK: SplitBlockFilter.parse,
+    REDISBLOOM: RedisBloomFilter.parse,
 }
 
 

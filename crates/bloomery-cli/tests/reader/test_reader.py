@@ -35,7 +35,7 @@ import bloomery_reader as br  # noqa: E402
 BIN = Path(os.environ.get("BLOOMERY_BIN", REPO / "target" / "release" / "bloomery"))
 SPEC = REPO / "docs" / "format.md"
 VARIANTS = ["classic", "blocked", "counting", "scalable", "retouched", "allowlisted", "rotating",
-            "split-block"]  # fmt: skip
+            "split-block", "redisbloom"]  # fmt: skip
 N_ITEMS = 100_000
 
 

@@ -69,6 +69,8 @@ pub enum Variant {
     Rotating = 7,
     /// [`SplitBlockBloomFilter`](crate::SplitBlockBloomFilter), Parquet's bitset.
     SplitBlock = 8,
+    /// [`RedisBloomFilter`](crate::RedisBloomFilter), RedisBloom's scalable chain.
+    RedisBloom = 9,
 }
 
 impl Variant {
@@ -83,6 +85,7 @@ impl Variant {
             6 => Some(Variant::Allowlisted),
             7 => Some(Variant::Rotating),
             8 => Some(Variant::SplitBlock),
+            9 => Some(Variant::RedisBloom),
             _ => None,
         }
     }
@@ -93,7 +96,7 @@ impl Variant {
     }
 
     /// Every variant, in code order.
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 9] = [
         Variant::Classic,
         Variant::Blocked,
         Variant::Counting,
@@ -102,10 +105,11 @@ impl Variant {
         Variant::Allowlisted,
         Variant::Rotating,
         Variant::SplitBlock,
+        Variant::RedisBloom,
     ];
 
     /// The variant's name: "classic", "blocked", "counting", "scalable", "retouched",
-    /// "allowlisted", "rotating" or "split-block".
+    /// "allowlisted", "rotating", "split-block" or "redisbloom".
     pub fn name(self) -> &'static str {
         match self {
             Variant::Classic => "classic",
@@ -116,6 +120,7 @@ impl Variant {
             Variant::Allowlisted => "allowlisted",
             Variant::Rotating => "rotating",
             Variant::SplitBlock => "split-block",
+            Variant::RedisBloom => "redisbloom",
         }
     }
 
