@@ -8,8 +8,10 @@
 # bare clone of https://github.com/RedisBloom/RedisBloom made on first use in target/peer).
 # RLTest (the version the tests pin) is installed on first use into target/flow-venv.
 # The module runs with the configuration that gives RedisBloom's behaviour where bloomery
-# deliberately differs: MAX_FILTER_MEMORY 0 (test_issue178 reserves a 1.13 GB filter) and
-# REDISBLOOM_ERRORS yes (the BF.LOADCHUNK tests compare "received bad data" exactly).
+# deliberately differs: MAX_FILTER_MEMORY 0 (test_issue178 reserves a 1.13 GB filter),
+# REDISBLOOM_ERRORS yes (the BF.LOADCHUNK tests compare "received bad data" exactly) and
+# REDISBLOOM_LAYOUT yes (test_expansion counts sub-filters that depend on which items are
+# false positives, so on RedisBloom's own hashing).
 #
 # Usage: scripts/redisbloom-flow.sh [extra RLTest arguments, e.g. -t test_overall:testRedisBloom.test_debug]
 #   MODES="plain slaves aof"  the modes to run (default: all three)
@@ -137,7 +139,7 @@ run_mode() {
 status=0
 summary=()
 for mode in $MODES; do
-  read -r passed run failed < <(run_mode bloomery "$MODULE" "MAX_FILTER_MEMORY 0 REDISBLOOM_ERRORS yes" "$mode" "$@")
+  read -r passed run failed < <(run_mode bloomery "$MODULE" "MAX_FILTER_MEMORY 0 REDISBLOOM_ERRORS yes REDISBLOOM_LAYOUT yes" "$mode" "$@")
   summary+=("bloomery   $mode: $passed of $run passed${failed:+ (failed: ${failed// /, })}")
   [ "$run" -gt 0 ] && [ "$passed" -eq "$run" ] || status=1
 done

@@ -6,7 +6,7 @@
 
 use bloomery::any::{self, DynFilter, Spec};
 use bloomery::format::native::Variant;
-use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
+use bloomery::{Error as BloomError, RedisBloomFilter, ScalableBloomFilter, ScalableOptions};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
     Context, ContextFlags, ModuleOptions, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::datatype::{BLOOM_TYPE, Stored, dump_chunk};
 use crate::limits::{
-    MAX_EXPANSION, cap_for_command, parse_memory, redisbloom_errors, register_config, set_max_filter_memory,
-    set_redisbloom_errors,
+    MAX_EXPANSION, cap_for_command, parse_memory, redisbloom_errors, redisbloom_layout, register_config,
+    set_max_filter_memory, set_redisbloom_errors, set_redisbloom_layout,
 };
 use crate::loading::{Load, LoadError, Progress, over_cap_message};
 
@@ -67,10 +67,9 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
                 .filter(|&expansion| expansion >= 1 && expansion as u64 <= MAX_EXPANSION)
                 .map(|expansion| DEFAULT_EXPANSION.store(expansion as u64, Ordering::Relaxed))
         } else if word_is(name, "REDISBLOOM_ERRORS") {
-            [("yes", true), ("no", false)]
-                .into_iter()
-                .find(|(word, _)| word_is(value, word))
-                .map(|(_, on)| set_redisbloom_errors(on))
+            yes_or_no(value).map(set_redisbloom_errors)
+        } else if word_is(name, "REDISBLOOM_LAYOUT") {
+            yes_or_no(value).map(set_redisbloom_layout)
         } else if word_is(name, "MAX_FILTER_MEMORY") {
             value
                 .try_as_str()
@@ -82,7 +81,7 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
         };
         if accepted.is_none() {
             ctx.log_warning(&format!(
-                "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit, REDISBLOOM_ERRORS yes or no)",
+                "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT yes or no)",
                 name, value
             ));
             return Status::Err;
@@ -142,15 +141,21 @@ impl Default for Reservation {
 }
 
 impl Reservation {
-    /// The new filter, refused before allocating if its first sub-filter is over `cap`.
+    /// The new filter, refused before allocating if its first sub-filter is over `cap`: a
+    /// RedisBloom-layout chain under `bloomery.redisbloom-layout`, else a scalable filter.
     fn create(&self, cap: Option<u64>) -> Result<Box<dyn DynFilter>, RedisError> {
+        let variant = if redisbloom_layout() {
+            Variant::RedisBloom
+        } else {
+            Variant::Scalable
+        };
         let spec = Spec {
             scalable: ScalableOptions {
                 expansion: self.expansion,
                 tightening: 0.5,
                 scaling: self.scaling,
             },
-            ..Spec::new(Variant::Scalable, self.capacity, self.error_rate)
+            ..Spec::new(variant, self.capacity, self.error_rate)
         };
         let bytes = spec
             .memory_bytes()
@@ -168,6 +173,16 @@ fn parse_f64(arg: &RedisString) -> Option<f64> {
         .parse::<f64>()
         .ok()
         .filter(|value| !value.is_nan())
+}
+
+fn yes_or_no(arg: &RedisString) -> Option<bool> {
+    if word_is(arg, "yes") {
+        Some(true)
+    } else if word_is(arg, "no") {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 fn parse_i64(arg: &RedisString) -> Option<i64> {
@@ -278,7 +293,8 @@ fn add_items(
             Ok(added) => replies.push(boolean(added)),
             Err(error) => {
                 replies.push(RedisValue::StaticError(match error {
-                    BloomError::Full { .. } => FULL,
+                    // A scaling filter is "full" only where it cannot grow any further.
+                    BloomError::Full { .. } if filter.stats().refuses_beyond_capacity => FULL,
                     BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
                     _ => "ERR filter cannot grow any further",
                 }));
@@ -566,23 +582,34 @@ pub fn debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
     let stats = filter.stats();
     let mut lines = vec![format!("size:{}", stats.estimated_len)];
-    match filter.as_any().downcast_ref::<ScalableBloomFilter>() {
-        Some(scalable) => lines.extend(scalable.sub_filters().iter().map(|sub| {
-            format!(
-                "bytes:{} bits:{} hashes:{} hashwidth:64 capacity:{} size:{} ratio:{}",
-                sub.num_bits / 8,
-                sub.num_bits,
-                sub.num_hashes,
-                sub.capacity,
-                sub.len,
-                format_g(sub.fpp)
-            )
-        })),
-        None => lines.push(format!(
+    let line = |num_bits: u64, num_hashes: u32, capacity: u64, len: u64, rate: f64| {
+        format!(
+            "bytes:{} bits:{num_bits} hashes:{num_hashes} hashwidth:64 capacity:{capacity} size:{len} ratio:{}",
+            num_bits / 8,
+            format_g(rate)
+        )
+    };
+    let any = filter.as_any();
+    if let Some(scalable) = any.downcast_ref::<ScalableBloomFilter>() {
+        lines.extend(
+            scalable
+                .sub_filters()
+                .iter()
+                .map(|sub| line(sub.num_bits, sub.num_hashes, sub.capacity, sub.len, sub.fpp)),
+        );
+    } else if let Some(chain) = any.downcast_ref::<RedisBloomFilter>() {
+        lines.extend(
+            chain
+                .links()
+                .iter()
+                .map(|link| line(link.num_bits, link.num_hashes, link.entries, link.len, link.error)),
+        );
+    } else {
+        lines.push(format!(
             "variant:{} bytes:{}",
             filter.variant().name(),
             stats.memory_bytes
-        )),
+        ));
     }
     Ok(RedisValue::Array(
         lines.into_iter().map(RedisValue::BulkString).collect(),

@@ -7,7 +7,9 @@
 //! expansion 2), error replies and reply shapes (RESP3 booleans and maps to RESP3
 //! clients), and the data type's RDB save and load, AOF rewrite
 //! (as `BF.LOADCHUNK` commands), digest, copy, free and memory usage. Every key is held to
-//! `bloomery.max-filter-memory` bytes (a module configuration: [`limits`]), and a
+//! `bloomery.max-filter-memory` bytes (a module configuration: [`limits`], with
+//! `bloomery.redisbloom-layout`, which makes new filters RedisBloom's own chain bit for bit,
+//! and `bloomery.redisbloom-errors`), and a
 //! `BF.LOADCHUNK` load in progress is a value in the keyspace ([`loading`]).
 
 mod commands;

@@ -138,3 +138,61 @@ def test_redisbloom_errors_load_argument(tmp_path):
         assert error_of(client, "BF.LOADCHUNK", "new", "7", "garbage") == "received bad data"
     finally:
         server.stop()
+
+
+def test_redisbloom_layout_grows_and_answers_as_redisbloom(tmp_path):
+    """`bloomery.redisbloom-layout yes`: new filters are RedisBloom's chain bit for bit, so
+    they meet RedisBloom's false positives (BF.DEBUG as RedisBloom 2.6.28 answers it, its
+    flow tests test_expansion and test_debug), and persist like any other filter."""
+    from conftest import Server
+    server = Server(tmp_path, module_args=["REDISBLOOM_LAYOUT", "yes"]).start()
+    try:
+        client = server.client()
+        assert client.config_get("bloomery.redisbloom-layout") == {"bloomery.redisbloom-layout": "yes"}
+        for expansion, filters in [(1, 23), (2, 5), (4, 4)]:
+            client.execute_command("BF.RESERVE", f"exp{expansion}", "0.01", "4", "EXPANSION", expansion)
+            for i in range(100):
+                client.execute_command("BF.ADD", f"exp{expansion}", str(i))
+            assert client.execute_command("BF.INFO", f"exp{expansion}", "FILTERS") == [filters]
+        client.execute_command("BF.RESERVE", "bf", "0.01", "10")
+        for i in range(100):
+            client.execute_command("BF.ADD", "bf", str(i))
+        assert client.execute_command("BF.DEBUG", "bf") == [
+            b"size:99",
+            b"bytes:16 bits:128 hashes:8 hashwidth:64 capacity:10 size:10 ratio:0.005",
+            b"bytes:32 bits:256 hashes:9 hashwidth:64 capacity:20 size:20 ratio:0.0025",
+            b"bytes:72 bits:576 hashes:10 hashwidth:64 capacity:40 size:40 ratio:0.00125",
+            b"bytes:160 bits:1280 hashes:11 hashwidth:64 capacity:80 size:29 ratio:0.000625"]
+        # The exp1 chain's second link: 9 hashes here as in RedisBloom (the scalable
+        # filter's Guava sizing gives 8).
+        assert client.execute_command("BF.DEBUG", "exp1")[2].startswith(b"bytes:8 bits:64 hashes:9 ")
+        client.execute_command("BF.RESERVE", "ns", "0.01", "3", "NONSCALING")
+        assert client.execute_command("BF.MADD", "ns", "a", "b", "c") == [1, 1, 1]
+        assert error_of(client, "BF.ADD", "ns", "d") == "non scaling filter is full"
+        assert client.execute_command("BF.INFO", "ns", "SIZE") == [104]
+        # SCANDUMP/LOADCHUNK, RDB and a restart keep the chain as it was.
+        debug = client.execute_command("BF.DEBUG", "bf")
+        iterator, chunks = 0, []
+        while True:
+            iterator, data = client.execute_command("BF.SCANDUMP", "bf", iterator)
+            if iterator == 0:
+                break
+            chunks.append((iterator, data))
+        for iterator, data in chunks:
+            client.execute_command("BF.LOADCHUNK", "copy", iterator, data)
+        assert client.execute_command("BF.DEBUG", "copy") == debug
+        client.save()
+        server.stop()
+        server.start()
+        client = server.client()
+        assert client.execute_command("BF.DEBUG", "bf") == debug
+        assert all(client.execute_command("BF.MEXISTS", "bf", *[str(i) for i in range(100)]))
+        # Filters of both layouts live side by side: turning it off affects new ones only.
+        client.config_set("bloomery.redisbloom-layout", "no")
+        client.execute_command("BF.RESERVE", "scalable", "0.01", "4", "EXPANSION", "1")
+        for i in range(100):
+            client.execute_command("BF.ADD", "scalable", str(i))
+        assert client.execute_command("BF.INFO", "scalable", "FILTERS") == [24]
+        assert client.execute_command("BF.INFO", "exp1", "FILTERS") == [23]
+    finally:
+        server.stop()
