@@ -1,8 +1,8 @@
 //! RedisBloom's scalable Bloom filter (the `BF.*` type of RedisBloom 2.6.28), bit for bit:
 //! the same hashing, sizing, bit layout and growth, so that on the same items it sets the
-//! same bits, meets the same false positives and grows at the same moments. Written from
-//! RedisBloom's documented behaviour and observed replies, for Redis deployments moving
-//! from RedisBloom (and, later, for reading its dumps).
+//! same bits, meets the same false positives and grows at the same moments. Written to
+//! RedisBloom's behaviour (learned from its source, not copied) and checked against its
+//! replies, for Redis deployments moving from RedisBloom (and, later, for reading its dumps).
 //!
 //! A chain of links. Each link is a plain Bloom filter sized for `entries` items at error
 //! rate `e`: `bpe = |ln e| / (ln 2)²` bits per entry, `floor(entries · bpe)` bits (at least
