@@ -17,7 +17,9 @@
 #   MODES="plain slaves aof"  the modes to run (default: all three)
 #   PEER=1                    also run the same tests against RedisBloom 2.6.28 itself, built on
 #                             first use into target/peer (needs gcc and the t-digest-c and
-#                             RedisModulesSDK repositories: TDIGEST_GIT, SDK_GIT or clones)
+#                             RedisModulesSDK repositories: TDIGEST_GIT, SDK_GIT or clones), and
+#                             compare the RedisBloom layout with it reply for reply on random
+#                             filters and items (scripts/redisbloom-diff.py)
 #   SKIP_BUILD=1              use target/release/libbloomery_redis.so as it is
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -149,6 +151,9 @@ if [ -n "${PEER:-}" ]; then
     read -r passed run failed < <(run_mode redisbloom "$PEER_MODULE" "" "$mode" "$@")
     summary+=("RedisBloom $mode: $passed of $run passed${failed:+ (failed: ${failed// /, })}")
   done
+  diff_log=$ROOT/target/flow/logs/redisbloom-diff.log
+  "$VENV/bin/python" scripts/redisbloom-diff.py "$PEER_MODULE" "$MODULE" >"$diff_log" 2>&1 || status=1
+  summary+=("$(tail -1 "$diff_log")")
 fi
 echo "RedisBloom $TAG tests/flow/test_overall.py (logs: target/flow/logs):"
 printf '  %s\n' "${summary[@]}"
