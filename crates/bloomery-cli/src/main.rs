@@ -65,8 +65,8 @@ struct ItemArgs {
 /// Sizing for a new filter.
 #[derive(Args, Debug, Clone)]
 struct SizeArgs {
-    /// Expected number of distinct items (scalable: of the first sub-filter; rotating: of
-    /// each generation).
+    /// Expected number of distinct items (scalable, redisbloom: of the first sub-filter;
+    /// rotating: of each generation).
     #[arg(short = 'n', long = "items", default_value_t = 10_000_000)]
     expected_items: u64,
     /// Target false-positive probability, in (0, 1).
@@ -84,7 +84,7 @@ struct SizeArgs {
     /// Generations kept (rotating filters), 2 to 1024.
     #[arg(long, default_value_t = 2)]
     generations: usize,
-    /// Refuse items beyond the capacity instead of growing (scalable filters).
+    /// Refuse items beyond the capacity instead of growing (scalable and redisbloom filters).
     #[arg(long)]
     nonscaling: bool,
 }

@@ -7,16 +7,20 @@
 use bloomery::any::{self, DynFilter, Spec};
 use bloomery::format::native::Variant;
 use bloomery::redisbloom::RedisBloomFilter;
-use bloomery::{Error as BloomError, ScalableOptions};
+use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
-    Context, ModuleOptions, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, Status,
+    Context, ContextFlags, ModuleOptions, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
+    Status, raw,
 };
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::datatype::{BLOOM_TYPE, Stored, dump_chunk};
-use crate::limits::{MAX_EXPANSION, cap_for_command, parse_memory, register_config, set_max_filter_memory};
+use crate::limits::{
+    MAX_EXPANSION, cap_for_command, parse_memory, redisbloom_errors, redisbloom_layout, register_config,
+    set_max_filter_memory, set_redisbloom_errors, set_redisbloom_layout,
+};
 use crate::loading::{Load, LoadError, Progress, over_cap_message};
 use crate::mbbloom::MBBLOOM_TYPE;
 
@@ -64,6 +68,10 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
             parse_i64(value)
                 .filter(|&expansion| expansion >= 1 && expansion as u64 <= MAX_EXPANSION)
                 .map(|expansion| DEFAULT_EXPANSION.store(expansion as u64, Ordering::Relaxed))
+        } else if word_is(name, "REDISBLOOM_ERRORS") {
+            yes_or_no(value).map(set_redisbloom_errors)
+        } else if word_is(name, "REDISBLOOM_LAYOUT") {
+            yes_or_no(value).map(set_redisbloom_layout)
         } else if word_is(name, "MAX_FILTER_MEMORY") {
             value
                 .try_as_str()
@@ -75,7 +83,7 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
         };
         if accepted.is_none() {
             ctx.log_warning(&format!(
-                "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit)",
+                "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT yes or no)",
                 name, value
             ));
             return Status::Err;
@@ -143,15 +151,21 @@ impl Default for Reservation {
 }
 
 impl Reservation {
-    /// The new filter, refused before allocating if its first sub-filter is over `cap`.
+    /// The new filter, refused before allocating if its first sub-filter is over `cap`: a
+    /// RedisBloom-layout chain under `bloomery.redisbloom-layout`, else a scalable filter.
     fn create(&self, cap: Option<u64>) -> Result<Box<dyn DynFilter>, RedisError> {
+        let variant = if redisbloom_layout() {
+            Variant::RedisBloom
+        } else {
+            Variant::Scalable
+        };
         let spec = Spec {
             scalable: ScalableOptions {
                 expansion: self.expansion,
                 tightening: 0.5,
                 scaling: self.scaling,
             },
-            ..Spec::new(Variant::Scalable, self.capacity, self.error_rate)
+            ..Spec::new(variant, self.capacity, self.error_rate)
         };
         let bytes = spec
             .memory_bytes()
@@ -171,6 +185,16 @@ fn parse_f64(arg: &RedisString) -> Option<f64> {
         .filter(|value| !value.is_nan())
 }
 
+fn yes_or_no(arg: &RedisString) -> Option<bool> {
+    if word_is(arg, "yes") {
+        Some(true)
+    } else if word_is(arg, "no") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 fn parse_i64(arg: &RedisString) -> Option<i64> {
     arg.try_as_str().ok()?.parse::<i64>().ok()
 }
@@ -186,7 +210,8 @@ fn notify_and_replicate(ctx: &Context, event: &str, key: &RedisString) {
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() < 4 {
+    // RedisBloom's bound: key, rate, capacity and at most EXPANSION n and NONSCALING.
+    if args.len() < 4 || args.len() > 7 {
         return Err(RedisError::WrongArity);
     }
     let key = &args[1];
@@ -203,29 +228,26 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         capacity: capacity as u64,
         ..Reservation::default()
     };
-    let mut expansion_given = false;
-    let mut rest = args[4..].iter();
-    while let Some(word) = rest.next() {
-        if word_is(word, "EXPANSION") {
-            let value = rest.next().ok_or(RedisError::WrongArity)?;
-            let expansion = parse_i64(value).ok_or(RedisError::Str("ERR bad expansion"))?;
-            if expansion < 1 {
-                return Err(RedisError::Str("ERR expansion should be greater or equal to 1"));
-            }
-            if expansion as u64 > MAX_EXPANSION {
-                return Err(RedisError::String(format!(
-                    "ERR expansion above the module's limit of {MAX_EXPANSION}"
-                )));
-            }
-            reservation.expansion = expansion as u32;
-            expansion_given = true;
-        } else if word_is(word, "NONSCALING") {
-            reservation.scaling = false;
+    // As RedisBloom: NONSCALING anywhere, then EXPANSION's value (checked in this order,
+    // so `NONSCALING EXPANSION x` is refused for combining them whatever x is); other
+    // words are ignored.
+    let options = &args[4..];
+    reservation.scaling = !options.iter().any(|word| word_is(word, "NONSCALING"));
+    if let Some(at) = options.iter().position(|word| word_is(word, "EXPANSION")) {
+        let value = options.get(at + 1).ok_or(RedisError::Str("ERR no expansion"))?;
+        if !reservation.scaling {
+            return Err(RedisError::Str("Nonscaling filters cannot expand"));
         }
-        // Other words are ignored, as RedisBloom does.
-    }
-    if !reservation.scaling && expansion_given {
-        return Err(RedisError::Str("Nonscaling filters cannot expand"));
+        let expansion = parse_i64(value).ok_or(RedisError::Str("ERR bad expansion"))?;
+        if expansion < 1 {
+            return Err(RedisError::Str("ERR expansion should be greater or equal to 1"));
+        }
+        if expansion as u64 > MAX_EXPANSION {
+            return Err(RedisError::String(format!(
+                "ERR expansion above the module's limit of {MAX_EXPANSION}"
+            )));
+        }
+        reservation.expansion = expansion as u32;
     }
     let redis_key = ctx.open_key_writable(key);
     if !redis_key.is_empty() {
@@ -234,9 +256,21 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::Str("ERR item exists"));
     }
     let cap = cap_for_command(ctx.get_flags());
-    redis_key.set_value(&BLOOM_TYPE, Stored::Filter(reservation.create(cap)?))?;
+    set_new_filter(&redis_key, reservation.create(cap)?)?;
     notify_and_replicate(ctx, "bf.reserve", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// Stores a new filter at an empty key: a RedisBloom chain (`bloomery.redisbloom-layout`)
+/// as RedisBloom's own type, so an RDB or replica of this server loads into RedisBloom too;
+/// any other as bloomery's.
+fn set_new_filter(redis_key: &RedisKeyWritable, filter: Box<dyn DynFilter>) -> Result<(), RedisError> {
+    let redis_type = if filter.variant() == Variant::RedisBloom {
+        &MBBLOOM_TYPE
+    } else {
+        &BLOOM_TYPE
+    };
+    redis_key.set_value(redis_type, Stored::Filter(filter))
 }
 
 /// The reply to an item refused because the filter would grow past the cap.
@@ -266,10 +300,11 @@ fn add_items(
             let Some(reservation) = reservation else {
                 return Err(RedisError::Str("ERR not found"));
             };
-            redis_key.set_value(&BLOOM_TYPE, Stored::Filter(reservation.create(cap)?))?;
+            set_new_filter(&redis_key, reservation.create(cap)?)?;
             write_filter(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
     };
+    let boolean = booleans(ctx);
     let mut replies = Vec::with_capacity(items.len());
     for item in items {
         let inserted = match cap {
@@ -277,10 +312,11 @@ fn add_items(
             None => filter.insert(item.as_slice()),
         };
         match inserted {
-            Ok(added) => replies.push(RedisValue::Integer(i64::from(added))),
+            Ok(added) => replies.push(boolean(added)),
             Err(error) => {
                 replies.push(RedisValue::StaticError(match error {
-                    BloomError::Full { .. } => FULL,
+                    // A scaling filter is "full" only where it cannot grow any further.
+                    BloomError::Full { .. } if filter.stats().refuses_beyond_capacity => FULL,
                     BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
                     _ => "ERR filter cannot grow any further",
                 }));
@@ -290,7 +326,7 @@ fn add_items(
     }
     let accepted = replies
         .iter()
-        .take_while(|reply| matches!(reply, RedisValue::Integer(_)))
+        .take_while(|reply| matches!(reply, RedisValue::Bool(_) | RedisValue::Integer(_)))
         .count();
     if accepted == items.len() {
         notify_and_replicate(ctx, "bf.add", key);
@@ -347,19 +383,22 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         if word_is(word, "ITEMS") {
             break index + 1;
         }
-        let value = args.get(index + 1);
+        // RedisBloom's replies: a missing value is an arity error, one that does not parse
+        // names the option, one out of range is "Bad argument received".
+        let value = || args.get(index + 1).ok_or(RedisError::WrongArity);
         if word_is(word, "CAPACITY") {
-            let capacity = value.and_then(parse_i64).filter(|&capacity| capacity > 0);
+            let capacity = parse_i64(value()?).ok_or(RedisError::Str("Bad capacity"))?;
+            let capacity = Some(capacity).filter(|&capacity| capacity > 0);
             reservation.capacity = capacity.ok_or(RedisError::Str("Bad argument received"))? as u64;
             index += 2;
         } else if word_is(word, "ERROR") {
-            let error_rate = value.and_then(parse_f64).filter(|&rate| rate > 0.0 && rate < 1.0);
+            let error_rate = parse_f64(value()?).ok_or(RedisError::Str("Bad error rate"))?;
+            let error_rate = Some(error_rate).filter(|&rate| rate > 0.0 && rate < 1.0);
             reservation.error_rate = error_rate.ok_or(RedisError::Str("Bad argument received"))?;
             index += 2;
         } else if word_is(word, "EXPANSION") {
-            let expansion = value
-                .and_then(parse_i64)
-                .filter(|&n| n >= 1 && n as u64 <= MAX_EXPANSION);
+            let expansion = parse_i64(value()?).ok_or(RedisError::Str("Bad expansion"))?;
+            let expansion = Some(expansion).filter(|&n| n >= 1 && n as u64 <= MAX_EXPANSION);
             reservation.expansion = expansion.ok_or(RedisError::Str("Bad argument received"))? as u32;
             index += 2;
         } else if word_is(word, "NOCREATE") {
@@ -389,13 +428,10 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec<RedisValue>, RedisError> {
     let redis_key = ctx.open_key(key);
     let filter = read_filter(&redis_key)?;
+    let boolean = booleans(ctx);
     Ok(items
         .iter()
-        .map(|item| {
-            RedisValue::Integer(i64::from(
-                filter.is_some_and(|filter| filter.contains(item.as_slice())),
-            ))
-        })
+        .map(|item| boolean(filter.is_some_and(|filter| filter.contains(item.as_slice()))))
         .collect())
 }
 
@@ -428,7 +464,52 @@ pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ))
 }
 
-/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]`
+/// What RedisBloom's `BF.INFO` counts as a filter's `Size`: its bits, plus 32 bytes for
+/// the filter and 64 for each sub-filter (the sizes of RedisBloom's own C structures, kept
+/// so that clients comparing sizes see the same numbers).
+pub fn redisbloom_size(memory_bytes: u64, sub_filters: u64) -> u64 {
+    memory_bytes
+        .saturating_add(32)
+        .saturating_add(sub_filters.saturating_mul(64))
+}
+
+/// Whether the client of this command speaks RESP3.
+fn resp3(ctx: &Context) -> bool {
+    ctx.get_flags().contains(ContextFlags::FLAGS_RESP3)
+}
+
+/// How the add and exists commands answer yes or no, as RedisBloom: a boolean (`#t`/`#f`)
+/// to a RESP3 client, 1 or 0 to a RESP2 one (and on a Redis older than 7.0, which has no
+/// boolean replies for modules).
+fn booleans(ctx: &Context) -> fn(bool) -> RedisValue {
+    // SAFETY: reading a function pointer Redis filled in when the module was loaded.
+    if resp3(ctx) && unsafe { raw::RedisModule_ReplyWithBool }.is_some() {
+        RedisValue::Bool
+    } else {
+        |yes| RedisValue::Integer(i64::from(yes))
+    }
+}
+
+/// Whether maps can be replied (RESP3 client, Redis 7.0 or later).
+fn maps(ctx: &Context) -> bool {
+    // SAFETY: reading a function pointer Redis filled in when the module was loaded.
+    resp3(ctx) && unsafe { raw::RedisModule_ReplyWithMap }.is_some()
+}
+
+/// Replies a map with these labels (simple strings, in this order) and values, and
+/// answers `NoReply` for the caller to return.
+fn reply_map(ctx: &Context, fields: Vec<(&'static str, RedisValue)>) -> RedisResult {
+    raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
+    for (label, value) in fields {
+        ctx.reply_simple_string(label);
+        ctx.reply(Ok(value));
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]`, with RedisBloom's reply
+/// shapes: all five fields as a flat array of label and value (RESP2) or a map (RESP3);
+/// one field as a one-element array `[value]` (RESP2) or a one-entry map (RESP3).
 pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 2 && args.len() != 3 {
         return Err(RedisError::WrongArity);
@@ -440,13 +521,14 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let expansion = stats.expansion.map_or(RedisValue::Null, |expansion| {
         RedisValue::Integer(i64::from(expansion))
     });
+    let size = redisbloom_size(stats.memory_bytes, stats.sub_filters);
     let fields = [
         (
             "Capacity",
             "CAPACITY",
             RedisValue::Integer(stats.capacity.unwrap_or(0) as i64),
         ),
-        ("Size", "SIZE", RedisValue::Integer(stats.memory_bytes as i64)),
+        ("Size", "SIZE", RedisValue::Integer(size as i64)),
         (
             "Number of filters",
             "FILTERS",
@@ -459,18 +541,103 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         ),
         ("Expansion rate", "EXPANSION", expansion),
     ];
-    if let Some(wanted) = args.get(2) {
-        return fields
+    let fields: Vec<(&'static str, RedisValue)> = match args.get(2) {
+        Some(wanted) => {
+            let (label, _, value) = fields
+                .into_iter()
+                .find(|(_, name, _)| word_is(wanted, name))
+                .ok_or(RedisError::Str("Invalid information value"))?;
+            vec![(label, value)]
+        }
+        None => fields
             .into_iter()
-            .find(|(_, name, _)| word_is(wanted, name))
-            .map(|(_, _, value)| value)
-            .ok_or(RedisError::Str("Invalid information value"));
+            .map(|(label, _, value)| (label, value))
+            .collect(),
+    };
+    if maps(ctx) {
+        return reply_map(ctx, fields);
     }
-    Ok(RedisValue::Array(
+    Ok(RedisValue::Array(if args.len() == 3 {
+        fields.into_iter().map(|(_, value)| value).collect()
+    } else {
         fields
             .into_iter()
-            .flat_map(|(label, _, value)| [RedisValue::SimpleStringStatic(label), value])
-            .collect(),
+            .flat_map(|(label, value)| [RedisValue::SimpleStringStatic(label), value])
+            .collect()
+    }))
+}
+
+/// `%g` as C's printf writes it (six significant digits, trailing zeros dropped, an
+/// exponent of at least two digits below 1e-4 and from 1e6): how `BF.DEBUG` prints rates.
+pub fn format_g(value: f64) -> String {
+    fn trimmed(text: &str) -> &str {
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            text
+        }
+    }
+    if value == 0.0 || !value.is_finite() {
+        return value.to_string();
+    }
+    let scientific = format!("{value:.5e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..6).contains(&exponent) {
+        let decimals = (5 - exponent) as usize;
+        trimmed(&format!("{value:.decimals$}")).to_string()
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trimmed(mantissa), exponent.abs())
+    }
+}
+
+/// `BF.DEBUG key`: RedisBloom's description of a filter: `size:<items>`, then one line per
+/// sub-filter, `bytes:<b> bits:<m> hashes:<k> hashwidth:64 capacity:<c> size:<items>
+/// ratio:<rate>` (the rate it was sized for). A filter of another variant (loaded from a
+/// `bloomery` file) gets one line naming the variant and its memory.
+pub fn debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 2 {
+        return Err(RedisError::WrongArity);
+    }
+    let redis_key = ctx.open_key(&args[1]);
+    let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
+    let stats = filter.stats();
+    let mut lines = vec![format!("size:{}", stats.estimated_len)];
+    let line = |num_bits: u64, num_hashes: u32, capacity: u64, len: u64, rate: f64| {
+        format!(
+            "bytes:{} bits:{num_bits} hashes:{num_hashes} hashwidth:64 capacity:{capacity} size:{len} ratio:{}",
+            num_bits / 8,
+            format_g(rate)
+        )
+    };
+    let any = filter.as_any();
+    if let Some(scalable) = any.downcast_ref::<ScalableBloomFilter>() {
+        lines.extend(
+            scalable
+                .sub_filters()
+                .iter()
+                .map(|sub| line(sub.num_bits, sub.num_hashes, sub.capacity, sub.len, sub.fpp)),
+        );
+    } else if let Some(chain) = any.downcast_ref::<RedisBloomFilter>() {
+        lines.extend(chain.links().iter().map(|link| {
+            line(
+                link.bits(),
+                link.hashes(),
+                link.entries(),
+                link.size(),
+                link.error(),
+            )
+        }));
+    } else {
+        lines.push(format!(
+            "variant:{} bytes:{}",
+            filter.variant().name(),
+            stats.memory_bytes
+        ));
+    }
+    Ok(RedisValue::Array(
+        lines.into_iter().map(RedisValue::BulkString).collect(),
     ))
 }
 
@@ -514,10 +681,26 @@ pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// the next; one that arrives out of order is refused and the load kept, while damaged
 /// data ends the load (the key is deleted). The last piece turns the key into the filter
 /// once the whole dump passes its checksums and parameter checks and fits the cap.
+/// Refusals explain themselves, unless `bloomery.redisbloom-errors` is set: then they are
+/// RedisBloom's bare `received bad data`.
 pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 4 {
         return Err(RedisError::WrongArity);
     }
+    let reply = load_piece(ctx, &args);
+    match reply {
+        // `bloomery.redisbloom-errors yes`: RedisBloom's bare text for every refusal but
+        // WRONGTYPE (RedisBloom's flow tests compare the message exactly).
+        Err(RedisError::Str(message)) if redisbloom_errors() && !message.starts_with("WRONGTYPE") => {
+            Err(RedisError::Str("ERR received bad data"))
+        }
+        Err(RedisError::String(_)) if redisbloom_errors() => Err(RedisError::Str("ERR received bad data")),
+        reply => reply,
+    }
+}
+
+/// `BF.LOADCHUNK` after its arity check, with bloomery's error texts.
+fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let key = &args[1];
     let iterator = parse_i64(&args[2])
         .and_then(|iterator| u64::try_from(iterator).ok())

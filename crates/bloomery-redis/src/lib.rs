@@ -2,14 +2,16 @@
 //! filter: `redis-server --loadmodule target/release/libbloomery_redis.so`.
 //!
 //! `BF.RESERVE`, `BF.ADD`, `BF.MADD`,
-//! `BF.INSERT`, `BF.EXISTS`, `BF.MEXISTS`, `BF.CARD`, `BF.INFO`, `BF.SCANDUMP` and
+//! `BF.INSERT`, `BF.EXISTS`, `BF.MEXISTS`, `BF.CARD`, `BF.INFO`, `BF.DEBUG`, `BF.SCANDUMP` and
 //! `BF.LOADCHUNK` with RedisBloom's syntax, defaults (error rate 0.01, capacity 100,
-//! expansion 2) and error replies, and the data type's RDB save and load, AOF rewrite
+//! expansion 2), error replies and reply shapes (RESP3 booleans and maps to RESP3
+//! clients), and the data type's RDB save and load, AOF rewrite
 //! (as `BF.LOADCHUNK` commands), digest, copy, free and memory usage. Every key is held to
-//! `bloomery.max-filter-memory` bytes (a module configuration: [`limits`]), and a
-//! `BF.LOADCHUNK` load in progress is a value in the keyspace ([`loading`]). RedisBloom's
-//! own type, `MBbloom--`, is registered too, so RedisBloom's data loads and is served as
-//! RedisBloom served it ([`mbbloom`]).
+//! `bloomery.max-filter-memory` bytes (a module configuration: [`limits`], with
+//! `bloomery.redisbloom-layout`, which makes new filters RedisBloom's own chain bit for bit,
+//! and `bloomery.redisbloom-errors`), and a `BF.LOADCHUNK` load in progress is a value in
+//! the keyspace ([`loading`]). RedisBloom's own type, `MBbloom--`, is registered too, so
+//! RedisBloom's data loads and is served as RedisBloom served it ([`mbbloom`]).
 //! `BF.HASHADD` and `BF.HASHEXISTS` serve the shards of a sharded filter, with
 //! pre-computed hashes (`shards.rs`, docs/sharding.md).
 
@@ -43,6 +45,7 @@ redis_module! {
         ["bf.mexists", commands::mexists, "readonly", 1, 1, 1, ""],
         ["bf.card", commands::card, "readonly", 1, 1, 1, ""],
         ["bf.info", commands::info, "readonly", 1, 1, 1, ""],
+        ["bf.debug", commands::debug, "readonly", 1, 1, 1, ""],
         ["bf.scandump", commands::scandump, "readonly", 1, 1, 1, ""],
         ["bf.loadchunk", commands::loadchunk, "write deny-oom", 1, 1, 1, ""],
         ["bf.hashadd", shards::hashadd, "write deny-oom", 1, 1, 1, ""],

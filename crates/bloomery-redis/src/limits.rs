@@ -24,7 +24,7 @@
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bloomery::format::native::{MAX_PARAMS_LEN, PAYLOAD_ALIGN};
 use redis_module::{Context, ContextFlags, Status, raw};
@@ -38,6 +38,40 @@ pub const DEFAULT_MAX_FILTER_MEMORY: u64 = 1 << 30;
 const CONFIG_NAME: &CStr = c"max-filter-memory";
 
 static MAX_FILTER_MEMORY: AtomicU64 = AtomicU64::new(DEFAULT_MAX_FILTER_MEMORY);
+
+/// `bloomery.redisbloom-errors`: whether `BF.LOADCHUNK` answers RedisBloom's bare
+/// `received bad data` instead of bloomery's explanations (default no). RedisBloom's flow
+/// tests compare the message exactly; people are better served by the explanation.
+const COMPAT_CONFIG_NAME: &CStr = c"redisbloom-errors";
+
+static REDISBLOOM_ERRORS: AtomicBool = AtomicBool::new(false);
+
+/// `bloomery.redisbloom-layout`: whether new filters are RedisBloom-layout chains
+/// ([`bloomery::RedisBloomFilter`]: RedisBloom's hashing, sizing and growth, bit for bit)
+/// instead of the library's scalable filter (default no).
+const LAYOUT_CONFIG_NAME: &CStr = c"redisbloom-layout";
+
+static REDISBLOOM_LAYOUT: AtomicBool = AtomicBool::new(false);
+
+/// Whether new filters are RedisBloom-layout chains.
+pub fn redisbloom_layout() -> bool {
+    REDISBLOOM_LAYOUT.load(Ordering::Relaxed)
+}
+
+/// Sets `bloomery.redisbloom-layout`.
+pub fn set_redisbloom_layout(on: bool) {
+    REDISBLOOM_LAYOUT.store(on, Ordering::Relaxed);
+}
+
+/// Whether `BF.LOADCHUNK` errors are RedisBloom's bare text.
+pub fn redisbloom_errors() -> bool {
+    REDISBLOOM_ERRORS.load(Ordering::Relaxed)
+}
+
+/// Sets `bloomery.redisbloom-errors`.
+pub fn set_redisbloom_errors(on: bool) {
+    REDISBLOOM_ERRORS.store(on, Ordering::Relaxed);
+}
 
 /// The largest expansion factor accepted: RedisBloom's later range, [1, 32768]. The memory
 /// cap, not this, bounds what growth allocates.
@@ -124,16 +158,43 @@ unsafe extern "C" fn set_config(
     raw::REDISMODULE_OK as c_int
 }
 
+/// The yes/no configurations, by the private data registered with them.
+fn flag(privdata: *mut c_void) -> &'static AtomicBool {
+    if privdata.is_null() {
+        &REDISBLOOM_ERRORS
+    } else {
+        &REDISBLOOM_LAYOUT
+    }
+}
+
+unsafe extern "C" fn get_flag_config(_name: *const c_char, privdata: *mut c_void) -> c_int {
+    c_int::from(flag(privdata).load(Ordering::Relaxed))
+}
+
+unsafe extern "C" fn set_flag_config(
+    _name: *const c_char,
+    value: c_int,
+    privdata: *mut c_void,
+    _error: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    flag(privdata).store(value != 0, Ordering::Relaxed);
+    raw::REDISMODULE_OK as c_int
+}
+
 /// Registers `bloomery.max-filter-memory` (a memory-typed number, so `CONFIG SET` takes
-/// `64mb`) and applies what redis.conf or the command line set. Redis before 7.0 has no
-/// module configuration: the load argument `MAX_FILTER_MEMORY` still works there.
+/// `64mb`), `bloomery.redisbloom-errors` and `bloomery.redisbloom-layout` (yes/no), and
+/// applies what redis.conf or the command line set. Redis before 7.0 has no module
+/// configuration: the load arguments `MAX_FILTER_MEMORY`, `REDISBLOOM_ERRORS` and
+/// `REDISBLOOM_LAYOUT` still work there.
 pub fn register_config(ctx: &Context) -> Status {
     // SAFETY: reading the function pointers Redis filled in when the module was loaded.
-    let (Some(register), Some(load)) = (unsafe { raw::RedisModule_RegisterNumericConfig }, unsafe {
-        raw::RedisModule_LoadConfigs
-    }) else {
+    let (Some(register), Some(register_bool), Some(load)) = (
+        unsafe { raw::RedisModule_RegisterNumericConfig },
+        unsafe { raw::RedisModule_RegisterBoolConfig },
+        unsafe { raw::RedisModule_LoadConfigs },
+    ) else {
         ctx.log_notice(
-            "bloomery: this Redis has no module configuration; use the MAX_FILTER_MEMORY load argument",
+            "bloomery: this Redis has no module configuration; use the MAX_FILTER_MEMORY, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT load arguments",
         );
         return Status::Ok;
     };
@@ -153,10 +214,41 @@ pub fn register_config(ctx: &Context) -> Status {
             std::ptr::null_mut(),
         )
     };
+    // SAFETY: as above; the private data only tells the two flags apart (null: errors,
+    // non-null: layout) and is never dereferenced.
+    let registered_bool = [
+        (COMPAT_CONFIG_NAME, std::ptr::null_mut()),
+        (
+            LAYOUT_CONFIG_NAME,
+            std::ptr::NonNull::<c_void>::dangling().as_ptr(),
+        ),
+    ]
+    .into_iter()
+    .map(|(name, privdata)| unsafe {
+        register_bool(
+            ctx.ctx,
+            name.as_ptr(),
+            0,
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            Some(get_flag_config),
+            Some(set_flag_config),
+            None,
+            privdata,
+        )
+    })
+    .fold(raw::REDISMODULE_OK as c_int, |all, one| {
+        if one == raw::REDISMODULE_OK as c_int {
+            all
+        } else {
+            one
+        }
+    });
     // SAFETY: as above; LoadConfigs must follow the registrations within OnLoad.
-    if registered != raw::REDISMODULE_OK as c_int || unsafe { load(ctx.ctx) } != raw::REDISMODULE_OK as c_int
+    if registered != raw::REDISMODULE_OK as c_int
+        || registered_bool != raw::REDISMODULE_OK as c_int
+        || unsafe { load(ctx.ctx) } != raw::REDISMODULE_OK as c_int
     {
-        ctx.log_warning("bloomery: could not register bloomery.max-filter-memory");
+        ctx.log_warning("bloomery: could not register the bloomery.* configuration");
         return Status::Err;
     }
     Status::Ok

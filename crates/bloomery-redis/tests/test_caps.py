@@ -84,7 +84,7 @@ def test_creation_over_the_cap_is_refused_before_allocating(r):
     assert settles_near(r, before)
     r.config_set(CONFIG, 0)  # no cap: RedisBloom's behaviour
     assert r.execute_command("BF.RESERVE", "big", "0.01", "1000000")
-    assert r.execute_command("BF.INFO", "big", "SIZE") > CAP
+    assert r.execute_command("BF.INFO", "big", "SIZE")[0] > CAP
 
 
 def test_growth_stops_at_the_cap_and_replicas_take_exactly_what_was_accepted(server, tmp_path):
@@ -98,9 +98,9 @@ def test_growth_stops_at_the_cap_and_replicas_take_exactly_what_was_accepted(ser
     try:
         before = held_memory(client)
         taken = grow_to_the_cap(client, "grown")
-        size = client.execute_command("BF.INFO", "grown", "SIZE")
+        size = client.execute_command("BF.INFO", "grown", "SIZE")[0]
         grown_by = held_memory(client) - before
-        print(f"\ngrew to {size} bytes in {client.execute_command('BF.INFO', 'grown', 'FILTERS')} sub-filters "
+        print(f"\ngrew to {size} bytes in {client.execute_command('BF.INFO', 'grown', 'FILTERS')[0]} sub-filters "
               f"with {len(taken)} items; used_memory grew by {grown_by} (cap {CAP})")
         assert CAP // 2 < size <= CAP
         # The allocator rounds each sub-filter up to its size class (jemalloc: at most 25%).

@@ -41,7 +41,7 @@ def base_value(client):
     client.config_set("rdbcompression", "no")  # strings stored raw: their fields can be found
     client.execute_command("BF.RESERVE", "base", "0.01", "50", "EXPANSION", "2")
     client.execute_command("BF.MADD", "base", *[f"item-{i}" for i in range(200)])
-    assert client.execute_command("BF.INFO", "base", "FILTERS") == 3
+    assert client.execute_command("BF.INFO", "base", "FILTERS")[0] == 3
     value = Value(client.dump("base"))
     kind, total, envelope = value.fields
     assert kind == ("uint", 0) and total == ("uint", len(envelope[1])) and envelope[0] == "string"

@@ -7,7 +7,7 @@
 //! 0.5). An item is present if any sub-filter has it, so the compound rate is at most
 //! Σ p_i = p·(1 - r)·(1 + r + r² + ...) = p, for any number of sub-filters. A new
 //! sub-filter starts when the newest reaches its capacity; in non-scaling mode the filter
-//! reports itself full instead. Each step costs about log2(1/r)/ln 2 = 1.44 more bits per
+//! reports itself full instead (and its one sub-filter is sized at p itself). Each step costs about log2(1/r)/ln 2 = 1.44 more bits per
 //! item than the last, so memory stays within a constant factor of a filter sized for the
 //! final count. Measured: 100,000 items from an initial capacity of 1,000 (7 sub-filters,
 //! 291 KB), 0.989% false positives over 10^6 fresh keys at a requested 1%
@@ -51,6 +51,22 @@ struct SubFilter {
     filter: BloomFilter,
     capacity: u64,
     len: u64,
+}
+
+/// One sub-filter of a [`ScalableBloomFilter`], as [`ScalableBloomFilter::sub_filters`]
+/// reports it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SubFilterInfo {
+    /// The items it takes before the next sub-filter starts.
+    pub capacity: u64,
+    /// The items added to it.
+    pub len: u64,
+    /// Its bits (64 × its words).
+    pub num_bits: u64,
+    /// Its hash functions.
+    pub num_hashes: u32,
+    /// The false-positive probability it was sized for (its share of the filter's).
+    pub fpp: f64,
 }
 
 /// A Bloom filter that grows to any number of items at a bounded false-positive rate.
@@ -204,6 +220,21 @@ impl ScalableBloomFilter {
             .fold(0u64, |sum, sub| sum.saturating_add(sub.capacity))
     }
 
+    /// Each sub-filter's shape and fill, oldest first.
+    pub fn sub_filters(&self) -> Vec<SubFilterInfo> {
+        self.filters
+            .iter()
+            .enumerate()
+            .map(|(index, sub)| SubFilterInfo {
+                capacity: sub.capacity,
+                len: sub.len,
+                num_bits: sub.filter.num_bits(),
+                num_hashes: sub.filter.num_hashes(),
+                fpp: self.sub_filter_params(index).1,
+            })
+            .collect()
+    }
+
     /// The number of sub-filters.
     pub fn num_filters(&self) -> usize {
         self.filters.len()
@@ -249,7 +280,8 @@ impl ScalableBloomFilter {
 }
 
 /// Capacity and false-positive probability of sub-filter `index` of a filter starting at
-/// `initial_capacity` items and `fpp`.
+/// `initial_capacity` items and `fpp`: `fpp · (1 - tightening) · tightening^index` for a
+/// scaling filter, `fpp` itself for a non-scaling one (its only sub-filter).
 pub(crate) fn sub_filter_params(
     initial_capacity: u64,
     fpp: f64,
@@ -258,7 +290,13 @@ pub(crate) fn sub_filter_params(
 ) -> (u64, f64) {
     let growth = u64::from(options.expansion).saturating_pow(index as u32);
     let capacity = initial_capacity.saturating_mul(growth);
-    let fpp = fpp * (1.0 - options.tightening) * options.tightening.powi(index as i32);
+    // A non-scaling filter has one sub-filter, which may take the whole rate (as
+    // RedisBloom's NONSCALING filters do); a scaling one splits it over the series.
+    let fpp = if options.scaling {
+        fpp * (1.0 - options.tightening) * options.tightening.powi(index as i32)
+    } else {
+        fpp
+    };
     (capacity, fpp)
 }
 

@@ -352,6 +352,48 @@ proptest! {
 }
 
 #[test]
+fn a_non_scaling_filter_takes_the_whole_rate_and_stays_within_it() {
+    let fixed = ScalableOptions {
+        scaling: false,
+        ..ScalableOptions::default()
+    };
+    let mut filter = ScalableBloomFilter::with_options(10_000, 0.01, fixed).unwrap();
+    let scaling = ScalableBloomFilter::new(10_000, 0.01).unwrap();
+    // One sub-filter at p, not p / 2: fewer bits than the scaling filter's first.
+    assert!(filter.memory_bytes() < scaling.memory_bytes());
+    let subs = filter.sub_filters();
+    assert_eq!(subs.len(), 1);
+    assert_eq!((subs[0].capacity, subs[0].len, subs[0].fpp), (10_000, 0, 0.01));
+    assert_eq!(scaling.sub_filters()[0].fpp, 0.005);
+    for key in 0..10_000u64 {
+        filter.insert(&key).unwrap();
+    }
+    assert_eq!(filter.sub_filters()[0].len, filter.len());
+    let rate = measured(|key| filter.contains(key));
+    assert!(rate <= 0.011, "{rate}");
+}
+
+#[test]
+fn scalable_sub_filters_report_their_shapes() {
+    let mut filter = ScalableBloomFilter::new(10, 0.01).unwrap();
+    for key in 0..100u32 {
+        filter.insert(&key).unwrap();
+    }
+    let subs = filter.sub_filters();
+    assert_eq!(subs.len(), filter.num_filters());
+    assert_eq!(subs.iter().map(|sub| sub.len).sum::<u64>(), filter.len());
+    assert_eq!(
+        subs.iter().map(|sub| sub.num_bits / 8).sum::<u64>(),
+        filter.memory_bytes() as u64
+    );
+    for (index, sub) in subs.iter().enumerate() {
+        assert_eq!(sub.capacity, 10 << index);
+        assert_eq!(sub.fpp, 0.005 / f64::from(1u32 << index));
+        assert!(sub.len <= sub.capacity && sub.num_hashes >= 1);
+    }
+}
+
+#[test]
 fn a_scalable_filter_that_cannot_grow_further_says_so() {
     let options = ScalableOptions {
         expansion: 1,
