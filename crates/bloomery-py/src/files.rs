@@ -92,6 +92,9 @@ impl Mapped {
         // by rename, never in place, so the mapped bytes do not change; a file truncated
         // in place by another program would fault on the next read past its end.
         let map = unsafe { Mmap::map(&file) }.io_at(path)?;
+        // Lookups touch a few places anywhere in the file: no read-ahead around them (a
+        // hint; a kernel that refuses it reads ahead as usual).
+        let _ = map.advise(memmap2::Advice::Random);
         let header = Header::parse(&map).map_err(|error| bytes_error(path, error))?;
         header
             .check_file_len(map.len() as u64)

@@ -250,6 +250,10 @@ impl<'py> Source<'py> {
     /// The source for `items`: a buffer when it has one (and is not a str), else a
     /// sequence or iterable of items.
     pub fn new(items: &Bound<'py, PyAny>, item_size: Option<usize>) -> PyResult<Self> {
+        let is_buffer_like = !(items.is_instance_of::<PyList>() || items.is_instance_of::<PyTuple>());
+        if item_size.is_some() && !is_buffer_like {
+            return Err(PyTypeError::new_err("item_size= is for buffers (bytes, arrays)"));
+        }
         if let Ok(list) = items.cast::<PyList>() {
             return Ok(Source::Sequence(items.clone(), list.len()));
         }
