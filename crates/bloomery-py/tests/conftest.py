@@ -7,7 +7,6 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-GUAVA = ROOT / "crates" / "bloomery" / "tests" / "data" / "guava"
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,14 @@ the real Guava 31.1): read back with every probe answered as Guava answered it, 
 same filter made in Python, item by item, gives Guava's bytes exactly."""
 
 import csv
+import pathlib
 import struct
 
 import pytest
 
 from bloomery import BloomFilter
-from conftest import GUAVA
+
+GUAVA = pathlib.Path(__file__).resolve().parents[3] / "crates" / "bloomery" / "tests" / "data" / "guava"
 
 
 def rows():
