@@ -76,6 +76,14 @@ pub fn with_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -> 
         )
     };
     if is_str {
+        // SAFETY: a str. A compact ASCII str holds its bytes inline, and ASCII is UTF-8.
+        unsafe {
+            if ffi::PyUnicode_IS_COMPACT_ASCII(pointer) != 0 {
+                let data = ffi::PyUnicode_DATA(pointer).cast::<u8>();
+                let len = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
+                return Ok(each(std::slice::from_raw_parts(data, len)));
+            }
+        }
         let mut len: ffi::Py_ssize_t = 0;
         // SAFETY: a str; the UTF-8 bytes live as long as the str (cached in it).
         let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(pointer, &mut len) };
@@ -131,6 +139,14 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// A chunk with room for [`CHUNK`] items of 32 bytes before it grows.
+    pub fn new() -> Self {
+        Self {
+            bytes: Vec::with_capacity(CHUNK * 32),
+            ends: Vec::with_capacity(CHUNK),
+        }
+    }
+
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
@@ -335,10 +351,16 @@ impl<'py> Source<'py> {
                     // The list may change between chunks: read its length each time.
                     let end = list.len().min(position.saturating_add(CHUNK));
                     for index in position..end.max(position) {
-                        let item = list.get_item(index)?;
+                        // SAFETY: `index < list.len()`, read just above with the GIL held
+                        // (an item's conversion may run Python code that shrinks the list:
+                        // the length is checked again for each item).
+                        if index >= list.len() {
+                            break;
+                        }
+                        let item = unsafe { list.get_item_unchecked(index) };
                         with_item(&item, |bytes| chunk.push(bytes))?;
                     }
-                    Ok(end.saturating_sub(position))
+                    Ok(chunk.ends.len())
                 } else {
                     let tuple = sequence.cast::<PyTuple>()?;
                     let end = tuple.len().min(position.saturating_add(CHUNK));

@@ -257,7 +257,7 @@ impl PyBloomFilter {
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, |state| state.owned().map(|_| ()))?;
-        let mut chunk = Chunk::default();
+        let mut chunk = Chunk::new();
         let mut position = 0;
         loop {
             let copied = source.fill(position, &mut chunk)?;
@@ -275,7 +275,7 @@ impl PyBloomFilter {
     /// Looks up a batch: one answer per item, in order.
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
         let mut results = Vec::with_capacity(source.len_hint());
-        let mut chunk = Chunk::default();
+        let mut chunk = Chunk::new();
         let mut position = 0;
         loop {
             let copied = source.fill(position, &mut chunk)?;
@@ -941,7 +941,7 @@ impl Atomic {
 
 impl PyConcurrentBloomFilter {
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
-        let mut chunk = Chunk::default();
+        let mut chunk = Chunk::new();
         let mut position = 0;
         loop {
             let copied = source.fill(position, &mut chunk)?;
@@ -1031,7 +1031,7 @@ impl PyConcurrentBloomFilter {
     ) -> PyResult<Bound<'py, PyList>> {
         let mut source = Source::new(items, item_size)?;
         let mut results = Vec::with_capacity(source.len_hint());
-        let mut chunk = Chunk::default();
+        let mut chunk = Chunk::new();
         let mut position = 0;
         loop {
             let copied = source.fill(position, &mut chunk)?;
