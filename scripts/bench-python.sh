@@ -16,5 +16,5 @@ if ! $venv/bin/python -c "import rbloom, pybloom_live, numpy" 2>/dev/null; then
 fi
 # Rebuilt every run (quick when nothing changed), so that the figures are this tree's.
 $venv/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./crates/bloomery-py
-$venv/bin/python -c "import bloomery, rbloom, pybloom_live, platform; print('bloomery', bloomery.__version__, '| rbloom', getattr(rbloom, '__version__', '?'), '| Python', platform.python_version())"
+$venv/bin/python -c "import platform, importlib.metadata as m; print(' | '.join(f'{p} {m.version(p)}' for p in ('bloomery', 'rbloom', 'pybloom-live', 'numpy')), '| Python', platform.python_version())"
 exec $venv/bin/python crates/bloomery-py/bench/bench_python.py "$@"

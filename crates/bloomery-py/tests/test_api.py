@@ -359,3 +359,21 @@ def test_guava_bytes_out_and_in():
 
 def test_version():
     assert bloomery.__version__.count(".") == 2
+
+
+def test_a_list_that_shrinks_while_it_is_read():
+    """An item's __index__ may run any Python code, here emptying the list being read."""
+    f = BloomFilter(1000)
+    items = list(range(10))
+
+    class Shrinking:
+        def __index__(self):
+            items.clear()
+            return 5
+
+    items[3] = Shrinking()
+    answers = f.contains_many(items)
+    assert answers == [False] * 4
+    items.extend([1, Shrinking(), 2])
+    f.add_many(items)
+    assert 1 in f and 5 in f and 2 not in f
