@@ -726,6 +726,11 @@ impl PyBloomFilter {
     /// whole (every checksum checked) and locks it against other writers (the CLI's
     /// lock) until ``close()``; ``save()`` writes it back atomically.
     ///
+    /// A mapped file must not be rewritten in place while it is open: bloomery's writers
+    /// (this package, the CLI) replace files by rename, so readers keep the file they
+    /// opened, but a program that truncates the file in place makes the next lookup past
+    /// the new end fail with SIGBUS, which ends the interpreter.
+    ///
     /// >>> import os, tempfile
     /// >>> path = os.path.join(tempfile.mkdtemp(), "seen.bloom")
     /// >>> f = BloomFilter(1000); f.add("x"); f.save(path)
