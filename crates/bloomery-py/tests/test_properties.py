@@ -59,3 +59,23 @@ def test_union_and_intersection_keep_every_common_item(kind, left, right):
     assert all(item in union for item in left | right)
     assert all(item in inter for item in left & right)
     assert a <= union and b <= union and inter <= a and inter <= b
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kind=st.sampled_from(["blocked", "classic"]),
+    items=st.lists(ITEMS, max_size=200),
+    probes=st.lists(ITEMS, max_size=50),
+)
+def test_the_concurrent_filter_has_no_false_negatives_and_the_plain_filters_bits(kind, items, probes):
+    from bloomery import ConcurrentBloomFilter
+
+    c, plain = ConcurrentBloomFilter(500, 0.01, kind), BloomFilter(500, 0.01, kind)
+    half = len(items) // 2
+    for item in items[:half]:
+        c.add(item)
+    c.add_many(items[half:])
+    plain.update(items)
+    assert all(item in c for item in items)
+    assert c.contains_many(items + probes) == plain.contains_many(items + probes)
+    assert c.to_bytes() == plain.to_bytes()
