@@ -1,11 +1,13 @@
-"""bloomery against rbloom and pybloom-live, in one run: N str items and N ints, add and
+"""bloomery against rbloom and pybloom-live, in one run: N str items and N ints (random
+62-bit values), add and
 lookup, one at a time and in batches, and memory. Run it through scripts/bench-python.sh
 (which makes the virtualenv); `python bench_python.py --help` for the options.
 
 Each library and item type runs in a fresh child process, so that its memory figure (the
 growth of the process's resident set while the filter is made and filled) is its own.
 Lookups probe the N added items then N items never added, so each answer kind is half.
-Memory: "filter MB" is the size each library reports for its bits; "RSS MB" the growth of
+Times are the process's CPU time (all the work runs in its one thread; on a busy machine
+this leaves out the time it waited for a core). Memory: "filter MB" is the size each library reports for its bits; "RSS MB" the growth of
 the process while the filter was made and filled (allocator and page granularity included).
 
 - "one at a time": a Python loop calling add / `in` per item, what most code does.
@@ -33,7 +35,17 @@ def rss_bytes():
 def make_items(kind, n, offset=0):
     if kind == "str":
         return [f"https://example.com/item/{i}" for i in range(offset, offset + n)]
-    return list(range(offset * 7919, (offset + n) * 7919, 7919))
+    # Random 62-bit ints (splitmix64 of the index, as the Rust benchmarks' keys): keys in
+    # arithmetic progression would let a filter whose bit positions are a linear function
+    # of the key (Python's hash of an int is the int) walk its memory in order.
+    mask = (1 << 64) - 1
+    keys = []
+    for i in range(offset, offset + n):
+        z = (i * 0x9E3779B97F4A7C15 + 0x9E3779B97F4A7C15) & mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        keys.append((z ^ (z >> 31)) >> 2)
+    return keys
 
 
 def make_filter(library, n, fpp):
@@ -70,10 +82,12 @@ def filter_bytes(library, bf):
 
 
 def timed(function):
+    """CPU time of this process (the work is all in this thread, batch calls included): on
+    an idle machine the wall time, on a busy one without the time spent preempted."""
     gc.collect()
-    start = time.perf_counter()
+    start = time.process_time()
     result = function()
-    return time.perf_counter() - start, result
+    return time.process_time() - start, result
 
 
 def one_at_a_time_add(bf, items):
