@@ -48,6 +48,15 @@ pub fn resolve(path: &Path) -> Result<PathBuf> {
     match fs::canonicalize(path) {
         Ok(real) => Ok(real),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            // A link to nothing: creating its target would put a file where the user may
+            // not expect one (the CLI refuses it in the same words).
+            if let Ok(link) = fs::read_link(path) {
+                return Err(FileError::Bytes(format!(
+                    "{}: is a symbolic link to {}, which does not exist",
+                    path.display(),
+                    link.display()
+                )));
+            }
             let name = path.file_name().ok_or_else(|| {
                 FileError::Io(io::Error::from(io::ErrorKind::InvalidInput), path.to_owned())
             })?;

@@ -200,6 +200,17 @@ def test_save_through_a_symlink_updates_its_target(tmp_path):
     assert "x" in BloomFilter.open(target)
 
 
+def test_a_link_to_nothing_is_refused_as_the_cli_refuses_it(cli, tmp_path):
+    link = tmp_path / "dangling.bloom"
+    link.symlink_to(tmp_path / "nowhere.bloom")
+    with pytest.raises(ValueError) as error:
+        BloomFilter(100).save(link)
+    assert str(error.value) == f"{link}: is a symbolic link to {tmp_path / 'nowhere.bloom'}, which does not exist"
+    cli_error = cli("create", link, "--items", "100", check=False).stderr.decode().strip()
+    assert cli_error == f"bloomery: {error.value}"
+    assert link.is_symlink() and not (tmp_path / "nowhere.bloom").exists()
+
+
 def test_a_failed_save_leaves_the_old_file_and_no_temporary(tmp_path):
     """A write that fails midway (here the file-size limit, as a full disk would): the old
     file stays as it was."""
