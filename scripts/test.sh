@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # All the tests: the Rust workspace (test and release profiles), then with pytest the
-# independent reader of docs/format.md against the tool and the Redis module against real
-# redis-server processes. Installs what it needs first (scripts/test-setup.sh).
+# independent reader of docs/format.md against the tool, the Redis module against real
+# redis-server processes, and the Python package (crates/bloomery-py). Installs what it
+# needs first (scripts/test-setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,11 @@ cargo test --workspace --locked
 cargo test --workspace --locked --release
 cargo build --release --locked -p bloomery-redis -p bloomery-cli
 target/venv/bin/pytest -q crates/bloomery-redis/tests crates/bloomery-cli/tests/reader
+# The Python package (crates/bloomery-py), built from this tree into the venv, and its
+# suite (which also drives the CLI built above).
+VIRTUAL_ENV="$PWD/target/venv" target/venv/bin/maturin develop --release --locked -q \
+  -m crates/bloomery-py/Cargo.toml
+target/venv/bin/pytest -q crates/bloomery-py/tests
 # A short fuzzing smoke run of every parser target (20 s each; skipped, saying so, where
 # no nightly toolchain is installed). The long campaigns: scripts/fuzz.sh, docs/fuzzing.md.
 scripts/fuzz.sh --smoke

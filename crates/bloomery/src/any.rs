@@ -134,6 +134,12 @@ pub trait DynFilter: FilterView {
         Err(unsupported(self.variant(), "intersection"))
     }
 
+    /// Removes every item, keeping the filter's size and parameters (the classic, blocked
+    /// and split-block filters, whose state is their bits alone; an error for the others).
+    fn clear(&mut self) -> Result<()> {
+        Err(unsupported(self.variant(), "clear"))
+    }
+
     /// The filter's file form (docs/format.md), borrowed from its memory.
     fn envelope(&self) -> Envelope<'_>;
 
@@ -433,6 +439,11 @@ macro_rules! block_filter_dyn {
                 <$filter>::intersection(self, same_variant($variant, other)?)
             }
 
+            fn clear(&mut self) -> Result<()> {
+                <$filter>::clear(self);
+                Ok(())
+            }
+
             owned_filter_common!();
         }
     };
@@ -485,6 +496,11 @@ impl DynFilter for BloomFilter {
 
     fn intersection(&mut self, other: &dyn DynFilter) -> Result<()> {
         BloomFilter::intersection(self, same_variant(Variant::Classic, other)?)
+    }
+
+    fn clear(&mut self) -> Result<()> {
+        BloomFilter::clear(self);
+        Ok(())
     }
 
     owned_filter_common!();
@@ -1097,6 +1113,33 @@ mod tests {
             .err()
             .expect("refused");
         assert!(error.to_string().contains("rebuild"), "{error}");
+    }
+
+    #[test]
+    fn clear_empties_the_bit_array_variants_and_is_refused_by_the_others() {
+        for mut filter in every_variant() {
+            let empty = filter.envelope().to_vec();
+            for i in 0..200u32 {
+                filter.insert(&i.to_le_bytes()).unwrap();
+            }
+            let variant = filter.variant();
+            match variant {
+                Variant::Classic | Variant::Blocked | Variant::SplitBlock => {
+                    filter.clear().unwrap();
+                    assert_eq!(filter.envelope().to_vec(), empty, "{variant:?}");
+                    assert_eq!(filter.stats().estimated_len, 0, "{variant:?}");
+                    assert!(!filter.contains(&7u32.to_le_bytes()), "{variant:?}");
+                }
+                _ => {
+                    let message = filter.clear().unwrap_err().to_string();
+                    assert_eq!(
+                        message,
+                        format!("{} filters do not support clear", variant.name())
+                    );
+                    assert!(filter.contains(&7u32.to_le_bytes()), "{variant:?}");
+                }
+            }
+        }
     }
 
     #[test]

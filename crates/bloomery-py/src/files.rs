@@ -1,0 +1,291 @@
+//! Filter files from Python, as the CLI keeps them (crates/bloomery-cli/src/store.rs,
+//! docs/failure-model.md): the library's envelope, mapped read-only for queries, loaded
+//! whole (every checksum and parameter checked) for updates, and replaced atomically: the
+//! new bytes go to `.NAME.PID.UNIQUE.tmp` beside the target (created exclusively), are
+//! synced, then renamed over it, and the directory is synced. Writers lock the filter file
+//! (`flock`, the lock the CLI takes) for their read-modify-write, so a Python writer and
+//! `bloomery add` never lose each other's items.
+//!
+//! Everything about the bytes is the library's: [`Header::parse`], [`any::view`],
+//! [`any::open`] and [`Envelope::write_to`].
+
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bloomery::any::{self, DynFilter, FilterView};
+use bloomery::format::native::{Envelope, Header};
+use memmap2::Mmap;
+
+/// What went wrong with a file: the system's error (an `OSError` in Python) or the
+/// library's word on its bytes (a `ValueError`), both naming the path.
+pub enum FileError {
+    Io(io::Error, PathBuf),
+    Bytes(String),
+}
+
+pub type Result<T> = std::result::Result<T, FileError>;
+
+trait WithPath<T> {
+    fn io_at(self, path: &Path) -> Result<T>;
+}
+
+impl<T> WithPath<T> for io::Result<T> {
+    fn io_at(self, path: &Path) -> Result<T> {
+        self.map_err(|error| FileError::Io(error, path.to_owned()))
+    }
+}
+
+fn bytes_error(path: &Path, error: impl std::fmt::Display) -> FileError {
+    FileError::Bytes(format!("{}: {error}", path.display()))
+}
+
+/// Where a filter file really is: symlinks followed; for a file that does not exist yet,
+/// its directory resolved and its name.
+pub fn resolve(path: &Path) -> Result<PathBuf> {
+    match fs::canonicalize(path) {
+        Ok(real) => Ok(real),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            // A link to nothing: creating its target would put a file where the user may
+            // not expect one (the CLI refuses it in the same words).
+            if let Ok(link) = fs::read_link(path) {
+                return Err(FileError::Bytes(format!(
+                    "{}: is a symbolic link to {}, which does not exist",
+                    path.display(),
+                    link.display()
+                )));
+            }
+            let name = path.file_name().ok_or_else(|| {
+                FileError::Io(io::Error::from(io::ErrorKind::InvalidInput), path.to_owned())
+            })?;
+            let parent = match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            };
+            Ok(fs::canonicalize(parent).io_at(parent)?.join(name))
+        }
+        Err(error) => Err(FileError::Io(error, path.to_owned())),
+    }
+}
+
+/// Refuses directories, devices and FIFOs (the errno Python shows for each).
+fn regular(path: &Path, metadata: &Metadata) -> Result<()> {
+    if metadata.is_file() {
+        Ok(())
+    } else if metadata.is_dir() {
+        Err(FileError::Io(io::Error::from_raw_os_error(21), path.to_owned())) // EISDIR
+    } else {
+        Err(bytes_error(path, "not a regular file, so not a filter file"))
+    }
+}
+
+/// A filter file mapped read-only, answering from the mapped bytes in place (classic,
+/// blocked and split-block files; the other variants are built in memory).
+pub struct Mapped {
+    /// Borrows `map`'s bytes; declared first so that it is dropped before them.
+    view: Box<dyn FilterView + 'static>,
+    map: Mmap,
+}
+
+impl Mapped {
+    /// Maps `path` and checks its header (magic, version, checksum, length); with
+    /// `verify`, also the payload checksum (reading the whole file once).
+    pub fn open(path: &Path, verify: bool) -> Result<Self> {
+        let real = resolve(path)?;
+        let file = File::open(&real).io_at(path)?;
+        let metadata = file.metadata().io_at(path)?;
+        regular(path, &metadata)?;
+        // SAFETY: read-only map. Bloomery's writers (this package, the CLI) replace a file
+        // by rename, never in place, so the mapped bytes do not change; a file truncated
+        // in place by another program would fault on the next read past its end.
+        let map = unsafe { Mmap::map(&file) }.io_at(path)?;
+        // Lookups touch a few places anywhere in the file: no read-ahead around them (a
+        // hint; a kernel that refuses it reads ahead as usual).
+        let _ = map.advise(memmap2::Advice::Random);
+        let header = Header::parse(&map).map_err(|error| bytes_error(path, error))?;
+        header
+            .check_file_len(map.len() as u64)
+            .map_err(|error| bytes_error(path, error))?;
+        let payload = &map[header.payload_offset..];
+        if verify {
+            header
+                .verify_payload(payload)
+                .map_err(|error| bytes_error(path, error))?;
+        }
+        let view = any::view(&header, payload).map_err(|error| bytes_error(path, error))?;
+        // SAFETY: the view borrows the mapped pages, which stay where they are when the
+        // `Mmap` handle moves, and `view` is dropped before `map` (field order); nothing
+        // hands out the view with the longer lifetime.
+        let view =
+            unsafe { std::mem::transmute::<Box<dyn FilterView + '_>, Box<dyn FilterView + 'static>>(view) };
+        Ok(Self { view, map })
+    }
+
+    pub fn view(&self) -> &dyn FilterView {
+        self.view.as_ref()
+    }
+
+    /// The file's bytes (the envelope as stored).
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+/// Opens the existing `path` for update and waits for its writers' lock; if a writer
+/// replaced the file meanwhile, locks the new one instead.
+fn lock_existing(path: &Path) -> Result<(File, PathBuf)> {
+    loop {
+        let real = resolve(path)?;
+        let before = fs::metadata(&real).io_at(path)?;
+        regular(path, &before)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&real)
+            .io_at(path)?;
+        file.lock().io_at(path)?;
+        let metadata = file.metadata().io_at(path)?;
+        match fs::metadata(&real) {
+            Ok(now) if now.dev() == metadata.dev() && now.ino() == metadata.ino() => return Ok((file, real)),
+            _ => continue,
+        }
+    }
+}
+
+/// A filter file opened for update: locked against other writers until dropped.
+pub struct Locked {
+    file: File,
+    real: PathBuf,
+}
+
+impl Locked {
+    /// Opens and locks `path`, then reads and checks the filter whole.
+    pub fn open(path: &Path) -> Result<(Self, Box<dyn DynFilter>)> {
+        let (mut file, real) = lock_existing(path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).io_at(path)?;
+        let filter = any::open(&bytes).map_err(|error| bytes_error(path, error))?;
+        Ok((Self { file, real }, filter))
+    }
+
+    /// The file's real path (symlinks followed).
+    pub fn real(&self) -> &Path {
+        &self.real
+    }
+
+    /// Replaces the file with `envelope`, keeping its mode; the new file is locked before
+    /// it takes the name, so the lock is never let go.
+    pub fn save(&mut self, envelope: &Envelope<'_>, shown: &Path) -> Result<()> {
+        let mode = self.file.metadata().io_at(shown)?.permissions().mode() & 0o7777;
+        let file = replace(&self.real, shown, Some(mode), true, |writer| {
+            envelope.write_to(writer)
+        })?;
+        self.file = file;
+        Ok(())
+    }
+}
+
+/// Writes what `write` produces to `path` atomically: an existing file is locked while it
+/// is replaced (keeping its mode), a new one appears whole or not at all.
+pub fn save(path: &Path, write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>) -> Result<()> {
+    let real = resolve(path)?;
+    match fs::metadata(&real) {
+        Ok(_) => {
+            let (file, real) = lock_existing(path)?;
+            let mode = file.metadata().io_at(path)?.permissions().mode() & 0o7777;
+            replace(&real, path, Some(mode), false, write)?;
+            drop(file);
+            Ok(())
+        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            replace(&real, path, None, false, write)?;
+            Ok(())
+        }
+        Err(error) => Err(FileError::Io(error, path.to_owned())),
+    }
+}
+
+/// A temporary file beside `real`, filled, synced, renamed over it; the directory synced.
+/// Returns the new file (locked when `lock`).
+fn replace(
+    real: &Path,
+    shown: &Path,
+    mode: Option<u32>,
+    lock: bool,
+    write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+) -> Result<File> {
+    let temporary = Temporary::beside(real).io_at(shown)?;
+    let file = &temporary.file;
+    if lock {
+        file.lock().io_at(shown)?;
+    }
+    if let Some(mode) = mode {
+        file.set_permissions(fs::Permissions::from_mode(mode))
+            .io_at(shown)?;
+    }
+    let mut writer = BufWriter::with_capacity(1 << 20, file);
+    write(&mut writer).io_at(shown)?;
+    writer.flush().io_at(shown)?;
+    drop(writer);
+    file.sync_all().io_at(shown)?;
+    temporary.rename_over(real).io_at(shown)
+}
+
+/// `.NAME.PID.UNIQUE.tmp` beside the target (the CLI's naming, so that its writers remove
+/// the temporary files of a killed Python writer), removed on drop unless renamed.
+struct Temporary {
+    file: File,
+    path: PathBuf,
+    done: bool,
+}
+
+impl Temporary {
+    fn beside(target: &Path) -> io::Result<Self> {
+        let directory = target.parent().unwrap_or(Path::new("."));
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        let pid = std::process::id();
+        let mut unique = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+        loop {
+            let path = directory.join(format!(".{name}.{pid}.{unique:x}.tmp"));
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o666)
+                .open(&path)
+            {
+                Ok(file) => {
+                    return Ok(Self {
+                        file,
+                        path,
+                        done: false,
+                    });
+                }
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => unique = unique.wrapping_add(1),
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    fn rename_over(mut self, target: &Path) -> io::Result<File> {
+        fs::rename(&self.path, target)?;
+        self.done = true;
+        let directory = match target.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        File::open(directory)?.sync_all()?;
+        self.file.try_clone()
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}

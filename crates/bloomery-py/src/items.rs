@@ -1,0 +1,404 @@
+//! How a Python object becomes the item's bytes: the library's item road (its `Funnel`s),
+//! so a filter made in Python answers the same in Rust, in the CLI and (classic) in Java.
+//!
+//! - `str`: its UTF-8 bytes (Rust `&str`, Guava's `stringFunnel(UTF_8)`, CLI `--format text`);
+//! - `bytes`, `bytearray`, `memoryview` (and any other contiguous buffer of bytes): the
+//!   bytes as they are (Guava's `byteArrayFunnel`, CLI `--format hex`);
+//! - `int` (and objects with `__index__`, e.g. numpy integers): 8 bytes little-endian, from
+//!   -2^63 to 2^64-1 (numbers of 2^63 and above as their two's complement, as the CLI's
+//!   `--format long` does): Rust `i64`, Guava's `longFunnel`.
+//!
+//! Batches come in chunks copied out of Python objects while the GIL is held, so the
+//! filter works on them with the GIL released.
+
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyIterator, PyList, PyString, PyTuple};
+
+/// Items per chunk of a batch call: large enough that releasing and taking the GIL costs
+/// nothing next to the work, small enough to stay in cache.
+pub const CHUNK: usize = 16 * 1024;
+
+/// An `int` item's 8 bytes, or a `ValueError` for one outside the 64-bit range.
+fn int_bytes(value: &Bound<'_, PyAny>) -> PyResult<[u8; 8]> {
+    let pointer = value.as_ptr();
+    let mut overflow = 0;
+    // SAFETY: `value` is a live `int` (checked by the caller) and the GIL is held.
+    let signed = unsafe { ffi::PyLong_AsLongLongAndOverflow(pointer, &mut overflow) };
+    if overflow == 0 {
+        if signed == -1
+            && let Some(error) = PyErr::take(value.py())
+        {
+            return Err(error);
+        }
+        return Ok(signed.to_le_bytes());
+    }
+    if overflow > 0 {
+        // SAFETY: as above; an error (past 2^64 - 1) is taken below.
+        let unsigned = unsafe { ffi::PyLong_AsUnsignedLongLong(pointer) };
+        match PyErr::take(value.py()) {
+            None => return Ok(unsigned.to_le_bytes()),
+            Some(error) if !error.is_instance_of::<pyo3::exceptions::PyOverflowError>(value.py()) => {
+                return Err(error);
+            }
+            Some(_) => {}
+        }
+    }
+    Err(PyValueError::new_err(format!(
+        "item {} is not a 64-bit integer (from -2**63 to 2**64-1)",
+        value.repr()?
+    )))
+}
+
+fn not_an_item(value: &Bound<'_, PyAny>) -> PyErr {
+    let name = value
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |name| name.to_string());
+    PyTypeError::new_err(format!(
+        "a bloomery item is a str, bytes, bytearray, memoryview or int, not {name}"
+    ))
+}
+
+/// Calls `each` with the item's bytes.
+#[inline]
+pub fn with_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    let pointer = value.as_ptr();
+    // SAFETY: type checks of a live object, with the GIL held (the `cast`s below would
+    // make the same checks, and build an error value on every miss).
+    let (is_str, is_int, is_bytes) = unsafe {
+        (
+            ffi::PyUnicode_Check(pointer) != 0,
+            ffi::PyLong_Check(pointer) != 0,
+            ffi::PyBytes_Check(pointer) != 0,
+        )
+    };
+    if is_str {
+        // SAFETY: a str. A compact ASCII str holds its bytes inline, and ASCII is UTF-8.
+        unsafe {
+            if ffi::PyUnicode_IS_COMPACT_ASCII(pointer) != 0 {
+                let data = ffi::PyUnicode_DATA(pointer).cast::<u8>();
+                let len = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
+                return Ok(each(std::slice::from_raw_parts(data, len)));
+            }
+        }
+        let mut len: ffi::Py_ssize_t = 0;
+        // SAFETY: a str; the UTF-8 bytes live as long as the str (cached in it).
+        let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(pointer, &mut len) };
+        if data.is_null() {
+            return Err(PyErr::fetch(value.py()));
+        }
+        // SAFETY: `len` bytes at `data`, owned by the str, which `value` keeps alive.
+        return Ok(each(unsafe {
+            std::slice::from_raw_parts(data.cast::<u8>(), len as usize)
+        }));
+    }
+    if is_int {
+        return Ok(each(&int_bytes(value)?));
+    }
+    if is_bytes {
+        // SAFETY: checked above.
+        return Ok(each(unsafe { value.cast_unchecked::<PyBytes>() }.as_bytes()));
+    }
+    if let Ok(array) = value.cast::<PyByteArray>() {
+        return Ok(each(&array.to_vec()));
+    }
+    if let Ok(buffer) = PyUntypedBuffer::get(value) {
+        return Ok(each(&buffer_bytes(&buffer)?));
+    }
+    if value.hasattr("__index__")? {
+        // SAFETY: GIL held; PyNumber_Index returns a new reference to an int, or NULL
+        // with an exception set.
+        let index = unsafe { Bound::from_owned_ptr_or_err(value.py(), ffi::PyNumber_Index(pointer))? };
+        return Ok(each(&int_bytes(&index)?));
+    }
+    Err(not_an_item(value))
+}
+
+/// A buffer's bytes (a memoryview item), which must be contiguous.
+fn buffer_bytes(buffer: &PyUntypedBuffer) -> PyResult<Vec<u8>> {
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("a buffer item must be C-contiguous"));
+    }
+    let len = buffer.len_bytes();
+    let mut bytes = vec![0u8; len];
+    if len > 0 {
+        // SAFETY: a contiguous buffer of `len` bytes, held by `buffer` while we copy.
+        unsafe { std::ptr::copy_nonoverlapping(buffer.buf_ptr().cast::<u8>(), bytes.as_mut_ptr(), len) };
+    }
+    Ok(bytes)
+}
+
+/// A chunk of items copied out of Python objects: their bytes end to end.
+#[derive(Default)]
+pub struct Chunk {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Chunk {
+    /// A chunk with room for [`CHUNK`] items of 32 bytes before it grows.
+    pub fn new() -> Self {
+        Self {
+            bytes: Vec::with_capacity(CHUNK * 32),
+            ends: Vec::with_capacity(CHUNK),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// An `int` item: 8 bytes, copied without a call to `memcpy`.
+    #[inline]
+    pub fn push_int(&mut self, item: [u8; 8]) {
+        self.bytes.extend_from_slice(&item);
+        self.ends.push(self.bytes.len());
+    }
+
+    pub fn push(&mut self, item: &[u8]) {
+        self.bytes.extend_from_slice(item);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// The items as slices, for the library's batch calls.
+    pub fn slices(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let item = &self.bytes[start..end];
+                start = end;
+                item
+            })
+            .collect()
+    }
+}
+
+/// How the items of a buffer are read.
+#[derive(Clone, Copy)]
+pub enum Element {
+    /// Integers of this many bytes, signed or not, big-endian or not: each is an `int` item.
+    Int {
+        size: usize,
+        signed: bool,
+        big_endian: bool,
+    },
+    /// Raw bytes, `item_size` per item.
+    Raw { item_size: usize },
+}
+
+/// What a buffer's format says about its elements (struct module syntax).
+fn element_of(buffer: &PyUntypedBuffer, item_size: Option<usize>) -> PyResult<Element> {
+    let format = buffer.format().to_string_lossy().into_owned();
+    if let Some(item_size) = item_size {
+        if item_size == 0 {
+            return Err(PyValueError::new_err("item_size must be at least 1"));
+        }
+        if !buffer.len_bytes().is_multiple_of(item_size) {
+            return Err(PyValueError::new_err(format!(
+                "a buffer of {} bytes does not split into items of {item_size} bytes",
+                buffer.len_bytes()
+            )));
+        }
+        return Ok(Element::Raw { item_size });
+    }
+    let (order, code) = match format.as_bytes() {
+        [order @ (b'@' | b'=' | b'<' | b'>' | b'!'), code] => (*order, *code),
+        [code] => (b'@', *code),
+        _ => (b'@', 0),
+    };
+    let big_endian = match order {
+        b'>' | b'!' => true,
+        b'<' => false,
+        _ => cfg!(target_endian = "big"),
+    };
+    let size = buffer.item_size();
+    match code {
+        b'b' | b'B' | b'c' => Err(PyValueError::new_err(
+            "a buffer of bytes needs item_size= to say how many bytes make an item \
+             (or pass a list of bytes objects)",
+        )),
+        b'h' | b'i' | b'l' | b'q' | b'n' if matches!(size, 2 | 4 | 8) => Ok(Element::Int {
+            size,
+            signed: true,
+            big_endian,
+        }),
+        b'H' | b'I' | b'L' | b'Q' | b'N' if matches!(size, 2 | 4 | 8) => Ok(Element::Int {
+            size,
+            signed: false,
+            big_endian,
+        }),
+        _ => Err(PyValueError::new_err(format!(
+            "a buffer of '{format}' elements holds no items: use integers (e.g. a numpy \
+             int64 array, each element an int item) or bytes with item_size="
+        ))),
+    }
+}
+
+/// An integer element's item bytes: the value as an `int` item (8 bytes little-endian).
+#[inline]
+fn int_element(raw: &[u8], size: usize, signed: bool, big_endian: bool) -> [u8; 8] {
+    macro_rules! read {
+        ($signed:ty, $unsigned:ty) => {{
+            let bytes = raw.try_into().unwrap_or_default();
+            let value = if big_endian {
+                <$unsigned>::from_be_bytes(bytes)
+            } else {
+                <$unsigned>::from_le_bytes(bytes)
+            };
+            if signed {
+                // Sign-extended to 64 bits, as the int it is.
+                (value as $signed as i64).to_le_bytes()
+            } else {
+                (value as u64).to_le_bytes()
+            }
+        }};
+    }
+    match size {
+        8 => read!(i64, u64),
+        4 => read!(i32, u32),
+        _ => read!(i16, u16),
+    }
+}
+
+/// Where a batch's items come from.
+pub enum Source<'py> {
+    /// A buffer (bytes, numpy arrays, array.array, memoryview): read directly.
+    Buffer {
+        buffer: PyUntypedBuffer,
+        element: Element,
+        count: usize,
+    },
+    /// A list or tuple, indexed.
+    Sequence(Bound<'py, PyAny>, usize),
+    /// Any other iterable.
+    Iterator(Bound<'py, PyIterator>),
+}
+
+impl<'py> Source<'py> {
+    /// The source for `items`: a buffer when it has one (and is not a str), else a
+    /// sequence or iterable of items.
+    pub fn new(items: &Bound<'py, PyAny>, item_size: Option<usize>) -> PyResult<Self> {
+        let is_buffer_like = !(items.is_instance_of::<PyList>() || items.is_instance_of::<PyTuple>());
+        if item_size.is_some() && !is_buffer_like {
+            return Err(PyTypeError::new_err("item_size= is for buffers (bytes, arrays)"));
+        }
+        if let Ok(list) = items.cast::<PyList>() {
+            return Ok(Source::Sequence(items.clone(), list.len()));
+        }
+        if let Ok(tuple) = items.cast::<PyTuple>() {
+            return Ok(Source::Sequence(items.clone(), tuple.len()));
+        }
+        if items.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(
+                "a str is one item, not a batch: use add(text), or a list of str",
+            ));
+        }
+        if let Ok(buffer) = PyUntypedBuffer::get(items) {
+            if !buffer.is_c_contiguous() {
+                return Err(PyValueError::new_err("a buffer of items must be C-contiguous"));
+            }
+            let element = element_of(&buffer, item_size)?;
+            let count = match element {
+                Element::Int { size, .. } => buffer.len_bytes() / size,
+                Element::Raw { item_size } => buffer.len_bytes() / item_size,
+            };
+            return Ok(Source::Buffer {
+                buffer,
+                element,
+                count,
+            });
+        }
+        if item_size.is_some() {
+            return Err(PyTypeError::new_err("item_size= is for buffers (bytes, arrays)"));
+        }
+        Ok(Source::Iterator(items.try_iter()?))
+    }
+
+    /// How many items, when known.
+    pub fn len_hint(&self) -> usize {
+        match self {
+            Source::Buffer { count, .. } => *count,
+            Source::Sequence(_, len) => *len,
+            Source::Iterator(_) => 0,
+        }
+    }
+
+    /// Copies up to [`CHUNK`] items from `position` into `chunk` (cleared first); returns
+    /// how many were copied (0 at the end).
+    pub fn fill(&mut self, position: usize, chunk: &mut Chunk) -> PyResult<usize> {
+        chunk.clear();
+        match self {
+            Source::Buffer {
+                buffer,
+                element,
+                count,
+            } => {
+                let end = (*count).min(position.saturating_add(CHUNK));
+                if position >= end {
+                    return Ok(0);
+                }
+                let (width, base) = match *element {
+                    Element::Int { size, .. } => (size, buffer.buf_ptr().cast::<u8>()),
+                    Element::Raw { item_size } => (item_size, buffer.buf_ptr().cast::<u8>()),
+                };
+                // SAFETY: the buffer is C-contiguous, `count * width` bytes long, and held
+                // (with the GIL) while these bytes are copied.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(base.add(position * width), (end - position) * width)
+                };
+                for raw in bytes.chunks_exact(width) {
+                    match *element {
+                        Element::Int {
+                            size,
+                            signed,
+                            big_endian,
+                        } => chunk.push_int(int_element(raw, size, signed, big_endian)),
+                        Element::Raw { .. } => chunk.push(raw),
+                    }
+                }
+                Ok(end - position)
+            }
+            Source::Sequence(sequence, _) => {
+                if let Ok(list) = sequence.cast::<PyList>() {
+                    // The list may change between chunks: read its length each time.
+                    let end = list.len().min(position.saturating_add(CHUNK));
+                    for index in position..end.max(position) {
+                        // SAFETY: `index < list.len()`, read just above with the GIL held
+                        // (an item's conversion may run Python code that shrinks the list:
+                        // the length is checked again for each item).
+                        if index >= list.len() {
+                            break;
+                        }
+                        let item = unsafe { list.get_item_unchecked(index) };
+                        with_item(&item, |bytes| chunk.push(bytes))?;
+                    }
+                    Ok(chunk.ends.len())
+                } else {
+                    let tuple = sequence.cast::<PyTuple>()?;
+                    let end = tuple.len().min(position.saturating_add(CHUNK));
+                    for index in position..end.max(position) {
+                        let item = tuple.get_borrowed_item(index)?;
+                        with_item(&item, |bytes| chunk.push(bytes))?;
+                    }
+                    Ok(end.saturating_sub(position))
+                }
+            }
+            Source::Iterator(iterator) => {
+                let mut copied = 0;
+                while copied < CHUNK {
+                    let Some(item) = iterator.next() else {
+                        break;
+                    };
+                    with_item(&item?, |bytes| chunk.push(bytes))?;
+                    copied += 1;
+                }
+                Ok(copied)
+            }
+        }
+    }
+}

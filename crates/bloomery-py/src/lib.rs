@@ -1,0 +1,1165 @@
+//! `bloomery` for Python: the library's filters behind a set-like API (PyO3).
+//!
+//! Every filter is reached through the library's one interface, [`bloomery::any`]
+//! ([`DynFilter`] to own and change one, [`FilterView`] for a memory-mapped file), and
+//! every item through its item road (see `items`): what a Python program adds, the CLI,
+//! a Rust program and (classic filters) Guava find. Batch calls and whole-filter work run
+//! with the GIL released; [`ConcurrentBloomFilter`] is the library's lock-free filters,
+//! for many threads at once.
+
+mod files;
+mod items;
+
+use std::cell::UnsafeCell;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use bloomery::any::{self, DynFilter, FilterView, Spec};
+use bloomery::format::native::Variant;
+use bloomery::{
+    AtomicBlockedBloomFilter, AtomicBloomFilter, BlockedBloomFilter, BloomFilter as ClassicBloomFilter,
+};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use crate::files::{FileError, Locked, Mapped};
+use crate::items::{Chunk, Source, with_item};
+
+pyo3::import_exception!(io, UnsupportedOperation);
+
+/// The library's error as Python's `ValueError`, in the words the CLI prints.
+fn value_error(error: bloomery::Error) -> PyErr {
+    PyValueError::new_err(error.to_string())
+}
+
+fn file_error(error: FileError) -> PyErr {
+    match error {
+        FileError::Io(error, path) => {
+            let message = error.to_string();
+            let message = message.split(" (os error").next().unwrap_or(&message).to_owned();
+            match error.raw_os_error() {
+                // OSError(errno, message, filename) picks the subclass
+                // (FileNotFoundError, PermissionError, ...).
+                Some(code) => PyOSError::new_err((code, message, path.display().to_string())),
+                None => PyOSError::new_err(format!("{}: {message}", path.display())),
+            }
+        }
+        FileError::Bytes(message) => PyValueError::new_err(message),
+    }
+}
+
+fn lock_read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn lock_write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn closed_error() -> PyErr {
+    PyValueError::new_err("I/O operation on a closed filter")
+}
+
+/// The variant for a `kind=` name, or the CLI's message for an unknown one.
+fn variant_of(kind: &str) -> PyResult<Variant> {
+    Variant::from_name(kind).ok_or_else(|| {
+        let names: Vec<&str> = Variant::ALL.iter().map(|variant| variant.name()).collect();
+        PyValueError::new_err(format!("unknown variant '{kind}': one of {}", names.join(", ")))
+    })
+}
+
+/// A filter's state behind the Python object.
+enum State {
+    /// In memory: made here, loaded from bytes, or a file opened with mode "r+".
+    Owned(Box<dyn DynFilter>),
+    /// A file mapped read-only (mode "r").
+    Mapped(Mapped),
+    /// After `close()`.
+    Closed,
+}
+
+impl State {
+    fn view(&self) -> PyResult<&dyn FilterView> {
+        match self {
+            State::Owned(filter) => Ok(filter.as_ref() as &dyn FilterView),
+            State::Mapped(mapped) => Ok(mapped.view()),
+            State::Closed => Err(closed_error()),
+        }
+    }
+
+    fn owned(&mut self) -> PyResult<&mut Box<dyn DynFilter>> {
+        match self {
+            State::Owned(filter) => Ok(filter),
+            State::Mapped(_) => Err(UnsupportedOperation::new_err(
+                "the filter is a file opened read-only (mode 'r'): open it with mode 'r+' to change it",
+            )),
+            State::Closed => Err(closed_error()),
+        }
+    }
+
+    /// The filter's file bytes.
+    fn to_bytes(&self) -> PyResult<Vec<u8>> {
+        match self {
+            State::Owned(filter) => Ok(filter.envelope().to_vec()),
+            State::Mapped(mapped) => Ok(mapped.bytes().to_vec()),
+            State::Closed => Err(closed_error()),
+        }
+    }
+
+    /// A copy in memory (a mapped file is read whole and checked).
+    fn to_owned_filter(&self) -> PyResult<Box<dyn DynFilter>> {
+        match self {
+            State::Owned(filter) => Ok(filter.clone_box()),
+            State::Mapped(mapped) => any::open(mapped.bytes()).map_err(value_error),
+            State::Closed => Err(closed_error()),
+        }
+    }
+}
+
+/// Where the filter's file is, for `save()` without a path and for `repr`.
+struct FileLink {
+    path: PathBuf,
+    /// Held from `open(path, "r+")` until `close()`.
+    lock: Option<Locked>,
+    mode: &'static str,
+}
+
+/// A filter's state shared between Python threads.
+///
+/// Code holding the GIL reaches the state directly, with no lock, while no call that
+/// released the GIL is at work on it (`detached == 0`): none can start meanwhile, since
+/// starting one takes the GIL, and two holders of the GIL never overlap (the closures given
+/// here run Rust code only, never Python code that could let the GIL go). Calls that
+/// release the GIL (batches, whole-filter work) count themselves in `detached` while they
+/// still hold it and take `lock`; while any is at work, holders of the GIL take `lock`
+/// too. So single-item calls cost no atomic read-modify-write, and batch calls run in
+/// parallel with other Python threads.
+struct Shared {
+    state: UnsafeCell<State>,
+    lock: RwLock<()>,
+    detached: AtomicUsize,
+}
+
+// SAFETY: the state is reached only through the methods below, which follow the rules
+// above; `State` itself is `Send + Sync` (filters and mapped views are).
+unsafe impl Sync for Shared {}
+
+/// Counts a GIL-free call in `detached` until dropped (also when the call panics).
+struct Detached<'a>(&'a AtomicUsize);
+
+impl Drop for Detached<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+impl Shared {
+    fn new(state: State) -> Self {
+        Self {
+            state: UnsafeCell::new(state),
+            lock: RwLock::new(()),
+            detached: AtomicUsize::new(0),
+        }
+    }
+
+    /// Reads the state with the GIL held; `read` must not call into Python.
+    fn read<R>(&self, _py: Python<'_>, read: impl FnOnce(&State) -> R) -> R {
+        if self.detached.load(Ordering::Acquire) == 0 {
+            // SAFETY: no GIL-free call is at work and none can start (see `Shared`).
+            read(unsafe { &*self.state.get() })
+        } else {
+            let _guard = lock_read(&self.lock);
+            // SAFETY: under the read lock, which every writer takes.
+            read(unsafe { &*self.state.get() })
+        }
+    }
+
+    /// Changes the state with the GIL held; `write` must not call into Python.
+    fn write<R>(&self, _py: Python<'_>, write: impl FnOnce(&mut State) -> R) -> R {
+        if self.detached.load(Ordering::Acquire) == 0 {
+            // SAFETY: as in `read`; the GIL makes this the only access.
+            write(unsafe { &mut *self.state.get() })
+        } else {
+            let _guard = lock_write(&self.lock);
+            // SAFETY: under the write lock, which every other access takes.
+            write(unsafe { &mut *self.state.get() })
+        }
+    }
+
+    /// Reads the state with the GIL released.
+    fn read_detached<R: Send>(&self, py: Python<'_>, read: impl FnOnce(&State) -> R + Send) -> R {
+        self.detached.fetch_add(1, Ordering::AcqRel);
+        let _counted = Detached(&self.detached);
+        py.detach(|| {
+            let _guard = lock_read(&self.lock);
+            // SAFETY: under the read lock; holders of the GIL take the lock while
+            // `detached` counts this call.
+            read(unsafe { &*self.state.get() })
+        })
+    }
+
+    /// Changes the state with the GIL released.
+    fn write_detached<R: Send>(&self, py: Python<'_>, write: impl FnOnce(&mut State) -> R + Send) -> R {
+        self.detached.fetch_add(1, Ordering::AcqRel);
+        let _counted = Detached(&self.detached);
+        py.detach(|| {
+            let _guard = lock_write(&self.lock);
+            // SAFETY: under the write lock, as in `read_detached`.
+            write(unsafe { &mut *self.state.get() })
+        })
+    }
+}
+
+/// A Bloom filter: a set that answers "certainly absent" or "probably present" in a
+/// fraction of an exact set's memory. No false negatives: an added item is always found.
+///
+/// ``kind`` is one of ``"blocked"`` (the fastest: each item in one cache line),
+/// ``"classic"`` (bit for bit Guava's ``BloomFilter``), ``"counting"`` (``remove``),
+/// ``"scalable"`` (grows past ``expected_items``), ``"retouched"``, ``"allowlisted"``,
+/// ``"rotating"`` (forgets old generations) or ``"split-block"`` (Parquet's).
+/// Items are ``str`` (UTF-8), ``bytes``-like objects and ``int`` (64-bit, Guava's
+/// ``longFunnel``), hashed as the Rust library, the CLI and Guava hash them.
+///
+/// >>> from bloomery import BloomFilter
+/// >>> seen = BloomFilter(1000, 0.01)
+/// >>> seen.add("apple")
+/// True
+/// >>> "apple" in seen, "pear" in seen
+/// (True, False)
+/// >>> seen.update(["pear", b"raw bytes", 42])
+/// >>> seen.contains_many(["pear", 42, 43])
+/// [True, True, False]
+/// >>> len(seen)
+/// 4
+#[pyclass(frozen, module = "bloomery", name = "BloomFilter")]
+pub struct PyBloomFilter {
+    shared: Shared,
+    file: Mutex<Option<FileLink>>,
+    /// How it was made, when made here: `clear` of a variant the library cannot clear in
+    /// place makes a new empty filter from it.
+    spec: Option<Spec>,
+}
+
+impl PyBloomFilter {
+    fn from_owned(filter: Box<dyn DynFilter>, spec: Option<Spec>) -> Self {
+        Self {
+            shared: Shared::new(State::Owned(filter)),
+            file: Mutex::new(None),
+            spec,
+        }
+    }
+
+    /// Adds a batch: chunks copied with the GIL, inserted without it.
+    fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
+        // Refuse before reading anything when the filter cannot change.
+        self.shared.write(py, |state| state.owned().map(|_| ()))?;
+        let mut chunk = Chunk::new();
+        let mut position = 0;
+        loop {
+            let copied = source.fill(position, &mut chunk)?;
+            if copied == 0 {
+                return Ok(());
+            }
+            position += copied;
+            let chunk = &chunk;
+            self.shared.write_detached(py, |state| -> PyResult<()> {
+                state.owned()?.insert_batch(&chunk.slices()).map_err(value_error)
+            })?;
+        }
+    }
+
+    /// Looks up a batch: one answer per item, in order.
+    fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
+        let mut results = Vec::with_capacity(source.len_hint());
+        let mut chunk = Chunk::new();
+        let mut position = 0;
+        loop {
+            let copied = source.fill(position, &mut chunk)?;
+            if copied == 0 {
+                return Ok(results);
+            }
+            position += copied;
+            let start = results.len();
+            results.resize(start + copied, false);
+            let (chunk, answers) = (&chunk, &mut results[start..]);
+            self.shared.read_detached(py, |state| -> PyResult<()> {
+                state.view()?.contains_batch(&chunk.slices(), answers);
+                Ok(())
+            })?;
+        }
+    }
+
+    /// The file link, locked (waiting without the GIL: a holder may be saving without it).
+    fn link(&self, py: Python<'_>) -> MutexGuard<'_, Option<FileLink>> {
+        self.file
+            .lock_py_attached(py)
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stats(&self, py: Python<'_>) -> PyResult<any::Stats> {
+        // Counting the bits set reads the whole filter: without the GIL.
+        self.shared.read_detached(py, |state| Ok(state.view()?.stats()))
+    }
+
+    /// A copy of the filter in memory, made with the GIL released (so that no two
+    /// filters are ever locked at once by one call).
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Box<dyn DynFilter>> {
+        self.shared.read_detached(py, State::to_owned_filter)
+    }
+
+    fn file_bytes(&self, py: Python<'_>) -> PyResult<Vec<u8>> {
+        self.shared.read_detached(py, State::to_bytes)
+    }
+}
+
+#[pymethods]
+impl PyBloomFilter {
+    /// A new, empty filter for ``expected_items`` distinct items at false-positive
+    /// probability ``fpp``. ``seed`` is the blocked filter's hash seed, ``generations``
+    /// the rotating filter's, ``scaling=False`` makes a scalable filter refuse items
+    /// beyond its capacity.
+    ///
+    /// >>> BloomFilter(10**6, 0.001, kind="classic").memory_bytes
+    /// 1797128
+    /// >>> BloomFilter(100, 2.0)
+    /// Traceback (most recent call last):
+    /// ...
+    /// ValueError: fpp (false-positive probability) must be in (0, 1), got 2
+    #[new]
+    #[pyo3(signature = (expected_items, fpp=0.01, kind="blocked", *, seed=0, generations=2, scaling=true))]
+    fn new(
+        py: Python<'_>,
+        expected_items: u64,
+        fpp: f64,
+        kind: &str,
+        seed: u64,
+        generations: usize,
+        scaling: bool,
+    ) -> PyResult<Self> {
+        let mut spec = Spec::new(variant_of(kind)?, expected_items, fpp);
+        spec.seed = seed;
+        spec.generations = generations;
+        spec.scalable.scaling = scaling;
+        let filter = py.detach(|| any::create(&spec)).map_err(value_error)?;
+        Ok(Self::from_owned(filter, Some(spec)))
+    }
+
+    /// Adds ``item``; returns whether the filter changed (``False``: the item was
+    /// probably there already).
+    ///
+    /// >>> f = BloomFilter(100)
+    /// >>> f.add(7), f.add(7)
+    /// (True, False)
+    fn add(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let added = with_item(item, |bytes| {
+            self.shared.write(py, |state| match state {
+                State::Owned(filter) => Some(filter.insert(bytes)),
+                _ => None,
+            })
+        })?;
+        match added {
+            Some(result) => result.map_err(value_error),
+            None => self.shared.write(py, |state| state.owned().map(|_| false)),
+        }
+    }
+
+    /// Whether ``item`` might be present: ``False`` is certain.
+    fn __contains__(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let found = with_item(item, |bytes| {
+            self.shared.read(py, |state| match state {
+                State::Owned(filter) => Some(filter.contains(bytes)),
+                State::Mapped(mapped) => Some(mapped.view().contains(bytes)),
+                State::Closed => None,
+            })
+        })?;
+        found.ok_or_else(closed_error)
+    }
+
+    /// Adds every item of each iterable (as ``set.update``), in batches with the GIL
+    /// released.
+    #[pyo3(signature = (*iterables))]
+    fn update(&self, py: Python<'_>, iterables: &Bound<'_, PyTuple>) -> PyResult<()> {
+        for iterable in iterables.iter() {
+            self.insert_source(py, Source::new(&iterable, None)?)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a batch through the library's batched insert, with the GIL released: a list
+    /// or tuple of items, any iterable, a buffer of integers (a numpy integer array,
+    /// ``array.array``: each element an ``int`` item) or a bytes-like buffer cut into
+    /// items of ``item_size`` bytes.
+    ///
+    /// >>> f = BloomFilter(1000)
+    /// >>> f.add_many(b"abcdefgh", item_size=4)
+    /// >>> f.contains_many([b"abcd", b"efgh", b"ijkl"])
+    /// [True, True, False]
+    #[pyo3(signature = (items, *, item_size=None))]
+    fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<usize>) -> PyResult<()> {
+        self.insert_source(py, Source::new(items, item_size)?)
+    }
+
+    /// Looks up a batch (the forms ``add_many`` takes) with the GIL released; one
+    /// ``bool`` per item, in order.
+    ///
+    /// >>> import array
+    /// >>> f = BloomFilter(1000)
+    /// >>> f.update(range(10))
+    /// >>> f.contains_many(array.array("q", [3, 30]))
+    /// [True, False]
+    #[pyo3(signature = (items, *, item_size=None))]
+    fn contains_many<'py>(
+        &self,
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        item_size: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let results = self.lookup_source(py, Source::new(items, item_size)?)?;
+        PyList::new(py, results)
+    }
+
+    /// Removes one occurrence of ``item`` (counting filters only).
+    ///
+    /// >>> f = BloomFilter(100, kind="counting")
+    /// >>> f.add("x")
+    /// True
+    /// >>> f.remove("x"); "x" in f
+    /// False
+    /// >>> BloomFilter(100).remove("x")
+    /// Traceback (most recent call last):
+    /// ...
+    /// ValueError: blocked filters do not support remove
+    fn remove(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<()> {
+        with_item(item, |bytes| {
+            self.shared
+                .write(py, |state| PyResult::Ok(state.owned()?.remove(bytes)))?
+                .map_err(value_error)
+        })?
+    }
+
+    /// Removes every item, keeping the size and parameters.
+    ///
+    /// >>> f = BloomFilter(100); f.add(1)
+    /// True
+    /// >>> f.clear(); 1 in f
+    /// False
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        let spec = self.spec;
+        self.shared.write_detached(py, |state| {
+            let filter = state.owned()?;
+            match (filter.clear(), spec) {
+                (Ok(()), _) => Ok(()),
+                (Err(_), Some(spec)) => {
+                    *filter = any::create(&spec).map_err(value_error)?;
+                    Ok(())
+                }
+                (Err(error), None) => Err(value_error(error)),
+            }
+        })
+    }
+
+    /// A copy in memory (of a mapped file: the whole file, read and checked).
+    fn copy(&self, py: Python<'_>) -> PyResult<Self> {
+        Ok(Self::from_owned(self.snapshot(py)?, self.spec))
+    }
+
+    fn __copy__(&self, py: Python<'_>) -> PyResult<Self> {
+        self.copy(py)
+    }
+
+    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+        self.copy(py)
+    }
+
+    /// The union: a new filter holding the items of both (same kind and parameters).
+    ///
+    /// >>> a, b = BloomFilter(100), BloomFilter(100)
+    /// >>> a.add("x"); b.add("y")
+    /// True
+    /// True
+    /// >>> sorted(item for item in ["x", "y", "z"] if item in a | b)
+    /// ['x', 'y']
+    /// >>> a | BloomFilter(100, kind="classic")
+    /// Traceback (most recent call last):
+    /// ...
+    /// ValueError: filters are incompatible: variants differ: blocked vs classic
+    fn __or__(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<Self> {
+        let result = self.copy(py)?;
+        result.__ior__(py, other)?;
+        Ok(result)
+    }
+
+    /// The intersection: a filter answering present only where both do.
+    fn __and__(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<Self> {
+        let result = self.copy(py)?;
+        result.__iand__(py, other)?;
+        Ok(result)
+    }
+
+    /// Adds every item of ``other`` in place.
+    fn __ior__(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<()> {
+        if std::ptr::eq(self, &*other) {
+            return Ok(());
+        }
+        let theirs = other.snapshot(py)?;
+        self.shared.write_detached(py, |state| {
+            state.owned()?.union(theirs.as_ref()).map_err(value_error)
+        })
+    }
+
+    /// Keeps, in place, only what both filters answer present.
+    fn __iand__(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<()> {
+        if std::ptr::eq(self, &*other) {
+            return Ok(());
+        }
+        let theirs = other.snapshot(py)?;
+        self.shared.write_detached(py, |state| {
+            state.owned()?.intersection(theirs.as_ref()).map_err(value_error)
+        })
+    }
+
+    /// The union of ``self`` and every filter given, as a new filter.
+    #[pyo3(signature = (*others))]
+    fn union(&self, py: Python<'_>, others: Vec<PyRef<'_, PyBloomFilter>>) -> PyResult<Self> {
+        let result = self.copy(py)?;
+        for other in others {
+            result.__ior__(py, other)?;
+        }
+        Ok(result)
+    }
+
+    /// The intersection of ``self`` and every filter given, as a new filter.
+    #[pyo3(signature = (*others))]
+    fn intersection(&self, py: Python<'_>, others: Vec<PyRef<'_, PyBloomFilter>>) -> PyResult<Self> {
+        let result = self.copy(py)?;
+        for other in others {
+            result.__iand__(py, other)?;
+        }
+        Ok(result)
+    }
+
+    /// Whether every item ``self`` answers present, ``other`` answers present too (every
+    /// bit of ``self`` is set in ``other``): ``False`` is certain (some item of ``self``
+    /// is not in ``other``), ``True`` is "probably" as membership is. Classic, blocked and
+    /// split-block filters of the same parameters.
+    ///
+    /// >>> small, large = BloomFilter(100), BloomFilter(100)
+    /// >>> small.update(["a", "b"]); large.update(["a", "b", "c"])
+    /// >>> small.issubset(large), large.issubset(small), small <= large
+    /// (True, False, True)
+    fn issubset(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<bool> {
+        subset(py, self, &other)
+    }
+
+    /// ``other.issubset(self)``.
+    fn issuperset(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<bool> {
+        subset(py, &other, self)
+    }
+
+    fn __le__(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<bool> {
+        self.issubset(py, other)
+    }
+
+    fn __ge__(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<bool> {
+        self.issuperset(py, other)
+    }
+
+    /// Equal kind, parameters and bits (the same file bytes).
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(other) = other.cast::<PyBloomFilter>() else {
+            return Ok(false);
+        };
+        let other = other.get();
+        if std::ptr::eq(self, other) {
+            return Ok(true);
+        }
+        Ok(self.file_bytes(py)? == other.file_bytes(py)?)
+    }
+
+    /// An estimate of the distinct items added (``approx_items``, as an ``int``).
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.stats(py)?.estimated_len.min(isize::MAX as u64) as usize)
+    }
+
+    /// An estimate of the distinct items added: counted by the filters that count them
+    /// (scalable, rotating), else estimated from the bits set.
+    #[getter]
+    fn approx_items(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.stats(py)?.estimated_len)
+    }
+
+    /// The probability that an item never added is reported present, as the filter is now.
+    #[getter]
+    fn expected_fpp(&self, py: Python<'_>) -> PyResult<f64> {
+        Ok(self.stats(py)?.expected_fpp)
+    }
+
+    /// The same as ``expected_fpp``.
+    #[getter]
+    fn fpp(&self, py: Python<'_>) -> PyResult<f64> {
+        self.expected_fpp(py)
+    }
+
+    /// The items the filter is sized for, where its file keeps that (``None`` otherwise).
+    #[getter]
+    fn capacity(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        Ok(self.stats(py)?.capacity)
+    }
+
+    /// Bytes of bits and counters in memory (or mapped).
+    #[getter]
+    fn memory_bytes(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.stats(py)?.memory_bytes)
+    }
+
+    /// The variant's name (the ``kind=`` it was made with).
+    #[getter]
+    fn kind(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.shared.read(py, |state| Ok(state.view()?.variant().name()))
+    }
+
+    /// The file the filter was opened from or last saved to, if any.
+    #[getter]
+    fn path(&self, py: Python<'_>) -> Option<String> {
+        self.link(py).as_ref().map(|link| link.path.display().to_string())
+    }
+
+    /// ``"r"`` (mapped, read-only), ``"r+"`` (loaded, locked, saved back) or ``None``.
+    #[getter]
+    fn mode(&self, py: Python<'_>) -> Option<&'static str> {
+        self.link(py).as_ref().map(|link| link.mode)
+    }
+
+    /// Whether ``close()`` was called.
+    #[getter]
+    fn closed(&self, py: Python<'_>) -> bool {
+        self.shared.read(py, |state| matches!(state, State::Closed))
+    }
+
+    /// The variant's parameters, as ``bloomery info`` prints them.
+    fn info(&self, py: Python<'_>) -> PyResult<Vec<(&'static str, String)>> {
+        self.shared
+            .read_detached(py, |state| Ok(state.view()?.describe()))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let Ok((variant, stats)) = self.shared.read_detached(py, |state| {
+            state.view().map(|view| (view.variant(), view.stats()))
+        }) else {
+            return "<bloomery.BloomFilter (closed)>".to_owned();
+        };
+        let mut text = format!(
+            "<bloomery.BloomFilter kind='{}' approx_items={} expected_fpp={:.3e} memory_bytes={}",
+            variant.name(),
+            stats.estimated_len,
+            stats.expected_fpp,
+            stats.memory_bytes
+        );
+        if let Some(capacity) = stats.capacity {
+            text.push_str(&format!(" capacity={capacity}"));
+        }
+        if let Some(link) = self.link(py).as_ref() {
+            text.push_str(&format!(" path='{}' mode='{}'", link.path.display(), link.mode));
+        }
+        text.push('>');
+        text
+    }
+
+    /// The filter in the library's file format (docs/format.md): what ``save`` writes,
+    /// what the CLI and the Rust library read.
+    ///
+    /// >>> f = BloomFilter(100, kind="scalable"); f.add("x")
+    /// True
+    /// >>> g = BloomFilter.from_bytes(f.to_bytes())
+    /// >>> "x" in g, g == f, g.kind
+    /// (True, True, 'scalable')
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.file_bytes(py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A filter from the library's file format, every checksum and parameter checked.
+    ///
+    /// >>> BloomFilter.from_bytes(b"not a filter")
+    /// Traceback (most recent call last):
+    /// ...
+    /// ValueError: invalid bloomery data: truncated: expected at least 48 bytes, got 12
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let data: Vec<u8> = bytes_of(data)?;
+        let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
+        Ok(Self::from_owned(filter, None))
+    }
+
+    /// A classic filter's bytes as Guava's ``BloomFilter.writeTo`` writes them, for
+    /// ``BloomFilter.readFrom`` in Java.
+    ///
+    /// >>> f = BloomFilter(100, kind="classic"); f.add("x")
+    /// True
+    /// >>> "x" in BloomFilter.from_guava_bytes(f.to_guava_bytes())
+    /// True
+    fn to_guava_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.shared.read_detached(py, |state| match state {
+            State::Owned(filter) => any::to_guava_bytes(filter.as_ref()).map_err(value_error),
+            _ => any::to_guava_bytes(state.to_owned_filter()?.as_ref()).map_err(value_error),
+        })?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A classic filter from Guava's ``BloomFilter.writeTo`` bytes.
+    #[staticmethod]
+    fn from_guava_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let data: Vec<u8> = bytes_of(data)?;
+        let filter = py
+            .detach(|| ClassicBloomFilter::from_guava_bytes(&data))
+            .map_err(value_error)?;
+        Ok(Self::from_owned(Box::new(filter), None))
+    }
+
+    /// Opens a filter file (the CLI's): mode ``"r"`` maps it read-only (it opens at once,
+    /// whatever its size, and a lookup reads only the pages it touches; ``verify=True``
+    /// checks the payload checksum first, reading the file once); mode ``"r+"`` reads it
+    /// whole (every checksum checked) and locks it against other writers (the CLI's
+    /// lock) until ``close()``; ``save()`` writes it back atomically.
+    ///
+    /// A mapped file must not be rewritten in place while it is open: bloomery's writers
+    /// (this package, the CLI) replace files by rename, so readers keep the file they
+    /// opened, but a program that truncates the file in place makes the next lookup past
+    /// the new end fail with SIGBUS, which ends the interpreter.
+    ///
+    /// >>> import os, tempfile
+    /// >>> path = os.path.join(tempfile.mkdtemp(), "seen.bloom")
+    /// >>> f = BloomFilter(1000); f.add("x"); f.save(path)
+    /// True
+    /// >>> with BloomFilter.open(path, "r+") as g:
+    /// ...     g.add("y")
+    /// True
+    /// >>> with BloomFilter.open(path) as h:
+    /// ...     "x" in h, "y" in h, h.mode
+    /// (True, True, 'r')
+    #[staticmethod]
+    #[pyo3(signature = (path, mode="r", *, verify=false))]
+    fn open(py: Python<'_>, path: PathBuf, mode: &str, verify: bool) -> PyResult<Self> {
+        let (state, lock, mode) = match mode {
+            "r" => (
+                State::Mapped(py.detach(|| Mapped::open(&path, verify)).map_err(file_error)?),
+                None,
+                "r",
+            ),
+            "r+" => {
+                let (locked, filter) = py.detach(|| Locked::open(&path)).map_err(file_error)?;
+                (State::Owned(filter), Some(locked), "r+")
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "mode must be 'r' (mapped, read-only) or 'r+' (loaded, locked, saved back), got '{other}'"
+                )));
+            }
+        };
+        Ok(Self {
+            shared: Shared::new(state),
+            file: Mutex::new(Some(FileLink { path, lock, mode })),
+            spec: None,
+        })
+    }
+
+    /// Writes the filter to ``path`` in the library's file format, atomically (a new file
+    /// renamed over the old one, which readers and a crash see whole or not at all),
+    /// locking an existing file against other writers meanwhile. Without ``path``: back
+    /// to the file opened with mode ``"r+"``.
+    #[pyo3(signature = (path=None))]
+    fn save(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<()> {
+        let mut link = self.link(py);
+        let target = match (&path, link.as_ref()) {
+            (Some(path), _) => path.clone(),
+            (None, Some(link)) if link.mode == "r+" => link.path.clone(),
+            _ => {
+                return Err(PyValueError::new_err(
+                    "save() needs a path: the filter was not opened with mode 'r+'",
+                ));
+            }
+        };
+        // Back to the file this filter holds the lock of: replaced under that lock.
+        let locked = match link.as_mut() {
+            Some(FileLink {
+                lock: Some(locked), ..
+            }) if files::resolve(&target).map_err(file_error)? == locked.real() => Some(locked),
+            _ => None,
+        };
+        self.shared.read_detached(py, |state| {
+            match (state, locked) {
+                (State::Owned(filter), Some(locked)) => locked.save(&filter.envelope(), &target),
+                (State::Owned(filter), None) => {
+                    files::save(&target, |writer| filter.envelope().write_to(writer))
+                }
+                (State::Mapped(mapped), _) => files::save(&target, |writer| writer.write_all(mapped.bytes())),
+                (State::Closed, _) => return Err(closed_error()),
+            }
+            .map_err(file_error)
+        })?;
+        if link.is_none() {
+            *link = Some(FileLink {
+                path: target,
+                lock: None,
+                mode: "w",
+            });
+        }
+        Ok(())
+    }
+
+    /// Lets go of a file: a mapped file is unmapped, a file opened with ``"r+"`` is
+    /// saved back and unlocked. Queries after ``close()`` raise ``ValueError``; a filter
+    /// that is not a file's is left as it is.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let holds_lock = self.link(py).as_ref().is_some_and(|link| link.lock.is_some());
+        if holds_lock && !self.closed(py) {
+            self.save(py, None)?;
+        }
+        let mut link = self.link(py);
+        if let Some(link) = link.as_mut() {
+            link.lock = None;
+            self.shared.write(py, |state| *state = State::Closed);
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// Closes the file; a filter opened with ``"r+"`` is saved back only when the block
+    /// ended without an exception.
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        kind: Option<&Bound<'_, PyAny>>,
+        _value: Option<&Bound<'_, PyAny>>,
+        _traceback: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if kind.is_some()
+            && let Some(link) = self.link(py).as_mut()
+        {
+            link.lock = None; // unlock without saving
+        }
+        self.close(py)?;
+        Ok(false)
+    }
+
+    /// Pickles as the library's file bytes.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let from_bytes = py.get_type::<PyBloomFilter>().getattr("from_bytes")?;
+        Ok((from_bytes, (self.to_bytes(py)?,)))
+    }
+}
+
+/// Whether every bit of `small` is set in `large`: `small`'s bits are what is left of them
+/// after the intersection with `large`.
+fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyResult<bool> {
+    if std::ptr::eq(small, large) {
+        return Ok(true);
+    }
+    let mine = small.snapshot(py)?;
+    let theirs = large.snapshot(py)?;
+    py.detach(|| {
+        let mut both = mine.clone_box();
+        both.intersection(theirs.as_ref()).map_err(value_error)?;
+        Ok(both.envelope().to_vec() == mine.envelope().to_vec())
+    })
+}
+
+/// The bytes of a bytes-like object.
+fn bytes_of(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(bytes) = data.cast::<PyBytes>() {
+        return Ok(bytes.as_bytes().to_vec());
+    }
+    if data.is_instance_of::<pyo3::types::PyString>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err("expected bytes, not str"));
+    }
+    with_item(data, <[u8]>::to_vec)
+}
+
+/// The library's lock-free filters, for many threads: ``add`` and lookups from any number
+/// of Python threads at once, without locks (batch calls release the GIL, so they run in
+/// parallel). ``kind`` is ``"blocked"`` or ``"classic"``; the items and the file bytes
+/// are those of ``BloomFilter`` of the same kind.
+///
+/// >>> from concurrent.futures import ThreadPoolExecutor
+/// >>> from bloomery import ConcurrentBloomFilter
+/// >>> f = ConcurrentBloomFilter(100_000, 0.01)
+/// >>> with ThreadPoolExecutor(4) as pool:
+/// ...     _ = list(pool.map(f.add_many, [range(i, 100_000, 4) for i in range(4)]))
+/// >>> all(f.contains_many(range(100_000)))
+/// True
+/// >>> BloomFilter.from_bytes(f.to_bytes()).contains_many([5, -5])
+/// [True, False]
+#[pyclass(frozen, module = "bloomery", name = "ConcurrentBloomFilter")]
+pub struct PyConcurrentBloomFilter {
+    filter: Atomic,
+}
+
+enum Atomic {
+    Classic(AtomicBloomFilter),
+    Blocked(AtomicBlockedBloomFilter),
+}
+
+impl Atomic {
+    fn insert(&self, item: &[u8]) -> bool {
+        match self {
+            Atomic::Classic(filter) => filter.insert(item),
+            Atomic::Blocked(filter) => filter.insert(item),
+        }
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        match self {
+            Atomic::Classic(filter) => filter.contains(item),
+            Atomic::Blocked(filter) => filter.contains(item),
+        }
+    }
+
+    /// A plain filter with the same bits (a snapshot: concurrent inserts may or may not
+    /// be in it).
+    fn to_dyn(&self) -> Box<dyn DynFilter> {
+        match self {
+            Atomic::Classic(filter) => Box::new(filter.to_bloom_filter()),
+            Atomic::Blocked(filter) => Box::new(filter.to_blocked_bloom_filter()),
+        }
+    }
+
+    fn from_dyn(filter: &dyn DynFilter) -> PyResult<Self> {
+        if let Some(classic) = filter.as_any().downcast_ref::<ClassicBloomFilter>() {
+            Ok(Atomic::Classic(AtomicBloomFilter::from(classic.clone())))
+        } else if let Some(blocked) = filter.as_any().downcast_ref::<BlockedBloomFilter>() {
+            Ok(Atomic::Blocked(AtomicBlockedBloomFilter::from(blocked.clone())))
+        } else {
+            Err(PyValueError::new_err(format!(
+                "{} filters have no concurrent form: use kind 'blocked' or 'classic'",
+                filter.variant().name()
+            )))
+        }
+    }
+}
+
+impl PyConcurrentBloomFilter {
+    fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
+        let mut chunk = Chunk::new();
+        let mut position = 0;
+        loop {
+            let copied = source.fill(position, &mut chunk)?;
+            if copied == 0 {
+                return Ok(());
+            }
+            position += copied;
+            let chunk = &chunk;
+            py.detach(|| {
+                for item in chunk.slices() {
+                    self.filter.insert(item);
+                }
+            });
+        }
+    }
+
+    fn stats(&self) -> (u64, f64, u64) {
+        match &self.filter {
+            Atomic::Classic(filter) => {
+                use bloomery::FilterStats;
+                (
+                    filter.estimated_len(),
+                    filter.expected_fpp(),
+                    filter.memory_bytes() as u64,
+                )
+            }
+            Atomic::Blocked(filter) => (
+                filter.estimated_len(),
+                filter.expected_fpp(),
+                filter.num_blocks() * 64,
+            ),
+        }
+    }
+}
+
+#[pymethods]
+impl PyConcurrentBloomFilter {
+    /// A new, empty filter (``kind`` ``"blocked"`` or ``"classic"``).
+    #[new]
+    #[pyo3(signature = (expected_items, fpp=0.01, kind="blocked", *, seed=0))]
+    fn new(py: Python<'_>, expected_items: u64, fpp: f64, kind: &str, seed: u64) -> PyResult<Self> {
+        let variant = variant_of(kind)?;
+        if !matches!(variant, Variant::Blocked | Variant::Classic) {
+            return Err(PyValueError::new_err(format!(
+                "{kind} filters have no concurrent form: use kind 'blocked' or 'classic'"
+            )));
+        }
+        let mut spec = Spec::new(variant, expected_items, fpp);
+        spec.seed = seed;
+        let filter = py.detach(|| any::create(&spec)).map_err(value_error)?;
+        Ok(Self {
+            filter: Atomic::from_dyn(filter.as_ref())?,
+        })
+    }
+
+    /// Adds ``item`` (from any thread); returns whether the filter changed.
+    fn add(&self, item: &Bound<'_, PyAny>) -> PyResult<bool> {
+        with_item(item, |bytes| self.filter.insert(bytes))
+    }
+
+    fn __contains__(&self, item: &Bound<'_, PyAny>) -> PyResult<bool> {
+        with_item(item, |bytes| self.filter.contains(bytes))
+    }
+
+    /// Adds every item of each iterable, with the GIL released.
+    #[pyo3(signature = (*iterables))]
+    fn update(&self, py: Python<'_>, iterables: &Bound<'_, PyTuple>) -> PyResult<()> {
+        for iterable in iterables.iter() {
+            self.insert_source(py, Source::new(&iterable, None)?)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a batch (the forms ``BloomFilter.add_many`` takes), with the GIL released.
+    #[pyo3(signature = (items, *, item_size=None))]
+    fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<usize>) -> PyResult<()> {
+        self.insert_source(py, Source::new(items, item_size)?)
+    }
+
+    /// Looks up a batch, with the GIL released; one ``bool`` per item.
+    #[pyo3(signature = (items, *, item_size=None))]
+    fn contains_many<'py>(
+        &self,
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        item_size: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut source = Source::new(items, item_size)?;
+        let mut results = Vec::with_capacity(source.len_hint());
+        let mut chunk = Chunk::new();
+        let mut position = 0;
+        loop {
+            let copied = source.fill(position, &mut chunk)?;
+            if copied == 0 {
+                break;
+            }
+            position += copied;
+            let chunk = &chunk;
+            let answers = &mut results;
+            py.detach(|| answers.extend(chunk.slices().into_iter().map(|item| self.filter.contains(item))));
+        }
+        PyList::new(py, results)
+    }
+
+    fn __len__(&self) -> usize {
+        self.stats().0.min(isize::MAX as u64) as usize
+    }
+
+    /// An estimate of the distinct items added.
+    #[getter]
+    fn approx_items(&self) -> u64 {
+        self.stats().0
+    }
+
+    /// The probability that an item never added is reported present, as the filter is now.
+    #[getter]
+    fn expected_fpp(&self) -> f64 {
+        self.stats().1
+    }
+
+    /// The same as ``expected_fpp``.
+    #[getter]
+    fn fpp(&self) -> f64 {
+        self.stats().1
+    }
+
+    /// Bytes of bits in memory.
+    #[getter]
+    fn memory_bytes(&self) -> u64 {
+        self.stats().2
+    }
+
+    #[getter]
+    fn kind(&self) -> &'static str {
+        match self.filter {
+            Atomic::Classic(_) => "classic",
+            Atomic::Blocked(_) => "blocked",
+        }
+    }
+
+    /// A ``BloomFilter`` with the same bits (items added meanwhile by other threads may or
+    /// may not be in it).
+    fn snapshot(&self, py: Python<'_>) -> PyBloomFilter {
+        PyBloomFilter::from_owned(py.detach(|| self.filter.to_dyn()), None)
+    }
+
+    /// A copy.
+    fn copy(&self, py: Python<'_>) -> PyResult<Self> {
+        let filter = py.detach(|| self.filter.to_dyn());
+        Ok(Self {
+            filter: Atomic::from_dyn(filter.as_ref())?,
+        })
+    }
+
+    /// The file bytes of ``snapshot()``.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let bytes = py.detach(|| self.filter.to_dyn().envelope().to_vec());
+        PyBytes::new(py, &bytes)
+    }
+
+    /// A concurrent filter from file bytes of a blocked or classic filter.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let data = bytes_of(data)?;
+        let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
+        Ok(Self {
+            filter: Atomic::from_dyn(filter.as_ref())?,
+        })
+    }
+
+    /// A concurrent filter with the bits of ``filter`` (a blocked or classic ``BloomFilter``).
+    #[staticmethod]
+    fn from_filter(py: Python<'_>, filter: PyRef<'_, PyBloomFilter>) -> PyResult<Self> {
+        let owned = filter.snapshot(py)?;
+        Ok(Self {
+            filter: Atomic::from_dyn(owned.as_ref())?,
+        })
+    }
+
+    /// Writes ``snapshot()`` to ``path`` atomically (as ``BloomFilter.save``).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| {
+            let filter = self.filter.to_dyn();
+            files::save(&path, |writer| filter.envelope().write_to(writer))
+        })
+        .map_err(file_error)
+    }
+
+    fn __repr__(&self) -> String {
+        let (items, fpp, bytes) = self.stats();
+        format!(
+            "<bloomery.ConcurrentBloomFilter kind='{}' approx_items={items} expected_fpp={fpp:.3e} memory_bytes={bytes}>",
+            self.kind()
+        )
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let from_bytes = py.get_type::<PyConcurrentBloomFilter>().getattr("from_bytes")?;
+        Ok((from_bytes, (self.to_bytes(py),)))
+    }
+}
+
+/// The variant names ``kind=`` takes.
+#[pyfunction]
+fn kinds() -> Vec<&'static str> {
+    Variant::ALL.iter().map(|variant| variant.name()).collect()
+}
+
+#[pymodule(gil_used = true)]
+fn _bloomery(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<PyBloomFilter>()?;
+    module.add_class::<PyConcurrentBloomFilter>()?;
+    module.add_function(wrap_pyfunction!(kinds, module)?)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

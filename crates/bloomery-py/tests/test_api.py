@@ -1,0 +1,382 @@
+"""Every method of BloomFilter, for every kind."""
+
+import array
+import copy
+import struct
+
+import numpy as np
+import pytest
+
+import bloomery
+from bloomery import BloomFilter
+
+KINDS = bloomery.kinds()
+
+
+def test_kinds_are_the_libraries_variants():
+    assert KINDS == [
+        "classic", "blocked", "counting", "scalable", "retouched", "allowlisted", "rotating", "split-block",
+        "redisbloom", "scalable-blocked",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_add_and_contains_every_item_type(kind):
+    f = BloomFilter(1000, 0.01, kind)
+    items = ["text", "ünïcödé ✓ 𝄞", "", b"raw\x00bytes", bytearray(b"ba"), memoryview(b"mv"), 0, -1, 2**63 - 1, -(2**63), 7]
+    for item in items:
+        f.add(item)
+    for item in items:
+        assert item in f
+    absent = [f"absent {i}" for i in range(200)]
+    assert sum(item in f for item in absent) < 20
+    assert f.kind == kind
+
+
+def test_add_returns_whether_the_filter_changed():
+    f = BloomFilter(1000)
+    assert f.add("a") is True
+    assert f.add("a") is False
+
+
+def test_equal_items_across_types_are_one_item():
+    """The item road: a str is its UTF-8 bytes, an int its 8 little-endian bytes."""
+    f = BloomFilter(1000, kind="classic")
+    f.add("héllo")
+    assert "héllo".encode() in f
+    f.add(12345)
+    assert struct.pack("<q", 12345) in f
+    assert np.int64(12345) in f and np.uint16(12345) in f
+    f.add(True)  # an int: 1
+    assert 1 in f
+    # 2**64 - 1 is -1 as 8 bytes (the CLI's --format long does the same).
+    f.add(2**64 - 1)
+    assert -1 in f
+
+
+def test_items_that_are_not_items():
+    f = BloomFilter(100)
+    with pytest.raises(TypeError, match="not float"):
+        f.add(1.5)
+    with pytest.raises(TypeError, match="not NoneType"):
+        None in f  # noqa: B015
+    with pytest.raises(ValueError, match=r"item 18446744073709551616 is not a 64-bit integer"):
+        f.add(2**64)
+    with pytest.raises(ValueError, match="not a 64-bit integer"):
+        f.add(-(2**63) - 1)
+    with pytest.raises(UnicodeEncodeError):
+        f.add("\udc80")
+    assert len(f) == 0
+
+
+def test_update_takes_several_iterables_and_generators():
+    f = BloomFilter(1000)
+    f.update(["a", "b"], (i for i in range(50)), {"c"}, range(100, 103))
+    assert all(f.contains_many(["a", "b", "c", 0, 49, 100, 102]))
+    assert f.contains_many(["d", 50, 103]).count(True) <= 1
+
+
+def test_add_many_and_contains_many_on_lists_tuples_and_iterables():
+    f = BloomFilter(10_000)
+    items = [f"item {i}" for i in range(5000)]
+    f.add_many(items)
+    assert f.contains_many(items) == [True] * 5000
+    assert f.contains_many(tuple(items[:10])) == [True] * 10
+    assert f.contains_many(iter(items[:10])) == [True] * 10
+    fresh = f.contains_many([f"fresh {i}" for i in range(5000)])
+    assert len(fresh) == 5000 and sum(fresh) < 100
+    assert f.contains_many([]) == []
+
+
+@pytest.mark.parametrize("dtype", ["<i8", ">i8", "<u8", "<i4", ">i4", "<u4", "<i2", "<u2"])
+def test_numpy_integer_arrays_are_int_items(dtype):
+    values = np.array([0, 1, 2, 100, 1000, 30000], dtype=dtype)
+    f = BloomFilter(1000, kind="classic")
+    f.add_many(values)
+    for value in values.tolist():
+        assert value in f
+    g = BloomFilter(1000, kind="classic")
+    g.update(values.tolist())
+    assert f == g
+    assert f.contains_many(values) == [True] * len(values)
+
+
+def test_negative_and_large_numpy_values_match_python_ints():
+    values = np.array([-1, -(2**63), 2**63 - 1, -42], dtype=np.int64)
+    f = BloomFilter(1000)
+    f.add_many(values)
+    assert all(v in f for v in [-1, -(2**63), 2**63 - 1, -42])
+    unsigned = np.array([2**64 - 1, 2**63], dtype=np.uint64)
+    g = BloomFilter(1000)
+    g.add_many(unsigned)
+    assert 2**64 - 1 in g and -1 in g and 2**63 in g
+    small = np.array([-5], dtype=np.int32)
+    h = BloomFilter(1000)
+    h.add_many(small)
+    assert -5 in h
+
+
+def test_array_module_and_strided_arrays():
+    f = BloomFilter(1000)
+    f.add_many(array.array("q", [1, 2, 3]))
+    assert f.contains_many(array.array("i", [1, 2, 3, 4])) [:3] == [True] * 3
+    with pytest.raises(ValueError, match="C-contiguous"):
+        f.add_many(np.arange(10)[::2])
+    with pytest.raises(ValueError, match="holds no items"):
+        f.add_many(np.array([1.0, 2.0]))
+
+
+def test_byte_buffers_need_an_item_size():
+    f = BloomFilter(1000)
+    f.add_many(b"aaaabbbbcccc", item_size=4)
+    assert f.contains_many([b"aaaa", b"bbbb", b"cccc"]) == [True] * 3
+    assert f.contains_many(bytearray(b"aaaabbbb"), item_size=4) == [True, True]
+    assert f.contains_many(np.frombuffer(b"ccccdddd", dtype=np.uint8), item_size=4)[0]
+    with pytest.raises(ValueError, match="item_size"):
+        f.add_many(b"aaaabbbb")
+    with pytest.raises(ValueError, match="does not split into items of 3 bytes"):
+        f.add_many(b"aaaa", item_size=3)
+    with pytest.raises(ValueError, match="at least 1"):
+        f.add_many(b"aaaa", item_size=0)
+    with pytest.raises(TypeError, match="for buffers"):
+        f.add_many(["a"], item_size=1)
+    with pytest.raises(TypeError, match="one item, not a batch"):
+        f.add_many("abc")
+
+
+def test_a_bad_item_in_a_batch_is_an_error_naming_its_type():
+    f = BloomFilter(1000)
+    with pytest.raises(TypeError, match="not float"):
+        f.add_many(["a", 1.5])
+    with pytest.raises(TypeError, match="not float"):
+        f.contains_many(["a", 1.5])
+
+
+def test_batches_larger_than_a_chunk():
+    f = BloomFilter(100_000)
+    items = list(range(60_000))
+    f.add_many(items)
+    assert all(f.contains_many(np.arange(60_000)))
+    # A list that changes length is read as it is at each chunk.
+    assert len(f.contains_many(items)) == 60_000
+
+
+def test_union_and_intersection_operators():
+    a, b = BloomFilter(1000), BloomFilter(1000)
+    a.update(["x", "both"])
+    b.update(["y", "both"])
+    union = a | b
+    assert all(item in union for item in ["x", "y", "both"])
+    assert union == a.union(b)
+    inter = a & b
+    assert "both" in inter
+    assert inter == a.intersection(b)
+    assert "x" not in inter and "y" not in inter
+    assert "y" not in a  # operands unchanged
+    c = a.copy()
+    c |= b
+    assert c == union
+    c &= a
+    assert c == a
+    c |= c
+    assert c == a
+    with pytest.raises(ValueError, match="filters are incompatible"):
+        a | BloomFilter(2000)
+    with pytest.raises(ValueError, match="variants differ: blocked vs classic"):
+        a |= BloomFilter(1000, kind="classic")
+    with pytest.raises(TypeError):
+        a | {"x"}
+
+
+def test_union_of_kinds_without_intersection():
+    a, b = BloomFilter(1000, kind="counting"), BloomFilter(1000, kind="counting")
+    a.add("x")
+    b.add("y")
+    assert all(item in a | b for item in ["x", "y"])
+    with pytest.raises(ValueError, match="counting filters do not support intersection"):
+        a & b
+
+
+@pytest.mark.parametrize("kind", ["classic", "blocked", "split-block"])
+def test_subset_checks(kind):
+    small, large, other = BloomFilter(1000, kind=kind), BloomFilter(1000, kind=kind), BloomFilter(1000, kind=kind)
+    small.update(["a", "b"])
+    large.update(["a", "b", "c"])
+    other.update(["z"])
+    assert small.issubset(large) and small <= large
+    assert large.issuperset(small) and large >= small
+    assert not large.issubset(small)
+    assert not small.issubset(other)
+    assert small.issubset(small)
+    assert BloomFilter(1000, kind=kind) <= small  # the empty filter
+
+
+def test_subset_needs_compatible_filters():
+    with pytest.raises(ValueError, match="scalable filters do not support intersection"):
+        BloomFilter(10, kind="scalable").issubset(BloomFilter(10, kind="scalable"))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_copy_is_independent(kind):
+    f = BloomFilter(1000, kind=kind)
+    f.add("a")
+    for g in (f.copy(), copy.copy(f), copy.deepcopy(f)):
+        assert g == f and g is not f
+        g.add("b")
+        assert "b" in g and g != f
+        assert "b" not in f
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_clear(kind):
+    f = BloomFilter(1000, kind=kind)
+    empty = f.to_bytes()
+    f.update(range(100))
+    f.clear()
+    assert len(f) == 0 and 5 not in f
+    if kind not in ("rotating", "scalable"):  # these keep clocks or counts that differ
+        assert f.to_bytes() == empty
+
+
+def test_clear_of_a_loaded_filter_the_library_cannot_clear():
+    f = BloomFilter.from_bytes(BloomFilter(100, kind="counting").to_bytes())
+    f.add("a")
+    with pytest.raises(ValueError, match="counting filters do not support clear"):
+        f.clear()
+    g = BloomFilter.from_bytes(BloomFilter(100, kind="classic").to_bytes())
+    g.add("a")
+    g.clear()
+    assert "a" not in g
+
+
+def test_remove_from_a_counting_filter():
+    f = BloomFilter(100, kind="counting")
+    f.add("x")
+    f.add("x")
+    f.remove("x")
+    assert "x" in f
+    f.remove("x")
+    assert "x" not in f
+    with pytest.raises(ValueError, match="item is not in the filter: nothing was removed"):
+        f.remove("x")
+    with pytest.raises(ValueError, match="classic filters do not support remove"):
+        BloomFilter(100, kind="classic").remove("x")
+
+
+def test_len_approx_items_and_fpp():
+    f = BloomFilter(10_000, 0.01)
+    assert len(f) == 0 and f.approx_items == 0
+    f.add_many(range(5000))
+    assert 4800 <= len(f) <= 5200
+    assert len(f) == f.approx_items
+    assert 0 < f.expected_fpp < 0.01
+    assert f.fpp == f.expected_fpp
+    assert f.capacity == 10_000
+    assert f.memory_bytes >= 10_000 * 8 / 8
+    s = BloomFilter(100, kind="scalable")
+    s.add_many(range(250))
+    assert 245 <= len(s) <= 250  # counted as added (an item taken for present is not)
+    assert len(s) == s.approx_items
+    assert BloomFilter(100, kind="split-block").capacity is None
+
+
+def test_equality():
+    a, b = BloomFilter(1000), BloomFilter(1000)
+    assert a == b
+    a.add(1)
+    assert a != b
+    b.add(1)
+    assert a == b
+    assert a != BloomFilter(1000, seed=1)
+    assert a != BloomFilter(1000, kind="classic")
+    assert a != "not a filter"
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(a)
+
+
+def test_repr_and_info():
+    f = BloomFilter(1000, 0.01, kind="classic")
+    f.add("a")
+    text = repr(f)
+    assert text.startswith("<bloomery.BloomFilter kind='classic' approx_items=1 ")
+    assert "capacity=" in text and "memory_bytes=1200" in text
+    info = dict(f.info())
+    assert info["hash functions"] == "7"
+    assert info["bits"] == "9600"
+
+
+def test_constructor_options():
+    assert BloomFilter(1000, seed=7) != BloomFilter(1000, seed=0)
+    r = BloomFilter(100, kind="rotating", generations=3)
+    assert dict(r.info())["generations"] == "1"
+    s = BloomFilter(10, kind="scalable", scaling=False)
+    with pytest.raises(ValueError, match="filter is full: it holds its capacity of 10 items and does not grow"):
+        for i in range(1000):
+            s.add(i)
+    with pytest.raises(ValueError, match=r"fpp \(false-positive probability\) must be in \(0, 1\), got 2"):
+        BloomFilter(100, 2.0)
+    with pytest.raises(ValueError, match="unknown variant 'nope': one of classic, blocked, counting"):
+        BloomFilter(100, kind="nope")
+    with pytest.raises(ValueError, match="generations must be"):
+        BloomFilter(100, kind="rotating", generations=1)
+    with pytest.raises(OverflowError):
+        BloomFilter(-1)
+
+
+def test_to_bytes_and_from_bytes_every_kind():
+    for kind in KINDS:
+        f = BloomFilter(1000, kind=kind)
+        f.update(["a", 1, b"c"])
+        data = f.to_bytes()
+        assert data[:8] == b"BLOOMERY"
+        g = BloomFilter.from_bytes(data)
+        assert g == f and g.kind == kind
+        assert all(g.contains_many(["a", 1, b"c"]))
+        assert BloomFilter.from_bytes(bytearray(data)) == f
+        assert BloomFilter.from_bytes(memoryview(data)) == f
+
+
+def test_from_bytes_refuses_damaged_bytes_with_the_librarys_words():
+    data = bytearray(BloomFilter(1000).to_bytes())
+    data[-1] ^= 1
+    with pytest.raises(ValueError, match="^invalid bloomery data: "):
+        BloomFilter.from_bytes(bytes(data))
+    with pytest.raises(ValueError, match="^invalid bloomery data: truncated"):
+        BloomFilter.from_bytes(b"BLOOMERY")
+    with pytest.raises(TypeError, match="expected bytes, not str"):
+        BloomFilter.from_bytes("BLOOMERY")
+
+
+def test_guava_bytes_out_and_in():
+    f = BloomFilter(1000, kind="classic")
+    f.update(["a", 1])
+    data = f.to_guava_bytes()
+    assert data[0] == 1  # MURMUR128_MITZ_64
+    g = BloomFilter.from_guava_bytes(data)
+    assert g == f and g.kind == "classic"
+    with pytest.raises(ValueError, match="blocked filters do not support Guava's format"):
+        BloomFilter(1000).to_guava_bytes()
+    with pytest.raises(ValueError, match="invalid Guava"):
+        BloomFilter.from_guava_bytes(b"\x01")
+
+
+def test_version():
+    assert bloomery.__version__.count(".") == 2
+
+
+def test_a_list_that_shrinks_while_it_is_read():
+    """An item's __index__ may run any Python code, here emptying the list being read."""
+    f = BloomFilter(1000)
+    items = list(range(10))
+
+    class Shrinking:
+        def __index__(self):
+            items.clear()
+            return 5
+
+    items[3] = Shrinking()
+    answers = f.contains_many(items)
+    assert answers == [False] * 4
+    items.extend([1, Shrinking(), 2])
+    f.add_many(items)
+    assert 1 in f and 5 in f and 2 not in f

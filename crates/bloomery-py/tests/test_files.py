@@ -1,0 +1,243 @@
+"""Files: the CLI's files opened here and this package's files used by the CLI, both ways;
+mapping (mode "r"), loading under the writers' lock (mode "r+"), atomic saves, errors."""
+
+import errno
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bloomery import BloomFilter
+
+
+def test_a_cli_file_answers_here(cli, tmp_path):
+    path = tmp_path / "cli.bloom"
+    cli("create", path, "--items", "1000", "--variant", "classic")
+    cli("add", path, "hello", "wörld")
+    cli("add", path, "-f", "long", "42", "--", "-7")
+    cli("add", path, "-f", "hex", "00ff10")
+    with BloomFilter.open(path) as f:
+        assert f.mode == "r" and f.path == str(path) and f.kind == "classic"
+        assert all(item in f for item in ["hello", "wörld", 42, -7, b"\x00\xff\x10"])
+        assert f.contains_many(["absent", 43]) == [False, False]
+        assert len(f) == 5
+    assert f.closed
+    with pytest.raises(ValueError, match="closed filter"):
+        "hello" in f  # noqa: B015
+
+
+@pytest.mark.parametrize("kind", ["blocked", "classic", "split-block", "counting", "scalable", "rotating"])
+def test_a_python_file_answers_in_the_cli(cli, tmp_path, kind):
+    path = tmp_path / "py.bloom"
+    f = BloomFilter(1000, kind=kind)
+    f.update(["hello", "wörld"])
+    f.add_many([42, -7])
+    f.save(path)
+    assert f.path == str(path)
+    cli("verify", path)
+    assert cli("check", path, "hello", "wörld").returncode == 0
+    assert cli("check", path, "-f", "long", "42", "--", "-7").returncode == 0
+    missing = cli("check", path, "absent", check=False)
+    assert missing.returncode == 1 and missing.stdout == b"absent\tabsent\n"
+    info = cli("info", path).stdout.decode()
+    assert f"variant: {kind}" in info
+
+
+def test_cli_and_python_add_to_the_same_file(cli, tmp_path):
+    path = tmp_path / "shared.bloom"
+    cli("create", path, "--items", "10000")
+    with BloomFilter.open(path, "r+") as f:
+        assert f.mode == "r+"
+        f.add_many([f"py {i}" for i in range(100)])
+    cli("add", path, "cli item")
+    g = BloomFilter.open(path, "r+")
+    assert "cli item" in g and "py 99" in g
+    g.add("second")
+    g.save()
+    g.add("third")
+    g.close()
+    result = cli("check", path, "py 0", "cli item", "second", "third")
+    assert result.returncode == 0, result.stdout
+
+
+def test_r_plus_holds_the_cli_writers_lock_until_close(cli, tmp_path):
+    path = tmp_path / "locked.bloom"
+    cli("create", path, "--items", "1000")
+    f = BloomFilter.open(path, "r+")
+    f.add("python")
+    writer = subprocess.Popen([str(cli.binary), "add", str(path), "cli"], stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    assert writer.poll() is None, "the CLI wrote while Python held the lock"
+    f.save()  # saving keeps the lock (the new file is locked before it takes the name)
+    time.sleep(0.3)
+    assert writer.poll() is None, "the CLI wrote while Python held the lock"
+    f.close()
+    assert writer.wait(timeout=30) == 0, writer.stderr.read()
+    # Neither writer lost the other's item.
+    assert cli("check", path, "python", "cli").returncode == 0
+
+
+def test_an_exception_in_the_with_block_does_not_save(tmp_path):
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    with pytest.raises(RuntimeError):
+        with BloomFilter.open(path, "r+") as f:
+            f.add("x")
+            raise RuntimeError("stop")
+    assert "x" not in BloomFilter.open(path)
+
+
+def test_mode_r_is_read_only(tmp_path):
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    f = BloomFilter.open(path)
+    for change in (lambda: f.add("x"), lambda: f.update(["x"]), lambda: f.add_many(["x"]), f.clear,
+                   lambda: f.__ior__(BloomFilter(100))):
+        with pytest.raises(OSError, match="read-only") as error:
+            change()
+        assert isinstance(error.value, ValueError)  # io.UnsupportedOperation is both
+    with pytest.raises(ValueError, match="needs a path"):
+        f.save()
+    g = f.copy()  # in memory, writable
+    g.add("x")
+    assert "x" in g and "x" not in f
+    assert f | g == g
+    f.save(tmp_path / "copy.bloom")  # a mapped file saved elsewhere: its bytes
+    assert (tmp_path / "copy.bloom").read_bytes() == path.read_bytes()
+    assert f.to_bytes() == path.read_bytes()
+    f.close()
+
+
+def test_a_mapped_file_reads_only_the_pages_a_lookup_touches(cli, tmp_path):
+    """A 600 MB filter opens at once and lookups do not read it whole."""
+    path = tmp_path / "big.bloom"
+    cli("create", path, "--items", "500000000", "--fpp", "0.01", "--no-space-check")
+    size = path.stat().st_size
+    assert size > 500_000_000
+
+    def rss():
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    before = rss()
+    start = time.perf_counter()
+    f = BloomFilter.open(path)
+    assert time.perf_counter() - start < 0.5
+    # Each lookup touches one 64-byte block; the kernel maps the page-cache folio around
+    # it (up to 2 MB here), so 20 lookups map at most some 40 MB of the 600.
+    assert f.contains_many([f"item {i}" for i in range(20)]) == [False] * 20
+    assert "x" not in f
+    assert rss() - before < 100_000_000
+    f.close()
+
+
+def test_open_verify_checks_the_payload(cli, tmp_path):
+    path = tmp_path / "damaged.bloom"
+    f = BloomFilter(1000, kind="classic")
+    f.add("x")
+    f.save(path)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x80
+    path.write_bytes(bytes(data))
+    BloomFilter.open(path).close()  # the header is fine; the payload is not read
+    with pytest.raises(ValueError) as error:
+        BloomFilter.open(path, verify=True)
+    cli_error = cli("verify", path, check=False).stderr.decode().strip()
+    assert cli_error == f"bloomery: {error.value}"
+    with pytest.raises(ValueError) as error:
+        BloomFilter.open(path, "r+")
+    assert cli_error == f"bloomery: {error.value}"
+
+
+def test_file_errors_are_os_errors_and_bad_files_value_errors_in_the_clis_words(cli, tmp_path):
+    with pytest.raises(FileNotFoundError) as error:
+        BloomFilter.open(tmp_path / "missing.bloom")
+    assert error.value.filename == str(tmp_path / "missing.bloom")
+    assert error.value.strerror == "No such file or directory"
+    with pytest.raises(FileNotFoundError):
+        BloomFilter.open(tmp_path / "missing.bloom", "r+")
+    with pytest.raises(IsADirectoryError):
+        BloomFilter.open(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        BloomFilter(100).save(tmp_path / "no" / "such" / "dir.bloom")
+    bad = tmp_path / "bad.bloom"
+    bad.write_bytes(b"garbage\n")
+    with pytest.raises(ValueError) as error:
+        BloomFilter.open(bad)
+    cli_error = cli("check", bad, "a", check=False).stderr.decode().strip()
+    assert cli_error == f"bloomery: {error.value}"
+    assert str(error.value) == f"{bad}: invalid bloomery data: truncated: expected 32 bytes, got 8"
+    with pytest.raises(ValueError, match="mode must be 'r'"):
+        BloomFilter.open(bad, "w")
+
+
+def test_save_replaces_atomically_keeping_the_mode(tmp_path):
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    os.chmod(path, 0o640)
+    inode = path.stat().st_ino
+    f = BloomFilter(100)
+    f.add("x")
+    f.save(path)
+    assert path.stat().st_ino != inode  # a new file renamed over the old one
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert "x" in BloomFilter.open(path)
+    assert [p.name for p in tmp_path.iterdir()] == ["f.bloom"]  # no temporary left
+
+
+def test_save_through_a_symlink_updates_its_target(tmp_path):
+    target = tmp_path / "target.bloom"
+    BloomFilter(100).save(target)
+    link = tmp_path / "link.bloom"
+    link.symlink_to(target)
+    f = BloomFilter(100)
+    f.add("x")
+    f.save(link)
+    assert link.is_symlink()
+    assert "x" in BloomFilter.open(target)
+
+
+def test_a_link_to_nothing_is_refused_as_the_cli_refuses_it(cli, tmp_path):
+    link = tmp_path / "dangling.bloom"
+    link.symlink_to(tmp_path / "nowhere.bloom")
+    with pytest.raises(ValueError) as error:
+        BloomFilter(100).save(link)
+    assert str(error.value) == f"{link}: is a symbolic link to {tmp_path / 'nowhere.bloom'}, which does not exist"
+    cli_error = cli("create", link, "--items", "100", check=False).stderr.decode().strip()
+    assert cli_error == f"bloomery: {error.value}"
+    assert link.is_symlink() and not (tmp_path / "nowhere.bloom").exists()
+
+
+def test_a_failed_save_leaves_the_old_file_and_no_temporary(tmp_path):
+    """A write that fails midway (here the file-size limit, as a full disk would): the old
+    file stays as it was."""
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    old = path.read_bytes()
+    script = f"""
+import resource, signal, sys
+from bloomery import BloomFilter
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+try:
+    BloomFilter(1_000_000).save({str(path)!r})
+except OSError as error:
+    print(type(error).__name__, error.errno)
+    sys.exit(0)
+sys.exit("saved past the limit")
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["OSError", str(errno.EFBIG)]
+    assert path.read_bytes() == old
+    assert [p.name for p in tmp_path.iterdir()] == ["f.bloom"]
+
+
+def test_pathlike_and_str_paths(tmp_path):
+    f = BloomFilter(100)
+    f.save(str(tmp_path / "a.bloom"))
+    f.save(tmp_path / "b.bloom")
+    assert BloomFilter.open(str(tmp_path / "a.bloom")) == BloomFilter.open(tmp_path / "b.bloom")
