@@ -7,6 +7,7 @@
 use bloomery::any::{self, DynFilter, Spec};
 use bloomery::format::native::Variant;
 use bloomery::redisbloom::RedisBloomFilter;
+use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
 use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
@@ -157,7 +158,7 @@ impl Reservation {
         let variant = if redisbloom_layout() {
             Variant::RedisBloom
         } else {
-            Variant::Scalable
+            Variant::ScalableBlocked
         };
         let spec = Spec {
             scalable: ScalableOptions {
@@ -305,22 +306,36 @@ fn add_items(
         }
     };
     let boolean = booleans(ctx);
+    let refusal = |error: BloomError, filter: &dyn DynFilter| {
+        RedisValue::StaticError(match error {
+            // A scaling filter is "full" only where it cannot grow any further.
+            BloomError::Full { .. } if filter.stats().refuses_beyond_capacity => FULL,
+            BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
+            _ => "ERR filter cannot grow any further",
+        })
+    };
     let mut replies = Vec::with_capacity(items.len());
-    for item in items {
-        let inserted = match cap {
-            Some(cap) => filter.insert_within(item.as_slice(), cap),
-            None => filter.insert(item.as_slice()),
-        };
-        match inserted {
-            Ok(added) => replies.push(boolean(added)),
-            Err(error) => {
-                replies.push(RedisValue::StaticError(match error {
-                    // A scaling filter is "full" only where it cannot grow any further.
-                    BloomError::Full { .. } if filter.stats().refuses_beyond_capacity => FULL,
-                    BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
-                    _ => "ERR filter cannot grow any further",
-                }));
-                break;
+    if let Some(chain) = filter.as_any_mut().downcast_mut::<ScalableBlockedBloomFilter>() {
+        // Hashed once per item, blocks prefetched ahead, one answer per item.
+        let slices: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+        let mut added = vec![false; items.len()];
+        let (taken, refused) = chain.insert_batch_until(&slices, &mut added, cap);
+        replies.extend(added[..taken].iter().map(|&new| boolean(new)));
+        if let Some(error) = refused {
+            replies.push(refusal(error, &**filter));
+        }
+    } else {
+        for item in items {
+            let inserted = match cap {
+                Some(cap) => filter.insert_within(item.as_slice(), cap),
+                None => filter.insert(item.as_slice()),
+            };
+            match inserted {
+                Ok(added) => replies.push(boolean(added)),
+                Err(error) => {
+                    replies.push(refusal(error, &**filter));
+                    break;
+                }
             }
         }
     }
@@ -429,10 +444,14 @@ fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec
     let redis_key = ctx.open_key(key);
     let filter = read_filter(&redis_key)?;
     let boolean = booleans(ctx);
-    Ok(items
-        .iter()
-        .map(|item| boolean(filter.is_some_and(|filter| filter.contains(item.as_slice()))))
-        .collect())
+    let Some(filter) = filter else {
+        return Ok(items.iter().map(|_| boolean(false)).collect());
+    };
+    // The filter's batched lookup (blocked layouts hash ahead and prefetch).
+    let slices: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+    let mut present = vec![false; items.len()];
+    filter.contains_batch(&slices, &mut present);
+    Ok(present.into_iter().map(boolean).collect())
 }
 
 /// `BF.EXISTS key item`
@@ -618,6 +637,14 @@ pub fn debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 .sub_filters()
                 .iter()
                 .map(|sub| line(sub.num_bits, sub.num_hashes, sub.capacity, sub.len, sub.fpp)),
+        );
+    } else if let Some(chain) = any.downcast_ref::<ScalableBlockedBloomFilter>() {
+        // Blocked sub-filters set one bit in each of a block's eight lanes.
+        lines.extend(
+            chain
+                .sub_filters()
+                .into_iter()
+                .map(|(capacity, len, bits, fpp)| line(bits, 8, capacity, len, fpp)),
         );
     } else if let Some(chain) = any.downcast_ref::<RedisBloomFilter>() {
         lines.extend(chain.links().iter().map(|link| {

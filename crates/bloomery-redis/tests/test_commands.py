@@ -115,9 +115,10 @@ def test_a_scaling_filter_grows_and_keeps_every_item(r):
 
 
 def test_huge_requests_are_refused_and_the_server_lives(r):
-    # 10^11 items cannot be sized at all (Guava's format holds 2^31 - 1 words); 10^9 items
-    # at 1% is about 1.2 GB, over the default cap of 1 GiB per key.
-    assert "cannot size" in error_of(r, "BF.RESERVE", "big", "0.01", "100000000000")
+    # 10^11 items at 1% would be about 130 GB and 10^9 about 1.3 GB (blocked sub-filters),
+    # both over the default cap of 1 GiB per key; 10^18 at 1% cannot be sized at all.
+    assert "bloomery.max-filter-memory" in error_of(r, "BF.RESERVE", "big", "0.01", "100000000000")
+    assert "cannot size" in error_of(r, "BF.RESERVE", "big", "0.01", "1000000000000000000")
     message = error_of(r, "BF.RESERVE", "big", "0.01", "1000000000")
     assert "limit" in message and "bloomery.max-filter-memory" in message
     assert "cannot size" in error_of(r, "BF.RESERVE", "tiny", "1e-300", "1000000000")

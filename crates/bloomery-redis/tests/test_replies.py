@@ -1,8 +1,14 @@
 """Reply shapes clients depend on, as RedisBloom 2.6.28 gives them (shared/peers): BF.INFO's
 one-field arrays and RESP3 maps, RESP3 booleans, `Size` as RedisBloom counts it, BF.DEBUG,
-and the option parse errors. redis-py with protocol=3 is the RESP3 client."""
+and the option parse errors. redis-py with protocol=3 is the RESP3 client.
+
+RedisBloom's own figures (sizes, hash counts) hold for filters in RedisBloom's layout, so
+the tests that compare them run a server with `REDISBLOOM_LAYOUT yes` (the `rb` fixtures);
+the default layout (blocked sub-filters) has the same shapes and its own sizes."""
 import pytest
 import redis
+
+from conftest import Server
 
 
 def error_of(client, *command) -> str:
@@ -16,7 +22,41 @@ def r3(server):
     return redis.Redis(host="127.0.0.1", port=server.port, protocol=3, socket_timeout=10)
 
 
-def test_info_one_field_is_a_one_element_array_in_resp2(r):
+@pytest.fixture
+def rb_server(tmp_path):
+    """A server whose new filters are RedisBloom's chain (`REDISBLOOM_LAYOUT yes`)."""
+    instance = Server(tmp_path, module_args=["REDISBLOOM_LAYOUT", "yes"]).start()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+def rb(rb_server):
+    return rb_server.client()
+
+
+@pytest.fixture
+def rb3(rb_server):
+    return redis.Redis(host="127.0.0.1", port=rb_server.port, protocol=3, socket_timeout=10)
+
+
+def test_default_layout_reports_blocked_sub_filters(r):
+    """New filters are blocked sub-filters by default: Size is their bits plus RedisBloom's
+    32 + 64 per sub-filter, BF.DEBUG gives 8 bits an item (one per lane of a block)."""
+    r.execute_command("BF.RESERVE", "k1", "0.01", "1000")
+    # 1000 items at 0.5% (the first sub-filter's half of 1%): 22 blocks of 64 bytes.
+    blocks = r.execute_command("BF.DEBUG", "k1")[1].split()[0]
+    assert blocks.startswith(b"bytes:") and int(blocks[6:]) % 64 == 0
+    assert r.execute_command("BF.INFO", "k1", "SIZE") == [int(blocks[6:]) + 32 + 64]
+    r.execute_command("BF.MADD", "k1", *[f"i{i}" for i in range(3000)])
+    lines = r.execute_command("BF.DEBUG", "k1")
+    assert len(lines) == 1 + r.execute_command("BF.INFO", "k1", "FILTERS")[0] and len(lines) >= 3
+    assert all(b" hashes:8 " in line for line in lines[1:])
+    assert all(r.execute_command("BF.MEXISTS", "k1", *[f"i{i}" for i in range(3000)]))
+
+
+def test_info_one_field_is_a_one_element_array_in_resp2(rb):
+    r = rb
     r.execute_command("BF.RESERVE", "bf", "0.001", "100")
     assert r.execute_command("BF.INFO", "bf", "CAPACITY") == [100]
     assert r.execute_command("BF.INFO", "bf", "SIZE") == [296]
@@ -28,7 +68,8 @@ def test_info_one_field_is_a_one_element_array_in_resp2(r):
     assert error_of(r, "BF.INFO", "bf", "capacity", "size").startswith("wrong number of arguments")
 
 
-def test_size_counts_as_redisbloom_does(r):
+def test_size_counts_as_redisbloom_does(rb):
+    r = rb
     # The figures RedisBloom 2.6.28 answered (shared/peers/redisbloom-2.6.28.md).
     r.execute_command("BF.RESERVE", "k1", "0.01", "1000")
     r.execute_command("BF.ADD", "auto", "x")
@@ -44,7 +85,8 @@ def test_size_counts_as_redisbloom_does(r):
                                                   b"Number of items inserted", 0, b"Expansion rate", None]
 
 
-def test_resp3_answers_booleans_and_maps(r3):
+def test_resp3_answers_booleans_and_maps(rb3):
+    r3 = rb3
     assert r3.execute_command("BF.ADD", "test", "item") is True
     assert r3.execute_command("BF.ADD", "test", "item") is False
     assert r3.execute_command("BF.CARD", "test") == 1
@@ -63,7 +105,8 @@ def test_resp3_answers_booleans_and_maps(r3):
     assert replies[:2] == [True, True] and str(replies[2]) == "non scaling filter is full"
 
 
-def test_redis_py_bf_helpers_work_in_both_protocols(r, r3):
+def test_redis_py_bf_helpers_work_in_both_protocols(rb, rb3):
+    r, r3 = rb, rb3
     for client in (r, r3):
         client.flushall()
         bf = client.bf()
@@ -80,7 +123,8 @@ def test_redis_py_bf_helpers_work_in_both_protocols(r, r3):
         assert bf.card("bloom") == 2
 
 
-def test_debug_describes_each_sub_filter(r):
+def test_debug_describes_each_sub_filter(rb):
+    r = rb
     r.execute_command("BF.INSERT", "f", "ERROR", "0.001", "CAPACITY", "50000", "EXPANSION", "2", "ITEMS", "foo")
     assert r.execute_command("BF.DEBUG", "f") == [
         b"size:1", b"bytes:98880 bits:791040 hashes:11 hashwidth:64 capacity:50000 size:1 ratio:0.0005"]
@@ -144,7 +188,6 @@ def test_redisbloom_layout_grows_and_answers_as_redisbloom(tmp_path):
     """`bloomery.redisbloom-layout yes`: new filters are RedisBloom's chain bit for bit, so
     they meet RedisBloom's false positives (BF.DEBUG as RedisBloom 2.6.28 answers it, its
     flow tests test_expansion and test_debug), and persist like any other filter."""
-    from conftest import Server
     server = Server(tmp_path, module_args=["REDISBLOOM_LAYOUT", "yes"]).start()
     try:
         client = server.client()
@@ -192,7 +235,7 @@ def test_redisbloom_layout_grows_and_answers_as_redisbloom(tmp_path):
         client.execute_command("BF.RESERVE", "scalable", "0.01", "4", "EXPANSION", "1")
         for i in range(100):
             client.execute_command("BF.ADD", "scalable", str(i))
-        assert client.execute_command("BF.INFO", "scalable", "FILTERS") == [24]
+        assert client.execute_command("BF.DEBUG", "scalable")[1].split()[2] == b"hashes:8"
         assert client.execute_command("BF.INFO", "exp1", "FILTERS") == [23]
     finally:
         server.stop()

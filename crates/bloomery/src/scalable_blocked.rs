@@ -200,6 +200,22 @@ impl ScalableBlockedBloomFilter {
         added: &mut [bool],
         memory_limit: Option<u64>,
     ) -> Result<()> {
+        match self.insert_batch_until(items, added, memory_limit) {
+            (_, None) => Ok(()),
+            (_, Some(error)) => Err(error),
+        }
+    }
+
+    /// As [`insert_batch_within`](Self::insert_batch_within), telling how many items
+    /// were taken before a refusal: `(items.len(), None)` when all were, else `(i,
+    /// Some(error))` with item `i` refused and the ones before it added (a server's
+    /// multi-item command answers each and replicates exactly those).
+    pub fn insert_batch_until(
+        &mut self,
+        items: &[&[u8]],
+        added: &mut [bool],
+        memory_limit: Option<u64>,
+    ) -> (usize, Option<Error>) {
         assert_eq!(items.len(), added.len(), "one answer per item");
         let hashes: Vec<u64> = items.iter().map(|item| self.hash(*item)).collect();
         for (i, &hash) in hashes.iter().enumerate() {
@@ -208,9 +224,12 @@ impl ScalableBlockedBloomFilter {
                     link.filter.prefetch_hash(ahead);
                 }
             }
-            added[i] = self.insert_hash_within(hash, memory_limit)?;
+            match self.insert_hash_within(hash, memory_limit) {
+                Ok(new) => added[i] = new,
+                Err(error) => return (i, Some(error)),
+            }
         }
-        Ok(())
+        (items.len(), None)
     }
 
     /// Items added.
@@ -257,11 +276,15 @@ impl ScalableBlockedBloomFilter {
         self.seed
     }
 
-    /// Each sub-filter's capacity, items and bits, oldest first.
-    pub fn sub_filters(&self) -> Vec<(u64, u64, u64)> {
+    /// Each sub-filter's capacity, items, bits and the rate it was sized for, oldest first.
+    pub fn sub_filters(&self) -> Vec<(u64, u64, u64, f64)> {
         self.links
             .iter()
-            .map(|link| (link.capacity, link.len, link.filter.num_bits()))
+            .enumerate()
+            .map(|(index, link)| {
+                let (_, fpp) = link_params(self.initial_capacity, self.fpp, &self.options, index);
+                (link.capacity, link.len, link.filter.num_bits(), fpp)
+            })
             .collect()
     }
 
