@@ -310,6 +310,11 @@ fn add_items(
         RedisValue::StaticError(match error {
             // A scaling filter is "full" only where it cannot grow any further.
             BloomError::Full { .. } if filter.stats().refuses_beyond_capacity => FULL,
+            // With no cap configured, the limit was the machine's memory: RedisBloom's
+            // answer to an allocation that fails.
+            BloomError::MemoryLimit { .. } if crate::limits::uncapped() => {
+                "ERR problem inserting into filter"
+            }
             BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
             _ => "ERR filter cannot grow any further",
         })
@@ -718,7 +723,12 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     match reply {
         // `bloomery.redisbloom-errors yes`: RedisBloom's bare text for every refusal but
         // WRONGTYPE (RedisBloom's flow tests compare the message exactly).
-        Err(RedisError::Str(message)) if redisbloom_errors() && !message.starts_with("WRONGTYPE") => {
+        Err(RedisError::Str(message))
+            if redisbloom_errors()
+                && !message.starts_with("WRONGTYPE")
+                && message != crate::mbbloom::INVALID_OFFSET
+                && message != crate::mbbloom::TOO_BIG =>
+        {
             Err(RedisError::Str("ERR received bad data"))
         }
         Err(RedisError::String(_)) if redisbloom_errors() => Err(RedisError::Str("ERR received bad data")),

@@ -100,8 +100,33 @@ pub fn cap_for_command(flags: ContextFlags) -> Option<u64> {
     if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
         None
     } else {
-        max_filter_memory()
+        Some(max_filter_memory().unwrap_or_else(machine_memory))
     }
+}
+
+/// With no cap configured (`0`), a client's command is still held to this machine's
+/// memory: Redis's allocator stops the server on a failed allocation, so a request that
+/// cannot fit in RAM at all (RedisBloom's flow test `test_arbitrary_offset` grows a loaded
+/// filter by about 180 TB) is refused with an error, where RedisBloom's own allocation
+/// fails and it answers "problem inserting into filter". MemTotal from /proc/meminfo;
+/// unknown elsewhere (no bound).
+pub fn machine_memory() -> u64 {
+    static MEMORY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MEMORY.get_or_init(|| {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|text| {
+                let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+                kib.checked_mul(1024)
+            })
+            .unwrap_or(u64::MAX)
+    })
+}
+
+/// Whether a command's cap is only the machine's memory (no `bloomery.max-filter-memory`).
+pub fn uncapped() -> bool {
+    max_filter_memory().is_none()
 }
 
 /// The cap for a value read from RDB in a context with these flags: none while the

@@ -26,6 +26,11 @@ const ENCODING_VERSION: c_int = 4;
 const OPTIONS_SINCE: c_int = 2;
 const GROWTH_SINCE: c_int = 4;
 
+/// RedisBloom's replies to a piece that lies outside its filter's links.
+pub const INVALID_OFFSET: &str = "ERR invalid offset - no link found";
+/// RedisBloom's reply to a piece that runs past its link.
+pub const TOO_BIG: &str = "ERR invalid chunk - Too big for current filter";
+
 /// RedisBloom's largest `BF.SCANDUMP` piece.
 pub const REDISBLOOM_CHUNK_BYTES: usize = 16 << 20;
 
@@ -255,7 +260,17 @@ pub fn loadchunk(
     data: &[u8],
     cap: Option<u64>,
 ) -> Option<Result<(), RedisError>> {
-    let bad = |error: bloomery::Error| RedisError::String(format!("ERR received bad data: {error}"));
+    // RedisBloom's own replies for its keys' pieces (clients and its flow tests match them).
+    let bad = |error: bloomery::Error| {
+        let text = error.to_string();
+        if text.contains("invalid offset - no link found") {
+            RedisError::Str(INVALID_OFFSET)
+        } else if text.contains("invalid chunk - Too big for current filter") {
+            RedisError::Str(TOO_BIG)
+        } else {
+            RedisError::String(format!("ERR received bad data: {error}"))
+        }
+    };
     if let Ok(Some(Stored::Filter(filter))) = redis_key.get_value::<Stored>(&MBBLOOM_TYPE) {
         let filter = filter
             .as_any_mut()

@@ -549,13 +549,15 @@ impl RedisBloomFilter {
                     data.len()
                 ))
             })?;
-        let (link, offset) = self
-            .link_at(start)
-            .ok_or_else(|| bad(format!("offset {start} is past the filter's bits")))?;
+        let (link, offset) = self.link_at(start).ok_or_else(|| {
+            bad(format!(
+                "invalid offset - no link found (offset {start} is past the filter's bits)"
+            ))
+        })?;
         let bitmap = &mut self.links[link].bitmap;
         if data.len() > bitmap.len() - offset {
             return Err(bad(format!(
-                "a piece of {} bytes at offset {offset} runs past its link's {} bytes",
+                "invalid chunk - Too big for current filter (a piece of {} bytes at offset {offset} runs past its link's {} bytes)",
                 data.len(),
                 bitmap.len()
             )));
