@@ -18,7 +18,7 @@ use bloomery_fuzz::{build_envelope, split_envelope};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-const VARIANTS: [&str; 7] = [
+const VARIANTS: [&str; 10] = [
     "classic",
     "blocked",
     "counting",
@@ -26,6 +26,9 @@ const VARIANTS: [&str; 7] = [
     "retouched",
     "allowlisted",
     "rotating",
+    "split-block",
+    "redisbloom",
+    "scalable-blocked",
 ];
 
 fn main() -> Result<()> {
@@ -139,6 +142,8 @@ fn version_1(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
     let mut params = params.to_vec();
     match name {
         "blocked" => params[12..16].copy_from_slice(&1u32.to_le_bytes()),
+        // Added in version 2: no version-1 form to seed.
+        "split-block" | "redisbloom" | "scalable-blocked" => return None,
         "rotating" => {
             let kept = u32::from_le_bytes(params[28..32].try_into().ok()?) as usize;
             let mut v1 = params[..32].to_vec();

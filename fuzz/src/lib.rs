@@ -153,6 +153,9 @@ pub fn split_envelope(bytes: &[u8]) -> (&[u8], &[u8]) {
     (params, &bytes[payload_start..])
 }
 
+/// The variant codes the library knows (1 to 10: classic to scalable-blocked).
+pub const KNOWN_VARIANTS: u16 = bloomery::format::native::Variant::ALL.len() as u16;
+
 /// What the structure-aware target's first input byte asks for.
 #[derive(Clone, Copy, Debug)]
 pub struct Control(pub u8);
@@ -164,13 +167,13 @@ impl Control {
     }
 
     /// Bit 1 set: the variant code is the input's as it is (any u16, mostly unknown
-    /// codes); clear: one of the 7 known codes, `1 + (code - 1) mod 7` (codes 1 to 7 stay
-    /// as they are, so real files keep their variant).
+    /// codes); clear: one of the known codes, `1 + (code - 1) mod KNOWN_VARIANTS` (the
+    /// known codes stay as they are, so real files keep their variant).
     pub fn code(self, raw: u16) -> u16 {
         if self.0 & 2 != 0 {
             raw
         } else {
-            1 + raw.wrapping_sub(1) % 7
+            1 + raw.wrapping_sub(1) % KNOWN_VARIANTS
         }
     }
 
