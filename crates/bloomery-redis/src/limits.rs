@@ -19,8 +19,10 @@
 //! restart fail or a replica diverge. Those loads still allocate only as the bytes
 //! actually arrive, never what a length field claims.
 //!
-//! `0` means no cap: RedisBloom's behaviour (its flow test `test_issue178` reserves a
-//! filter of 1,132,420,232 bytes).
+//! `0` means no cap of its own: RedisBloom's behaviour (its flow test `test_issue178`
+//! reserves a filter of 1,132,420,232 bytes), except that a client's command is still held
+//! to the machine's memory ([`machine_memory`]), because Redis's allocator stops the server
+//! where RedisBloom's failed allocation only answers an error.
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
