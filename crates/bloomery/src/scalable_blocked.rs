@@ -39,7 +39,7 @@ use crate::BlockedBloomFilter;
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, xxh3_64_item};
-use crate::scalable::{MAX_SUB_FILTERS, ScalableOptions, check_options};
+use crate::scalable::{MAX_SUB_FILTERS, ScalableOptions, check_options, sub_filter_params};
 use crate::sizing::{BLOCK_BITS, blocked_num_blocks};
 
 /// Items hashed and prefetched ahead in the batch calls.
@@ -62,19 +62,6 @@ pub struct ScalableBlockedBloomFilter {
     seed: u64,
 }
 
-/// Capacity and rate of sub-filter `index`.
-fn link_params(initial_capacity: u64, fpp: f64, options: &ScalableOptions, index: usize) -> (u64, f64) {
-    if !options.scaling {
-        return (initial_capacity, fpp);
-    }
-    let growth = u64::from(options.expansion).saturating_pow(index as u32);
-    let capacity = initial_capacity.saturating_mul(growth);
-    (
-        capacity,
-        fpp * (1.0 - options.tightening) * options.tightening.powi(index as i32),
-    )
-}
-
 impl ScalableBlockedBloomFilter {
     /// A filter starting with room for `capacity` items at `fpp`, growing as `options`
     /// say, hashing with `seed`.
@@ -94,7 +81,7 @@ impl ScalableBlockedBloomFilter {
     /// Bytes of the first sub-filter of [`new`](Self::new), without allocating.
     pub fn first_link_bytes(capacity: u64, fpp: f64, options: &ScalableOptions) -> Result<u64> {
         check_options(capacity, fpp, options)?;
-        let (capacity, fpp) = link_params(capacity, fpp, options, 0);
+        let (capacity, fpp) = sub_filter_params(capacity, fpp, options, 0);
         Ok(blocked_num_blocks(capacity, fpp)?.saturating_mul(BLOCK_BITS / 8))
     }
 
@@ -106,7 +93,7 @@ impl ScalableBlockedBloomFilter {
                 capacity: self.capacity(),
             });
         }
-        let (capacity, fpp) = link_params(self.initial_capacity, self.fpp, &self.options, index);
+        let (capacity, fpp) = sub_filter_params(self.initial_capacity, self.fpp, &self.options, index);
         let num_blocks = blocked_num_blocks(capacity, fpp)?;
         if let Some(limit) = memory_limit {
             let needed = self
@@ -282,7 +269,7 @@ impl ScalableBlockedBloomFilter {
             .iter()
             .enumerate()
             .map(|(index, link)| {
-                let (_, fpp) = link_params(self.initial_capacity, self.fpp, &self.options, index);
+                let (_, fpp) = sub_filter_params(self.initial_capacity, self.fpp, &self.options, index);
                 (link.capacity, link.len, link.filter.num_bits(), fpp)
             })
             .collect()
