@@ -320,8 +320,11 @@ fn add_items(
         })
     };
     let mut replies = Vec::with_capacity(items.len());
-    if let Some(chain) = filter.as_any_mut().downcast_mut::<ScalableBlockedBloomFilter>() {
-        // Hashed once per item, blocks prefetched ahead, one answer per item.
+    if items.len() > 1
+        && let Some(chain) = filter.as_any_mut().downcast_mut::<ScalableBlockedBloomFilter>()
+    {
+        // Hashed once per item, blocks prefetched ahead, one answer per item (a single
+        // item takes the plain call below: nothing to prefetch, nothing to allocate).
         let slices: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
         let mut added = vec![false; items.len()];
         let (taken, refused) = chain.insert_batch_until(&slices, &mut added, cap);
@@ -452,6 +455,9 @@ fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec
     let Some(filter) = filter else {
         return Ok(items.iter().map(|_| boolean(false)).collect());
     };
+    if let [item] = items {
+        return Ok(vec![boolean(filter.contains(item.as_slice()))]);
+    }
     // The filter's batched lookup (blocked layouts hash ahead and prefetch).
     let slices: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
     let mut present = vec![false; items.len()];
