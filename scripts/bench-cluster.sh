@@ -14,7 +14,7 @@
 #
 # Usage: scripts/bench-cluster.sh [ITEMS [ROUNDS]]   (defaults 2000000 and 3; the median of
 # the rounds is printed). RedisBloom is built into target/peer/ from the git mirrors
-# (shared/peers/build-redisbloom.sh) unless REDISBLOOM_SO names a built module.
+# (scripts/redisbloom-peer.sh) unless REDISBLOOM_SO names a built module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 items=${1:-2000000}
@@ -25,18 +25,7 @@ scripts/test-setup.sh
 cargo build --release --quiet -p bloomery-redis -p bloomery-cli
 bloomery=$root/target/release/bloomery
 module=$root/target/release/libbloomery_redis.so
-redisbloom=${REDISBLOOM_SO:-$root/target/peer/redisbloom-2.6.28.so}
-if [ ! -f "$redisbloom" ]; then
-  builder=""
-  for candidate in "$root/../shared/peers/build-redisbloom.sh" /work/shared/peers/build-redisbloom.sh; do
-    [ -f "$candidate" ] && builder=$candidate && break
-  done
-  mirror=/work/.mirror
-  [ -n "$builder" ] || { echo "no build-redisbloom.sh found; set REDISBLOOM_SO" >&2; exit 2; }
-  mkdir -p "$(dirname "$redisbloom")"
-  bash "$builder" "$mirror/RedisBloom+RedisBloom/repo" "$mirror/RedisBloom+t-digest-c/repo" \
-    "$mirror/RedisLabsModules+RedisModulesSDK/repo" "$redisbloom"
-fi
+redisbloom=$(scripts/redisbloom-peer.sh)
 
 dir=$(mktemp -d)
 pids=()

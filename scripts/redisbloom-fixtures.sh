@@ -8,7 +8,7 @@
 # Usage: scripts/redisbloom-fixtures.sh [REDISBLOOM_SO]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-module=${1:-target/peer/redisbloom-2.6.28.so}
+module=${1:-$(scripts/redisbloom-peer.sh)}
 [ -f "$module" ] || { echo "no RedisBloom module at $module (build it first, see the header)" >&2; exit 2; }
 scripts/test-setup.sh
 target/venv/bin/python scripts/redisbloom-fixtures.py "$module" crates/bloomery/tests/data/redisbloom

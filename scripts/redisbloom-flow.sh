@@ -25,32 +25,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 TAG=v2.6.28
-PEER_DIR=$ROOT/target/peer
 FLOW_DIR=$ROOT/target/flow/$TAG
 VENV=$ROOT/target/flow-venv
 MODULE=$ROOT/target/release/libbloomery_redis.so
-PEER_MODULE=$PEER_DIR/redisbloom-${TAG#v}.so
 MODES=${MODES:-plain slaves aof}
 
 command -v redis-server >/dev/null || scripts/test-setup.sh
 
-# A git directory holding `url`'s history: $env_value if set, else a bare clone in target/peer.
-gitdir() {
-  local given=$1 name=$2 url=$3
-  if [ -n "$given" ]; then
-    echo "$given"
-    return
-  fi
-  local dir=$PEER_DIR/git/$name.git
-  if [ ! -d "$dir" ]; then
-    mkdir -p "$PEER_DIR/git"
-    git clone --quiet --bare "$url" "$dir.part" >&2
-    mv "$dir.part" "$dir"
-  fi
-  echo "$dir"
-}
-
-RB_GIT=$(gitdir "${REDISBLOOM_GIT:-}" RedisBloom https://github.com/RedisBloom/RedisBloom)
+RB_GIT=$(scripts/redisbloom-peer.sh --gitdir)
 
 # The flow tests at the tag, and a stand-in for RedisBloom's `paella` helper (its build
 # tooling, which common.py imports only to name the platform).
@@ -79,30 +61,6 @@ fi
 if [ -z "${SKIP_BUILD:-}" ]; then
   cargo build --release -q -p bloomery-redis
 fi
-
-build_peer() {
-  [ -f "$PEER_MODULE" ] && return
-  local td sdk work
-  td=$(gitdir "${TDIGEST_GIT:-}" t-digest-c https://github.com/RedisBloom/t-digest-c)
-  sdk=$(gitdir "${SDK_GIT:-}" RedisModulesSDK https://github.com/RedisLabsModules/RedisModulesSDK)
-  work=$(mktemp -d)
-  git --git-dir="$RB_GIT" archive "$TAG" | tar -x -C "$work"
-  # The two submodules at the commits the tag records.
-  git --git-dir="$td" archive "$(git --git-dir="$RB_GIT" rev-parse "$TAG:deps/t-digest-c")" |
-    tar -x -C "$work/deps/t-digest-c"
-  git --git-dir="$sdk" archive "$(git --git-dir="$RB_GIT" rev-parse "$TAG:deps/RedisModulesSDK")" |
-    tar -x -C "$work/deps/RedisModulesSDK"
-  (
-    cd "$work"
-    gcc -std=gnu99 -O2 -DNDEBUG -fPIC -shared -D_GNU_SOURCE -DREDIS_MODULE_TARGET -DREDISMODULE_SDK_RLEC \
-      -I. -Isrc -Ideps/RedisModulesSDK -Ideps -Ideps/murmur2 -Ideps/t-digest-c/src \
-      deps/bloom/bloom.c deps/murmur2/MurmurHash2.c deps/rmutil/util.c src/rebloom.c src/sb.c src/cf.c \
-      src/rm_topk.c src/rm_tdigest.c src/topk.c src/rm_cms.c src/cms.c deps/t-digest-c/src/tdigest.c \
-      -o "$PEER_MODULE.part" -lm
-  )
-  rm -rf "$work"
-  mv "$PEER_MODULE.part" "$PEER_MODULE"
-}
 
 # Runs the flow tests against one module in one mode; prints "<passed> <run> <failed names>".
 run_mode() {
@@ -146,7 +104,7 @@ for mode in $MODES; do
   [ "$run" -gt 0 ] && [ "$passed" -eq "$run" ] || status=1
 done
 if [ -n "${PEER:-}" ]; then
-  build_peer
+  PEER_MODULE=$(scripts/redisbloom-peer.sh)
   for mode in $MODES; do
     read -r passed run failed < <(run_mode redisbloom "$PEER_MODULE" "" "$mode" "$@")
     summary+=("RedisBloom $mode: $passed of $run passed${failed:+ (failed: ${failed// /, })}")

@@ -7,7 +7,7 @@
 # Usage: scripts/redisbloom-roundtrip.sh [REDISBLOOM_SO]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-peer=${1:-target/peer/redisbloom-2.6.28.so}
+peer=${1:-$(scripts/redisbloom-peer.sh)}
 [ -f "$peer" ] || { echo "no RedisBloom module at $peer (build it first, see the header)" >&2; exit 2; }
 peer=$(readlink -f "$peer")
 cargo build --release --quiet -p bloomery-redis

@@ -15,6 +15,7 @@ use redis_module::{
     Status, raw,
 };
 
+use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::datatype::{BLOOM_TYPE, Stored, dump_chunk};
@@ -204,8 +205,21 @@ fn word_is(arg: &RedisString, word: &str) -> bool {
     arg.try_as_str().is_ok_and(|text| text.eq_ignore_ascii_case(word))
 }
 
-fn notify_and_replicate(ctx: &Context, event: &str, key: &RedisString) {
-    ctx.notify_keyspace_event(NotifyEvent::GENERIC, event, key);
+/// Tells keyspace-event subscribers that `event` happened at `key`. The event's name is a
+/// C string given as is (the crate's `notify_keyspace_event` allocates a copy on every call,
+/// a fifth of a single `BF.ADD`'s own work when nobody subscribes).
+pub fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+    // SAFETY: Redis filled this function in when the module was loaded (it exists since
+    // Redis 4); the context, the event name and the key outlive the call.
+    unsafe {
+        if let Some(notify) = raw::RedisModule_NotifyKeyspaceEvent {
+            notify(ctx.ctx, NotifyEvent::GENERIC.bits(), event.as_ptr(), key.inner);
+        }
+    }
+}
+
+fn notify_and_replicate(ctx: &Context, event: &CStr, key: &RedisString) {
+    notify(ctx, event, key);
     ctx.replicate_verbatim();
 }
 
@@ -256,9 +270,9 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         write_filter(&redis_key)?;
         return Err(RedisError::Str("ERR item exists"));
     }
-    let cap = cap_for_command(ctx.get_flags());
+    let cap = cap_for_command(&ctx.get_flags());
     set_new_filter(&redis_key, reservation.create(cap)?)?;
-    notify_and_replicate(ctx, "bf.reserve", key);
+    notify_and_replicate(ctx, c"bf.reserve", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -278,21 +292,24 @@ fn set_new_filter(redis_key: &RedisKeyWritable, filter: Box<dyn DynFilter>) -> R
 const AT_MEMORY_LIMIT: &str = "ERR filter cannot grow: its next sub-filter would take it past the module's limit per key (bloomery.max-filter-memory)";
 
 /// Adds `args[items_at..]` to the filter at `args[1]` (created from `reservation` if
-/// missing, unless it is `None`); one reply per item, stopping at the first refusal as
-/// RedisBloom does. Every item goes through `insert_within`, so growth stays within the
-/// cap. What is replicated (and written to the AOF) is what happened: the command as
-/// given, or, after a refusal, `command` with only the items before it, so a replica or an
-/// AOF replay (which are not held to this server's cap) never adds an item refused here.
+/// missing, unless it is `None`), giving `reply` one answer per item and stopping at the
+/// first refusal, as RedisBloom does. Every item goes through `insert_within`, so growth
+/// stays within the cap. What is replicated (and written to the AOF) is what happened: the
+/// command as given, or, after a refusal, `command` with only the items before it, so a
+/// replica or an AOF replay (which are not held to this server's cap) never adds an item
+/// refused here.
 fn add_items(
     ctx: &Context,
     command: &str,
     args: &[RedisString],
     items_at: usize,
     reservation: Option<&Reservation>,
-) -> Result<Vec<RedisValue>, RedisError> {
+    reply: &mut dyn FnMut(RedisValue),
+) -> Result<(), RedisError> {
     let key = &args[1];
     let items = &args[items_at..];
-    let cap = cap_for_command(ctx.get_flags());
+    let flags = ctx.get_flags();
+    let cap = cap_for_command(&flags);
     let redis_key = ctx.open_key_writable(key);
     let created = redis_key.is_empty();
     let filter = match write_filter(&redis_key)? {
@@ -305,7 +322,7 @@ fn add_items(
             write_filter(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
     };
-    let boolean = booleans(ctx);
+    let boolean = booleans_for(&flags);
     let refusal = |error: BloomError, filter: &dyn DynFilter| {
         RedisValue::StaticError(match error {
             // A scaling filter is "full" only where it cannot grow any further.
@@ -319,7 +336,7 @@ fn add_items(
             _ => "ERR filter cannot grow any further",
         })
     };
-    let mut replies = Vec::with_capacity(items.len());
+    let mut accepted = 0;
     if items.len() > 1
         && let Some(chain) = filter.as_any_mut().downcast_mut::<ScalableBlockedBloomFilter>()
     {
@@ -328,9 +345,10 @@ fn add_items(
         let slices: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
         let mut added = vec![false; items.len()];
         let (taken, refused) = chain.insert_batch_until(&slices, &mut added, cap);
-        replies.extend(added[..taken].iter().map(|&new| boolean(new)));
+        added[..taken].iter().for_each(|&new| reply(boolean(new)));
+        accepted = taken;
         if let Some(error) = refused {
-            replies.push(refusal(error, &**filter));
+            reply(refusal(error, &**filter));
         }
     } else {
         for item in items {
@@ -339,38 +357,62 @@ fn add_items(
                 None => filter.insert(item.as_slice()),
             };
             match inserted {
-                Ok(added) => replies.push(boolean(added)),
+                Ok(added) => {
+                    reply(boolean(added));
+                    accepted += 1;
+                }
                 Err(error) => {
-                    replies.push(refusal(error, &**filter));
+                    reply(refusal(error, &**filter));
                     break;
                 }
             }
         }
     }
-    let accepted = replies
-        .iter()
-        .take_while(|reply| matches!(reply, RedisValue::Bool(_) | RedisValue::Integer(_)))
-        .count();
     if accepted == items.len() {
-        notify_and_replicate(ctx, "bf.add", key);
+        notify_and_replicate(ctx, c"bf.add", key);
     } else if accepted > 0 {
-        ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.add", key);
+        notify(ctx, c"bf.add", key);
         let done: Vec<&RedisString> = args[1..items_at + accepted].iter().collect();
         ctx.replicate(command, &done[..]);
     } else if created {
         // A new filter refused its first item: nothing happened, so nothing stays.
         redis_key.delete()?;
     }
+    Ok(())
+}
+
+/// [`add_items`]' answers as a list.
+fn add_items_listed(
+    ctx: &Context,
+    command: &str,
+    args: &[RedisString],
+    items_at: usize,
+    reservation: Option<&Reservation>,
+) -> Result<Vec<RedisValue>, RedisError> {
+    let mut replies = Vec::with_capacity(args.len().saturating_sub(items_at));
+    add_items(ctx, command, args, items_at, reservation, &mut |answer| {
+        replies.push(answer)
+    })?;
     Ok(replies)
 }
 
-/// `BF.ADD key item`
-pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+/// `BF.ADD key item` (registered by `direct.rs`, which hands it the arguments as they are)
+pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    let mut replies = add_items(ctx, "BF.ADD", &args, 2, Some(&Reservation::default()))?;
-    match replies.pop() {
+    let mut answer = None;
+    add_items(
+        ctx,
+        "BF.ADD",
+        args,
+        2,
+        Some(&Reservation::default()),
+        &mut |reply| {
+            answer = Some(reply);
+        },
+    )?;
+    match answer {
         Some(RedisValue::StaticError(message)) => Err(RedisError::Str(message)),
         Some(reply) => Ok(reply),
         None => Err(RedisError::Str("ERR no reply")),
@@ -382,7 +424,7 @@ pub fn madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    Ok(RedisValue::Array(add_items(
+    Ok(RedisValue::Array(add_items_listed(
         ctx,
         "BF.MADD",
         &args,
@@ -438,7 +480,7 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let reservation = create.then_some(&reservation);
-    Ok(RedisValue::Array(add_items(
+    Ok(RedisValue::Array(add_items_listed(
         ctx,
         "BF.INSERT",
         &args,
@@ -455,9 +497,6 @@ fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec
     let Some(filter) = filter else {
         return Ok(items.iter().map(|_| boolean(false)).collect());
     };
-    if let [item] = items {
-        return Ok(vec![boolean(filter.contains(item.as_slice()))]);
-    }
     // The filter's batched lookup (blocked layouts hash ahead and prefetch).
     let slices: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
     let mut present = vec![false; items.len()];
@@ -465,13 +504,15 @@ fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec
     Ok(present.into_iter().map(boolean).collect())
 }
 
-/// `BF.EXISTS key item`
-pub fn exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+/// `BF.EXISTS key item` (registered by `direct.rs`, as [`add`])
+pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    let mut replies = lookup(ctx, &args[1], &args[2..])?;
-    Ok(replies.pop().unwrap_or(RedisValue::Integer(0)))
+    // One item: no lists, nothing to prefetch.
+    let redis_key = ctx.open_key(&args[1]);
+    let present = read_filter(&redis_key)?.is_some_and(|filter| filter.contains(args[2].as_slice()));
+    Ok(booleans(ctx)(present))
 }
 
 /// `BF.MEXISTS key item [item ...]`
@@ -512,8 +553,13 @@ fn resp3(ctx: &Context) -> bool {
 /// to a RESP3 client, 1 or 0 to a RESP2 one (and on a Redis older than 7.0, which has no
 /// boolean replies for modules).
 fn booleans(ctx: &Context) -> fn(bool) -> RedisValue {
+    booleans_for(&ctx.get_flags())
+}
+
+/// [`booleans`] for a command whose context flags are read already.
+fn booleans_for(flags: &ContextFlags) -> fn(bool) -> RedisValue {
     // SAFETY: reading a function pointer Redis filled in when the module was loaded.
-    if resp3(ctx) && unsafe { raw::RedisModule_ReplyWithBool }.is_some() {
+    if flags.contains(ContextFlags::FLAGS_RESP3) && unsafe { raw::RedisModule_ReplyWithBool }.is_some() {
         RedisValue::Bool
     } else {
         |yes| RedisValue::Integer(i64::from(yes))
@@ -751,13 +797,13 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
             "ERR received bad data: the iterator is not a positive integer",
         ))?;
     let data = args[3].as_slice();
-    let cap = cap_for_command(ctx.get_flags());
+    let cap = cap_for_command(&ctx.get_flags());
     let redis_key = ctx.open_key_writable(key);
     // RedisBloom's own pieces (a migration from RedisBloom, or this server's AOF of its
     // RedisBloom keys) load as RedisBloom loads them.
     if let Some(result) = crate::mbbloom::loadchunk(&redis_key, iterator, data, cap) {
         result?;
-        notify_and_replicate(ctx, "bf.loadchunk", key);
+        notify_and_replicate(ctx, c"bf.loadchunk", key);
         return Ok(RedisValue::SimpleStringStatic("OK"));
     }
     let refused = |error: LoadError| RedisError::String(error.message());
@@ -805,6 +851,6 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
             }
         }
     }
-    notify_and_replicate(ctx, "bf.loadchunk", key);
+    notify_and_replicate(ctx, c"bf.loadchunk", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -17,6 +17,7 @@
 
 mod commands;
 mod datatype;
+mod direct;
 pub mod limits;
 mod loading;
 mod mbbloom;
@@ -26,6 +27,16 @@ use commands::configure;
 use datatype::BLOOM_TYPE;
 use mbbloom::MBBLOOM_TYPE;
 use redis_module::redis_module;
+use redis_module::{Context, RedisString, Status};
+
+/// The module's `OnLoad` work: configuration, then the commands registered directly
+/// ([`direct`]: `BF.ADD` and `BF.EXISTS`; the rest are in the list below).
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    if configure(ctx, args) == Status::Err {
+        return Status::Err;
+    }
+    direct::register(ctx)
+}
 
 redis_module! {
     name: "bloomery",
@@ -35,13 +46,11 @@ redis_module! {
         BLOOM_TYPE,
         MBBLOOM_TYPE,
     ],
-    init: configure,
+    init: init,
     commands: [
         ["bf.reserve", commands::reserve, "write deny-oom", 1, 1, 1, ""],
-        ["bf.add", commands::add, "write deny-oom", 1, 1, 1, ""],
         ["bf.madd", commands::madd, "write deny-oom", 1, 1, 1, ""],
         ["bf.insert", commands::insert, "write deny-oom", 1, 1, 1, ""],
-        ["bf.exists", commands::exists, "readonly", 1, 1, 1, ""],
         ["bf.mexists", commands::mexists, "readonly", 1, 1, 1, ""],
         ["bf.card", commands::card, "readonly", 1, 1, 1, ""],
         ["bf.info", commands::info, "readonly", 1, 1, 1, ""],

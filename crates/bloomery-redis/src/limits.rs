@@ -98,7 +98,7 @@ pub fn set_max_filter_memory(bytes: u64) {
 /// The cap for a command run in a context with these flags: none for commands from this
 /// server's primary (`REPLICATED`) or replayed from its AOF (`LOADING`), which were
 /// admitted where they were first run.
-pub fn cap_for_command(flags: ContextFlags) -> Option<u64> {
+pub fn cap_for_command(flags: &ContextFlags) -> Option<u64> {
     if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
         None
     } else {

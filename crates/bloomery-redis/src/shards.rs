@@ -24,7 +24,7 @@ use bloomery::BlockedBloomFilter;
 use bloomery::any::DynFilter;
 use bloomery::sizing::MAX_NUM_BLOCKS;
 use redis_module::key::{RedisKey, RedisKeyWritable};
-use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::datatype::{BLOOM_TYPE, Stored};
 use crate::limits::cap_for_command;
@@ -129,7 +129,7 @@ pub fn hashadd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Some(Stored::Loading(_)) => return Err(still_loading()),
         None => {
             let bytes = geometry.blocks * 64;
-            if let Some(cap) = cap_for_command(ctx.get_flags())
+            if let Some(cap) = cap_for_command(&ctx.get_flags())
                 && bytes > cap
             {
                 return Err(RedisError::String(format!(
@@ -158,7 +158,7 @@ pub fn hashadd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .zip(&present)
         .map(|(&hash, &present)| !present && shard.insert_hash(hash))
         .collect();
-    ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.add", key);
+    crate::commands::notify(ctx, c"bf.add", key);
     ctx.replicate_verbatim();
     Ok(flags_reply(&added))
 }
