@@ -158,6 +158,29 @@ def test_the_count_window_keeps_the_last_capacity_items_and_forgets_older_ones(r
     assert sum(r.execute_command("BF.MEXISTS", "w", *items[:800])) <= 30
 
 
+def test_new_generations_are_held_to_the_memory_cap(server, tmp_path):
+    primary = server.client()
+    # Generations of 10,000 items at 0.25%, 15,584 bytes each: a cap of 40,000 bytes
+    # lets the second start and refuses the third, which would reach 46,752.
+    primary.execute_command("BF.RESERVE", "capped", "0.01", "30000", "WINDOW", "GENERATIONS", "4")
+    primary.config_set("bloomery.max-filter-memory", "40000")
+    replica_server = start_replica(tmp_path, server)
+    try:
+        items = [f"capped-{i}" for i in range(25000)]
+        replies = primary.execute_command("BF.MADD", "capped", *items)
+        refused = replies[-1]
+        assert isinstance(refused, redis.ResponseError) and "bloomery.max-filter-memory" in str(refused)
+        assert 20000 <= len(replies) - 1 <= 20100
+        assert all(primary.execute_command("BF.MEXISTS", "capped", *items[: len(replies) - 1]))
+        assert "bloomery.max-filter-memory" in error_of(primary, "BF.ADD", "capped", items[-1])
+        assert info(primary, "capped")["Number of filters"] == 2
+        # The replica (not held to the cap) got only what the primary added.
+        wait_until_synced(primary, replica_server.client())
+        assert digest(replica_server.client(), "capped") == digest(primary, "capped")
+    finally:
+        replica_server.stop()
+
+
 def test_a_time_window_forgets_without_any_write(r):
     # Times in the past, by AT: 2 generations of 2 s. What went in 10 s ago is forgotten
     # already; what went in 1 s ago is found for about 3 s more.
