@@ -328,7 +328,7 @@ def test_mutated_restore_and_loadchunk_payloads_never_stop_the_server(r):
     r.execute_command("CBF.MADD", "base", *items)
     base_digest = digest(r, "base")
 
-    outcomes = fuzz_restore(r, "base", rng, 300, serve, COUNTING_FIELDS)
+    outcomes = fuzz_restore(r, "base", rng, 600, serve, COUNTING_FIELDS)
     accepted = {kind: sum(results) for kind, results in outcomes.items()}
     print(f"\nRESTORE: accepted {accepted} of {({kind: len(v) for kind, v in outcomes.items()})}")
     assert outcomes["unchanged"] == [True]
@@ -336,7 +336,7 @@ def test_mutated_restore_and_loadchunk_payloads_never_stop_the_server(r):
     assert accepted["flipped"] < 0.1 * len(outcomes["flipped"])
     assert 0.05 * len(outcomes["envelope"]) < accepted["envelope"] < 0.95 * len(outcomes["envelope"])
 
-    loads = fuzz_loadchunk(r, "base", rng, 300, serve, COUNTING_FIELDS)
+    loads = fuzz_loadchunk(r, "base", rng, 600, serve, COUNTING_FIELDS)
     states = {kind: {state: results.count(state) for state in set(results)} for kind, results in loads.items()}
     print(f"LOADCHUNK: {states}")
     assert states["raw"].get("filter", 0) == 0

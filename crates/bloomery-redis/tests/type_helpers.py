@@ -25,6 +25,8 @@ def digest(client, key) -> bytes:
 
 
 def start_replica(tmp_path, primary: Server, *extra, module_args=()) -> Server:
+    # A full sync at once, not after Redis's 5 s wait for more replicas.
+    primary.client().config_set("repl-diskless-sync-delay", "0")
     directory = tmp_path / "replica"
     directory.mkdir(exist_ok=True)
     replica = Server(directory, "--replicaof", "127.0.0.1", str(primary.port), *extra,
