@@ -11,11 +11,12 @@
 //! `ceil(capacity / (g - 1))` items each, at a per-generation rate `p` chosen so that the
 //! rate over all of them, `1 - (1 - p)^g`, is `error_rate`. Items go into the newest
 //! generation; a new one starts (the oldest dropped when `g` are kept) when the newest holds
-//! its items, or, with `SECONDS t`, when it is `t / (g - 1)` seconds old. So every one of
-//! the last `capacity` new items (those an add answered 1 for) is found, and with
-//! `SECONDS t` every item added in the last `t` seconds too, within both bounds; older ones
-//! are forgotten. Lookups skip the generations time has retired even when nobody writes
-//! ([`RotatingBloomFilter::contains_at`]).
+//! its items, or, with `SECONDS t`, when it is `t / (g - 1)` seconds old. An item is found
+//! for at least `g - 1` whole generations after its own: by count alone, every one of the
+//! last `capacity` new items (those an add answered 1 for); with `SECONDS t`, every item of
+//! the last `t` seconds while no generation fills before its time, and none older than
+//! `t * g / (g - 1)` seconds. Lookups skip the generations time has retired even when
+//! nobody writes ([`RotatingBloomFilter::contains_at`]).
 //!
 //! Time is decided once, by the server that runs the client's command: its clock, or the
 //! command's `AT` (milliseconds since the Unix epoch). What is replicated and written to
