@@ -8,7 +8,7 @@ use bloomery::any::{self, DynFilter, Spec};
 use bloomery::format::native::Variant;
 use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
-use bloomery::{Error as BloomError, ScalableBloomFilter, ScalableOptions};
+use bloomery::{Error as BloomError, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
     Context, ContextFlags, ModuleOptions, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
@@ -108,7 +108,7 @@ fn still_loading(load: &Load) -> RedisError {
 
 /// The filter at a key opened for reading; `None` for a missing key, WRONGTYPE (Redis's own
 /// wording) for a key of another type, an error for a load in progress.
-fn read_filter(key: &RedisKey) -> Result<Option<&dyn DynFilter>, RedisError> {
+pub(crate) fn read_filter(key: &RedisKey) -> Result<Option<&dyn DynFilter>, RedisError> {
     let value = key
         .get_value::<Stored>(&BLOOM_TYPE)
         .or_else(|_| key.get_value::<Stored>(&MBBLOOM_TYPE))
@@ -121,7 +121,7 @@ fn read_filter(key: &RedisKey) -> Result<Option<&dyn DynFilter>, RedisError> {
 }
 
 /// As [`read_filter`], for a key opened for writing.
-fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut Box<dyn DynFilter>>, RedisError> {
+pub(crate) fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut Box<dyn DynFilter>>, RedisError> {
     let value = key
         .get_value::<Stored>(&BLOOM_TYPE)
         .or_else(|_| key.get_value::<Stored>(&MBBLOOM_TYPE))
@@ -179,7 +179,7 @@ impl Reservation {
     }
 }
 
-fn parse_f64(arg: &RedisString) -> Option<f64> {
+pub(crate) fn parse_f64(arg: &RedisString) -> Option<f64> {
     arg.try_as_str()
         .ok()?
         .parse::<f64>()
@@ -197,11 +197,11 @@ fn yes_or_no(arg: &RedisString) -> Option<bool> {
     }
 }
 
-fn parse_i64(arg: &RedisString) -> Option<i64> {
+pub(crate) fn parse_i64(arg: &RedisString) -> Option<i64> {
     arg.try_as_str().ok()?.parse::<i64>().ok()
 }
 
-fn word_is(arg: &RedisString, word: &str) -> bool {
+pub(crate) fn word_is(arg: &RedisString, word: &str) -> bool {
     arg.try_as_str().is_ok_and(|text| text.eq_ignore_ascii_case(word))
 }
 
@@ -218,13 +218,16 @@ pub fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
     }
 }
 
-fn notify_and_replicate(ctx: &Context, event: &CStr, key: &RedisString) {
+pub(crate) fn notify_and_replicate(ctx: &Context, event: &CStr, key: &RedisString) {
     notify(ctx, event, key);
     ctx.replicate_verbatim();
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if crate::aging::reserve_has_aging_options(&args) {
+        return crate::aging::reserve(ctx, &args);
+    }
     // RedisBloom's bound: key, rate, capacity and at most EXPANSION n and NONSCALING.
     if args.len() < 4 || args.len() > 7 {
         return Err(RedisError::WrongArity);
@@ -289,7 +292,7 @@ fn set_new_filter(redis_key: &RedisKeyWritable, filter: Box<dyn DynFilter>) -> R
 }
 
 /// The reply to an item refused because the filter would grow past the cap.
-const AT_MEMORY_LIMIT: &str = "ERR filter cannot grow: its next sub-filter would take it past the module's limit per key (bloomery.max-filter-memory)";
+pub(crate) const AT_MEMORY_LIMIT: &str = "ERR filter cannot grow: its next sub-filter would take it past the module's limit per key (bloomery.max-filter-memory)";
 
 /// Adds `args[items_at..]` to the filter at `args[1]` (created from `reservation` if
 /// missing, unless it is `None`), giving `reply` one answer per item and stopping at the
@@ -322,6 +325,13 @@ fn add_items(
             write_filter(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
     };
+    if let Some(aging) = filter.as_any_mut().downcast_mut::<RotatingBloomFilter>() {
+        crate::aging::add(ctx, key, items, aging, cap)?
+            .into_iter()
+            .for_each(reply);
+        return Ok(());
+    }
+    crate::counting::refuse_bf_writes(&**filter)?;
     let boolean = booleans_for(&flags);
     let refusal = |error: BloomError, filter: &dyn DynFilter| {
         RedisValue::StaticError(match error {
@@ -435,6 +445,9 @@ pub fn madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
 pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if crate::aging::insert_has_aging_options(&args) {
+        return crate::aging::insert(ctx, &args);
+    }
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
@@ -497,6 +510,9 @@ fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec
     let Some(filter) = filter else {
         return Ok(items.iter().map(|_| boolean(false)).collect());
     };
+    if let Some(aging) = filter.as_any().downcast_ref::<RotatingBloomFilter>() {
+        return Ok(crate::aging::lookup(aging, items, boolean));
+    }
     // The filter's batched lookup (blocked layouts hash ahead and prefetch).
     let slices: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
     let mut present = vec![false; items.len()];
@@ -511,8 +527,16 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     // One item: no lists, nothing to prefetch.
     let redis_key = ctx.open_key(&args[1]);
-    let present = read_filter(&redis_key)?.is_some_and(|filter| filter.contains(args[2].as_slice()));
-    Ok(booleans(ctx)(present))
+    let Some(filter) = read_filter(&redis_key)? else {
+        return Ok(booleans(ctx)(false));
+    };
+    if filter.as_any().downcast_ref::<RotatingBloomFilter>().is_some() {
+        // An aging filter answers for the window as of now.
+        return lookup(ctx, &args[1], &args[2..])?
+            .pop()
+            .ok_or(RedisError::Str("ERR no reply"));
+    }
+    Ok(booleans(ctx)(filter.contains(args[2].as_slice())))
 }
 
 /// `BF.MEXISTS key item [item ...]`
@@ -531,7 +555,7 @@ pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let redis_key = ctx.open_key(&args[1]);
     let filter = read_filter(&redis_key)?;
     Ok(RedisValue::Integer(
-        filter.map_or(0, |filter| filter.stats().estimated_len as i64),
+        filter.map_or(0, crate::aging::estimated_len) as i64
     ))
 }
 
@@ -552,7 +576,7 @@ fn resp3(ctx: &Context) -> bool {
 /// How the add and exists commands answer yes or no, as RedisBloom: a boolean (`#t`/`#f`)
 /// to a RESP3 client, 1 or 0 to a RESP2 one (and on a Redis older than 7.0, which has no
 /// boolean replies for modules).
-fn booleans(ctx: &Context) -> fn(bool) -> RedisValue {
+pub(crate) fn booleans(ctx: &Context) -> fn(bool) -> RedisValue {
     booleans_for(&ctx.get_flags())
 }
 
@@ -591,9 +615,11 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let redis_key = ctx.open_key(&args[1]);
-    let stats = read_filter(&redis_key)?
-        .ok_or(RedisError::Str("ERR not found"))?
-        .stats();
+    let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
+    if let Some(aging) = filter.as_any().downcast_ref::<RotatingBloomFilter>() {
+        return crate::aging::info(ctx, aging, args.get(2));
+    }
+    let stats = filter.stats();
     let expansion = stats.expansion.map_or(RedisValue::Null, |expansion| {
         RedisValue::Integer(i64::from(expansion))
     });
@@ -853,4 +879,46 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     notify_and_replicate(ctx, c"bf.loadchunk", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// The error rate and capacity of filters the add commands create (the load arguments
+/// `ERROR_RATE` and `INITIAL_SIZE`, RedisBloom's 0.01 and 100 by default).
+pub(crate) fn default_rate_and_capacity() -> (f64, u64) {
+    let reservation = Reservation::default();
+    (reservation.error_rate, reservation.capacity)
+}
+
+/// Replies `BF.INFO`'s way: every field as label and value (a flat array to RESP2, a map
+/// to RESP3), or only the one named `wanted` (by its short name) as `[value]` or a
+/// one-entry map; "Invalid information value" for another name.
+pub(crate) fn reply_info(
+    ctx: &Context,
+    fields: Vec<(&'static str, &'static str, RedisValue)>,
+    wanted: Option<&RedisString>,
+) -> RedisResult {
+    let one = wanted.is_some();
+    let fields: Vec<(&'static str, RedisValue)> = match wanted {
+        Some(wanted) => {
+            let (label, _, value) = fields
+                .into_iter()
+                .find(|(_, name, _)| word_is(wanted, name))
+                .ok_or(RedisError::Str("Invalid information value"))?;
+            vec![(label, value)]
+        }
+        None => fields
+            .into_iter()
+            .map(|(label, _, value)| (label, value))
+            .collect(),
+    };
+    if maps(ctx) {
+        return reply_map(ctx, fields);
+    }
+    Ok(RedisValue::Array(if one {
+        fields.into_iter().map(|(_, value)| value).collect()
+    } else {
+        fields
+            .into_iter()
+            .flat_map(|(label, value)| [RedisValue::SimpleStringStatic(label), value])
+            .collect()
+    }))
 }

@@ -15,7 +15,9 @@
 //! `BF.HASHADD` and `BF.HASHEXISTS` serve the shards of a sharded filter, with
 //! pre-computed hashes (`shards.rs`, docs/sharding.md).
 
+mod aging;
 mod commands;
+mod counting;
 mod datatype;
 mod direct;
 pub mod limits;
@@ -59,5 +61,15 @@ redis_module! {
         ["bf.loadchunk", commands::loadchunk, "write deny-oom", 1, 1, 1, ""],
         ["bf.hashadd", shards::hashadd, "write deny-oom", 1, 1, 1, ""],
         ["bf.hashexists", shards::hashexists, "readonly", 1, 1, 1, ""],
+        // Counting filters (counting.rs); aging filters are BF.* keys (aging.rs).
+        ["cbf.reserve", counting::reserve, "write deny-oom", 1, 1, 1, ""],
+        ["cbf.add", counting::add, "write deny-oom", 1, 1, 1, ""],
+        ["cbf.madd", counting::madd, "write deny-oom", 1, 1, 1, ""],
+        ["cbf.del", counting::del, "write", 1, 1, 1, ""],
+        ["cbf.exists", counting::exists, "readonly", 1, 1, 1, ""],
+        ["cbf.mexists", counting::mexists, "readonly", 1, 1, 1, ""],
+        ["cbf.count", counting::count, "readonly", 1, 1, 1, ""],
+        ["cbf.card", counting::card, "readonly", 1, 1, 1, ""],
+        ["cbf.info", counting::info, "readonly", 1, 1, 1, ""],
     ],
 }

@@ -203,6 +203,75 @@ impl RotatingBloomFilter {
             .any(|generation| generation.filter.contains_hash(hash))
     }
 
+    /// Whether `item` might have been inserted and is still within the time window at
+    /// `now_ms`. [`contains`](Self::contains) asks every kept generation; this one skips
+    /// the generations that time has retired but no insert has rotated out yet, so a filter
+    /// nobody writes to still forgets. A generation ends when the next one starts or when
+    /// it is `window` old, whichever comes first, and is asked while `now_ms` is less than
+    /// `generations - 1` windows past its end: an item inserted at `t` is found at least
+    /// until `t + (generations - 1) · window` and forgotten by `t + generations · window`
+    /// (if it is not rotated out by count before, and given timestamps that never go
+    /// back). Without a window, as `contains`.
+    /// Deterministic: the answer depends on the filter and `now_ms` alone.
+    ///
+    /// ```
+    /// use bloomery::RotatingBloomFilter;
+    ///
+    /// // 3 generations of a 1,000 ms window each, starting at time 0.
+    /// let mut recent = RotatingBloomFilter::with_window(3, 1_000, 0.01, Some(1_000), 0)?;
+    /// recent.insert_at("seen", 500);
+    /// assert!(recent.contains_at("seen", 2_999)); // 2 windows after its generation ended
+    /// assert!(!recent.contains_at("seen", 3_000)); // forgotten, with no insert since
+    /// assert!(recent.contains("seen")); // still in the bits until rotated out
+    /// assert_eq!((recent.len_at(2_999), recent.len_at(3_000)), (1, 0));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn contains_at<T: Funnel + ?Sized>(&self, item: &T, now_ms: u64) -> bool {
+        let hash = hash_item(item);
+        self.live_at(now_ms)
+            .any(|generation| generation.filter.contains_hash(hash))
+    }
+
+    /// Items in the generations [`contains_at`](Self::contains_at) asks at `now_ms`.
+    pub fn len_at(&self, now_ms: u64) -> u64 {
+        self.live_at(now_ms)
+            .fold(0u64, |sum, generation| sum.saturating_add(generation.len))
+    }
+
+    /// The generations still within the time window at `now_ms` (all without a window).
+    fn live_at(&self, now_ms: u64) -> impl Iterator<Item = &Generation> {
+        let window = self.window_ms;
+        let later = (self.max_generations as u64 - 1).saturating_mul(window.unwrap_or(0));
+        let next_starts = self
+            .generations
+            .iter()
+            .skip(1)
+            .map(|generation| generation.started_ms)
+            .chain([u64::MAX]);
+        self.generations
+            .iter()
+            .zip(next_starts)
+            .filter(move |(generation, next_start)| match window {
+                None => true,
+                Some(window) => {
+                    let end = generation.started_ms.saturating_add(window).min(*next_start);
+                    now_ms < end.saturating_add(later)
+                }
+            })
+            .map(|(generation, _)| generation)
+    }
+
+    /// The most generations kept (the oldest is dropped when another would pass it).
+    pub fn max_generations(&self) -> usize {
+        self.max_generations
+    }
+
+    /// How long a generation lasts before the next one starts, in milliseconds, for a
+    /// filter that rotates by time.
+    pub fn window_ms(&self) -> Option<u64> {
+        self.window_ms
+    }
+
     /// The items each generation holds before the next one starts.
     pub fn items_per_generation(&self) -> u64 {
         self.items_per_generation
@@ -362,5 +431,31 @@ impl RotatingBloomFilter {
             fpp,
             window_ms,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generation_ended_by_count_is_asked_for_the_windows_after_its_end() {
+        // 2 generations of 1 item and 100 ms: "a" fills the first, "b" starts the second
+        // at 10, which ends the first at 10 rather than 100.
+        let mut filter = RotatingBloomFilter::with_window(2, 1, 0.01, Some(100), 0).unwrap();
+        filter.insert_at("a", 0);
+        filter.insert_at("b", 10);
+        assert!(filter.contains_at("a", 109));
+        assert!(!filter.contains_at("a", 110));
+        // "b"'s generation, the newest, ends at 110 and is asked until 210.
+        assert!(filter.contains_at("b", 209));
+        assert!(!filter.contains_at("b", 210));
+        assert_eq!(filter.len_at(109), 2);
+        assert_eq!(filter.len_at(110), 1);
+        // Without a window, time does not matter.
+        let mut counted = RotatingBloomFilter::with_window(2, 10, 0.01, None, 0).unwrap();
+        counted.insert_at("a", 0);
+        assert!(counted.contains_at("a", u64::MAX));
+        assert_eq!(counted.len_at(u64::MAX), 1);
     }
 }

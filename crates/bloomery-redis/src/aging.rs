@@ -1,0 +1,490 @@
+//! Aging filters, "filters that forget": the library's rotating filter
+//! ([`RotatingBloomFilter`]) behind the `BF.*` commands, made by the `WINDOW` option of
+//! `BF.RESERVE` and `BF.INSERT`:
+//!
+//! ```text
+//! BF.RESERVE key error_rate capacity WINDOW [SECONDS t] [GENERATIONS g] [AT ms]
+//! BF.INSERT key [CAPACITY c] [ERROR e] WINDOW [SECONDS t] [GENERATIONS g] [NOCREATE] [AT ms] ITEMS item...
+//! ```
+//!
+//! The filter keeps `g` generations (default [`DEFAULT_GENERATIONS`]) of
+//! `ceil(capacity / (g - 1))` items each, at a per-generation rate `p` chosen so that the
+//! rate over all of them, `1 - (1 - p)^g`, is `error_rate`. Items go into the newest
+//! generation; a new one starts (the oldest dropped when `g` are kept) when the newest holds
+//! its items, or, with `SECONDS t`, when it is `t / (g - 1)` seconds old. An item is found
+//! for at least `g - 1` whole generations after its own: by count alone, every one of the
+//! last `capacity` new items (those an add answered 1 for); with `SECONDS t`, every item of
+//! the last `t` seconds while no generation fills before its time, and none older than
+//! `t * g / (g - 1)` seconds. Lookups skip the generations time has retired even when
+//! nobody writes ([`RotatingBloomFilter::contains_at`]).
+//!
+//! Time is decided once, by the server that runs the client's command: its clock, or the
+//! command's `AT` (milliseconds since the Unix epoch). What is replicated and written to
+//! the AOF is an explicit `BF.RESERVE ... AT ms` or `BF.INSERT key ... AT ms ITEMS ...`
+//! with that time and the items that were added, so a replica and an AOF replay make
+//! exactly the primary's bits, whatever their own clocks say. Only lookups read the local
+//! clock, and they change nothing.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bloomery::any::{DynFilter, FilterView, Spec};
+use bloomery::format::native::Variant;
+use bloomery::rotating::MAX_GENERATIONS;
+use bloomery::{Error as BloomError, RotatingBloomFilter};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+
+use crate::commands::{
+    AT_MEMORY_LIMIT, booleans, default_rate_and_capacity, parse_f64, parse_i64, redisbloom_size, reply_info,
+    word_is, write_filter,
+};
+use crate::datatype::{BLOOM_TYPE, Stored};
+use crate::limits::cap_for_command;
+use crate::loading::over_cap_message;
+
+/// Generations when `GENERATIONS` is not given: 4 keeps a third more than the window
+/// (2 would keep twice as much) at 16.6 bits an item at 1%, and a lookup asks 4 filters.
+pub const DEFAULT_GENERATIONS: usize = 4;
+
+/// The longest `SECONDS` accepted: about 31,700 years, so every window sum fits easily.
+const MAX_WINDOW_MS: u64 = 1_000_000_000_000_000;
+
+/// The words that make `BF.RESERVE` or `BF.INSERT` about an aging filter.
+const AGING_WORDS: [&str; 4] = ["WINDOW", "SECONDS", "GENERATIONS", "AT"];
+
+const NOT_AGING: &str = "ERR the key holds a filter that does not age: WINDOW, SECONDS, GENERATIONS and AT apply to aging filters (made with WINDOW)";
+
+/// Milliseconds since the Unix epoch by this server's clock.
+fn clock_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
+
+fn is_aging_word(word: &RedisString) -> bool {
+    AGING_WORDS.iter().any(|name| word_is(word, name))
+}
+
+/// Whether `BF.RESERVE`'s options (after key, rate and capacity) name an aging filter.
+pub fn reserve_has_aging_options(args: &[RedisString]) -> bool {
+    args.get(4..)
+        .is_some_and(|options| options.iter().any(is_aging_word))
+}
+
+/// Whether `BF.INSERT`'s options (before `ITEMS`) name an aging filter.
+pub fn insert_has_aging_options(args: &[RedisString]) -> bool {
+    let mut index = 2;
+    while let Some(word) = args.get(index) {
+        if word_is(word, "ITEMS") {
+            return false;
+        }
+        if is_aging_word(word) {
+            return true;
+        }
+        let takes_value = ["CAPACITY", "ERROR", "EXPANSION"]
+            .iter()
+            .any(|name| word_is(word, name));
+        index += if takes_value { 2 } else { 1 };
+    }
+    false
+}
+
+/// What the aging options say.
+#[derive(Default)]
+struct Options {
+    window: bool,
+    seconds_ms: Option<u64>,
+    generations: Option<usize>,
+    at: Option<u64>,
+}
+
+impl Options {
+    /// Takes the aging option at `words[0]`, if it is one: the number of words it used,
+    /// `None` for another word, an error for a bad value.
+    fn take(&mut self, words: &[RedisString]) -> Result<Option<usize>, RedisError> {
+        let Some(word) = words.first() else {
+            return Ok(None);
+        };
+        if word_is(word, "WINDOW") {
+            self.window = true;
+            return Ok(Some(1));
+        }
+        let value = words.get(1);
+        if word_is(word, "SECONDS") {
+            let ms = value
+                .and_then(parse_f64)
+                .map(|seconds| (seconds * 1000.0).round())
+                .filter(|&ms| ms >= 1.0 && ms <= MAX_WINDOW_MS as f64)
+                .ok_or(RedisError::Str(
+                    "ERR bad window: SECONDS takes a number of seconds, at least 0.001",
+                ))?;
+            self.seconds_ms = Some(ms as u64);
+        } else if word_is(word, "GENERATIONS") {
+            let generations = value
+                .and_then(parse_i64)
+                .filter(|&g| (2..=MAX_GENERATIONS as i64).contains(&g))
+                .ok_or(RedisError::String(format!(
+                    "ERR bad generations: GENERATIONS takes 2 to {MAX_GENERATIONS}"
+                )))?;
+            self.generations = Some(generations as usize);
+        } else if word_is(word, "AT") {
+            let at = value
+                .and_then(parse_i64)
+                .filter(|&at| at >= 0)
+                .ok_or(RedisError::Str(
+                    "ERR bad time: AT takes milliseconds since the Unix epoch",
+                ))?;
+            self.at = Some(at as u64);
+        } else {
+            return Ok(None);
+        }
+        Ok(Some(2))
+    }
+
+    /// The parameters of a new filter; an error if `WINDOW` is missing.
+    fn window(&self, error_rate: f64, capacity: u64) -> Result<Window, RedisError> {
+        if !self.window {
+            return Err(RedisError::Str(
+                "ERR SECONDS, GENERATIONS and AT need WINDOW to make an aging filter",
+            ));
+        }
+        Ok(Window {
+            error_rate,
+            capacity,
+            generations: self.generations.unwrap_or(DEFAULT_GENERATIONS),
+            seconds_ms: self.seconds_ms,
+        })
+    }
+
+    /// The time a command acts at: `AT`, or this server's clock.
+    fn now(&self) -> u64 {
+        self.at.unwrap_or_else(clock_ms)
+    }
+}
+
+/// A new aging filter's parameters, as the client gave them.
+struct Window {
+    error_rate: f64,
+    capacity: u64,
+    generations: usize,
+    seconds_ms: Option<u64>,
+}
+
+impl Window {
+    /// The rotating filter's parameters: items and rate per generation, and the time a
+    /// generation lasts.
+    fn per_generation(&self) -> (u64, f64, Option<u64>) {
+        let later = self.generations as u64 - 1;
+        let items = self.capacity.div_ceil(later);
+        // 1 - (1 - p)^g = e, so p = 1 - (1 - e)^(1/g), computed without cancellation.
+        let fpp = -((-self.error_rate).ln_1p() / self.generations as f64).exp_m1();
+        let window = self.seconds_ms.map(|ms| ms.div_ceil(later));
+        (items, fpp, window)
+    }
+
+    /// The filter, refused before allocating if all its generations would pass `cap`.
+    fn create(&self, now: u64, cap: Option<u64>) -> Result<RotatingBloomFilter, RedisError> {
+        let (items, fpp, window) = self.per_generation();
+        let spec = Spec {
+            generations: self.generations,
+            ..Spec::new(Variant::Rotating, items, fpp)
+        };
+        let bytes = spec
+            .memory_bytes()
+            .map_err(|error| RedisError::String(format!("ERR {error}")))?;
+        if let Some(cap) = cap.filter(|&cap| bytes > cap) {
+            return Err(RedisError::String(over_cap_message(bytes, cap)));
+        }
+        RotatingBloomFilter::with_window(self.generations, items, fpp, window, now)
+            .map_err(|error| RedisError::String(format!("ERR {error}")))
+    }
+
+    /// The options that make this filter again, as replicated.
+    fn options(&self, now: u64) -> Vec<Vec<u8>> {
+        let mut words = vec![b"WINDOW".to_vec()];
+        if let Some(ms) = self.seconds_ms {
+            words.push(b"SECONDS".to_vec());
+            words.push(format!("{}.{:03}", ms / 1000, ms % 1000).into_bytes());
+        }
+        words.push(b"GENERATIONS".to_vec());
+        words.push(self.generations.to_string().into_bytes());
+        words.push(b"AT".to_vec());
+        words.push(now.to_string().into_bytes());
+        words
+    }
+}
+
+/// Replicates `command key words...` (and writes it to the AOF).
+fn replicate(ctx: &Context, command: &str, key: &RedisString, words: &[Vec<u8>], items: &[RedisString]) {
+    let mut args: Vec<&[u8]> = Vec::with_capacity(2 + words.len() + items.len());
+    args.push(key.as_slice());
+    args.extend(words.iter().map(Vec::as_slice));
+    if command == "BF.INSERT" {
+        args.push(b"ITEMS");
+        args.extend(items.iter().map(RedisString::as_slice));
+    }
+    ctx.replicate(command, &args[..]);
+}
+
+/// `BF.RESERVE key error_rate capacity WINDOW [SECONDS t] [GENERATIONS g] [AT ms]`
+pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
+    if args.len() < 5 {
+        return Err(RedisError::WrongArity);
+    }
+    let key = &args[1];
+    let error_rate = parse_f64(&args[2]).ok_or(RedisError::Str("ERR bad error rate"))?;
+    if !(error_rate > 0.0 && error_rate < 1.0) {
+        return Err(RedisError::Str("ERR (0 < error rate range < 1) "));
+    }
+    let capacity = parse_i64(&args[3]).ok_or(RedisError::Str("ERR bad capacity"))?;
+    if capacity <= 0 {
+        return Err(RedisError::Str("ERR (capacity should be larger than 0)"));
+    }
+    let mut options = Options::default();
+    let mut index = 4;
+    while index < args.len() {
+        match options.take(&args[index..])? {
+            Some(used) => index += used,
+            None if word_is(&args[index], "EXPANSION") || word_is(&args[index], "NONSCALING") => {
+                return Err(RedisError::Str(
+                    "ERR aging filters (WINDOW) do not grow: EXPANSION and NONSCALING do not apply",
+                ));
+            }
+            None => return Err(RedisError::Str("ERR unknown argument for an aging filter")),
+        }
+    }
+    let window = options.window(error_rate, capacity as u64)?;
+    let redis_key = ctx.open_key_writable(key);
+    if !redis_key.is_empty() {
+        // WRONGTYPE for another type, "item exists" for a filter.
+        write_filter(&redis_key)?;
+        return Err(RedisError::Str("ERR item exists"));
+    }
+    let now = options.now();
+    let filter = window.create(now, cap_for_command(&ctx.get_flags()))?;
+    redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
+    crate::commands::notify(ctx, c"bf.reserve", key);
+    let mut words = vec![
+        format!("{error_rate:?}").into_bytes(),
+        capacity.to_string().into_bytes(),
+    ];
+    words.extend(window.options(now));
+    replicate(ctx, "BF.RESERVE", key, &words, &[]);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// `BF.INSERT key [CAPACITY c] [ERROR e] WINDOW [SECONDS t] [GENERATIONS g] [NOCREATE]
+/// [AT ms] ITEMS item...`: adds to an aging filter, made first if the key is missing.
+pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
+    let (default_rate, default_capacity) = default_rate_and_capacity();
+    let (mut error_rate, mut capacity) = (default_rate, default_capacity);
+    let mut options = Options::default();
+    let (mut create, mut grows) = (true, false);
+    let mut index = 2;
+    let items_at = loop {
+        let Some(word) = args.get(index) else {
+            return Err(RedisError::WrongArity);
+        };
+        if word_is(word, "ITEMS") {
+            break index + 1;
+        }
+        if let Some(used) = options.take(&args[index..])? {
+            index += used;
+            continue;
+        }
+        // BF.INSERT's own options, with its replies.
+        let value = || args.get(index + 1).ok_or(RedisError::WrongArity);
+        if word_is(word, "CAPACITY") {
+            let parsed = parse_i64(value()?).ok_or(RedisError::Str("Bad capacity"))?;
+            capacity = Some(parsed)
+                .filter(|&capacity| capacity > 0)
+                .ok_or(RedisError::Str("Bad argument received"))? as u64;
+            index += 2;
+        } else if word_is(word, "ERROR") {
+            let parsed = parse_f64(value()?).ok_or(RedisError::Str("Bad error rate"))?;
+            error_rate = Some(parsed)
+                .filter(|&rate| rate > 0.0 && rate < 1.0)
+                .ok_or(RedisError::Str("Bad argument received"))?;
+            index += 2;
+        } else if word_is(word, "EXPANSION") {
+            value()?;
+            grows = true;
+            index += 2;
+        } else if word_is(word, "NONSCALING") {
+            grows = true;
+            index += 1;
+        } else if word_is(word, "NOCREATE") {
+            create = false;
+            index += 1;
+        } else {
+            return Err(RedisError::Str("Unknown argument received"));
+        }
+    };
+    if items_at >= args.len() {
+        return Err(RedisError::WrongArity);
+    }
+    let key = &args[1];
+    let items = &args[items_at..];
+    let cap = cap_for_command(&ctx.get_flags());
+    let now = options.now();
+    let redis_key = ctx.open_key_writable(key);
+    if let Some(filter) = write_filter(&redis_key)? {
+        // An existing filter: creation options are ignored, as BF.INSERT ignores them.
+        let aging = filter
+            .as_any_mut()
+            .downcast_mut::<RotatingBloomFilter>()
+            .ok_or(RedisError::Str(NOT_AGING))?;
+        return Ok(RedisValue::Array(add_at(ctx, key, items, aging, now, cap)));
+    }
+    if !create {
+        return Err(RedisError::Str("ERR not found"));
+    }
+    if grows && options.window {
+        return Err(RedisError::Str(
+            "ERR aging filters (WINDOW) do not grow: EXPANSION and NONSCALING do not apply",
+        ));
+    }
+    let window = options.window(error_rate, capacity)?;
+    let mut filter = window.create(now, cap)?;
+    let (replies, accepted) = insert_items(&mut filter, items, now, cap, booleans(ctx));
+    if accepted == 0 {
+        // Nothing was added: the key is not made either.
+        return Ok(RedisValue::Array(replies));
+    }
+    redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
+    crate::commands::notify(ctx, c"bf.add", key);
+    let mut words = vec![
+        b"CAPACITY".to_vec(),
+        capacity.to_string().into_bytes(),
+        b"ERROR".to_vec(),
+        format!("{error_rate:?}").into_bytes(),
+    ];
+    words.extend(window.options(now));
+    replicate(ctx, "BF.INSERT", key, &words, &items[..accepted]);
+    Ok(RedisValue::Array(replies))
+}
+
+/// Adds `items` in order at time `now`: one reply per item, stopping at the first refusal
+/// (a new generation past the memory cap), and how many were added.
+fn insert_items(
+    filter: &mut RotatingBloomFilter,
+    items: &[RedisString],
+    now: u64,
+    cap: Option<u64>,
+    boolean: fn(bool) -> RedisValue,
+) -> (Vec<RedisValue>, usize) {
+    let mut replies = Vec::with_capacity(items.len());
+    for item in items {
+        match filter.insert_within(item.as_slice(), now, cap) {
+            Ok(added) => replies.push(boolean(added)),
+            Err(error) => {
+                replies.push(RedisValue::StaticError(match error {
+                    BloomError::MemoryLimit { .. } if crate::limits::uncapped() => {
+                        "ERR problem inserting into filter"
+                    }
+                    BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
+                    _ => "ERR filter cannot start another generation",
+                }));
+                break;
+            }
+        }
+    }
+    let accepted = replies
+        .iter()
+        .take_while(|reply| !matches!(reply, RedisValue::StaticError(_)))
+        .count();
+    (replies, accepted)
+}
+
+/// Adds `items` to an aging filter at time `now` and replicates what was added as
+/// `BF.INSERT key NOCREATE AT now ITEMS ...`.
+fn add_at(
+    ctx: &Context,
+    key: &RedisString,
+    items: &[RedisString],
+    filter: &mut RotatingBloomFilter,
+    now: u64,
+    cap: Option<u64>,
+) -> Vec<RedisValue> {
+    let (replies, accepted) = insert_items(filter, items, now, cap, booleans(ctx));
+    if accepted > 0 {
+        crate::commands::notify(ctx, c"bf.add", key);
+        let words = [b"NOCREATE".to_vec(), b"AT".to_vec(), now.to_string().into_bytes()];
+        replicate(ctx, "BF.INSERT", key, &words, &items[..accepted]);
+    }
+    replies
+}
+
+/// `BF.ADD`, `BF.MADD` and `BF.INSERT` without aging options on an aging filter: the
+/// items added at this server's time.
+pub fn add(
+    ctx: &Context,
+    key: &RedisString,
+    items: &[RedisString],
+    filter: &mut RotatingBloomFilter,
+    cap: Option<u64>,
+) -> Result<Vec<RedisValue>, RedisError> {
+    Ok(add_at(ctx, key, items, filter, clock_ms(), cap))
+}
+
+/// `BF.EXISTS`/`BF.MEXISTS` on an aging filter, at this server's time.
+pub fn lookup(
+    filter: &RotatingBloomFilter,
+    items: &[RedisString],
+    boolean: fn(bool) -> RedisValue,
+) -> Vec<RedisValue> {
+    let now = clock_ms();
+    items
+        .iter()
+        .map(|item| boolean(filter.contains_at(item.as_slice(), now)))
+        .collect()
+}
+
+/// `BF.CARD`: an aging filter's items within its window now; any other filter's count.
+pub fn estimated_len(filter: &dyn DynFilter) -> u64 {
+    match filter.as_any().downcast_ref::<RotatingBloomFilter>() {
+        Some(aging) => aging.len_at(clock_ms()),
+        None => filter.stats().estimated_len,
+    }
+}
+
+/// `BF.INFO` of an aging filter: RedisBloom's five fields (`Capacity` is the window in
+/// items, `Number of filters` the generations kept, `Expansion rate` nil), then
+/// `Generations`, `Window seconds` (0 without a time window) and `Error rate`, the bound
+/// over all generations.
+pub fn info(ctx: &Context, filter: &RotatingBloomFilter, wanted: Option<&RedisString>) -> RedisResult {
+    let later = filter.max_generations() as u64 - 1;
+    let stats = FilterView::stats(filter);
+    let window_ms = filter.window_ms().map_or(0, |ms| ms.saturating_mul(later));
+    let clamp = |value: u64| RedisValue::Integer(value.min(i64::MAX as u64) as i64);
+    let fields = vec![
+        (
+            "Capacity",
+            "CAPACITY",
+            clamp(filter.items_per_generation().saturating_mul(later)),
+        ),
+        (
+            "Size",
+            "SIZE",
+            clamp(redisbloom_size(stats.memory_bytes, stats.sub_filters)),
+        ),
+        ("Number of filters", "FILTERS", clamp(stats.sub_filters)),
+        (
+            "Number of items inserted",
+            "ITEMS",
+            clamp(filter.len_at(clock_ms())),
+        ),
+        ("Expansion rate", "EXPANSION", RedisValue::Null),
+        (
+            "Generations",
+            "GENERATIONS",
+            clamp(filter.max_generations() as u64),
+        ),
+        (
+            "Window seconds",
+            "WINDOW",
+            RedisValue::Float(window_ms as f64 / 1000.0),
+        ),
+        ("Error rate", "ERROR", RedisValue::Float(filter.fpp_bound())),
+    ];
+    reply_info(ctx, fields, wanted)
+}
