@@ -15,6 +15,7 @@ use redis_module::{
     Status, raw,
 };
 
+use crate::accounting;
 use crate::datatype::{BLOOM_TYPE, Stored, dump_chunk};
 use crate::limits::{
     self, MAX_EXPANSION, cap_for_command, parse_memory, redisbloom_errors, redisbloom_layout,
@@ -248,6 +249,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let cap = cap_for_command(ctx.get_flags());
     set_new_filter(&redis_key, reservation.create(cap)?)?;
+    accounting::after_write(&redis_key);
     notify_and_replicate(ctx, "bf.reserve", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
@@ -351,6 +353,7 @@ fn add_items(
         // A new filter refused its first item: nothing happened, so nothing stays.
         redis_key.delete()?;
     }
+    accounting::after_write(&redis_key);
     Ok(replies)
 }
 
@@ -747,6 +750,7 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
     // RedisBloom keys) load as RedisBloom loads them.
     if let Some(result) = crate::mbbloom::loadchunk(&redis_key, iterator, data, cap) {
         result?;
+        accounting::after_write(&redis_key);
         notify_and_replicate(ctx, "bf.loadchunk", key);
         return Ok(RedisValue::SimpleStringStatic("OK"));
     }
@@ -795,6 +799,7 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
             }
         }
     }
+    accounting::after_write(&redis_key);
     notify_and_replicate(ctx, "bf.loadchunk", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -14,7 +14,16 @@
 //! RedisBloom's data loads and is served as RedisBloom served it ([`mbbloom`]).
 //! `BF.HASHADD` and `BF.HASHEXISTS` serve the shards of a sharded filter, with
 //! pre-computed hashes (`shards.rs`, docs/sharding.md).
+//!
+//! Operations: the defaults of new filters are configurations too (`bloomery.error-rate`,
+//! `bloomery.initial-size`, `bloomery.expansion`; `CONFIG SET`/`GET`, redis.conf, or load
+//! arguments: [`limits`]); `INFO bloomery` counts the keys of the module's types, the bytes
+//! and items of their filters, and shows the configurations ([`accounting`]).
+//!
+//! Adding a command: a line in the command list below and, for a write command,
+//! [`accounting::after_write`] on its key before it returns.
 
+pub mod accounting;
 mod commands;
 mod datatype;
 pub mod limits;
@@ -22,10 +31,11 @@ mod loading;
 mod mbbloom;
 mod shards;
 
+use accounting::info;
 use commands::configure;
 use datatype::BLOOM_TYPE;
 use mbbloom::MBBLOOM_TYPE;
-use redis_module::redis_module;
+use redis_module::{InfoContext, RedisResult, redis_module};
 
 redis_module! {
     name: "bloomery",
@@ -36,6 +46,7 @@ redis_module! {
         MBBLOOM_TYPE,
     ],
     init: configure,
+    info: info,
     commands: [
         ["bf.reserve", commands::reserve, "write deny-oom", 1, 1, 1, ""],
         ["bf.add", commands::add, "write deny-oom", 1, 1, 1, ""],
