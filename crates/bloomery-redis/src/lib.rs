@@ -18,12 +18,15 @@
 //! Operations: the defaults of new filters are configurations too (`bloomery.error-rate`,
 //! `bloomery.initial-size`, `bloomery.expansion`; `CONFIG SET`/`GET`, redis.conf, or load
 //! arguments: [`limits`]); `INFO bloomery` counts the keys of the module's types, the bytes
-//! and items of their filters, and shows the configurations ([`accounting`]).
+//! and items of their filters, and shows the configurations ([`accounting`]); and where the
+//! server has ACL categories for module commands, every command is in `@bloom` and in the
+//! categories of [`ACL_CATEGORIES`] (Redis 7.4+; 7.2 without `@bloom`; 7.0 none: `acl.rs`).
 //!
-//! Adding a command: a line in the command list below and, for a write command,
-//! [`accounting::after_write`] on its key before it returns.
+//! Adding a command: a line in the command list below, a line in [`ACL_CATEGORIES`], and,
+//! for a write command, [`accounting::after_write`] on its key before it returns.
 
 pub mod accounting;
+mod acl;
 mod commands;
 mod datatype;
 pub mod limits;
@@ -32,10 +35,38 @@ mod mbbloom;
 mod shards;
 
 use accounting::info;
-use commands::configure;
 use datatype::BLOOM_TYPE;
 use mbbloom::MBBLOOM_TYPE;
-use redis_module::{InfoContext, RedisResult, redis_module};
+use redis_module::{Context, InfoContext, RedisResult, RedisString, Status, redis_module};
+
+/// Each command's ACL categories besides `@bloom` ([`acl`]): `read` or `write`, and `fast`
+/// (constant work per item, as Redis counts its own variadic commands) or `slow` (work that
+/// grows with the filter: the allocation of a new filter, a dump piece of up to 16 MiB).
+/// Every command of the list below has a line here (tests/test_operations.py checks).
+pub const ACL_CATEGORIES: &[(&str, &str)] = &[
+    ("bf.reserve", "write slow"),
+    ("bf.add", "write fast"),
+    ("bf.madd", "write fast"),
+    ("bf.insert", "write fast"),
+    ("bf.exists", "read fast"),
+    ("bf.mexists", "read fast"),
+    ("bf.card", "read fast"),
+    ("bf.info", "read fast"),
+    ("bf.debug", "read fast"),
+    ("bf.scandump", "read slow"),
+    ("bf.loadchunk", "write slow"),
+    ("bf.hashadd", "write fast"),
+    ("bf.hashexists", "read fast"),
+];
+
+/// The module's OnLoad, after its types and commands: configuration and load arguments,
+/// then the commands' ACL categories.
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    if commands::configure(ctx, args) == Status::Err {
+        return Status::Err;
+    }
+    acl::register(ctx, ACL_CATEGORIES)
+}
 
 redis_module! {
     name: "bloomery",
@@ -45,7 +76,7 @@ redis_module! {
         BLOOM_TYPE,
         MBBLOOM_TYPE,
     ],
-    init: configure,
+    init: init,
     info: info,
     commands: [
         ["bf.reserve", commands::reserve, "write deny-oom", 1, 1, 1, ""],
