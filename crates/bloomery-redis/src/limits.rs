@@ -174,9 +174,11 @@ pub fn set_default_expansion(expansion: u64) {
     EXPANSION.store(expansion, Ordering::Relaxed);
 }
 
-/// A configuration's value as `CONFIG GET` and `INFO bloomery` show it.
+/// `bloomery.error-rate` as `CONFIG GET` and `INFO bloomery` show it: the shortest text
+/// that reads back as the same number, in scientific notation below 1e-5 (`0.001`,
+/// `1e-9`), as `CONFIG SET` takes it.
 pub fn error_rate_text() -> String {
-    default_error_rate().to_string()
+    format!("{:?}", default_error_rate())
 }
 
 /// The longest header an envelope can have: 32 fixed bytes, at most [`MAX_PARAMS_LEN`]

@@ -113,6 +113,10 @@ def test_error_rate_config_set_get_and_refusals(r):
     assert debug_lines(r, "before") == before
     r.config_set("bloomery.error-rate", "1e-4")
     assert config(r, "error-rate") == "0.0001"
+    r.config_set("bloomery.error-rate", "0.000000001")
+    assert config(r, "error-rate") == "1e-9"
+    assert float(r.info("bloomery")["bloomery_error_rate"]) == 1e-9
+    r.config_set("bloomery.error-rate", "0.0001")
     for bad in ("0", "1", "-0.5", "1.5", "abc", "nan", "", "inf"):
         message = error_of(r, "CONFIG", "SET", "bloomery.error-rate", bad)
         assert "strictly between 0 and 1" in message, message
