@@ -262,6 +262,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let now = options.now();
     let filter = window.create(now, cap_for_command(&ctx.get_flags()))?;
     redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
+    crate::accounting::after_write(&redis_key);
     crate::commands::notify(ctx, c"bf.reserve", key);
     let mut words = vec![
         format!("{error_rate:?}").into_bytes(),
@@ -333,7 +334,9 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
             .as_any_mut()
             .downcast_mut::<RotatingBloomFilter>()
             .ok_or(RedisError::Str(NOT_AGING))?;
-        return Ok(RedisValue::Array(add_at(ctx, key, items, aging, now, cap)));
+        let replies = add_at(ctx, key, items, aging, now, cap);
+        crate::accounting::after_write(&redis_key);
+        return Ok(RedisValue::Array(replies));
     }
     if !create {
         return Err(RedisError::Str("ERR not found"));
@@ -351,6 +354,7 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Ok(RedisValue::Array(replies));
     }
     redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
+    crate::accounting::after_write(&redis_key);
     crate::commands::notify(ctx, c"bf.add", key);
     let mut words = vec![
         b"CAPACITY".to_vec(),

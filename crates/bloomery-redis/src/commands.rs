@@ -16,22 +16,15 @@ use redis_module::{
 };
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::accounting;
 use crate::datatype::{BLOOM_TYPE, Stored, dump_chunk};
 use crate::limits::{
-    MAX_EXPANSION, cap_for_command, parse_memory, redisbloom_errors, redisbloom_layout, register_config,
-    set_max_filter_memory, set_redisbloom_errors, set_redisbloom_layout,
+    self, MAX_EXPANSION, cap_for_command, parse_memory, redisbloom_errors, redisbloom_layout,
+    register_config, set_max_filter_memory, set_redisbloom_errors, set_redisbloom_layout,
 };
 use crate::loading::{Load, LoadError, Progress, over_cap_message};
 use crate::mbbloom::MBBLOOM_TYPE;
-
-/// The defaults for filters created by `BF.ADD`/`BF.MADD`/`BF.INSERT`: RedisBloom's
-/// (error rate 0.01, capacity 100, expansion 2), overridable when the module is loaded:
-/// `--loadmodule libbloomery_redis.so ERROR_RATE 0.001 INITIAL_SIZE 1000 EXPANSION 4`.
-static DEFAULT_ERROR_RATE_BITS: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B); // 0.01
-static DEFAULT_CAPACITY: AtomicU64 = AtomicU64::new(100);
-static DEFAULT_EXPANSION: AtomicU64 = AtomicU64::new(2);
 
 /// Declares that the module handles RDB read errors itself, registers and loads the
 /// module's configuration, then reads the load arguments (pairs of NAME VALUE, which win
@@ -53,23 +46,22 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
             ctx.log_warning("bloomery: load arguments come in NAME VALUE pairs");
             return Status::Err;
         };
+        // The defaults of new filters (bloomery.error-rate, -initial-size, -expansion),
+        // checked as CONFIG SET checks them.
         let accepted = if word_is(name, "ERROR_RATE") {
-            parse_f64(value)
-                .filter(|&rate| rate > 0.0 && rate < 1.0)
-                .map(|rate| DEFAULT_ERROR_RATE_BITS.store(rate.to_bits(), Ordering::Relaxed))
+            value
+                .try_as_str()
+                .ok()
+                .and_then(|text| limits::parse_error_rate(text).ok())
+                .map(limits::set_default_error_rate)
         } else if word_is(name, "INITIAL_SIZE") {
             parse_i64(value)
-                .filter(|&capacity| {
-                    capacity > 0
-                        && Spec::new(Variant::Scalable, capacity as u64, 0.01)
-                            .memory_bytes()
-                            .is_ok()
-                })
-                .map(|capacity| DEFAULT_CAPACITY.store(capacity as u64, Ordering::Relaxed))
+                .and_then(|capacity| limits::check_initial_size(capacity).ok())
+                .map(limits::set_default_initial_size)
         } else if word_is(name, "EXPANSION") {
             parse_i64(value)
-                .filter(|&expansion| expansion >= 1 && expansion as u64 <= MAX_EXPANSION)
-                .map(|expansion| DEFAULT_EXPANSION.store(expansion as u64, Ordering::Relaxed))
+                .and_then(|expansion| limits::check_expansion(expansion).ok())
+                .map(limits::set_default_expansion)
         } else if word_is(name, "REDISBLOOM_ERRORS") {
             yes_or_no(value).map(set_redisbloom_errors)
         } else if word_is(name, "REDISBLOOM_LAYOUT") {
@@ -144,9 +136,9 @@ struct Reservation {
 impl Default for Reservation {
     fn default() -> Self {
         Self {
-            error_rate: f64::from_bits(DEFAULT_ERROR_RATE_BITS.load(Ordering::Relaxed)),
-            capacity: DEFAULT_CAPACITY.load(Ordering::Relaxed),
-            expansion: DEFAULT_EXPANSION.load(Ordering::Relaxed) as u32,
+            error_rate: limits::default_error_rate(),
+            capacity: limits::default_initial_size(),
+            expansion: limits::default_expansion() as u32,
             scaling: true,
         }
     }
@@ -275,6 +267,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let cap = cap_for_command(&ctx.get_flags());
     set_new_filter(&redis_key, reservation.create(cap)?)?;
+    accounting::after_write(&redis_key);
     notify_and_replicate(ctx, c"bf.reserve", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
@@ -329,6 +322,7 @@ fn add_items(
         crate::aging::add(ctx, key, items, aging, cap)?
             .into_iter()
             .for_each(reply);
+        accounting::after_write(&redis_key);
         return Ok(());
     }
     crate::counting::refuse_bf_writes(&**filter)?;
@@ -388,6 +382,7 @@ fn add_items(
         // A new filter refused its first item: nothing happened, so nothing stays.
         redis_key.delete()?;
     }
+    accounting::after_write(&redis_key);
     Ok(())
 }
 
@@ -829,6 +824,7 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
     // RedisBloom keys) load as RedisBloom loads them.
     if let Some(result) = crate::mbbloom::loadchunk(&redis_key, iterator, data, cap) {
         result?;
+        accounting::after_write(&redis_key);
         notify_and_replicate(ctx, c"bf.loadchunk", key);
         return Ok(RedisValue::SimpleStringStatic("OK"));
     }
@@ -877,6 +873,7 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
             }
         }
     }
+    accounting::after_write(&redis_key);
     notify_and_replicate(ctx, c"bf.loadchunk", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

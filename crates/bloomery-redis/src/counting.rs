@@ -103,6 +103,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let filter = create(error_rate, capacity as u64, cap_for_command(&ctx.get_flags()))?;
     redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
+    crate::accounting::after_write(&redis_key);
     notify_and_replicate(ctx, c"cbf.reserve", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
@@ -130,6 +131,7 @@ fn add_items(ctx: &Context, args: &[RedisString]) -> Result<Vec<RedisValue>, Red
         .iter()
         .map(|item| boolean(filter.insert(item.as_slice())))
         .collect();
+    crate::accounting::after_write(&redis_key);
     notify_and_replicate(ctx, c"cbf.add", key);
     Ok(replies)
 }
@@ -162,6 +164,7 @@ pub fn del(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let filter = write_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
     match counting_mut(filter)?.remove(args[2].as_slice()) {
         Ok(()) => {
+            crate::accounting::after_write(&redis_key);
             notify_and_replicate(ctx, c"cbf.del", key);
             Ok(RedisValue::Integer(1))
         }

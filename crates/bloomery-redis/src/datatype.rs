@@ -84,10 +84,20 @@ fn into_value(value: Stored) -> *mut c_void {
 
 unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
+        // Before the drop: once freed, the address may hold a new value.
+        crate::accounting::forget(value);
         // SAFETY: every value of this type was created by `Box::into_raw` of a `Stored`
         // (see `stored`).
         drop(unsafe { Box::from_raw(value.cast::<Stored>()) });
     }
+}
+
+/// A new value of this type, counted in `INFO bloomery` ([`crate::accounting`]).
+fn into_reported_value(value: Stored) -> *mut c_void {
+    let figures = crate::accounting::figures_of(&value, false);
+    let pointer = into_value(value);
+    crate::accounting::report(pointer, figures);
+    pointer
 }
 
 /// Bytes held: the filter's, or the pieces received.
@@ -190,7 +200,7 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_
         },
         _ => None,
     };
-    value.map_or(std::ptr::null_mut(), into_value)
+    value.map_or(std::ptr::null_mut(), into_reported_value)
 }
 
 /// A length, then pieces adding up to exactly that length, which must be at most `limit`:
@@ -316,5 +326,5 @@ unsafe extern "C" fn copy(
         // A copy of what is already in the keyspace: no cap.
         Stored::Loading(load) => Load::resume(load.received_bytes(), None).map(Stored::Loading),
     };
-    copied.map_or(std::ptr::null_mut(), into_value)
+    copied.map_or(std::ptr::null_mut(), into_reported_value)
 }

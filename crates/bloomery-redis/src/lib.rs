@@ -14,7 +14,19 @@
 //! RedisBloom's data loads and is served as RedisBloom served it ([`mbbloom`]).
 //! `BF.HASHADD` and `BF.HASHEXISTS` serve the shards of a sharded filter, with
 //! pre-computed hashes (`shards.rs`, docs/sharding.md).
+//!
+//! Operations: the defaults of new filters are configurations too (`bloomery.error-rate`,
+//! `bloomery.initial-size`, `bloomery.expansion`; `CONFIG SET`/`GET`, redis.conf, or load
+//! arguments: [`limits`]); `INFO bloomery` counts the keys of the module's types, the bytes
+//! and items of their filters, and shows the configurations ([`accounting`]); and where the
+//! server has ACL categories for module commands, every command is in `@bloom` and in the
+//! categories of [`ACL_CATEGORIES`] (Redis 7.4+; 7.2 without `@bloom`; 7.0 none: `acl.rs`).
+//!
+//! Adding a command: a line in the command list below, a line in [`ACL_CATEGORIES`], and,
+//! for a write command, [`accounting::after_write`] on its key before it returns.
 
+pub mod accounting;
+mod acl;
 mod aging;
 mod commands;
 mod counting;
@@ -25,19 +37,48 @@ mod loading;
 mod mbbloom;
 mod shards;
 
-use commands::configure;
+use accounting::info;
 use datatype::BLOOM_TYPE;
 use mbbloom::MBBLOOM_TYPE;
-use redis_module::redis_module;
-use redis_module::{Context, RedisString, Status};
+use redis_module::{Context, InfoContext, RedisResult, RedisString, Status, redis_module};
 
-/// The module's `OnLoad` work: configuration, then the commands registered directly
-/// ([`direct`]: `BF.ADD` and `BF.EXISTS`; the rest are in the list below).
+/// Each command's ACL categories besides `@bloom` ([`acl`]): `read` or `write`, and `fast`
+/// (constant work per item, as Redis counts its own variadic commands) or `slow` (work that
+/// grows with the filter: the allocation of a new filter, a dump piece of up to 16 MiB).
+/// Every command of the list below has a line here (tests/test_operations.py checks).
+pub const ACL_CATEGORIES: &[(&str, &str)] = &[
+    ("bf.reserve", "write slow"),
+    ("bf.add", "write fast"),
+    ("bf.madd", "write fast"),
+    ("bf.insert", "write fast"),
+    ("bf.exists", "read fast"),
+    ("bf.mexists", "read fast"),
+    ("bf.card", "read fast"),
+    ("bf.info", "read fast"),
+    ("bf.debug", "read fast"),
+    ("bf.scandump", "read slow"),
+    ("bf.loadchunk", "write slow"),
+    ("bf.hashadd", "write fast"),
+    ("bf.hashexists", "read fast"),
+    ("cbf.reserve", "write slow"),
+    ("cbf.add", "write fast"),
+    ("cbf.madd", "write fast"),
+    ("cbf.del", "write fast"),
+    ("cbf.exists", "read fast"),
+    ("cbf.mexists", "read fast"),
+    ("cbf.count", "read fast"),
+    ("cbf.card", "read fast"),
+    ("cbf.info", "read fast"),
+];
+
+/// The module's OnLoad, after its types and the commands of the list below: configuration
+/// and load arguments, the commands registered directly ([`direct`]: `BF.ADD` and
+/// `BF.EXISTS`), then every command's ACL categories.
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
-    if configure(ctx, args) == Status::Err {
+    if commands::configure(ctx, args) == Status::Err || direct::register(ctx) == Status::Err {
         return Status::Err;
     }
-    direct::register(ctx)
+    acl::register(ctx, ACL_CATEGORIES)
 }
 
 redis_module! {
@@ -49,6 +90,7 @@ redis_module! {
         MBBLOOM_TYPE,
     ],
     init: init,
+    info: info,
     commands: [
         ["bf.reserve", commands::reserve, "write deny-oom", 1, 1, 1, ""],
         ["bf.madd", commands::madd, "write deny-oom", 1, 1, 1, ""],

@@ -23,12 +23,30 @@
 //! reserves a filter of 1,132,420,232 bytes), except that a client's command is still held
 //! to the machine's memory ([`machine_memory`]), because Redis's allocator stops the server
 //! where RedisBloom's failed allocation only answers an error.
+//!
+//! The module's other configurations live here too, each also a load argument (which wins
+//! over redis.conf and the command line) for servers without module configuration:
+//!
+//! | configuration | load argument | default | what |
+//! | --- | --- | --- | --- |
+//! | `bloomery.max-filter-memory` | `MAX_FILTER_MEMORY` | `1gb` | the cap above (`0`: none) |
+//! | `bloomery.error-rate` | `ERROR_RATE` | `0.01` | error rate of the filters `BF.ADD`, `BF.MADD` and `BF.INSERT` (without `ERROR`) create; a string, since Redis's numeric configurations are integers: a number strictly between 0 and 1 |
+//! | `bloomery.initial-size` | `INITIAL_SIZE` | `100` | capacity of those filters (`BF.INSERT` without `CAPACITY`) |
+//! | `bloomery.expansion` | `EXPANSION` | `2` | growth of new filters without `EXPANSION` (`BF.RESERVE` too), 1 to [`MAX_EXPANSION`] |
+//! | `bloomery.redisbloom-layout` | `REDISBLOOM_LAYOUT` | `no` | new filters as RedisBloom's chains |
+//! | `bloomery.redisbloom-errors` | `REDISBLOOM_ERRORS` | `no` | RedisBloom's bare `BF.LOADCHUNK` errors |
+//!
+//! `ERROR_RATE` and `INITIAL_SIZE` are RedisBloom 2.6's load arguments. A bad value is
+//! refused with the reason: `CONFIG SET` answers an error and keeps the old value, a bad
+//! load argument stops the module from loading. A change applies to the filters created
+//! after it; existing filters keep the parameters they were created with.
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
-use bloomery::format::native::{MAX_PARAMS_LEN, PAYLOAD_ALIGN};
+use bloomery::any::Spec;
+use bloomery::format::native::{MAX_PARAMS_LEN, PAYLOAD_ALIGN, Variant};
 use redis_module::{Context, ContextFlags, Status, raw};
 
 /// The default cap: 1 GiB per key, a filter of about 9 × 10^8 items at 1% (Guava's
@@ -78,6 +96,90 @@ pub fn set_redisbloom_errors(on: bool) {
 /// The largest expansion factor accepted: RedisBloom's later range, [1, 32768]. The memory
 /// cap, not this, bounds what growth allocates.
 pub const MAX_EXPANSION: u64 = 32_768;
+
+/// The defaults of new filters: RedisBloom's (error rate 0.01, capacity 100, expansion 2).
+pub const DEFAULT_ERROR_RATE: f64 = 0.01;
+pub const DEFAULT_INITIAL_SIZE: u64 = 100;
+pub const DEFAULT_EXPANSION: u64 = 2;
+
+const ERROR_RATE_CONFIG_NAME: &CStr = c"error-rate";
+const INITIAL_SIZE_CONFIG_NAME: &CStr = c"initial-size";
+const EXPANSION_CONFIG_NAME: &CStr = c"expansion";
+
+static ERROR_RATE_BITS: AtomicU64 = AtomicU64::new(DEFAULT_ERROR_RATE.to_bits());
+static INITIAL_SIZE: AtomicU64 = AtomicU64::new(DEFAULT_INITIAL_SIZE);
+static EXPANSION: AtomicU64 = AtomicU64::new(DEFAULT_EXPANSION);
+
+/// The error rate of filters created without one (`bloomery.error-rate`).
+pub fn default_error_rate() -> f64 {
+    f64::from_bits(ERROR_RATE_BITS.load(Ordering::Relaxed))
+}
+
+/// The capacity of filters created without one (`bloomery.initial-size`).
+pub fn default_initial_size() -> u64 {
+    INITIAL_SIZE.load(Ordering::Relaxed)
+}
+
+/// The expansion of filters created without one (`bloomery.expansion`).
+pub fn default_expansion() -> u64 {
+    EXPANSION.load(Ordering::Relaxed)
+}
+
+/// Parses and checks a default error rate: a number strictly between 0 and 1.
+pub fn parse_error_rate(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|&rate| rate > 0.0 && rate < 1.0)
+        .ok_or_else(|| {
+            format!("the error rate must be a number strictly between 0 and 1, such as 0.01 (got '{text}')")
+        })
+}
+
+/// Checks a default capacity: at least 1, and small enough that a filter can be sized for it.
+pub fn check_initial_size(capacity: i64) -> Result<u64, String> {
+    u64::try_from(capacity)
+        .ok()
+        .filter(|&capacity| capacity >= 1)
+        .filter(|&capacity| {
+            Spec::new(Variant::Scalable, capacity, DEFAULT_ERROR_RATE)
+                .memory_bytes()
+                .is_ok()
+        })
+        .ok_or_else(|| {
+            format!("the initial size must be a capacity of at least 1 that a filter can be sized for (got {capacity})")
+        })
+}
+
+/// Checks a default expansion: 1 to [`MAX_EXPANSION`], as `BF.RESERVE`'s `EXPANSION`.
+pub fn check_expansion(expansion: i64) -> Result<u64, String> {
+    u64::try_from(expansion)
+        .ok()
+        .filter(|expansion| (1..=MAX_EXPANSION).contains(expansion))
+        .ok_or_else(|| format!("the expansion must be from 1 to {MAX_EXPANSION} (got {expansion})"))
+}
+
+/// Sets `bloomery.error-rate` (checked by [`parse_error_rate`]).
+pub fn set_default_error_rate(rate: f64) {
+    ERROR_RATE_BITS.store(rate.to_bits(), Ordering::Relaxed);
+}
+
+/// Sets `bloomery.initial-size` (checked by [`check_initial_size`]).
+pub fn set_default_initial_size(capacity: u64) {
+    INITIAL_SIZE.store(capacity, Ordering::Relaxed);
+}
+
+/// Sets `bloomery.expansion` (checked by [`check_expansion`]).
+pub fn set_default_expansion(expansion: u64) {
+    EXPANSION.store(expansion, Ordering::Relaxed);
+}
+
+/// `bloomery.error-rate` as `CONFIG GET` and `INFO bloomery` show it: the shortest text
+/// that reads back as the same number, in scientific notation below 1e-5 (`0.001`,
+/// `1e-9`), as `CONFIG SET` takes it.
+pub fn error_rate_text() -> String {
+    format!("{:?}", default_error_rate())
+}
 
 /// The longest header an envelope can have: 32 fixed bytes, at most [`MAX_PARAMS_LEN`]
 /// bytes of parameters and an 8-byte checksum, rounded up to the 64-byte payload alignment
@@ -208,71 +310,235 @@ unsafe extern "C" fn set_flag_config(
     raw::REDISMODULE_OK as c_int
 }
 
-/// Registers `bloomery.max-filter-memory` (a memory-typed number, so `CONFIG SET` takes
-/// `64mb`), `bloomery.redisbloom-errors` and `bloomery.redisbloom-layout` (yes/no), and
-/// applies what redis.conf or the command line set. Redis before 7.0 has no module
-/// configuration: the load arguments `MAX_FILTER_MEMORY`, `REDISBLOOM_ERRORS` and
-/// `REDISBLOOM_LAYOUT` still work there.
+/// Hands Redis the reason a `CONFIG SET` was refused (Redis frees the string).
+///
+/// # Safety
+/// `error` must be the error slot Redis passed to a set callback.
+unsafe fn refuse(error: *mut *mut raw::RedisModuleString, why: &str) -> c_int {
+    // SAFETY: reading a function pointer Redis filled in when the module was loaded; a
+    // string created without a context is owned by whoever frees it: Redis, here.
+    unsafe {
+        if let Some(create) = raw::RedisModule_CreateString
+            && !error.is_null()
+        {
+            *error = create(std::ptr::null_mut(), why.as_ptr().cast::<c_char>(), why.len());
+        }
+    }
+    raw::REDISMODULE_ERR as c_int
+}
+
+/// The string last handed to Redis by [`get_error_rate_config`]: Redis copies it at once,
+/// and it is freed at the next call.
+static ERROR_RATE_REPLY: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+
+unsafe extern "C" fn get_error_rate_config(
+    _name: *const c_char,
+    _privdata: *mut c_void,
+) -> *mut raw::RedisModuleString {
+    let text = error_rate_text();
+    // SAFETY: reading function pointers Redis filled in when the module was loaded; the
+    // previous string was created here without a context, and Redis copied it when it
+    // was returned.
+    unsafe {
+        let (Some(create), Some(free)) = (raw::RedisModule_CreateString, raw::RedisModule_FreeString) else {
+            return std::ptr::null_mut();
+        };
+        let string = create(std::ptr::null_mut(), text.as_ptr().cast::<c_char>(), text.len());
+        let previous = ERROR_RATE_REPLY.swap(string, Ordering::AcqRel);
+        if !previous.is_null() {
+            free(std::ptr::null_mut(), previous);
+        }
+        string
+    }
+}
+
+unsafe extern "C" fn set_error_rate_config(
+    _name: *const c_char,
+    value: *mut raw::RedisModuleString,
+    _privdata: *mut c_void,
+    error: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    let mut len = 0;
+    // SAFETY: Redis passes a valid string for the duration of the call.
+    let text = unsafe {
+        match raw::RedisModule_StringPtrLen {
+            Some(ptr_len) if !value.is_null() => {
+                let ptr = ptr_len(value, &mut len);
+                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+            }
+            _ => &[],
+        }
+    };
+    match parse_error_rate(&String::from_utf8_lossy(text)) {
+        Ok(rate) => {
+            set_default_error_rate(rate);
+            raw::REDISMODULE_OK as c_int
+        }
+        // SAFETY: `error` is the slot Redis passed.
+        Err(why) => unsafe { refuse(error, &why) },
+    }
+}
+
+unsafe extern "C" fn get_initial_size_config(_name: *const c_char, _privdata: *mut c_void) -> c_longlong {
+    default_initial_size() as c_longlong
+}
+
+unsafe extern "C" fn set_initial_size_config(
+    _name: *const c_char,
+    value: c_longlong,
+    _privdata: *mut c_void,
+    error: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    match check_initial_size(value) {
+        Ok(capacity) => {
+            set_default_initial_size(capacity);
+            raw::REDISMODULE_OK as c_int
+        }
+        // SAFETY: `error` is the slot Redis passed.
+        Err(why) => unsafe { refuse(error, &why) },
+    }
+}
+
+unsafe extern "C" fn get_expansion_config(_name: *const c_char, _privdata: *mut c_void) -> c_longlong {
+    default_expansion() as c_longlong
+}
+
+unsafe extern "C" fn set_expansion_config(
+    _name: *const c_char,
+    value: c_longlong,
+    _privdata: *mut c_void,
+    error: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    match check_expansion(value) {
+        Ok(expansion) => {
+            set_default_expansion(expansion);
+            raw::REDISMODULE_OK as c_int
+        }
+        // SAFETY: `error` is the slot Redis passed.
+        Err(why) => unsafe { refuse(error, &why) },
+    }
+}
+
+/// Whether every registration answered OK.
+fn all_ok(codes: impl IntoIterator<Item = c_int>) -> bool {
+    codes
+        .into_iter()
+        .fold(true, |all, code| all & (code == raw::REDISMODULE_OK as c_int))
+}
+
+/// Registers the module's configurations: `bloomery.max-filter-memory` (a memory-typed
+/// number, so `CONFIG SET` takes `64mb`), `bloomery.error-rate` (a string holding a
+/// number), `bloomery.initial-size` and `bloomery.expansion` (numbers),
+/// `bloomery.redisbloom-errors` and `bloomery.redisbloom-layout` (yes/no), and applies
+/// what redis.conf or the command line set. Redis before 7.0 has no module configuration:
+/// the load arguments (see the module docs) still work there.
 pub fn register_config(ctx: &Context) -> Status {
     // SAFETY: reading the function pointers Redis filled in when the module was loaded.
-    let (Some(register), Some(register_bool), Some(load)) = (
+    let (Some(register), Some(register_string), Some(register_bool), Some(load)) = (
         unsafe { raw::RedisModule_RegisterNumericConfig },
+        unsafe { raw::RedisModule_RegisterStringConfig },
         unsafe { raw::RedisModule_RegisterBoolConfig },
         unsafe { raw::RedisModule_LoadConfigs },
     ) else {
         ctx.log_notice(
-            "bloomery: this Redis has no module configuration; use the MAX_FILTER_MEMORY, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT load arguments",
+            "bloomery: this Redis has no module configuration; use the MAX_FILTER_MEMORY, ERROR_RATE, INITIAL_SIZE, EXPANSION, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT load arguments",
         );
         return Status::Ok;
     };
-    // SAFETY: called from the module's OnLoad with its context; the name is a C string
-    // that outlives the call (Redis copies it); the callbacks ignore their private data.
-    let registered = unsafe {
-        register(
-            ctx.ctx,
-            CONFIG_NAME.as_ptr(),
-            DEFAULT_MAX_FILTER_MEMORY as c_longlong,
+    type GetNumeric = unsafe extern "C" fn(*const c_char, *mut c_void) -> c_longlong;
+    type SetNumeric = unsafe extern "C" fn(
+        *const c_char,
+        c_longlong,
+        *mut c_void,
+        *mut *mut raw::RedisModuleString,
+    ) -> c_int;
+    let numeric: [(&CStr, u64, u32, c_longlong, c_longlong, GetNumeric, SetNumeric); 3] = [
+        (
+            CONFIG_NAME,
+            DEFAULT_MAX_FILTER_MEMORY,
             raw::REDISMODULE_CONFIG_MEMORY,
             0,
             c_longlong::MAX,
-            Some(get_config),
-            Some(set_config),
+            get_config,
+            set_config,
+        ),
+        (
+            INITIAL_SIZE_CONFIG_NAME,
+            DEFAULT_INITIAL_SIZE,
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            1,
+            c_longlong::MAX,
+            get_initial_size_config,
+            set_initial_size_config,
+        ),
+        (
+            EXPANSION_CONFIG_NAME,
+            DEFAULT_EXPANSION,
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            1,
+            MAX_EXPANSION as c_longlong,
+            get_expansion_config,
+            set_expansion_config,
+        ),
+    ];
+    // SAFETY: called from the module's OnLoad with its context; the names are C strings
+    // that outlive the calls (Redis copies them); these callbacks ignore their private data.
+    let registered_numeric = all_ok(numeric.into_iter().map(
+        |(name, default, flags, min, max, get, set)| unsafe {
+            register(
+                ctx.ctx,
+                name.as_ptr(),
+                default as c_longlong,
+                flags,
+                min,
+                max,
+                Some(get),
+                Some(set),
+                None,
+                std::ptr::null_mut(),
+            )
+        },
+    ));
+    let default_rate = std::ffi::CString::new(DEFAULT_ERROR_RATE.to_string()).unwrap_or_default();
+    // SAFETY: as above.
+    let registered_string = all_ok([unsafe {
+        register_string(
+            ctx.ctx,
+            ERROR_RATE_CONFIG_NAME.as_ptr(),
+            default_rate.as_ptr(),
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            Some(get_error_rate_config),
+            Some(set_error_rate_config),
             None,
             std::ptr::null_mut(),
         )
-    };
+    }]);
     // SAFETY: as above; the private data only tells the two flags apart (null: errors,
     // non-null: layout) and is never dereferenced.
-    let registered_bool = [
-        (COMPAT_CONFIG_NAME, std::ptr::null_mut()),
-        (
-            LAYOUT_CONFIG_NAME,
-            std::ptr::NonNull::<c_void>::dangling().as_ptr(),
-        ),
-    ]
-    .into_iter()
-    .map(|(name, privdata)| unsafe {
-        register_bool(
-            ctx.ctx,
-            name.as_ptr(),
-            0,
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            Some(get_flag_config),
-            Some(set_flag_config),
-            None,
-            privdata,
-        )
-    })
-    .fold(raw::REDISMODULE_OK as c_int, |all, one| {
-        if one == raw::REDISMODULE_OK as c_int {
-            all
-        } else {
-            one
-        }
-    });
+    let registered_bool = all_ok(
+        [
+            (COMPAT_CONFIG_NAME, std::ptr::null_mut()),
+            (
+                LAYOUT_CONFIG_NAME,
+                std::ptr::NonNull::<c_void>::dangling().as_ptr(),
+            ),
+        ]
+        .into_iter()
+        .map(|(name, privdata)| unsafe {
+            register_bool(
+                ctx.ctx,
+                name.as_ptr(),
+                0,
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                Some(get_flag_config),
+                Some(set_flag_config),
+                None,
+                privdata,
+            )
+        }),
+    );
     // SAFETY: as above; LoadConfigs must follow the registrations within OnLoad.
-    if registered != raw::REDISMODULE_OK as c_int
-        || registered_bool != raw::REDISMODULE_OK as c_int
+    if !(registered_numeric && registered_string && registered_bool)
         || unsafe { load(ctx.ctx) } != raw::REDISMODULE_OK as c_int
     {
         ctx.log_warning("bloomery: could not register the bloomery.* configuration");

@@ -78,15 +78,20 @@ unsafe fn filter<'a>(value: *const c_void) -> &'a RedisBloomFilter {
     }
 }
 
-/// A value of this type for `filter`.
+/// A value of this type for `filter`, counted in `INFO bloomery` ([`crate::accounting`]).
 pub fn into_value(filter: RedisBloomFilter) -> *mut c_void {
     let stored = Stored::Filter(Box::new(filter) as Box<dyn DynFilter>);
-    Box::into_raw(Box::new(stored)).cast::<c_void>()
+    let figures = crate::accounting::figures_of(&stored, true);
+    let pointer = Box::into_raw(Box::new(stored)).cast::<c_void>();
+    crate::accounting::report(pointer, figures);
+    pointer
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
-        // SAFETY: every value of this type was made by `into_value`.
+        // Before the drop: once freed, the address may hold a new value.
+        crate::accounting::forget(value);
+        // SAFETY: every value of this type was made by `into_value` or `set_value`.
         drop(unsafe { Box::from_raw(value.cast::<Stored>()) });
     }
 }

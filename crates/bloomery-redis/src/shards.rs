@@ -158,6 +158,7 @@ pub fn hashadd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .zip(&present)
         .map(|(&hash, &present)| !present && shard.insert_hash(hash))
         .collect();
+    crate::accounting::after_write(&redis_key);
     crate::commands::notify(ctx, c"bf.add", key);
     ctx.replicate_verbatim();
     Ok(flags_reply(&added))
