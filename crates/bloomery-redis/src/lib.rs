@@ -28,6 +28,7 @@
 pub mod accounting;
 mod acl;
 mod aging;
+mod alloc;
 mod commands;
 mod counting;
 mod datatype;
@@ -84,7 +85,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
 redis_module! {
     name: "bloomery",
     version: 1,
-    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+    allocator: (alloc::AlignedRedisAlloc, alloc::AlignedRedisAlloc),
     data_types: [
         BLOOM_TYPE,
         MBBLOOM_TYPE,

@@ -11,6 +11,10 @@ import redis
 
 ROOT = Path(__file__).resolve().parents[3]
 MODULE = Path(os.environ.get("BLOOMERY_REDIS_MODULE", ROOT / "target/release/libbloomery_redis.so"))
+# The server binary: Debian's redis-server by default; REDIS_SERVER=/path runs the suite
+# against another build (another version, or one built with MALLOC=libc, whose 16-byte
+# alignment caught a module allocator that relied on jemalloc's).
+REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
 
 
 def port_is_free(port: int) -> bool:
@@ -44,7 +48,7 @@ class Server:
     def start(self) -> "Server":
         self.process = subprocess.Popen(
             [
-                "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", str(self.directory), "--save", "", "--appendonly", "no",
                 "--enable-debug-command", "yes", "--loadmodule", str(MODULE), *self.module_args, *self.extra,
             ],

@@ -8,7 +8,7 @@ import time
 import pytest
 import redis
 
-from conftest import MODULE, Server, dump, free_port, held_memory, settles_near
+from conftest import MODULE, REDIS_SERVER, Server, dump, free_port, held_memory, settles_near
 
 CAP = 1 << 20
 CONFIG = "bloomery.max-filter-memory"
@@ -66,7 +66,7 @@ def test_the_cap_is_a_load_argument_a_config_line_and_config_set(tmp_path):
     finally:
         server.stop()
     result = subprocess.run(
-        ["redis-server", "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path),
+        [REDIS_SERVER, "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path),
          "--loadmodule", str(MODULE), "MAX_FILTER_MEMORY", "lots"],
         capture_output=True, timeout=20,
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from conftest import Server
+from conftest import REDIS_SERVER, Server
 
 
 def error_of(client, *command) -> str:
@@ -184,7 +184,7 @@ def test_bad_load_arguments_refuse_to_load(tmp_path):
     from conftest import MODULE, free_port
 
     result = subprocess.run(
-        ["redis-server", "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path),
+        [REDIS_SERVER, "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path),
          "--loadmodule", str(MODULE), "ERROR_RATE", "2"],
         capture_output=True, timeout=20,
     )
