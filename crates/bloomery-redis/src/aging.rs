@@ -430,6 +430,12 @@ pub fn add(
     Ok(add_at(ctx, key, items, filter, clock_ms(), cap))
 }
 
+/// Whether an aging filter holds `item` within its window as of this server's time
+/// (`BF.EXISTS`).
+pub fn contains_now(filter: &RotatingBloomFilter, item: &[u8]) -> bool {
+    filter.contains_at(item, clock_ms())
+}
+
 /// `BF.EXISTS`/`BF.MEXISTS` on an aging filter, at this server's time.
 pub fn lookup(
     filter: &RotatingBloomFilter,

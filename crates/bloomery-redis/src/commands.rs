@@ -515,23 +515,20 @@ fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec
     Ok(present.into_iter().map(boolean).collect())
 }
 
-/// `BF.EXISTS key item` (registered by `direct.rs`, as [`add`])
-pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
-    if args.len() != 3 {
-        return Err(RedisError::WrongArity);
-    }
+/// `BF.EXISTS key item` (registered by `direct.rs`, which passes the item's bytes as
+/// they are in the command)
+pub fn exists(ctx: &Context, key: &RedisString, item: &[u8]) -> RedisResult {
     // One item: no lists, nothing to prefetch.
-    let redis_key = ctx.open_key(&args[1]);
+    let redis_key = ctx.open_key(key);
+    let boolean = booleans(ctx);
     let Some(filter) = read_filter(&redis_key)? else {
-        return Ok(booleans(ctx)(false));
+        return Ok(boolean(false));
     };
-    if filter.as_any().downcast_ref::<RotatingBloomFilter>().is_some() {
+    if let Some(aging) = filter.as_any().downcast_ref::<RotatingBloomFilter>() {
         // An aging filter answers for the window as of now.
-        return lookup(ctx, &args[1], &args[2..])?
-            .pop()
-            .ok_or(RedisError::Str("ERR no reply"));
+        return Ok(boolean(crate::aging::contains_now(aging, item)));
     }
-    Ok(booleans(ctx)(filter.contains(args[2].as_slice())))
+    Ok(boolean(filter.contains(item)))
 }
 
 /// `BF.MEXISTS key item [item ...]`
