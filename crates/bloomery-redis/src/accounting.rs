@@ -33,6 +33,7 @@
 //! `BF.LOADCHUNK`) adds its bytes and counts as `estimated_filters`, not in `items`.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::os::raw::c_void;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError, TryLockError};
 
@@ -149,10 +150,32 @@ impl Entry {
     }
 }
 
+/// The hash of a value's address: one multiply by an odd constant (2^64 / golden ratio),
+/// whose high bits the table uses. Addresses are not chosen by clients, so SipHash's
+/// protection (a third of a `BF.ADD`'s accounting) buys nothing here.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, address: usize) {
+        self.0 = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// The figures last reported for each value (by its address), and their sums.
 #[derive(Default)]
 struct Ledger {
-    values: HashMap<usize, Entry>,
+    values: HashMap<usize, Entry, BuildHasherDefault<AddressHasher>>,
     totals: Figures,
 }
 
@@ -250,6 +273,35 @@ pub fn after_write(key: &RedisKeyWritable) {
     };
     let figures = figures_of(value, redisbloom);
     report(std::ptr::from_ref(value).cast::<c_void>(), figures);
+}
+
+/// Where a value a write command is working on lives, and its type: what
+/// [`after_write_held`] needs, found when the command looked the key up.
+#[derive(Clone, Copy)]
+pub struct Held {
+    value: *const Stored,
+    redisbloom: bool,
+}
+
+impl Held {
+    /// The value at a key (`redisbloom`: of RedisBloom's type).
+    pub fn new(value: &Stored, redisbloom: bool) -> Held {
+        Held {
+            value: std::ptr::from_ref(value),
+            redisbloom,
+        }
+    }
+}
+
+/// [`after_write`] for a value the command already holds, without looking the key up again
+/// (the single-item `BF.ADD`'s path).
+///
+/// # Safety
+/// The key the value was found at must still hold it.
+pub unsafe fn after_write_held(held: Held) {
+    // SAFETY: the value is alive, as the caller promises.
+    let value = unsafe { &*held.value };
+    report(held.value.cast::<c_void>(), figures_of(value, held.redisbloom));
 }
 
 /// `INFO bloomery` (also in `INFO modules`, `INFO all`, `INFO everything`): section

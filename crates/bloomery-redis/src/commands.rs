@@ -114,14 +114,29 @@ pub(crate) fn read_filter(key: &RedisKey) -> Result<Option<&dyn DynFilter>, Redi
 
 /// As [`read_filter`], for a key opened for writing.
 pub(crate) fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut Box<dyn DynFilter>>, RedisError> {
-    let value = key
-        .get_value::<Stored>(&BLOOM_TYPE)
-        .or_else(|_| key.get_value::<Stored>(&MBBLOOM_TYPE))
-        .map_err(|_| WRONG_TYPE)?;
+    Ok(write_filter_held(key)?.map(|(filter, _)| filter))
+}
+
+/// A filter open for writing, with its value's place for [`accounting::after_write_held`].
+type HeldFilter<'a> = (&'a mut Box<dyn DynFilter>, accounting::Held);
+
+/// As [`write_filter`], with the value's place for [`accounting::after_write_held`] (which
+/// then need not look the key's type up again).
+fn write_filter_held(key: &RedisKeyWritable) -> Result<Option<HeldFilter<'_>>, RedisError> {
+    let (value, redisbloom) = match key.get_value::<Stored>(&BLOOM_TYPE) {
+        Ok(value) => (value, false),
+        Err(_) => (
+            key.get_value::<Stored>(&MBBLOOM_TYPE).map_err(|_| WRONG_TYPE)?,
+            true,
+        ),
+    };
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let held = accounting::Held::new(value, redisbloom);
     match value {
-        None => Ok(None),
-        Some(Stored::Filter(filter)) => Ok(Some(filter)),
-        Some(Stored::Loading(load)) => Err(still_loading(load)),
+        Stored::Filter(filter) => Ok(Some((filter, held))),
+        Stored::Loading(load) => Err(still_loading(load)),
     }
 }
 
@@ -308,14 +323,14 @@ fn add_items(
     let cap = cap_for_command(&flags);
     let redis_key = ctx.open_key_writable(key);
     let created = redis_key.is_empty();
-    let filter = match write_filter(&redis_key)? {
-        Some(filter) => filter,
+    let (filter, held) = match write_filter_held(&redis_key)? {
+        Some(found) => found,
         None => {
             let Some(reservation) = reservation else {
                 return Err(RedisError::Str("ERR not found"));
             };
             set_new_filter(&redis_key, reservation.create(cap)?)?;
-            write_filter(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
+            write_filter_held(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
     };
     if let Some(aging) = filter.as_any_mut().downcast_mut::<RotatingBloomFilter>() {
@@ -340,6 +355,14 @@ fn add_items(
             _ => "ERR filter cannot grow any further",
         })
     };
+    // Whether an add that took no new item leaves the filter's figures (memory, count) as
+    // they were: so in the chains the commands create (a retouched filter's lists, say,
+    // grow on every add), where the accounting below can then be skipped.
+    let unchanged_unless_new = {
+        let any = filter.as_any();
+        any.is::<ScalableBlockedBloomFilter>() || any.is::<RedisBloomFilter>()
+    };
+    let mut changed = created;
     let mut accepted = 0;
     if items.len() > 1
         && let Some(chain) = filter.as_any_mut().downcast_mut::<ScalableBlockedBloomFilter>()
@@ -350,6 +373,7 @@ fn add_items(
         let mut added = vec![false; items.len()];
         let (taken, refused) = chain.insert_batch_until(&slices, &mut added, cap);
         added[..taken].iter().for_each(|&new| reply(boolean(new)));
+        changed |= added[..taken].contains(&true);
         accepted = taken;
         if let Some(error) = refused {
             reply(refusal(error, &**filter));
@@ -363,6 +387,7 @@ fn add_items(
             match inserted {
                 Ok(added) => {
                     reply(boolean(added));
+                    changed |= added;
                     accepted += 1;
                 }
                 Err(error) => {
@@ -381,8 +406,14 @@ fn add_items(
     } else if created {
         // A new filter refused its first item: nothing happened, so nothing stays.
         redis_key.delete()?;
+        accounting::after_write(&redis_key);
+        return Ok(());
     }
-    accounting::after_write(&redis_key);
+    if changed || !unchanged_unless_new {
+        // SAFETY: the key still holds the value `held` points to (it was not deleted
+        // above, and nothing else ran meanwhile).
+        unsafe { accounting::after_write_held(held) };
+    }
     Ok(())
 }
 
