@@ -341,7 +341,7 @@ fn add_items(
         return Ok(());
     }
     crate::counting::refuse_bf_writes(&**filter)?;
-    let boolean = booleans_for(&flags);
+    let boolean = booleans(ctx);
     let refusal = |error: BloomError, filter: &dyn DynFilter| {
         RedisValue::StaticError(match error {
             // A scaling filter is "full" only where it cannot grow any further.
@@ -597,16 +597,13 @@ fn resp3(ctx: &Context) -> bool {
 }
 
 /// How the add and exists commands answer yes or no, as RedisBloom: a boolean (`#t`/`#f`)
-/// to a RESP3 client, 1 or 0 to a RESP2 one (and on a Redis older than 7.0, which has no
-/// boolean replies for modules).
-pub(crate) fn booleans(ctx: &Context) -> fn(bool) -> RedisValue {
-    booleans_for(&ctx.get_flags())
-}
-
-/// [`booleans`] for a command whose context flags are read already.
-fn booleans_for(flags: &ContextFlags) -> fn(bool) -> RedisValue {
+/// to a RESP3 client, 1 or 0 to a RESP2 one. Redis itself writes a module's boolean reply
+/// as 1 or 0 to a RESP2 client, so no per-command look at the client's protocol is needed
+/// (reading the context flags is about 140 instructions, 3% of a pipelined `BF.EXISTS`);
+/// a Redis older than 7.0 has no boolean replies for modules, and gets integers.
+pub(crate) fn booleans(_ctx: &Context) -> fn(bool) -> RedisValue {
     // SAFETY: reading a function pointer Redis filled in when the module was loaded.
-    if flags.contains(ContextFlags::FLAGS_RESP3) && unsafe { raw::RedisModule_ReplyWithBool }.is_some() {
+    if unsafe { raw::RedisModule_ReplyWithBool }.is_some() {
         RedisValue::Bool
     } else {
         |yes| RedisValue::Integer(i64::from(yes))
