@@ -62,6 +62,26 @@ fn not_an_item(value: &Bound<'_, PyAny>) -> PyErr {
     ))
 }
 
+/// An exact `str` that is compact ASCII: its bytes (its UTF-8, since ASCII is UTF-8), read
+/// where the str holds them; `None` for any other object. A batch's common item, in a few
+/// instructions: no reference taken, no call into Python (9 fewer instructions an item of
+/// `add_many`/`contains_many` on a list of str, of about 150 and 200, under callgrind).
+///
+/// # Safety
+/// `pointer` must be a live object and the GIL held; the bytes live as long as the object.
+#[inline]
+unsafe fn ascii_str<'a>(pointer: *mut ffi::PyObject) -> Option<&'a [u8]> {
+    // SAFETY: as the caller promises; a compact ASCII str holds `length` bytes inline.
+    unsafe {
+        if ffi::PyUnicode_CheckExact(pointer) == 0 || ffi::PyUnicode_IS_COMPACT_ASCII(pointer) == 0 {
+            return None;
+        }
+        let data = ffi::PyUnicode_DATA(pointer).cast::<u8>();
+        let len = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
+        Some(std::slice::from_raw_parts(data, len))
+    }
+}
+
 /// Calls `each` with the item's bytes.
 #[inline]
 pub fn with_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
@@ -367,15 +387,27 @@ impl<'py> Source<'py> {
                 if let Ok(list) = sequence.cast::<PyList>() {
                     // The list may change between chunks: read its length each time.
                     let end = list.len().min(position.saturating_add(CHUNK));
+                    let pointer = list.as_ptr();
                     for index in position..end.max(position) {
-                        // SAFETY: `index < list.len()`, read just above with the GIL held
-                        // (an item's conversion may run Python code that shrinks the list:
-                        // the length is checked again for each item).
-                        if index >= list.len() {
-                            break;
+                        // An item's conversion may run Python code that shrinks the list:
+                        // the length is read again for each item (a field of the list).
+                        // SAFETY: a live list, GIL held; `index` is below its length, so
+                        // the item is a live object the list holds (borrowed: read at once
+                        // below, before any Python code runs, or taken as a new reference).
+                        let item = unsafe {
+                            if index as ffi::Py_ssize_t >= ffi::PyList_GET_SIZE(pointer) {
+                                break;
+                            }
+                            ffi::PyList_GET_ITEM(pointer, index as ffi::Py_ssize_t)
+                        };
+                        // SAFETY: as above; the bytes are copied at once.
+                        if let Some(bytes) = unsafe { ascii_str(item) } {
+                            chunk.push(bytes);
+                        } else {
+                            // SAFETY: a live object, as above; now a reference of our own.
+                            let item = unsafe { Bound::from_borrowed_ptr(list.py(), item) };
+                            with_item(&item, |bytes| chunk.push(bytes))?;
                         }
-                        let item = unsafe { list.get_item_unchecked(index) };
-                        with_item(&item, |bytes| chunk.push(bytes))?;
                     }
                     Ok(chunk.ends.len())
                 } else {

@@ -33,6 +33,23 @@ def test_add_and_contains_every_item_type(kind):
     assert f.kind == kind
 
 
+class Text(str):
+    """A str subclass: read as a str, the same bytes."""
+
+
+def test_a_mixed_list_batch_is_the_same_items_as_one_at_a_time():
+    """add_many/contains_many on a list read compact ASCII str in place and everything
+    else through the general road: the same bytes either way."""
+    items = ["ascii", "ünïcödé ✓ 𝄞", Text("sub"), Text("süb"), "", b"bytes", 5, -5, "x" * 1000]
+    batch, single = BloomFilter(1000, 0.001), BloomFilter(1000, 0.001)
+    batch.add_many(items)
+    for item in items:
+        single.add(item)
+    assert batch == single
+    assert batch.contains_many(items) == [True] * len(items)
+    assert "sub" in batch and "süb".encode() in batch and Text("ascii") in single
+
+
 def test_add_returns_whether_the_filter_changed():
     f = BloomFilter(1000)
     assert f.add("a") is True
