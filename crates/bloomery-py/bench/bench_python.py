@@ -174,6 +174,9 @@ def main():
     parser.add_argument("--no-numpy", action="store_true", help="batch ints as lists, not numpy arrays")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each measure this many times and keep the fastest (default 1)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every library this many times, in alternating order, and report the "
+                             "median (range) of the per-round ratios to rbloom (default 1)")
     parser.add_argument("--cpu-time", action="store_true", help="time with the process's CPU time")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--child", nargs=2, metavar=("LIBRARY", "KIND"), help=argparse.SUPPRESS)
@@ -185,17 +188,25 @@ def main():
         child(args.child[0], args.child[1], args.n, args.fpp, not args.no_numpy, args.repeat)
         return
     results = []
-    for kind in args.kinds.split(","):
-        for library in args.libraries.split(","):
-            command = [sys.executable, __file__, "-n", str(args.n), "--fpp", str(args.fpp),
-                       "--repeat", str(args.repeat), "--child", library, kind]
-            if args.cpu_time:
-                command.append("--cpu-time")
-            if args.no_numpy:
-                command.append("--no-numpy")
-            output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-            results.append(json.loads(output.strip().splitlines()[-1]))
-            report(results[-1:], header=len(results) == 1)
+    libraries = args.libraries.split(",")
+    for round_index in range(args.rounds):
+        # This machine's speed drifts from minute to minute: each round runs the libraries
+        # back to back, first to last on even rounds and last to first on odd ones, so
+        # that a ratio taken within a round compares runs made under the same conditions.
+        order = libraries if round_index % 2 == 0 else libraries[::-1]
+        for kind in args.kinds.split(","):
+            for library in order:
+                command = [sys.executable, __file__, "-n", str(args.n), "--fpp", str(args.fpp),
+                           "--repeat", str(args.repeat), "--child", library, kind]
+                if args.cpu_time:
+                    command.append("--cpu-time")
+                if args.no_numpy:
+                    command.append("--no-numpy")
+                output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+                result = json.loads(output.strip().splitlines()[-1])
+                result["round"] = round_index
+                results.append(result)
+                report(results[-1:], header=len(results) == 1)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=1)
@@ -220,15 +231,27 @@ def report(results, header):
 
 
 def ratios(results):
-    """bloomery's throughput over rbloom's, per measure and item type."""
-    by = {(r["library"], r["kind"]): r for r in results}
+    """bloomery's throughput over rbloom's, per measure and item type: with several rounds,
+    the median (and range) of the ratios taken within each round."""
+    by = {(r["library"], r["kind"], r.get("round", 0)): r for r in results}
+    rounds = sorted({r.get("round", 0) for r in results})
     for kind in sorted({r["kind"] for r in results}):
-        ours, theirs = by.get(("bloomery", kind)), by.get(("rbloom", kind))
-        if not ours or not theirs:
-            continue
-        parts = [f"{measure} {theirs[measure] / ours[measure]:.2f}x"
-                 for measure in ("add_one", "lookup_one", "add_batch", "lookup_batch")]
-        print(f"bloomery (blocked) / rbloom, {kind}: " + ", ".join(parts))
+        parts = []
+        for measure in ("add_one", "lookup_one", "add_batch", "lookup_batch"):
+            values = sorted(
+                by[("rbloom", kind, index)][measure] / by[("bloomery", kind, index)][measure]
+                for index in rounds
+                if ("bloomery", kind, index) in by and ("rbloom", kind, index) in by
+            )
+            if not values:
+                continue
+            middle = len(values) // 2
+            median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+            spread = f" ({values[0]:.2f}-{values[-1]:.2f})" if len(values) > 1 else ""
+            parts.append(f"{measure} {median:.2f}x{spread}")
+        if parts:
+            label = f" (median of {len(rounds)} rounds)" if len(rounds) > 1 else ""
+            print(f"bloomery (blocked) / rbloom, {kind}{label}: " + ", ".join(parts))
 
 
 if __name__ == "__main__":
