@@ -11,6 +11,7 @@
 //! Batches come in chunks copied out of Python objects while the GIL is held, so the
 //! filter works on them with the GIL released.
 
+use bloomery::in_place::ItemHasher;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -198,6 +199,80 @@ impl Chunk {
     }
 }
 
+/// Where [`Source::fill`] puts the items it reads.
+pub trait Sink {
+    /// Forgets what it holds.
+    fn clear(&mut self);
+    /// Takes an item's bytes.
+    fn push(&mut self, item: &[u8]);
+    /// Takes an `int` item's 8 bytes.
+    fn push_int(&mut self, item: [u8; 8]) {
+        self.push(&item);
+    }
+    /// How many items it holds.
+    fn count(&self) -> usize;
+}
+
+impl Sink for Chunk {
+    fn clear(&mut self) {
+        Chunk::clear(self);
+    }
+
+    fn push(&mut self, item: &[u8]) {
+        Chunk::push(self, item);
+    }
+
+    fn push_int(&mut self, item: [u8; 8]) {
+        Chunk::push_int(self, item);
+    }
+
+    fn count(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+/// Items hashed as they are read, by a filter's own item road ([`ItemHasher`]): for the
+/// block filters, whose batch calls then take 8 bytes an item instead of the item (no copy
+/// of the item's bytes, and the hash computed while they are in cache).
+pub struct Hashes {
+    hasher: ItemHasher,
+    /// The items' hashes, in order.
+    pub hashes: Vec<u64>,
+}
+
+impl Hashes {
+    /// For a blocked filter with this seed.
+    pub fn blocked(seed: u64) -> Self {
+        Self {
+            hasher: ItemHasher::Blocked { seed },
+            hashes: Vec::with_capacity(CHUNK),
+        }
+    }
+
+    /// The seed the hashes were made with.
+    pub fn seed(&self) -> Option<u64> {
+        match self.hasher {
+            ItemHasher::Blocked { seed } => Some(seed),
+            _ => None,
+        }
+    }
+}
+
+impl Sink for Hashes {
+    fn clear(&mut self) {
+        self.hashes.clear();
+    }
+
+    fn push(&mut self, item: &[u8]) {
+        // A block filter's hash is the first word (the second is 0).
+        self.hashes.push(self.hasher.hash(item)[0]);
+    }
+
+    fn count(&self) -> usize {
+        self.hashes.len()
+    }
+}
+
 /// How the items of a buffer are read.
 #[derive(Clone, Copy)]
 pub enum Element {
@@ -339,6 +414,12 @@ impl<'py> Source<'py> {
         Ok(Source::Iterator(items.try_iter()?))
     }
 
+    /// Whether the items can be read again from a position (a list or tuple: a buffer is
+    /// read as a whole, an iterator once).
+    pub fn rereadable(&self) -> bool {
+        matches!(self, Source::Sequence(..))
+    }
+
     /// How many items, when known.
     pub fn len_hint(&self) -> usize {
         match self {
@@ -348,9 +429,9 @@ impl<'py> Source<'py> {
         }
     }
 
-    /// Copies up to [`CHUNK`] items from `position` into `chunk` (cleared first); returns
-    /// how many were copied (0 at the end).
-    pub fn fill(&mut self, position: usize, chunk: &mut Chunk) -> PyResult<usize> {
+    /// Reads up to [`CHUNK`] items from `position` into `chunk` (cleared first); returns
+    /// how many were read (0 at the end).
+    pub fn fill<S: Sink>(&mut self, position: usize, chunk: &mut S) -> PyResult<usize> {
         chunk.clear();
         match self {
             Source::Buffer {
@@ -409,7 +490,7 @@ impl<'py> Source<'py> {
                             with_item(&item, |bytes| chunk.push(bytes))?;
                         }
                     }
-                    Ok(chunk.ends.len())
+                    Ok(chunk.count())
                 } else {
                     let tuple = sequence.cast::<PyTuple>()?;
                     let end = tuple.len().min(position.saturating_add(CHUNK));

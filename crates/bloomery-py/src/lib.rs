@@ -27,7 +27,7 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::files::{FileError, Locked, Mapped};
-use crate::items::{Chunk, Source, with_item};
+use crate::items::{Chunk, Hashes, Source, with_item};
 
 pyo3::import_exception!(io, UnsupportedOperation);
 
@@ -253,13 +253,53 @@ impl PyBloomFilter {
         }
     }
 
-    /// Adds a batch: chunks copied with the GIL, inserted without it.
+    /// The seed of the filter when it is an in-memory blocked filter (the default kind),
+    /// whose batches can be hashed as they are read ([`Hashes`]).
+    fn blocked_seed(&self, py: Python<'_>) -> Option<u64> {
+        self.shared.read(py, |state| match state {
+            State::Owned(filter) => filter.as_any().downcast_ref::<BlockedBloomFilter>().map(BlockedBloomFilter::seed),
+            _ => None,
+        })
+    }
+
+    /// Adds a batch: chunks read with the GIL, inserted without it. A list or tuple of
+    /// items for a blocked filter is hashed as it is read (8 bytes an item handed over, not
+    /// the item); anything else is copied.
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, |state| state.owned().map(|_| ()))?;
+        let mut hashed = self
+            .blocked_seed(py)
+            .filter(|_| source.rereadable())
+            .map(Hashes::blocked);
         let mut chunk = Chunk::new();
         let mut position = 0;
         loop {
+            if let Some(hashes) = hashed.as_mut() {
+                let read = source.fill(position, hashes)?;
+                if read == 0 {
+                    return Ok(());
+                }
+                let hashes = &*hashes;
+                let inserted = self.shared.write_detached(py, |state| -> PyResult<bool> {
+                    let seed = hashes.seed();
+                    match state.owned()?.as_any_mut().downcast_mut::<BlockedBloomFilter>() {
+                        Some(blocked) if Some(blocked.seed()) == seed => {
+                            blocked.insert_hash_batch(&hashes.hashes);
+                            Ok(true)
+                        }
+                        _ => Ok(false),
+                    }
+                })?;
+                if inserted {
+                    position += read;
+                } else {
+                    // Another thread replaced the filter meanwhile (a pickle load): these
+                    // items and the rest take the general road, read again.
+                    hashed = None;
+                }
+                continue;
+            }
             let copied = source.fill(position, &mut chunk)?;
             if copied == 0 {
                 return Ok(());
@@ -272,12 +312,48 @@ impl PyBloomFilter {
         }
     }
 
-    /// Looks up a batch: one answer per item, in order.
+    /// Looks up a batch: one answer per item, in order (hashed as read, as in
+    /// [`insert_source`](Self::insert_source), where it can be).
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
         let mut results = Vec::with_capacity(source.len_hint());
+        let mut hashed = self
+            .blocked_seed(py)
+            .filter(|_| source.rereadable())
+            .map(Hashes::blocked);
         let mut chunk = Chunk::new();
         let mut position = 0;
         loop {
+            if let Some(hashes) = hashed.as_mut() {
+                let read = source.fill(position, hashes)?;
+                if read == 0 {
+                    return Ok(results);
+                }
+                let start = results.len();
+                results.resize(start + read, false);
+                let (hashes, answers) = (&*hashes, &mut results[start..]);
+                let answered = self.shared.read_detached(py, |state| -> PyResult<bool> {
+                    let seed = hashes.seed();
+                    match state {
+                        State::Owned(filter) => match filter.as_any().downcast_ref::<BlockedBloomFilter>() {
+                            Some(blocked) if Some(blocked.seed()) == seed => {
+                                blocked.contains_hash_batch(&hashes.hashes, answers);
+                                Ok(true)
+                            }
+                            _ => Ok(false),
+                        },
+                        State::Mapped(_) => Ok(false),
+                        State::Closed => Err(closed_error()),
+                    }
+                })?;
+                if answered {
+                    position += read;
+                } else {
+                    // As in `insert_source`: read these again the general way.
+                    results.truncate(start);
+                    hashed = None;
+                }
+                continue;
+            }
             let copied = source.fill(position, &mut chunk)?;
             if copied == 0 {
                 return Ok(results);
