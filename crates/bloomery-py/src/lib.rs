@@ -257,7 +257,10 @@ impl PyBloomFilter {
     /// whose batches can be hashed as they are read ([`Hashes`]).
     fn blocked_seed(&self, py: Python<'_>) -> Option<u64> {
         self.shared.read(py, |state| match state {
-            State::Owned(filter) => filter.as_any().downcast_ref::<BlockedBloomFilter>().map(BlockedBloomFilter::seed),
+            State::Owned(filter) => filter
+                .as_any()
+                .downcast_ref::<BlockedBloomFilter>()
+                .map(BlockedBloomFilter::seed),
             _ => None,
         })
     }
