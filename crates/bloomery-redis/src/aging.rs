@@ -34,8 +34,8 @@ use bloomery::{Error as BloomError, RotatingBloomFilter};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
-    AT_MEMORY_LIMIT, booleans, default_rate_and_capacity, parse_f64, parse_i64, redisbloom_size, reply_info,
-    word_is, write_filter,
+    AT_MEMORY_LIMIT, booleans, default_rate_and_capacity, parse_f64, parse_i64, rate_and_capacity,
+    redisbloom_size, refuse_existing, reply_info, word_is, write_filter,
 };
 use crate::datatype::{BLOOM_TYPE, Stored};
 use crate::limits::cap_for_command;
@@ -231,14 +231,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = &args[1];
-    let error_rate = parse_f64(&args[2]).ok_or(RedisError::Str("ERR bad error rate"))?;
-    if !(error_rate > 0.0 && error_rate < 1.0) {
-        return Err(RedisError::Str("ERR (0 < error rate range < 1) "));
-    }
-    let capacity = parse_i64(&args[3]).ok_or(RedisError::Str("ERR bad capacity"))?;
-    if capacity <= 0 {
-        return Err(RedisError::Str("ERR (capacity should be larger than 0)"));
-    }
+    let (error_rate, capacity) = rate_and_capacity(&args[2], &args[3])?;
     let mut options = Options::default();
     let mut index = 4;
     while index < args.len() {
@@ -252,13 +245,9 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
             None => return Err(RedisError::Str("ERR unknown argument for an aging filter")),
         }
     }
-    let window = options.window(error_rate, capacity as u64)?;
+    let window = options.window(error_rate, capacity)?;
     let redis_key = ctx.open_key_writable(key);
-    if !redis_key.is_empty() {
-        // WRONGTYPE for another type, "item exists" for a filter.
-        write_filter(&redis_key)?;
-        return Err(RedisError::Str("ERR item exists"));
-    }
+    refuse_existing(&redis_key)?;
     let now = options.now();
     let filter = window.create(now, cap_for_command(&ctx.get_flags()))?;
     redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(filter)))?;

@@ -230,6 +230,33 @@ pub(crate) fn notify_and_replicate(ctx: &Context, event: &CStr, key: &RedisStrin
     ctx.replicate_verbatim();
 }
 
+/// A reservation's `error_rate` and `capacity` arguments, with RedisBloom's error texts
+/// (`BF.RESERVE`, and the aging and counting filters' `RESERVE`).
+pub(crate) fn rate_and_capacity(
+    rate: &RedisString,
+    capacity: &RedisString,
+) -> Result<(f64, u64), RedisError> {
+    let error_rate = parse_f64(rate).ok_or(RedisError::Str("ERR bad error rate"))?;
+    if !(error_rate > 0.0 && error_rate < 1.0) {
+        return Err(RedisError::Str("ERR (0 < error rate range < 1) "));
+    }
+    let capacity = parse_i64(capacity).ok_or(RedisError::Str("ERR bad capacity"))?;
+    if capacity <= 0 {
+        return Err(RedisError::Str("ERR (capacity should be larger than 0)"));
+    }
+    Ok((error_rate, capacity as u64))
+}
+
+/// Refuses to reserve over an existing key: WRONGTYPE for another type, "item exists"
+/// for a filter (RedisBloom's answers).
+pub(crate) fn refuse_existing(redis_key: &RedisKeyWritable) -> Result<(), RedisError> {
+    if redis_key.is_empty() {
+        return Ok(());
+    }
+    write_filter(redis_key)?;
+    Err(RedisError::Str("ERR item exists"))
+}
+
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if crate::aging::reserve_has_aging_options(&args) {
@@ -240,17 +267,10 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = &args[1];
-    let error_rate = parse_f64(&args[2]).ok_or(RedisError::Str("ERR bad error rate"))?;
-    if !(error_rate > 0.0 && error_rate < 1.0) {
-        return Err(RedisError::Str("ERR (0 < error rate range < 1) "));
-    }
-    let capacity = parse_i64(&args[3]).ok_or(RedisError::Str("ERR bad capacity"))?;
-    if capacity <= 0 {
-        return Err(RedisError::Str("ERR (capacity should be larger than 0)"));
-    }
+    let (error_rate, capacity) = rate_and_capacity(&args[2], &args[3])?;
     let mut reservation = Reservation {
         error_rate,
-        capacity: capacity as u64,
+        capacity,
         ..Reservation::default()
     };
     // As RedisBloom: NONSCALING anywhere, then EXPANSION's value (checked in this order,
@@ -275,11 +295,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         reservation.expansion = expansion as u32;
     }
     let redis_key = ctx.open_key_writable(key);
-    if !redis_key.is_empty() {
-        // WRONGTYPE for another type, "item exists" for a filter.
-        write_filter(&redis_key)?;
-        return Err(RedisError::Str("ERR item exists"));
-    }
+    refuse_existing(&redis_key)?;
     let cap = cap_for_command(&ctx.get_flags());
     set_new_filter(&redis_key, reservation.create(cap)?)?;
     accounting::after_write(&redis_key);
@@ -644,7 +660,7 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         RedisValue::Integer(i64::from(expansion))
     });
     let size = redisbloom_size(stats.memory_bytes, stats.sub_filters);
-    let fields = [
+    let fields = vec![
         (
             "Capacity",
             "CAPACITY",
@@ -663,30 +679,7 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         ),
         ("Expansion rate", "EXPANSION", expansion),
     ];
-    let fields: Vec<(&'static str, RedisValue)> = match args.get(2) {
-        Some(wanted) => {
-            let (label, _, value) = fields
-                .into_iter()
-                .find(|(_, name, _)| word_is(wanted, name))
-                .ok_or(RedisError::Str("Invalid information value"))?;
-            vec![(label, value)]
-        }
-        None => fields
-            .into_iter()
-            .map(|(label, _, value)| (label, value))
-            .collect(),
-    };
-    if maps(ctx) {
-        return reply_map(ctx, fields);
-    }
-    Ok(RedisValue::Array(if args.len() == 3 {
-        fields.into_iter().map(|(_, value)| value).collect()
-    } else {
-        fields
-            .into_iter()
-            .flat_map(|(label, value)| [RedisValue::SimpleStringStatic(label), value])
-            .collect()
-    }))
+    reply_info(ctx, fields, args.get(2))
 }
 
 /// `%g` as C's printf writes it (six significant digits, trailing zeros dropped, an

@@ -34,8 +34,8 @@ use redis_module::key::RedisKey;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
-    booleans, default_rate_and_capacity, notify_and_replicate, parse_f64, parse_i64, read_filter, reply_info,
-    write_filter,
+    booleans, default_rate_and_capacity, notify_and_replicate, rate_and_capacity, read_filter,
+    refuse_existing, reply_info, write_filter,
 };
 use crate::datatype::{BLOOM_TYPE, Stored};
 use crate::limits::cap_for_command;
@@ -88,20 +88,10 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = &args[1];
-    let error_rate = parse_f64(&args[2]).ok_or(RedisError::Str("ERR bad error rate"))?;
-    if !(error_rate > 0.0 && error_rate < 1.0) {
-        return Err(RedisError::Str("ERR (0 < error rate range < 1) "));
-    }
-    let capacity = parse_i64(&args[3]).ok_or(RedisError::Str("ERR bad capacity"))?;
-    if capacity <= 0 {
-        return Err(RedisError::Str("ERR (capacity should be larger than 0)"));
-    }
+    let (error_rate, capacity) = rate_and_capacity(&args[2], &args[3])?;
     let redis_key = ctx.open_key_writable(key);
-    if !redis_key.is_empty() {
-        write_filter(&redis_key)?;
-        return Err(RedisError::Str("ERR item exists"));
-    }
-    let filter = create(error_rate, capacity as u64, cap_for_command(&ctx.get_flags()))?;
+    refuse_existing(&redis_key)?;
+    let filter = create(error_rate, capacity, cap_for_command(&ctx.get_flags()))?;
     redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
     crate::accounting::after_write(&redis_key);
     notify_and_replicate(ctx, c"cbf.reserve", key);
