@@ -248,14 +248,6 @@ impl Hashes {
             hashes: Vec::with_capacity(CHUNK),
         }
     }
-
-    /// The seed the hashes were made with.
-    pub fn seed(&self) -> Option<u64> {
-        match self.hasher {
-            ItemHasher::Blocked { seed } => Some(seed),
-            _ => None,
-        }
-    }
 }
 
 impl Sink for Hashes {
@@ -412,12 +404,6 @@ impl<'py> Source<'py> {
             return Err(PyTypeError::new_err("item_size= is for buffers (bytes, arrays)"));
         }
         Ok(Source::Iterator(items.try_iter()?))
-    }
-
-    /// Whether the items can be read again from a position (a list or tuple: a buffer is
-    /// read as a whole, an iterator once).
-    pub fn rereadable(&self) -> bool {
-        matches!(self, Source::Sequence(..))
     }
 
     /// How many items, when known.

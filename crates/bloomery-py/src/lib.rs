@@ -214,6 +214,18 @@ impl Shared {
     }
 }
 
+/// The blocked filter a batch was hashed for: a `PyBloomFilter`'s filter keeps its kind
+/// and seed for its whole life (only `close()` ends it, which the callers report first),
+/// so anything else is a broken invariant, reported rather than answered wrongly.
+fn blocked_with_seed<F: std::ops::Deref<Target = BlockedBloomFilter>>(
+    filter: Option<F>,
+    seed: u64,
+) -> PyResult<F> {
+    filter
+        .filter(|blocked| blocked.seed() == seed)
+        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("the filter changed during a batch call"))
+}
+
 /// A Bloom filter: a set that answers "certainly absent" or "probably present" in a
 /// fraction of an exact set's memory. No false negatives: an added item is always found.
 ///
@@ -265,102 +277,65 @@ impl PyBloomFilter {
         })
     }
 
-    /// Adds a batch: chunks read with the GIL, inserted without it. A list or tuple of
-    /// items for a blocked filter is hashed as it is read (8 bytes an item handed over, not
-    /// the item); anything else is copied.
+    /// Adds a batch: chunks read with the GIL, inserted without it. For a blocked filter
+    /// the items are hashed as they are read (8 bytes an item handed over, not the item);
+    /// for the other kinds they are copied.
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, |state| state.owned().map(|_| ()))?;
-        let mut hashed = self
-            .blocked_seed(py)
-            .filter(|_| source.rereadable())
-            .map(Hashes::blocked);
+        if let Some(seed) = self.blocked_seed(py) {
+            let mut hashes = Hashes::blocked(seed);
+            let mut position = 0;
+            while let read @ 1.. = source.fill(position, &mut hashes)? {
+                position += read;
+                let hashes = &hashes;
+                self.shared.write_detached(py, |state| -> PyResult<()> {
+                    blocked_with_seed(state.owned()?.as_any_mut().downcast_mut(), seed)?
+                        .insert_hash_batch(&hashes.hashes);
+                    Ok(())
+                })?;
+            }
+            return Ok(());
+        }
         let mut chunk = Chunk::new();
         let mut position = 0;
-        loop {
-            if let Some(hashes) = hashed.as_mut() {
-                let read = source.fill(position, hashes)?;
-                if read == 0 {
-                    return Ok(());
-                }
-                let hashes = &*hashes;
-                let inserted = self.shared.write_detached(py, |state| -> PyResult<bool> {
-                    let seed = hashes.seed();
-                    match state.owned()?.as_any_mut().downcast_mut::<BlockedBloomFilter>() {
-                        Some(blocked) if Some(blocked.seed()) == seed => {
-                            blocked.insert_hash_batch(&hashes.hashes);
-                            Ok(true)
-                        }
-                        _ => Ok(false),
-                    }
-                })?;
-                if inserted {
-                    position += read;
-                } else {
-                    // Another thread replaced the filter meanwhile (a pickle load): these
-                    // items and the rest take the general road, read again.
-                    hashed = None;
-                }
-                continue;
-            }
-            let copied = source.fill(position, &mut chunk)?;
-            if copied == 0 {
-                return Ok(());
-            }
+        while let copied @ 1.. = source.fill(position, &mut chunk)? {
             position += copied;
             let chunk = &chunk;
             self.shared.write_detached(py, |state| -> PyResult<()> {
                 state.owned()?.insert_batch(&chunk.slices()).map_err(value_error)
             })?;
         }
+        Ok(())
     }
 
-    /// Looks up a batch: one answer per item, in order (hashed as read, as in
-    /// [`insert_source`](Self::insert_source), where it can be).
+    /// Looks up a batch: one answer per item, in order (hashed as read for a blocked
+    /// filter, as in [`insert_source`](Self::insert_source)).
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
         let mut results = Vec::with_capacity(source.len_hint());
-        let mut hashed = self
-            .blocked_seed(py)
-            .filter(|_| source.rereadable())
-            .map(Hashes::blocked);
-        let mut chunk = Chunk::new();
-        let mut position = 0;
-        loop {
-            if let Some(hashes) = hashed.as_mut() {
-                let read = source.fill(position, hashes)?;
-                if read == 0 {
-                    return Ok(results);
-                }
+        if let Some(seed) = self.blocked_seed(py) {
+            let mut hashes = Hashes::blocked(seed);
+            let mut position = 0;
+            while let read @ 1.. = source.fill(position, &mut hashes)? {
+                position += read;
                 let start = results.len();
                 results.resize(start + read, false);
-                let (hashes, answers) = (&*hashes, &mut results[start..]);
-                let answered = self.shared.read_detached(py, |state| -> PyResult<bool> {
-                    let seed = hashes.seed();
-                    match state {
-                        State::Owned(filter) => match filter.as_any().downcast_ref::<BlockedBloomFilter>() {
-                            Some(blocked) if Some(blocked.seed()) == seed => {
-                                blocked.contains_hash_batch(&hashes.hashes, answers);
-                                Ok(true)
-                            }
-                            _ => Ok(false),
-                        },
-                        State::Mapped(_) => Ok(false),
-                        State::Closed => Err(closed_error()),
-                    }
+                let (hashes, answers) = (&hashes, &mut results[start..]);
+                self.shared.read_detached(py, |state| -> PyResult<()> {
+                    let filter = match state {
+                        State::Owned(filter) => filter.as_any().downcast_ref(),
+                        State::Mapped(_) => None,
+                        State::Closed => return Err(closed_error()),
+                    };
+                    blocked_with_seed(filter, seed)?.contains_hash_batch(&hashes.hashes, answers);
+                    Ok(())
                 })?;
-                if answered {
-                    position += read;
-                } else {
-                    // As in `insert_source`: read these again the general way.
-                    results.truncate(start);
-                    hashed = None;
-                }
-                continue;
             }
-            let copied = source.fill(position, &mut chunk)?;
-            if copied == 0 {
-                return Ok(results);
-            }
+            return Ok(results);
+        }
+        let mut chunk = Chunk::new();
+        let mut position = 0;
+        while let copied @ 1.. = source.fill(position, &mut chunk)? {
             position += copied;
             let start = results.len();
             results.resize(start + copied, false);
@@ -370,6 +345,7 @@ impl PyBloomFilter {
                 Ok(())
             })?;
         }
+        Ok(results)
     }
 
     /// The file link, locked (waiting without the GIL: a holder may be saving without it).
