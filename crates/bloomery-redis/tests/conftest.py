@@ -134,3 +134,19 @@ def server(tmp_path):
 @pytest.fixture
 def r(server):
     return server.client()
+
+
+def error_of(client, *command) -> str:
+    """The error reply a command gets (it must get one)."""
+    with pytest.raises(redis.ResponseError) as raised:
+        client.execute_command(*command)
+    return str(raised.value)
+
+
+def wait_until_synced(primary, replica):
+    """Waits until `replica` has applied everything `primary` had sent when called."""
+    deadline = time.monotonic() + 30
+    offset = primary.info("replication")["master_repl_offset"]
+    while replica.info("replication").get("slave_repl_offset", 0) < offset:
+        assert time.monotonic() < deadline, "the replica did not catch up"
+        time.sleep(0.02)

@@ -10,9 +10,9 @@ import time
 
 import redis
 
-from conftest import Server, dump
-from type_helpers import (call_all, digest, error_of, fuzz_loadchunk, fuzz_restore, restart,
-                          server_time_ms, start_replica, wait_for_rewrite, wait_until_synced)
+from conftest import Server, dump, error_of, wait_until_synced
+from type_helpers import (call_all, digest, fuzz_loadchunk, fuzz_restore, restart, server_time_ms, start_replica,
+                          wait_for_rewrite)
 
 
 def info(client, key) -> dict:

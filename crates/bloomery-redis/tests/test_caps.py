@@ -8,16 +8,10 @@ import time
 import pytest
 import redis
 
-from conftest import MODULE, REDIS_SERVER, Server, dump, free_port, held_memory, settles_near
+from conftest import MODULE, REDIS_SERVER, Server, dump, error_of, free_port, held_memory, settles_near
 
 CAP = 1 << 20
 CONFIG = "bloomery.max-filter-memory"
-
-
-def error_of(client, *command) -> str:
-    with pytest.raises(redis.ResponseError) as raised:
-        client.execute_command(*command)
-    return str(raised.value)
 
 
 def cap_of(client) -> int:

@@ -3,16 +3,9 @@ data type's persistence, on a real redis-server."""
 import shutil
 from pathlib import Path
 
-import pytest
 import redis
 
-from conftest import REDIS_SERVER, Server
-
-
-def error_of(client, *command) -> str:
-    with pytest.raises(redis.ResponseError) as raised:
-        client.execute_command(*command)
-    return str(raised.value)
+from conftest import REDIS_SERVER, Server, error_of
 
 
 def test_reserve_and_its_errors_match_redisbloom(r):

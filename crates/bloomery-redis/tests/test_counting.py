@@ -9,9 +9,8 @@ from collections import Counter
 
 import redis
 
-from conftest import Server, dump
-from type_helpers import (call_all, digest, error_of, fuzz_loadchunk, fuzz_restore, restart, start_replica,
-                          wait_for_rewrite, wait_until_synced)
+from conftest import Server, dump, error_of, wait_until_synced
+from type_helpers import call_all, digest, fuzz_loadchunk, fuzz_restore, restart, start_replica, wait_for_rewrite
 
 NOT_PRESENT = "not present: the filter does not hold the item, nothing was removed"
 NOT_COUNTING = "the key holds a Bloom filter that cannot remove items"

@@ -9,18 +9,11 @@ FLUSHALL gives the memory back."""
 import random
 import time
 
-import pytest
 import redis
 
-from conftest import Server, dump, held_memory, settled_memory, settles_near
+from conftest import Server, dump, error_of, held_memory, settled_memory, settles_near, wait_until_synced
 
 CHUNK_BYTES = 16 << 20
-
-
-def error_of(client, *command) -> str:
-    with pytest.raises(redis.ResponseError) as raised:
-        client.execute_command(*command)
-    return str(raised.value)
 
 
 def wait_for_replica(primary, replica):
@@ -29,14 +22,6 @@ def wait_for_replica(primary, replica):
     while replica.info("replication")["master_link_status"] != "up":
         assert time.monotonic() < deadline, "the replica did not sync"
         time.sleep(0.05)
-
-
-def wait_until_synced(primary, replica):
-    deadline = time.monotonic() + 30
-    offset = primary.info("replication")["master_repl_offset"]
-    while replica.info("replication").get("slave_repl_offset", 0) < offset:
-        assert time.monotonic() < deadline, "the replica did not catch up"
-        time.sleep(0.02)
 
 
 def test_loads_in_progress_live_in_their_database_replicate_and_are_flushed(server, tmp_path):

@@ -11,16 +11,10 @@ import time
 import pytest
 import redis
 
-from conftest import ROOT, Server, dump
+from conftest import ROOT, Server, dump, error_of
 
 FIGURES = ("filters", "redisbloom_filters", "estimated_filters", "loads", "bytes", "items")
 CHUNK_BYTES = 16 << 20
-
-
-def error_of(client, *command) -> str:
-    with pytest.raises(redis.ResponseError) as raised:
-        client.execute_command(*command)
-    return str(raised.value)
 
 
 def config(client, name):

@@ -8,13 +8,7 @@ the default layout (blocked sub-filters) has the same shapes and its own sizes."
 import pytest
 import redis
 
-from conftest import Server
-
-
-def error_of(client, *command) -> str:
-    with pytest.raises(redis.ResponseError) as raised:
-        client.execute_command(*command)
-    return str(raised.value)
+from conftest import Server, error_of
 
 
 @pytest.fixture

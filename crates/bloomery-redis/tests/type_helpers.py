@@ -7,17 +7,10 @@ import random
 import struct
 import time
 
-import pytest
 import redis
 
 from conftest import Server, dump
 from rdb_payload import Value, envelope_with_checksums
-
-
-def error_of(client, *command) -> str:
-    with pytest.raises(redis.ResponseError) as raised:
-        client.execute_command(*command)
-    return str(raised.value)
 
 
 def digest(client, key) -> bytes:
@@ -36,14 +29,6 @@ def start_replica(tmp_path, primary: Server, *extra, module_args=()) -> Server:
         assert time.monotonic() < deadline, "the replica did not sync"
         time.sleep(0.05)
     return replica
-
-
-def wait_until_synced(primary, replica):
-    deadline = time.monotonic() + 30
-    offset = primary.info("replication")["master_repl_offset"]
-    while replica.info("replication").get("slave_repl_offset", 0) < offset:
-        assert time.monotonic() < deadline, "the replica did not catch up"
-        time.sleep(0.02)
 
 
 def restart(server: Server):
