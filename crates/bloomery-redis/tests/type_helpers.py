@@ -167,6 +167,29 @@ def fuzz_loadchunk(client, key, rng: random.Random, count: int, serve, fields) -
     return outcomes
 
 
+def fuzz_and_check(client, key, rng: random.Random, serve, fields, count: int = 600):
+    """`count` mutated RESTORE payloads of each kind and `count` mutated BF.LOADCHUNK
+    pieces of the value at `key`, and what they must come to: the unchanged payload
+    restores, no truncation and few flips pass (the CRC and the envelope's checksums catch
+    them), and past both checksums some envelope changes load and others are refused (so
+    the mutations reach the parameter checks and the commands). The server answers
+    throughout."""
+    outcomes = fuzz_restore(client, key, rng, count, serve, fields)
+    accepted = {kind: sum(results) for kind, results in outcomes.items()}
+    print(f"\nRESTORE: accepted {accepted} of {({kind: len(v) for kind, v in outcomes.items()})}")
+    assert outcomes["unchanged"] == [True]
+    assert accepted["truncated"] == 0
+    assert accepted["flipped"] < 0.1 * len(outcomes["flipped"])
+    assert 0.05 * len(outcomes["envelope"]) < accepted["envelope"] < 0.95 * len(outcomes["envelope"])
+
+    loads = fuzz_loadchunk(client, key, rng, count, serve, fields)
+    states = {kind: {state: results.count(state) for state in set(results)} for kind, results in loads.items()}
+    print(f"LOADCHUNK: {states}")
+    assert states["raw"].get("filter", 0) == 0
+    assert 0 < states["envelope"].get("filter", 0) < len(loads["envelope"]) - 10
+    assert client.ping()
+
+
 def call_all(client, commands):
     """Runs each command, ignoring error replies (a mutated value may refuse some)."""
     for command in commands:
