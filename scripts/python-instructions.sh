@@ -17,7 +17,7 @@ if ! $venv/bin/python -c "import rbloom" 2>/dev/null; then
 fi
 $venv/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./crates/bloomery-py
 count() {
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+  PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     $venv/bin/python crates/bloomery-py/bench/instructions.py "$@" 2>&1 >/dev/null |
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
