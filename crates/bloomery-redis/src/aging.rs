@@ -337,7 +337,7 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let window = options.window(error_rate, capacity)?;
     let mut filter = window.create(now, cap)?;
-    let (replies, accepted) = insert_items(&mut filter, items, now, cap, booleans(ctx));
+    let (replies, accepted) = insert_items(&mut filter, items, now, cap, booleans());
     if accepted == 0 {
         // Nothing was added: the key is not made either.
         return Ok(RedisValue::Array(replies));
@@ -398,7 +398,7 @@ fn add_at(
     now: u64,
     cap: Option<u64>,
 ) -> Vec<RedisValue> {
-    let (replies, accepted) = insert_items(filter, items, now, cap, booleans(ctx));
+    let (replies, accepted) = insert_items(filter, items, now, cap, booleans());
     if accepted > 0 {
         crate::commands::notify(ctx, c"bf.add", key);
         let words = [b"NOCREATE".to_vec(), b"AT".to_vec(), now.to_string().into_bytes()];

@@ -357,7 +357,7 @@ fn add_items(
         return Ok(());
     }
     crate::counting::refuse_bf_writes(&**filter)?;
-    let boolean = booleans(ctx);
+    let boolean = booleans();
     let refusal = |error: BloomError, filter: &dyn DynFilter| {
         RedisValue::StaticError(match error {
             // A scaling filter is "full" only where it cannot grow any further.
@@ -548,7 +548,7 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec<RedisValue>, RedisError> {
     let redis_key = ctx.open_key(key);
     let filter = read_filter(&redis_key)?;
-    let boolean = booleans(ctx);
+    let boolean = booleans();
     let Some(filter) = filter else {
         return Ok(items.iter().map(|_| boolean(false)).collect());
     };
@@ -567,7 +567,7 @@ fn lookup(ctx: &Context, key: &RedisString, items: &[RedisString]) -> Result<Vec
 pub fn exists(ctx: &Context, key: &RedisString, item: &[u8]) -> RedisResult {
     // One item: no lists, nothing to prefetch.
     let redis_key = ctx.open_key(key);
-    let boolean = booleans(ctx);
+    let boolean = booleans();
     let Some(filter) = read_filter(&redis_key)? else {
         return Ok(boolean(false));
     };
@@ -617,7 +617,7 @@ fn resp3(ctx: &Context) -> bool {
 /// as 1 or 0 to a RESP2 client, so no per-command look at the client's protocol is needed
 /// (reading the context flags is about 140 instructions, 3% of a pipelined `BF.EXISTS`);
 /// a Redis older than 7.0 has no boolean replies for modules, and gets integers.
-pub(crate) fn booleans(_ctx: &Context) -> fn(bool) -> RedisValue {
+pub(crate) fn booleans() -> fn(bool) -> RedisValue {
     // SAFETY: reading a function pointer Redis filled in when the module was loaded.
     if unsafe { raw::RedisModule_ReplyWithBool }.is_some() {
         RedisValue::Bool

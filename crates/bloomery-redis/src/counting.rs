@@ -116,7 +116,7 @@ fn add_items(ctx: &Context, args: &[RedisString]) -> Result<Vec<RedisValue>, Red
     }
     let filter = write_filter(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?;
     let filter = counting_mut(filter)?;
-    let boolean = booleans(ctx);
+    let boolean = booleans();
     let replies = args[2..]
         .iter()
         .map(|item| boolean(filter.insert(item.as_slice())))
@@ -172,7 +172,7 @@ fn read(key: &RedisKey) -> Result<Option<&CountingBloomFilter>, RedisError> {
 fn lookup(ctx: &Context, args: &[RedisString]) -> Result<Vec<RedisValue>, RedisError> {
     let redis_key = ctx.open_key(&args[1]);
     let filter = read(&redis_key)?;
-    let boolean = booleans(ctx);
+    let boolean = booleans();
     Ok(args[2..]
         .iter()
         .map(|item| boolean(filter.is_some_and(|filter| filter.contains(item.as_slice()))))
