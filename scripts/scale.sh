@@ -73,11 +73,19 @@ step "reopen + verify checksum" "$bloomery" check "$filter" "https://shop00.exam
 step "verify" "$bloomery" verify "$filter"
 rm -f "$filter"
 
+# The baseline takes under a second, so one run of it is at the mercy of this machine's
+# noise (0.54 and 0.81 s in two runs of the same build): the fastest of BASELINE_RUNS runs
+# (3 unless set), each on a new filter, is the one compared, which makes the ratio no
+# kinder to the large filter.
 small=$work/small.bloom
-step "baseline create ($baseline)" "$bloomery" create --items "$baseline" --fpp "$fpp" "$small"
 small_add=$(( add < baseline ? add : baseline ))
-step "baseline add ($small_add)" sh -c "'$gen' $small_add 1 item | '$bloomery' add '$small'"
-small_rate=$(rate "$small_add" "$last_wall")
-echo "  baseline add: $small_rate items/s"
+small_rate=0
+for run in $(seq "${BASELINE_RUNS:-3}"); do
+  rm -f "$small"
+  step "baseline create ($baseline)" "$bloomery" create --items "$baseline" --fpp "$fpp" "$small"
+  step "baseline add ($small_add), run $run" sh -c "'$gen' $small_add 1 item | '$bloomery' add '$small'"
+  small_rate=$(awk -v a="$(rate "$small_add" "$last_wall")" -v b="$small_rate" 'BEGIN { print (a > b ? a : b) }')
+done
+echo "  baseline add: $small_rate items/s (the fastest run)"
 echo "add throughput at $capacity vs $baseline: $(awk -v a="$add_rate" -v b="$small_rate" 'BEGIN { printf "%.2fx slower", b / a }') (target: within 2x)"
 echo "generator alone: $(rate "$small_add" "$( { /usr/bin/time -f %e "$gen" "$small_add" > /dev/null; } 2>&1 )") lines/s"
