@@ -11,6 +11,7 @@
 //! Batches come in chunks copied out of Python objects while the GIL is held, so the
 //! filter works on them with the GIL released.
 
+use bloomery::blocked::BlockPrefetcher;
 use bloomery::in_place::ItemHasher;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -236,15 +237,19 @@ impl Sink for Chunk {
 /// of the item's bytes, and the hash computed while they are in cache).
 pub struct Hashes {
     hasher: ItemHasher,
+    /// Asks for each hash's block as the hash is computed, so that the batch call finds
+    /// the blocks in cache.
+    prefetcher: BlockPrefetcher,
     /// The items' hashes, in order.
     pub hashes: Vec<u64>,
 }
 
 impl Hashes {
-    /// For a blocked filter with this seed.
-    pub fn blocked(seed: u64) -> Self {
+    /// For a blocked filter with this seed, whose blocks `prefetcher` asks for.
+    pub fn blocked(seed: u64, prefetcher: BlockPrefetcher) -> Self {
         Self {
             hasher: ItemHasher::Blocked { seed },
+            prefetcher,
             hashes: Vec::with_capacity(CHUNK),
         }
     }
@@ -257,7 +262,9 @@ impl Sink for Hashes {
 
     fn push(&mut self, item: &[u8]) {
         // A block filter's hash is the first word (the second is 0).
-        self.hashes.push(self.hasher.hash(item)[0]);
+        let hash = self.hasher.hash(item)[0];
+        self.prefetcher.prefetch(hash);
+        self.hashes.push(hash);
     }
 
     fn count(&self) -> usize {

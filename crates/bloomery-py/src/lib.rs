@@ -267,12 +267,17 @@ impl PyBloomFilter {
 
     /// The seed of the filter when it is an in-memory blocked filter (the default kind),
     /// whose batches can be hashed as they are read ([`Hashes`]).
-    fn blocked_seed(&self, py: Python<'_>) -> Option<u64> {
+    fn blocked_hashes(&self, py: Python<'_>) -> Option<(u64, Hashes)> {
         self.shared.read(py, |state| match state {
             State::Owned(filter) => filter
                 .as_any()
                 .downcast_ref::<BlockedBloomFilter>()
-                .map(BlockedBloomFilter::seed),
+                .map(|blocked| {
+                    (
+                        blocked.seed(),
+                        Hashes::blocked(blocked.seed(), blocked.prefetcher()),
+                    )
+                }),
             _ => None,
         })
     }
@@ -283,8 +288,7 @@ impl PyBloomFilter {
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, |state| state.owned().map(|_| ()))?;
-        if let Some(seed) = self.blocked_seed(py) {
-            let mut hashes = Hashes::blocked(seed);
+        if let Some((seed, mut hashes)) = self.blocked_hashes(py) {
             let mut position = 0;
             while let read @ 1.. = source.fill(position, &mut hashes)? {
                 position += read;
@@ -313,8 +317,7 @@ impl PyBloomFilter {
     /// filter, as in [`insert_source`](Self::insert_source)).
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
         let mut results = Vec::with_capacity(source.len_hint());
-        if let Some(seed) = self.blocked_seed(py) {
-            let mut hashes = Hashes::blocked(seed);
+        if let Some((seed, mut hashes)) = self.blocked_hashes(py) {
             let mut position = 0;
             while let read @ 1.. = source.fill(position, &mut hashes)? {
                 position += read;

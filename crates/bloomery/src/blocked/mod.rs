@@ -228,6 +228,35 @@ impl BlockedBloomFilter {
         crate::bits::blocks::prefetch_block(&self.blocks, hash);
     }
 
+    /// Where this filter's blocks are, for prefetching them while no borrow of the filter
+    /// can be held: a caller that hashes a batch first (reading items it must not read
+    /// without a lock, say) asks for each block as it computes the hash, and the later batch
+    /// call finds the blocks in cache. A prefetch is a hint that never faults, so the handle
+    /// stays safe to use after the filter changes or is gone; it is then merely useless.
+    ///
+    /// ```
+    /// use bloomery::BlockedBloomFilter;
+    ///
+    /// let mut filter = BlockedBloomFilter::with_fpp(1_000_000, 0.01)?;
+    /// let prefetcher = filter.prefetcher();
+    /// let hashes: Vec<u64> = (0..100u64)
+    ///     .map(|item| {
+    ///         let hash = filter.hash(&item);
+    ///         prefetcher.prefetch(hash);
+    ///         hash
+    ///     })
+    ///     .collect();
+    /// filter.insert_hash_batch(&hashes);
+    /// assert!(filter.contains(&42u64));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn prefetcher(&self) -> BlockPrefetcher {
+        BlockPrefetcher {
+            base: self.blocks.as_ptr() as usize,
+            num_blocks: self.blocks.len(),
+        }
+    }
+
     /// Adds every item, hashing a few ahead and prefetching their blocks.
     pub fn insert_batch<T: Funnel>(&mut self, items: &[T]) {
         let (seed, kernel) = (self.seed, self.kernel);
@@ -801,6 +830,25 @@ impl From<BlockedBloomFilter> for AtomicBlockedBloomFilter {
 impl From<AtomicBlockedBloomFilter> for BlockedBloomFilter {
     fn from(filter: AtomicBlockedBloomFilter) -> Self {
         filter.to_blocked_bloom_filter()
+    }
+}
+
+/// Where a blocked filter's blocks are ([`BlockedBloomFilter::prefetcher`]): asks the
+/// memory system for the block a hash picks. Holds an address, not a borrow.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockPrefetcher {
+    base: usize,
+    num_blocks: usize,
+}
+
+impl BlockPrefetcher {
+    /// Asks for the block of the item with `hash` (a hint; never faults, whatever became
+    /// of the filter).
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        crate::bits::blocks::prefetch(
+            (self.base as *const Block).wrapping_add(block_index(hash, self.num_blocks)),
+        );
     }
 }
 
