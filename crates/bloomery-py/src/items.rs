@@ -11,8 +11,9 @@
 //! Batches come in chunks copied out of Python objects while the GIL is held, so the
 //! filter works on them with the GIL released.
 
+use bloomery::BlockedBloomFilter;
 use bloomery::blocked::BlockPrefetcher;
-use bloomery::in_place::ItemHasher;
+use bloomery::hash::xxh3_64_item;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -232,11 +233,12 @@ impl Sink for Chunk {
     }
 }
 
-/// Items hashed as they are read, by a filter's own item road ([`ItemHasher`]): for the
-/// block filters, whose batch calls then take 8 bytes an item instead of the item (no copy
-/// of the item's bytes, and the hash computed while they are in cache).
+/// Items hashed as they are read, by a blocked filter's own item road
+/// ([`BlockedBloomFilter::hash`]: XXH3-64 of the bytes with its seed, which is what its
+/// `ItemHasher` computes): the filter's batch calls then take 8 bytes an item instead of
+/// the item (no copy of the item's bytes, and the hash computed while they are in cache).
 pub struct Hashes {
-    hasher: ItemHasher,
+    seed: u64,
     /// Asks for each hash's block as the hash is computed, so that the batch call finds
     /// the blocks in cache.
     prefetcher: BlockPrefetcher,
@@ -245,11 +247,11 @@ pub struct Hashes {
 }
 
 impl Hashes {
-    /// For a blocked filter with this seed, whose blocks `prefetcher` asks for.
-    pub fn blocked(seed: u64, prefetcher: BlockPrefetcher) -> Self {
+    /// For the blocked filter `filter` (its seed and where its blocks are).
+    pub fn blocked(filter: &BlockedBloomFilter) -> Self {
         Self {
-            hasher: ItemHasher::Blocked { seed },
-            prefetcher,
+            seed: filter.seed(),
+            prefetcher: filter.prefetcher(),
             hashes: Vec::with_capacity(CHUNK),
         }
     }
@@ -260,9 +262,9 @@ impl Sink for Hashes {
         self.hashes.clear();
     }
 
+    #[inline(always)]
     fn push(&mut self, item: &[u8]) {
-        // A block filter's hash is the first word (the second is 0).
-        let hash = self.hasher.hash(item)[0];
+        let hash = xxh3_64_item(item, self.seed);
         self.prefetcher.prefetch(hash);
         self.hashes.push(hash);
     }

@@ -272,12 +272,7 @@ impl PyBloomFilter {
             State::Owned(filter) => filter
                 .as_any()
                 .downcast_ref::<BlockedBloomFilter>()
-                .map(|blocked| {
-                    (
-                        blocked.seed(),
-                        Hashes::blocked(blocked.seed(), blocked.prefetcher()),
-                    )
-                }),
+                .map(|blocked| (blocked.seed(), Hashes::blocked(blocked))),
             _ => None,
         })
     }
