@@ -978,8 +978,95 @@ fn kill_9_at_random_points_never_loses_acknowledged_items_or_damages_the_file() 
 /// the file again.
 #[test]
 fn kill_9_during_in_place_adds_keeps_every_finished_add_and_the_next_writer_reseals() {
+    kill_9_during_adds(&KillRun {
+        variants: &["blocked", "classic", "split-block"],
+        capacity: "2000000",
+        window: None,
+        pieces: 8,
+        pause: Duration::from_millis(4),
+        latest_kill: Some(Duration::from_millis(60)),
+        kills: 60,
+        unsealed_kills: 10,
+    });
+}
+
+/// The same for adds into files larger than the resident window (made small here with
+/// `BLOOMERY_WINDOW_BYTES`), the road of a 12 GB filter: the hashes wait in spill files
+/// until the input ends, and then one pass over the payload, a region at a time, sets the
+/// bits (the file unsealed only during that pass). Kills land before, during and after it.
+#[test]
+fn kill_9_during_spilled_adds_into_large_files_keeps_every_finished_add() {
+    kill_9_during_adds(&KillRun {
+        variants: &["blocked", "split-block"],
+        capacity: "50000000",
+        window: Some("16777216"),
+        pieces: 1,
+        pause: Duration::ZERO,
+        latest_kill: None,
+        kills: 30,
+        unsealed_kills: 5,
+    });
+}
+
+/// How long one add of 40,000 items takes here, as `run` makes them (the longest of
+/// three, into a scratch file).
+fn whole_add_time(dir: &TempDir, run: &KillRun) -> Duration {
+    let path = dir.path().join("timing.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", run.variants[0], "--items", run.capacity])
+        .arg(&path));
+    let items: String = (0..40_000).map(|i| format!("timing item {i}\n")).collect();
+    let longest = (0..3)
+        .map(|_| {
+            let mut command = bloomery();
+            if let Some(window) = run.window {
+                command.env("BLOOMERY_WINDOW_BYTES", window);
+            }
+            let mut child = command
+                .arg("add")
+                .arg(&path)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("runs");
+            let start = std::time::Instant::now();
+            child
+                .stdin
+                .take()
+                .expect("piped")
+                .write_all(items.as_bytes())
+                .expect("writes");
+            assert!(child.wait().expect("waits").success());
+            start.elapsed()
+        })
+        .max()
+        .expect("three runs");
+    fs::remove_file(&path).expect("removes");
+    eprintln!("an add takes up to {longest:?} here");
+    longest
+}
+
+/// How [`kill_9_during_adds`] runs.
+struct KillRun {
+    variants: &'static [&'static str],
+    /// Items each file is created for.
+    capacity: &'static str,
+    /// `BLOOMERY_WINDOW_BYTES` for the adds, if set.
+    window: Option<&'static str>,
+    /// Each add's 40,000 items arrive in this many pieces, with `pause` after each.
+    pieces: usize,
+    pause: Duration,
+    /// A killed add is killed at a random time below this; if `None`, below the time a
+    /// whole add takes here (timed once first: the spilled add's pass comes at its end).
+    latest_kill: Option<Duration>,
+    /// Kills to make, and how many of them at least must leave a file unsealed.
+    kills: u32,
+    unsealed_kills: u32,
+}
+
+fn kill_9_during_adds(run: &KillRun) {
     let dir = open_dir();
-    let variants = ["blocked", "classic", "split-block"];
+    let variants = run.variants;
     let paths: Vec<_> = variants
         .iter()
         .map(|variant| {
@@ -990,7 +1077,7 @@ fn kill_9_during_in_place_adds_keeps_every_finished_add_and_the_next_writer_rese
                     "--variant",
                     variant,
                     "--items",
-                    "2000000",
+                    run.capacity,
                     "--fpp",
                     "0.01",
                 ])
@@ -1005,20 +1092,29 @@ fn kill_9_during_in_place_adds_keeps_every_finished_add_and_the_next_writer_rese
         | 1;
     eprintln!("kill points seed {seed}");
     let mut random = Random(seed);
+    let latest = run
+        .latest_kill
+        .unwrap_or_else(|| whole_add_time(&dir, run))
+        .as_micros() as u64;
     let (mut kills, mut unsealed_kills, mut finished, mut round) = (0, 0, 0, 0u64);
     // Items in pieces, with pauses: the add's first batch (16,384 items) marks the file
-    // unsealed, and the rest keeps it so for most of the run.
-    let pieces = 8;
-    let per_piece = 5_000;
-    let pause = Duration::from_millis(4);
-    while kills < 60 {
+    // unsealed, and the rest keeps it so for most of the run (when the items go in batch
+    // by batch, not spilled).
+    let pieces = run.pieces;
+    let per_piece = 40_000 / pieces;
+    let pause = run.pause;
+    while kills < run.kills {
         round += 1;
-        let which = ((round / 3) % 3) as usize;
+        let which = ((round / 3) % variants.len() as u64) as usize;
         let path = &paths[which];
         let batch: Vec<String> = (0..pieces * per_piece)
             .map(|i| format!("round {round} item {i} https://example.com/{i}"))
             .collect();
-        let mut child = bloomery()
+        let mut command = bloomery();
+        if let Some(window) = run.window {
+            command.env("BLOOMERY_WINDOW_BYTES", window);
+        }
+        let mut child = command
             .arg("add")
             .arg(path)
             .stdin(Stdio::piped())
@@ -1042,7 +1138,7 @@ fn kill_9_during_in_place_adds_keeps_every_finished_add_and_the_next_writer_rese
         // One run in three finishes; the others are killed anywhere in their run.
         let kill = round % 3 != 0;
         if kill {
-            std::thread::sleep(Duration::from_micros(random.below(60_000)));
+            std::thread::sleep(Duration::from_micros(random.below(latest)));
             let _ = child.kill();
         }
         let output = child.wait_with_output().expect("waits");
@@ -1102,7 +1198,7 @@ fn kill_9_during_in_place_adds_keeps_every_finished_add_and_the_next_writer_rese
     }
     eprintln!("{kills} kills ({unsealed_kills} left the file unsealed), {finished} finished adds");
     assert!(
-        unsealed_kills >= 10,
+        unsealed_kills >= run.unsealed_kills,
         "few kills landed in the update: {unsealed_kills}"
     );
 }
