@@ -3,7 +3,6 @@ RedisCluster client adds 100,000 items over 1,000 keys and finds every one."""
 import subprocess
 import time
 
-import redis
 from redis.cluster import RedisCluster
 
 from conftest import Server
