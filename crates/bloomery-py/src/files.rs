@@ -175,11 +175,11 @@ impl Locked {
         &self.real
     }
 
-    /// Replaces the file with `envelope`, keeping its mode; the new file is locked before
+    /// Replaces the file with `envelope`, keeping its mode and owner; the new file is locked before
     /// it takes the name, so the lock is never let go.
     pub fn save(&mut self, envelope: &Envelope<'_>, shown: &Path) -> Result<()> {
-        let mode = self.file.metadata().io_at(shown)?.permissions().mode() & 0o7777;
-        let file = replace(&self.real, shown, Some(mode), true, |writer| {
+        let old = self.file.metadata().io_at(shown)?;
+        let file = replace(&self.real, shown, Some(&old), true, |writer| {
             envelope.write_to(writer)
         })?;
         self.file = file;
@@ -188,14 +188,14 @@ impl Locked {
 }
 
 /// Writes what `write` produces to `path` atomically: an existing file is locked while it
-/// is replaced (keeping its mode), a new one appears whole or not at all.
+/// is replaced (keeping its mode and owner), a new one appears whole or not at all.
 pub fn save(path: &Path, write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>) -> Result<()> {
     let real = resolve(path)?;
     match fs::metadata(&real) {
         Ok(_) => {
             let (file, real) = lock_existing(path)?;
-            let mode = file.metadata().io_at(path)?.permissions().mode() & 0o7777;
-            replace(&real, path, Some(mode), false, write)?;
+            let old = file.metadata().io_at(path)?;
+            replace(&real, path, Some(&old), false, write)?;
             drop(file);
             Ok(())
         }
@@ -208,11 +208,13 @@ pub fn save(path: &Path, write: impl FnOnce(&mut BufWriter<&File>) -> io::Result
 }
 
 /// A temporary file beside `real`, filled, synced, renamed over it; the directory synced.
-/// Returns the new file (locked when `lock`).
+/// The new file gets the permission bits and owner of `old` (the file it replaces), as the
+/// CLI's do: a writer who may not give it that owner is refused (`PermissionError`) rather
+/// than the file silently changing hands. Returns the new file (locked when `lock`).
 fn replace(
     real: &Path,
     shown: &Path,
-    mode: Option<u32>,
+    old: Option<&Metadata>,
     lock: bool,
     write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
 ) -> Result<File> {
@@ -221,8 +223,13 @@ fn replace(
     if lock {
         file.lock().io_at(shown)?;
     }
-    if let Some(mode) = mode {
-        file.set_permissions(fs::Permissions::from_mode(mode))
+    if let Some(old) = old {
+        let new = file.metadata().io_at(shown)?;
+        if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
+            std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())).io_at(shown)?;
+        }
+        // After chown, which clears set-user-ID bits.
+        file.set_permissions(fs::Permissions::from_mode(old.permissions().mode() & 0o7777))
             .io_at(shown)?;
     }
     let mut writer = BufWriter::with_capacity(1 << 20, file);

@@ -822,8 +822,9 @@ impl PyBloomFilter {
 
     /// Writes the filter to ``path`` in the library's file format, atomically (a new file
     /// renamed over the old one, which readers and a crash see whole or not at all),
-    /// locking an existing file against other writers meanwhile. Without ``path``: back
-    /// to the file opened with mode ``"r+"``.
+    /// locking an existing file against other writers meanwhile; the new file keeps the old
+    /// one's mode and owner, as the CLI's do. Without ``path``: back to the file opened with
+    /// mode ``"r+"``.
     #[pyo3(signature = (path=None))]
     fn save(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<()> {
         let mut link = self.link(py);

@@ -188,6 +188,27 @@ def test_save_replaces_atomically_keeping_the_mode(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["f.bloom"]  # no temporary left
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file another owner needs root")
+def test_save_keeps_the_owner_as_the_cli_does(tmp_path, cli):
+    path = tmp_path / "owned.bloom"
+    cli("create", "--items", "100", path)
+    os.chown(path, 4321, 4322)
+    os.chmod(path, 0o640)
+    for saving in ("r+", "save"):
+        if saving == "r+":
+            f = BloomFilter.open(path, "r+")
+            f.add(saving)
+            f.save()
+            f.close()
+        else:
+            f = BloomFilter(100)
+            f.add(saving)
+            f.save(path)
+        info = path.stat()
+        assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (4321, 4322, 0o640), saving
+        assert saving in BloomFilter.open(path)
+
+
 def test_save_through_a_symlink_updates_its_target(tmp_path):
     target = tmp_path / "target.bloom"
     BloomFilter(100).save(target)
