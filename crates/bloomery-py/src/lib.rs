@@ -265,8 +265,8 @@ impl PyBloomFilter {
         }
     }
 
-    /// The seed of the filter when it is an in-memory blocked filter (the default kind),
-    /// whose batches can be hashed as they are read ([`Hashes`]).
+    /// When the filter is an in-memory blocked filter (the default kind), whose batches can
+    /// be hashed as they are read: its seed, and a [`Hashes`] sink for it.
     fn blocked_hashes(&self, py: Python<'_>) -> Option<(u64, Hashes)> {
         self.shared.read(py, |state| match state {
             State::Owned(filter) => filter
