@@ -34,7 +34,7 @@ use bloomery::{Error as BloomError, RotatingBloomFilter};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
-    AT_MEMORY_LIMIT, booleans, default_rate_and_capacity, parse_f64, parse_i64, rate_and_capacity,
+    AT_MEMORY_LIMIT, InsertOptions, booleans, insert_options, parse_f64, parse_i64, rate_and_capacity,
     redisbloom_size, refuse_existing, reply_info, word_is, write_filter,
 };
 use crate::datatype::{BLOOM_TYPE, Stored};
@@ -265,53 +265,14 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
 /// `BF.INSERT key [CAPACITY c] [ERROR e] WINDOW [SECONDS t] [GENERATIONS g] [NOCREATE]
 /// [AT ms] ITEMS item...`: adds to an aging filter, made first if the key is missing.
 pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
-    let (default_rate, default_capacity) = default_rate_and_capacity();
-    let (mut error_rate, mut capacity) = (default_rate, default_capacity);
     let mut options = Options::default();
-    let (mut create, mut grows) = (true, false);
-    let mut index = 2;
-    let items_at = loop {
-        let Some(word) = args.get(index) else {
-            return Err(RedisError::WrongArity);
-        };
-        if word_is(word, "ITEMS") {
-            break index + 1;
-        }
-        if let Some(used) = options.take(&args[index..])? {
-            index += used;
-            continue;
-        }
-        // BF.INSERT's own options, with its replies.
-        let value = || args.get(index + 1).ok_or(RedisError::WrongArity);
-        if word_is(word, "CAPACITY") {
-            let parsed = parse_i64(value()?).ok_or(RedisError::Str("Bad capacity"))?;
-            capacity = Some(parsed)
-                .filter(|&capacity| capacity > 0)
-                .ok_or(RedisError::Str("Bad argument received"))? as u64;
-            index += 2;
-        } else if word_is(word, "ERROR") {
-            let parsed = parse_f64(value()?).ok_or(RedisError::Str("Bad error rate"))?;
-            error_rate = Some(parsed)
-                .filter(|&rate| rate > 0.0 && rate < 1.0)
-                .ok_or(RedisError::Str("Bad argument received"))?;
-            index += 2;
-        } else if word_is(word, "EXPANSION") {
-            value()?;
-            grows = true;
-            index += 2;
-        } else if word_is(word, "NONSCALING") {
-            grows = true;
-            index += 1;
-        } else if word_is(word, "NOCREATE") {
-            create = false;
-            index += 1;
-        } else {
-            return Err(RedisError::Str("Unknown argument received"));
-        }
-    };
-    if items_at >= args.len() {
-        return Err(RedisError::WrongArity);
-    }
+    let InsertOptions {
+        reservation,
+        create,
+        grows,
+        items_at,
+    } = insert_options(args, |words| options.take(words))?;
+    let (error_rate, capacity) = (reservation.error_rate, reservation.capacity);
     let key = &args[1];
     let items = &args[items_at..];
     let cap = cap_for_command(&ctx.get_flags());

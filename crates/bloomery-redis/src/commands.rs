@@ -141,9 +141,9 @@ fn write_filter_held(key: &RedisKeyWritable) -> Result<Option<HeldFilter<'_>>, R
 }
 
 /// Parameters of a new filter.
-struct Reservation {
-    error_rate: f64,
-    capacity: u64,
+pub(crate) struct Reservation {
+    pub(crate) error_rate: f64,
+    pub(crate) capacity: u64,
     expansion: u32,
     scaling: bool,
 }
@@ -485,16 +485,33 @@ pub fn madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     )?))
 }
 
-/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
-pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if crate::aging::insert_has_aging_options(&args) {
-        return crate::aging::insert(ctx, &args);
-    }
-    if args.len() < 4 {
-        return Err(RedisError::WrongArity);
-    }
-    let mut reservation = Reservation::default();
-    let mut create = true;
+/// What `BF.INSERT` says before `ITEMS`.
+pub(crate) struct InsertOptions {
+    /// The new filter's parameters (`CAPACITY`, `ERROR`, `EXPANSION`, `NONSCALING`).
+    pub(crate) reservation: Reservation,
+    /// Whether a missing key is made (no `NOCREATE`).
+    pub(crate) create: bool,
+    /// Whether `EXPANSION` or `NONSCALING` was given.
+    pub(crate) grows: bool,
+    /// Where the items start; at least one follows.
+    pub(crate) items_at: usize,
+}
+
+/// Parses `BF.INSERT`'s options up to `ITEMS`, with RedisBloom's replies: a missing value
+/// is an arity error, one that does not parse names the option, one out of range is "Bad
+/// argument received". `extra` is offered each word first (with the words after it): it
+/// takes a caller's own options (the aging ones), returning how many words it used.
+pub(crate) fn insert_options(
+    args: &[RedisString],
+    mut extra: impl FnMut(&[RedisString]) -> Result<Option<usize>, RedisError>,
+) -> Result<InsertOptions, RedisError> {
+    let mut options = InsertOptions {
+        reservation: Reservation::default(),
+        create: true,
+        grows: false,
+        items_at: 0,
+    };
+    let reservation = &mut options.reservation;
     let mut index = 2;
     let items_at = loop {
         let Some(word) = args.get(index) else {
@@ -503,8 +520,10 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         if word_is(word, "ITEMS") {
             break index + 1;
         }
-        // RedisBloom's replies: a missing value is an arity error, one that does not parse
-        // names the option, one out of range is "Bad argument received".
+        if let Some(used) = extra(&args[index..])? {
+            index += used;
+            continue;
+        }
         let value = || args.get(index + 1).ok_or(RedisError::WrongArity);
         if word_is(word, "CAPACITY") {
             let capacity = parse_i64(value()?).ok_or(RedisError::Str("Bad capacity"))?;
@@ -520,12 +539,14 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             let expansion = parse_i64(value()?).ok_or(RedisError::Str("Bad expansion"))?;
             let expansion = Some(expansion).filter(|&n| n >= 1 && n as u64 <= MAX_EXPANSION);
             reservation.expansion = expansion.ok_or(RedisError::Str("Bad argument received"))? as u32;
+            options.grows = true;
             index += 2;
         } else if word_is(word, "NOCREATE") {
-            create = false;
+            options.create = false;
             index += 1;
         } else if word_is(word, "NONSCALING") {
             reservation.scaling = false;
+            options.grows = true;
             index += 1;
         } else {
             return Err(RedisError::Str("Unknown argument received"));
@@ -534,6 +555,24 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if items_at >= args.len() {
         return Err(RedisError::WrongArity);
     }
+    options.items_at = items_at;
+    Ok(options)
+}
+
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
+pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if crate::aging::insert_has_aging_options(&args) {
+        return crate::aging::insert(ctx, &args);
+    }
+    if args.len() < 4 {
+        return Err(RedisError::WrongArity);
+    }
+    let InsertOptions {
+        reservation,
+        create,
+        items_at,
+        ..
+    } = insert_options(&args, |_| Ok(None))?;
     let reservation = create.then_some(&reservation);
     Ok(RedisValue::Array(add_items_listed(
         ctx,
