@@ -11,8 +11,8 @@ import time
 import redis
 
 from conftest import Server, dump, error_of, wait_until_synced
-from type_helpers import (call_all, digest, fuzz_and_check, restart, server_time_ms, start_replica,
-                          wait_for_rewrite)
+from type_helpers import (any_command, call_all, digest, fuzz_and_check, restart, server_time_ms,
+                          start_replica, wait_for_rewrite)
 
 
 def info(client, key) -> dict:
@@ -322,14 +322,8 @@ READS = [b"BF.EXISTS", b"BF.MEXISTS", b"BF.CARD", b"BF.INFO", b"BF.DEBUG", b"BF.
 
 
 def random_command(rng, keys):
-    command = rng.choice(COMMANDS)
-    if command in READS and rng.random() < 0.4:
-        key = b"model"  # reads of the modelled key must not change it
-    else:
-        key = rng.choice(keys)
-    words = [rng.choice(WORDS) if rng.random() < 0.7 else str(rng.randint(-5, 10**13)).encode()
-             for _ in range(rng.randint(0, 9))]
-    return [command, key, *words]
+    # Reads of the modelled key (b"model") must not change it.
+    return any_command(rng, keys, COMMANDS, READS, WORDS, 0.7, 10**13, 9)
 
 
 def test_random_commands_against_a_model_of_the_generations(r):

@@ -10,7 +10,8 @@ from collections import Counter
 import redis
 
 from conftest import Server, dump, error_of, wait_until_synced
-from type_helpers import call_all, digest, fuzz_and_check, restart, start_replica, wait_for_rewrite
+from type_helpers import (any_command, call_all, digest, fuzz_and_check, restart, start_replica,
+                          wait_for_rewrite)
 
 NOT_PRESENT = "not present: the filter does not hold the item, nothing was removed"
 NOT_COUNTING = "the key holds a Bloom filter that cannot remove items"
@@ -248,11 +249,7 @@ READS = [b"CBF.EXISTS", b"CBF.MEXISTS", b"CBF.COUNT", b"CBF.CARD", b"CBF.INFO", 
 
 
 def random_command(rng, keys):
-    command = rng.choice(COMMANDS)
-    key = b"model" if command in READS and rng.random() < 0.4 else rng.choice(keys)
-    words = [rng.choice(WORDS) if rng.random() < 0.6 else str(rng.randint(-5, 10**6)).encode()
-             for _ in range(rng.randint(0, 6))]
-    return [command, key, *words]
+    return any_command(rng, keys, COMMANDS, READS, WORDS, 0.6, 10**6, 6)
 
 
 def test_random_commands_against_a_model(r):

@@ -9,31 +9,17 @@ parsing and the library's checks rather than all dying at the first one."""
 import random
 import struct
 
-import redis
-
 from rdb_payload import Value, encode_len, envelope_with_checksums
+from type_helpers import call_all, restore_served
 
 MUTATIONS_PER_KIND = 520
 
 
 def restore(client, payload):
-    """True if RESTORE took the payload; the server must answer PING either way."""
-    try:
-        client.restore("fuzzed", 0, payload, replace=True)
-        accepted = True
-    except redis.ResponseError:
-        accepted = False
-    assert client.ping(), "the server stopped answering"
-    if accepted:
-        # Whatever loaded must serve commands, and free cleanly.
-        try:
-            client.execute_command("BF.INFO", "fuzzed")
-            client.execute_command("BF.MEXISTS", "fuzzed", "a", "b")
-            client.execute_command("BF.ADD", "fuzzed", "after")
-        except redis.ResponseError:
-            pass
-        client.delete("fuzzed")
-    return accepted
+    """True if RESTORE took the payload; whatever loaded must serve commands, and free
+    cleanly (type_helpers.restore_served)."""
+    return restore_served(client, payload, lambda client, key: call_all(client, [
+        ("BF.INFO", key), ("BF.MEXISTS", key, "a", "b"), ("BF.ADD", key, "after")]))
 
 
 def base_value(client):

@@ -82,6 +82,33 @@ def mutated_envelope(rng, envelope: bytes, fields) -> bytes:
     return changed
 
 
+def restore_served(client, payload, serve) -> bool:
+    """True if RESTORE took `payload` as `fuzzed`; then it is served by `serve(client,
+    "fuzzed")` and deleted. The server must answer PING either way."""
+    try:
+        client.restore("fuzzed", 0, payload, replace=True)
+        accepted = True
+    except redis.ResponseError:
+        accepted = False
+    assert client.ping(), "the server stopped answering"
+    if accepted:
+        serve(client, "fuzzed")
+        assert client.ping(), "the server stopped answering a command on a restored value"
+        client.delete("fuzzed")
+    return accepted
+
+
+def any_command(rng, keys, commands, reads, words, word_share, largest, most_words):
+    """A random command of `commands` on one of `keys` (a read sometimes on b"model"),
+    with up to `most_words` arguments: words of `words` (a `word_share` of them) or
+    numbers from -5 to `largest`."""
+    command = rng.choice(commands)
+    key = b"model" if command in reads and rng.random() < 0.4 else rng.choice(keys)
+    arguments = [rng.choice(words) if rng.random() < word_share else str(rng.randint(-5, largest)).encode()
+                 for _ in range(rng.randint(0, most_words))]
+    return [command, key, *arguments]
+
+
 def fuzz_restore(client, key, rng: random.Random, per_kind: int, serve, fields) -> dict:
     """Mutated DUMPs of `key` RESTOREd as `fuzzed`: truncated inside the module's data,
     flipped, and with the envelope's fields changed behind fixed-up checksums. Whatever
@@ -97,17 +124,7 @@ def fuzz_restore(client, key, rng: random.Random, per_kind: int, serve, fields) 
     outcomes = {}
 
     def attempt(name, payload):
-        try:
-            client.restore("fuzzed", 0, payload, replace=True)
-            accepted = True
-        except redis.ResponseError:
-            accepted = False
-        assert client.ping(), "the server stopped answering"
-        if accepted:
-            serve(client, "fuzzed")
-            assert client.ping(), "the server stopped answering a command on a restored value"
-            client.delete("fuzzed")
-        outcomes.setdefault(name, []).append(accepted)
+        outcomes.setdefault(name, []).append(restore_served(client, payload, serve))
 
     attempt("unchanged", value.payload(body))
     cuts = list(range(start, len(body)))
