@@ -255,6 +255,11 @@ impl Hashes {
             hashes: Vec::with_capacity(CHUNK),
         }
     }
+
+    /// The seed of the filter the hashes are for.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
 }
 
 impl Sink for Hashes {

@@ -266,13 +266,13 @@ impl PyBloomFilter {
     }
 
     /// When the filter is an in-memory blocked filter (the default kind), whose batches can
-    /// be hashed as they are read: its seed, and a [`Hashes`] sink for it.
-    fn blocked_hashes(&self, py: Python<'_>) -> Option<(u64, Hashes)> {
+    /// be hashed as they are read: a [`Hashes`] sink for it.
+    fn blocked_hashes(&self, py: Python<'_>) -> Option<Hashes> {
         self.shared.read(py, |state| match state {
             State::Owned(filter) => filter
                 .as_any()
                 .downcast_ref::<BlockedBloomFilter>()
-                .map(|blocked| (blocked.seed(), Hashes::blocked(blocked))),
+                .map(Hashes::blocked),
             _ => None,
         })
     }
@@ -283,13 +283,13 @@ impl PyBloomFilter {
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, |state| state.owned().map(|_| ()))?;
-        if let Some((seed, mut hashes)) = self.blocked_hashes(py) {
+        if let Some(mut hashes) = self.blocked_hashes(py) {
             let mut position = 0;
             while let read @ 1.. = source.fill(position, &mut hashes)? {
                 position += read;
                 let hashes = &hashes;
                 self.shared.write_detached(py, |state| -> PyResult<()> {
-                    blocked_with_seed(state.owned()?.as_any_mut().downcast_mut(), seed)?
+                    blocked_with_seed(state.owned()?.as_any_mut().downcast_mut(), hashes.seed())?
                         .insert_hash_batch(&hashes.hashes);
                     Ok(())
                 })?;
@@ -312,7 +312,7 @@ impl PyBloomFilter {
     /// filter, as in [`insert_source`](Self::insert_source)).
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
         let mut results = Vec::with_capacity(source.len_hint());
-        if let Some((seed, mut hashes)) = self.blocked_hashes(py) {
+        if let Some(mut hashes) = self.blocked_hashes(py) {
             let mut position = 0;
             while let read @ 1.. = source.fill(position, &mut hashes)? {
                 position += read;
@@ -325,7 +325,7 @@ impl PyBloomFilter {
                         State::Mapped(_) => None,
                         State::Closed => return Err(closed_error()),
                     };
-                    blocked_with_seed(filter, seed)?.contains_hash_batch(&hashes.hashes, answers);
+                    blocked_with_seed(filter, hashes.seed())?.contains_hash_batch(&hashes.hashes, answers);
                     Ok(())
                 })?;
             }
