@@ -3,8 +3,9 @@
 # CAPACITY items at FPP (12 GB for 10^10 at 1%), ADD generated URL-like items added through
 # `bloomery add` from a pipe (no input file on disk), PROBE fresh items probed with
 # `bloomery check --count`. Prints items/s for add and check, peak RSS and disk written for
-# each step, the measured false-positive rate, and the time to reopen the file for one
-# check; then the same `add` on a filter sized for BASELINE items (10^7), for the ratio.
+# each step, the add's phases (BLOOMERY_TIMINGS), the measured false-positive rate, the
+# time to verify the new file and to reopen the filled one for one check; then the same
+# `add` on a filter sized for BASELINE items (10^7), for the ratio.
 #
 # Usage: scripts/scale.sh [CAPACITY=1e10] [ADD=1e9] [PROBE=1e8] [FPP=0.01] [BASELINE=1e7]
 #   Small smoke run: scripts/scale.sh 1e7 1e6 1e6
@@ -60,7 +61,9 @@ rate() { awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.0f", n / s; else 
 echo "blocked filter for $capacity items at fpp $fpp; add $add items, probe $probe fresh ones"
 step "create" "$bloomery" create --items "$capacity" --fpp "$fpp" "$filter"
 echo "  file $(stat -c %s "$filter") bytes, $(du -k "$filter" | cut -f1) KiB allocated"
-step "add (from a pipe)" sh -c "'$gen' $add 1 item | '$bloomery' add '$filter'"
+step "verify (the new file)" "$bloomery" verify "$filter"
+# The add prints its phases (BLOOMERY_TIMINGS) to standard error, before its line.
+step "add (from a pipe)" sh -c "'$gen' $add 1 item | BLOOMERY_TIMINGS=1 '$bloomery' add '$filter'"
 add_rate=$(rate "$add" "$last_wall")
 echo "  add: $add_rate items/s (generator included)"
 step "check --count (fresh items)" sh -c "'$gen' $probe 2 probe | '$bloomery' check --count '$filter' > '$work/count.txt' || true"
@@ -89,3 +92,8 @@ done
 echo "  baseline add: $small_rate items/s (the fastest run)"
 echo "add throughput at $capacity vs $baseline: $(awk -v a="$add_rate" -v b="$small_rate" 'BEGIN { printf "%.2fx slower", b / a }') (target: within 2x)"
 echo "generator alone: $(rate "$small_add" "$( { /usr/bin/time -f %e "$gen" "$small_add" > /dev/null; } 2>&1 )") lines/s"
+# The disk's sequential write speed, for the pass over the payload (which writes the file
+# back once): 1 GiB through dd, synced.
+disk=$(dd if=/dev/zero of="$work/dd.bin" bs=1M count=1024 conv=fdatasync 2>&1 | tail -1 | sed 's/.*, //')
+rm -f "$work/dd.bin"
+echo "disk write speed (dd, 1 GiB, fdatasync): $disk"

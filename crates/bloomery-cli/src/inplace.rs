@@ -20,6 +20,7 @@ use std::os::unix::fs::FileExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use bloomery::format::native::Header;
 use bloomery::in_place::{self, FilterMut, ItemHash, Locality};
@@ -52,6 +53,19 @@ pub fn window_bytes() -> u64 {
         .ok()
         .and_then(|value| value.parse::<u64>().ok())
         .map_or(1 << 30, |bytes| bytes.max(PAGE))
+}
+
+/// With `BLOOMERY_TIMINGS` set, prints to standard error how long a phase of an update
+/// took (`scripts/scale.sh` sets it for its large add); returns the time it ends, where the
+/// next phase starts.
+pub fn timing(phase: &str, since: Instant) -> Instant {
+    if std::env::var_os("BLOOMERY_TIMINGS").is_some() {
+        eprintln!(
+            "bloomery: timing: {phase}: {:.2} s",
+            since.elapsed().as_secs_f64()
+        );
+    }
+    Instant::now()
 }
 
 /// Items per batch for `add` into a payload of `payload_len` bytes: a small batch when the
@@ -474,7 +488,10 @@ impl Writable {
         let mut filter = self.filter()?;
         let mut bytes = Vec::new();
         let mut hashes: Vec<ItemHash> = Vec::new();
+        // Where the pass's time goes (BLOOMERY_TIMINGS): reading back, mapping, inserting.
+        let mut spent = [Duration::ZERO; 3];
         for (group, file) in spill.files.into_iter().enumerate() {
+            let started = Instant::now();
             let mut file = file
                 .into_inner()
                 .map_err(|error| error.into_error())
@@ -495,11 +512,23 @@ impl Writable {
             let group = group as u64;
             let from = (group * payload_len / regions).saturating_sub(PAGE);
             let to = ((group + 1) * payload_len / regions + PAGE).min(payload_len);
+            let read = Instant::now();
+            spent[0] += read - started;
             if hashes.len() as u64 >= (to - from) / PAGE {
                 region.populate(from, to);
             }
+            let mapped = Instant::now();
+            spent[1] += mapped - read;
             filter.insert_hashes(&hashes);
             region.release(from, to);
+            spent[2] += mapped.elapsed();
+        }
+        if std::env::var_os("BLOOMERY_TIMINGS").is_some() {
+            let [read, mapped, inserted] = spent.map(|spent| spent.as_secs_f64());
+            eprintln!(
+                "bloomery: timing: of the pass: hashes read back {read:.2} s, pages mapped {mapped:.2} s, \
+                 bits set and pages let go {inserted:.2} s"
+            );
         }
         Ok(())
     }

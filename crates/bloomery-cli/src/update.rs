@@ -8,6 +8,7 @@
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use bloomery::any::{self, DynFilter};
 use bloomery::in_place;
@@ -58,14 +59,18 @@ pub fn create(path: &Path, size: &SizeArgs, limits: Limits, force: bool) -> Resu
 /// the run with an error and saves nothing, so the file never holds part of a run that
 /// failed.
 pub fn add(path: &Path, items: &ItemArgs) -> Result<ExitCode> {
+    let started = Instant::now();
     let locked = Locked::open(path)?;
     match Writable::open(locked)? {
-        Ok(writable) => add_in_place(path, writable, items),
+        Ok(writable) => {
+            let started = inplace::timing("opening (the payload checksum checked)", started);
+            add_in_place(path, writable, items, started)
+        }
         Err(locked) => add_by_copy(path, locked, items),
     }
 }
 
-fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs) -> Result<ExitCode> {
+fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: Instant) -> Result<ExitCode> {
     let hasher = writable.filter()?.hasher();
     let keep = Keep {
         items: false,
@@ -105,6 +110,7 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs) -> Result
     );
     progress.finish();
     drop(scratch);
+    let mut started = inplace::timing("reading the items (hashed, and inserted unless spilled)", started);
     if let Some(spill) = spill
         && count > 0
     {
@@ -112,6 +118,7 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs) -> Result
         if let Err(error) = writable.insert_spilled(spill) {
             added = added.and(Err(error));
         }
+        started = inplace::timing("the pass over the payload", started);
     }
     // The fill is read from every page: not for a file larger than the resident window
     // (`info` reports it).
@@ -122,6 +129,7 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs) -> Result
     };
     // Sealed whatever happened: the bits are valid.
     writable.seal()?;
+    inplace::timing("sealing (pages synced, the payload checksum written)", started);
     match added {
         Err(error) if count > 0 => {
             return Err(CliError::new(format!(

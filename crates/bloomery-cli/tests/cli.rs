@@ -1087,6 +1087,48 @@ fn files_larger_than_the_window_get_the_same_bits_and_answers() {
     }
 }
 
+/// `BLOOMERY_TIMINGS` makes an add print its phases to standard error (scripts/scale.sh
+/// shows them), the pass over a spilled payload among them; without it, nothing.
+#[test]
+fn bloomery_timings_prints_the_phases_of_an_add() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timed.bloom");
+    bloomery()
+        .args(["create", "--items", "3000000"])
+        .arg(&path)
+        .assert()
+        .success();
+    let items: String = (0..10_000).map(|i| format!("item {i}\n")).collect();
+    let timed = bloomery()
+        .env("BLOOMERY_TIMINGS", "1")
+        .env("BLOOMERY_WINDOW_BYTES", "1048576")
+        .arg("add")
+        .arg(&path)
+        .write_stdin(items.clone())
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&timed.get_output().stderr).into_owned();
+    for phase in [
+        "opening",
+        "reading the items",
+        "of the pass:",
+        "the pass over the payload",
+        "sealing",
+    ] {
+        assert!(
+            stderr.contains(&format!("bloomery: timing: {phase}")),
+            "{phase}: {stderr}"
+        );
+    }
+    let quiet = bloomery()
+        .arg("add")
+        .arg(&path)
+        .write_stdin(items)
+        .assert()
+        .success();
+    assert!(quiet.get_output().stderr.is_empty());
+}
+
 /// `merge --force a a b` ORs b into a where it lies (the classic, blocked and split-block
 /// variants); a file of another shape is refused before anything changes; merging into a
 /// new output still writes a new file.
