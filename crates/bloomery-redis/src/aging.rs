@@ -34,8 +34,8 @@ use bloomery::{Error as BloomError, RotatingBloomFilter};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
-    AT_MEMORY_LIMIT, InsertOptions, booleans, insert_options, parse_f64, parse_i64, rate_and_capacity,
-    redisbloom_size, refuse_existing, reply_info, word_is, write_filter,
+    AT_MEMORY_LIMIT, InsertOptions, booleans, parse_f64, parse_i64, rate_and_capacity, redisbloom_size,
+    refuse_existing, reply_info, word_is, write_filter,
 };
 use crate::datatype::{BLOOM_TYPE, Stored};
 use crate::limits::cap_for_command;
@@ -70,27 +70,9 @@ pub fn reserve_has_aging_options(args: &[RedisString]) -> bool {
         .is_some_and(|options| options.iter().any(is_aging_word))
 }
 
-/// Whether `BF.INSERT`'s options (before `ITEMS`) name an aging filter.
-pub fn insert_has_aging_options(args: &[RedisString]) -> bool {
-    let mut index = 2;
-    while let Some(word) = args.get(index) {
-        if word_is(word, "ITEMS") {
-            return false;
-        }
-        if is_aging_word(word) {
-            return true;
-        }
-        let takes_value = ["CAPACITY", "ERROR", "EXPANSION"]
-            .iter()
-            .any(|name| word_is(word, name));
-        index += if takes_value { 2 } else { 1 };
-    }
-    false
-}
-
 /// What the aging options say.
 #[derive(Default)]
-struct Options {
+pub(crate) struct Options {
     window: bool,
     seconds_ms: Option<u64>,
     generations: Option<usize>,
@@ -98,9 +80,14 @@ struct Options {
 }
 
 impl Options {
+    /// Whether any aging option was given (then the command is about an aging filter).
+    pub(crate) fn given(&self) -> bool {
+        self.window || self.seconds_ms.is_some() || self.generations.is_some() || self.at.is_some()
+    }
+
     /// Takes the aging option at `words[0]`, if it is one: the number of words it used,
     /// `None` for another word, an error for a bad value.
-    fn take(&mut self, words: &[RedisString]) -> Result<Option<usize>, RedisError> {
+    pub(crate) fn take(&mut self, words: &[RedisString]) -> Result<Option<usize>, RedisError> {
         let Some(word) = words.first() else {
             return Ok(None);
         };
@@ -263,15 +250,20 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
 }
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] WINDOW [SECONDS t] [GENERATIONS g] [NOCREATE]
-/// [AT ms] ITEMS item...`: adds to an aging filter, made first if the key is missing.
-pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
-    let mut options = Options::default();
+/// [AT ms] ITEMS item...`: adds to an aging filter, made first if the key is missing
+/// (`commands::insert` parsed the options and found aging ones among them).
+pub(crate) fn insert(
+    ctx: &Context,
+    args: &[RedisString],
+    insert: InsertOptions,
+    options: Options,
+) -> RedisResult {
     let InsertOptions {
         reservation,
         create,
         grows,
         items_at,
-    } = insert_options(args, |words| options.take(words))?;
+    } = insert;
     let (error_rate, capacity) = (reservation.error_rate, reservation.capacity);
     let key = &args[1];
     let items = &args[items_at..];

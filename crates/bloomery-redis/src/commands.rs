@@ -561,18 +561,20 @@ pub(crate) fn insert_options(
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
 pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if crate::aging::insert_has_aging_options(&args) {
-        return crate::aging::insert(ctx, &args);
-    }
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
+    }
+    let mut aging = crate::aging::Options::default();
+    let options = insert_options(&args, |words| aging.take(words))?;
+    if aging.given() {
+        return crate::aging::insert(ctx, &args, options, aging);
     }
     let InsertOptions {
         reservation,
         create,
         items_at,
         ..
-    } = insert_options(&args, |_| Ok(None))?;
+    } = options;
     let reservation = create.then_some(&reservation);
     Ok(RedisValue::Array(add_items_listed(
         ctx,
