@@ -77,7 +77,7 @@ step "verify" "$bloomery" verify "$filter"
 rm -f "$filter"
 
 # The baseline takes under a second, so one run of it is at the mercy of this machine's
-# noise (0.54 and 0.81 s in two runs of the same build): the fastest of BASELINE_RUNS runs
+# noise (0.50 s in one run of a build, 0.71-0.78 s in another): the fastest of BASELINE_RUNS runs
 # (3 unless set), each on a new filter, is the one compared, which makes the ratio no
 # kinder to the large filter.
 small=$work/small.bloom
