@@ -239,15 +239,27 @@ pub(crate) fn batch_contains<B>(
         results.fill(false);
         return;
     }
-    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+    let len = hashes.len().min(results.len());
+    let (hashes, results) = (&hashes[..len], &mut results[..len]);
+    // The first `len - ahead` items prefetch the block of the item `ahead` places on; the
+    // last `ahead` have no item that far on. Three zips of slices, not an index and a
+    // `get`, so that the loop keeps its state in registers (with `enumerate` and `get` the
+    // compiler kept the iterators on the stack: 33 instructions an item instead of 17).
+    let ahead = PREFETCH_DISTANCE.min(len);
+    for &hash in &hashes[..ahead] {
         prefetch_block(blocks, hash);
     }
-    for (i, (result, &hash)) in results.iter_mut().zip(hashes).enumerate() {
-        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-            prefetch_block(blocks, ahead);
-        }
+    let (prefetching, last) = results.split_at_mut(len - ahead);
+    let test = |result: &mut bool, hash: u64| {
         // SAFETY: blocks is not empty (checked above).
         *result = contains(unsafe { block_of(blocks, hash) }, block_key(hash));
+    };
+    for ((result, &hash), &later) in prefetching.iter_mut().zip(hashes).zip(&hashes[ahead..]) {
+        prefetch_block(blocks, later);
+        test(result, hash);
+    }
+    for (result, &hash) in last.iter_mut().zip(&hashes[len - ahead..]) {
+        test(result, hash);
     }
 }
 
