@@ -22,6 +22,7 @@ use bloomery::{
     AtomicBlockedBloomFilter, AtomicBloomFilter, BlockedBloomFilter, BloomFilter as ClassicBloomFilter,
 };
 use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -211,6 +212,32 @@ impl Shared {
             // SAFETY: under the write lock, as in `read_detached`.
             write(unsafe { &mut *self.state.get() })
         })
+    }
+}
+
+/// A list of `True` and `False`, one per answer, built in place: the list's slots are
+/// written directly and the two objects' reference counts raised once each afterwards (in
+/// a loop of their own, which the compiler folds into one addition where the interpreter's
+/// counts are plain integers), where `PyList::new` converts and counts answer by answer.
+fn bool_list<'py>(py: Python<'py>, answers: &[bool]) -> PyResult<Bound<'py, PyList>> {
+    let len = ffi::Py_ssize_t::try_from(answers.len()).map_err(|_| PyValueError::new_err("too many answers"))?;
+    // SAFETY: the GIL is held. `PyList_New` returns a new list of `len` empty slots (or NULL
+    // with an exception set); each slot is filled once below, with a reference of its own
+    // (the counts raised after the loop, before any Python code can see the list).
+    unsafe {
+        let list = Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len))?.cast_into_unchecked::<PyList>();
+        let (yes, no) = (ffi::Py_True(), ffi::Py_False());
+        for (index, &answer) in answers.iter().enumerate() {
+            ffi::PyList_SET_ITEM(list.as_ptr(), index as ffi::Py_ssize_t, if answer { yes } else { no });
+        }
+        let found = answers.iter().filter(|&&answer| answer).count();
+        for _ in 0..found {
+            ffi::Py_INCREF(yes);
+        }
+        for _ in found..answers.len() {
+            ffi::Py_INCREF(no);
+        }
+        Ok(list)
     }
 }
 
@@ -472,7 +499,7 @@ impl PyBloomFilter {
         item_size: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let results = self.lookup_source(py, Source::new(items, item_size)?)?;
-        PyList::new(py, results)
+        bool_list(py, &results)
     }
 
     /// Removes one occurrence of ``item`` (counting filters only).
@@ -1102,7 +1129,7 @@ impl PyConcurrentBloomFilter {
             let answers = &mut results;
             py.detach(|| answers.extend(chunk.slices().into_iter().map(|item| self.filter.contains(item))));
         }
-        PyList::new(py, results)
+        bool_list(py, &results)
     }
 
     fn __len__(&self) -> usize {

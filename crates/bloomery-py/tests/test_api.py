@@ -3,8 +3,10 @@
 import array
 import copy
 import struct
+import sys
 
 import numpy as np
+
 import pytest
 
 import bloomery
@@ -103,6 +105,26 @@ def test_add_many_and_contains_many_on_lists_tuples_and_iterables():
     fresh = f.contains_many([f"fresh {i}" for i in range(5000)])
     assert len(fresh) == 5000 and sum(fresh) < 100
     assert f.contains_many([]) == []
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="True and False are immortal from 3.12 on")
+@pytest.mark.parametrize("kind", ["blocked", "classic"])
+def test_contains_many_counts_a_reference_for_each_answer(kind):
+    # The answer lists are built in place, with True's and False's counts raised once
+    # each: a count short would free True or False while a list still holds them.
+    f = BloomFilter(1000, kind=kind)
+    f.add_many(range(300))
+    probes = list(range(300)) + [f"fresh {i}" for i in range(700)]
+    # Counts taken before any assert: pytest's rewritten asserts keep their results.
+    true_before, false_before = sys.getrefcount(True), sys.getrefcount(False)
+    answers = f.contains_many(probes)
+    true_with, false_with = sys.getrefcount(True), sys.getrefcount(False)
+    found = answers.count(True)
+    del answers
+    true_after, false_after = sys.getrefcount(True), sys.getrefcount(False)
+    assert found >= 300
+    assert (true_with - true_before, false_with - false_before) == (found, len(probes) - found)
+    assert (true_after, false_after) == (true_before, false_before)
 
 
 @pytest.mark.parametrize("dtype", ["<i8", ">i8", "<u8", "<i4", ">i4", "<u4", "<i2", "<u2"])
