@@ -220,7 +220,8 @@ impl Shared {
 /// a loop of their own, which the compiler folds into one addition where the interpreter's
 /// counts are plain integers), where `PyList::new` converts and counts answer by answer.
 fn bool_list<'py>(py: Python<'py>, answers: &[bool]) -> PyResult<Bound<'py, PyList>> {
-    let len = ffi::Py_ssize_t::try_from(answers.len()).map_err(|_| PyValueError::new_err("too many answers"))?;
+    let len =
+        ffi::Py_ssize_t::try_from(answers.len()).map_err(|_| PyValueError::new_err("too many answers"))?;
     // SAFETY: the GIL is held. `PyList_New` returns a new list of `len` empty slots (or NULL
     // with an exception set); each slot is filled once below, with a reference of its own
     // (the counts raised after the loop, before any Python code can see the list).
@@ -228,7 +229,11 @@ fn bool_list<'py>(py: Python<'py>, answers: &[bool]) -> PyResult<Bound<'py, PyLi
         let list = Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len))?.cast_into_unchecked::<PyList>();
         let (yes, no) = (ffi::Py_True(), ffi::Py_False());
         for (index, &answer) in answers.iter().enumerate() {
-            ffi::PyList_SET_ITEM(list.as_ptr(), index as ffi::Py_ssize_t, if answer { yes } else { no });
+            ffi::PyList_SET_ITEM(
+                list.as_ptr(),
+                index as ffi::Py_ssize_t,
+                if answer { yes } else { no },
+            );
         }
         let found = answers.iter().filter(|&&answer| answer).count();
         for _ in 0..found {
