@@ -128,12 +128,20 @@ def batch_lookup(library, bf, items, array):
 
 
 def best(repeat, make, measure):
-    """The fastest of `repeat` runs of measure(make()): a busy machine only slows runs down."""
-    runs = [timed(lambda target=make(): measure(target)) for _ in range(repeat)]
-    return min(runs, key=lambda run: run[0])
+    """The fastest time of `repeat` runs of measure(make()) (a busy machine only slows runs
+    down), and the last run's result. A run's result is freed before the next run starts:
+    kept, a batch lookup's 2N answers (160 MB at N = 10^7) make the next run's list take
+    memory this virtual machine has not touched yet, whose first touch is slow, and the
+    runs after the first measured that instead of the lookups."""
+    times, result = [], None
+    for _ in range(repeat):
+        result = None
+        elapsed, result = timed(lambda target=make(): measure(target))
+        times.append(elapsed)
+    return min(times), result
 
 
-def child(library, kind, n, fpp, numpy_batches, repeat):
+def child(library, kind, n, fpp, numpy_batches, repeat, floors=False):
     """Runs one library on one item type; prints a JSON line."""
     items = make_items(kind, n)
     fresh = make_items(kind, n, offset=n)
@@ -164,7 +172,22 @@ def child(library, kind, n, fpp, numpy_batches, repeat):
     found = sum(answers[:n])
     if found < n:
         raise SystemExit(f"{library}: false negatives ({found} of {n} added items found)")
+    if floors:
+        # The batch add without its memory traffic, to see what is left of it: into a
+        # filter for FLOOR_FILTER items (a few KB, in cache: no miss on the filter), and
+        # then also with FLOOR_ITEMS items repeated to N (the items in cache as well).
+        small = lambda: make_filter(library, FLOOR_FILTER, fpp)  # noqa: E731
+        result["add_batch_small_filter"], _ = best(
+            repeat, small, lambda f: batch_add(library, f, items, array))
+        reused = [items[i % FLOOR_ITEMS] for i in range(n)]
+        reused_array = None if array is None else array[[i % FLOOR_ITEMS for i in range(n)]]
+        result["add_batch_cached"], _ = best(
+            repeat, small, lambda f: batch_add(library, f, reused, reused_array))
     print(json.dumps(result))
+
+
+FLOOR_FILTER = 10_000
+FLOOR_ITEMS = 1_000
 
 
 def main():
@@ -181,13 +204,17 @@ def main():
                              "median (range) of the per-round ratios to rbloom (default 1)")
     parser.add_argument("--cpu-time", action="store_true", help="time with the process's CPU time")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--floors", action="store_true",
+                        help="also time each batch add into a filter for 10^4 items (no filter misses) and "
+                             "of 1000 items repeated to N (items in cache too): what the batch add costs "
+                             "without its memory traffic")
     parser.add_argument("--child", nargs=2, metavar=("LIBRARY", "KIND"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     global CLOCK
     if args.cpu_time:
         CLOCK = time.process_time
     if args.child:
-        child(args.child[0], args.child[1], args.n, args.fpp, not args.no_numpy, args.repeat)
+        child(args.child[0], args.child[1], args.n, args.fpp, not args.no_numpy, args.repeat, args.floors)
         return
     results = []
     libraries = args.libraries.split(",")
@@ -204,6 +231,8 @@ def main():
                     command.append("--cpu-time")
                 if args.no_numpy:
                     command.append("--no-numpy")
+                if args.floors:
+                    command.append("--floors")
                 output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
                 result = json.loads(output.strip().splitlines()[-1])
                 result["round"] = round_index
@@ -214,6 +243,8 @@ def main():
             json.dump(results, out, indent=1)
     print()
     ratios(results)
+    if args.floors:
+        floors(results)
 
 
 def report(results, header):
@@ -254,6 +285,24 @@ def ratios(results):
         if parts:
             label = f" (median of {len(rounds)} rounds)" if len(rounds) > 1 else ""
             print(f"bloomery (blocked) / rbloom, {kind}{label}: " + ", ".join(parts))
+
+
+def floors(results):
+    """Batch add in ns an item: the whole, without filter misses, without any memory
+    traffic (--floors); the fastest of the rounds."""
+    print(f"\nbatch add, ns an item (fastest round)\n{'library':<20} {'items':<5} {'N-item filter':>14} "
+          f"{'10^4 filter':>12} {'+ 1000 items':>13} {'5x rbloom':>10}")
+    fastest = {}
+    for r in results:
+        if "add_batch_cached" not in r:
+            continue
+        key = (r["library"], r["kind"])
+        values = [r[m] / r["n"] * 1e9 for m in ("add_batch", "add_batch_small_filter", "add_batch_cached")]
+        fastest[key] = [min(a, b) for a, b in zip(fastest.get(key, values), values)]
+    for (library, kind), (whole, small, cached) in sorted(fastest.items()):
+        theirs = fastest.get(("rbloom", kind))
+        need = f"{theirs[0] / 5:10.2f}" if theirs and library != "rbloom" else ""
+        print(f"{library:<20} {kind:<5} {whole:14.2f} {small:12.2f} {cached:13.2f} {need}")
 
 
 if __name__ == "__main__":
