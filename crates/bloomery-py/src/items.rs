@@ -108,14 +108,25 @@ fn prefetch_object(object: *mut ffi::PyObject) {
 }
 
 /// Calls `each` with the item's bytes.
-#[inline]
+#[inline(always)]
 pub fn with_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
-    let pointer = value.as_ptr();
     // SAFETY: a live object, GIL held; the bytes live as long as `value`. The common item
-    // first, in two checks.
-    if let Some(bytes) = unsafe { ascii_str(pointer) } {
+    // first, in two checks, and everything else in a function of its own, so that a
+    // single-item call on a str saves and restores only the registers this path needs.
+    if let Some(bytes) = unsafe { ascii_str(value.as_ptr()) } {
         return Ok(each(bytes));
     }
+    // SAFETY: a type check of a live object, GIL held.
+    if unsafe { ffi::PyLong_CheckExact(value.as_ptr()) } != 0 {
+        return Ok(each(&int_bytes(value)?));
+    }
+    with_other_item(value, each)
+}
+
+/// [`with_item`] for any item but an exact int or an exact, compact ASCII str.
+#[inline(never)]
+fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    let pointer = value.as_ptr();
     // SAFETY: type checks of a live object, with the GIL held (the `cast`s below would
     // make the same checks, and build an error value on every miss).
     let (is_str, is_int, is_bytes) = unsafe {
