@@ -73,7 +73,7 @@ fn not_an_item(value: &Bound<'_, PyAny>) -> PyErr {
 /// # Safety
 /// `pointer` must be a live object and the GIL held; the bytes live as long as the object.
 #[inline]
-unsafe fn ascii_str<'a>(pointer: *mut ffi::PyObject) -> Option<&'a [u8]> {
+pub(crate) unsafe fn ascii_str<'a>(pointer: *mut ffi::PyObject) -> Option<&'a [u8]> {
     // SAFETY: as the caller promises; a compact ASCII str holds `length` bytes inline.
     unsafe {
         if ffi::PyUnicode_CheckExact(pointer) == 0 || ffi::PyUnicode_IS_COMPACT_ASCII(pointer) == 0 {

@@ -52,6 +52,29 @@ def test_a_mixed_list_batch_is_the_same_items_as_one_at_a_time():
     assert "sub" in batch and "süb".encode() in batch and Text("ascii") in single
 
 
+def test_in_answers_as_contains_many_on_every_road(tmp_path):
+    """`item in f` answers exact ASCII str and 64-bit ints in the filter's own slot and
+    passes everything else, errors included, to the general road: the same answers and
+    the same exceptions either way."""
+    f = BloomFilter(1000, 0.001)
+    added = ["ascii", "ünï", Text("sub"), 5, -(2**63), 2**63 - 1, 2**63, 2**64 - 1, b"raw"]
+    f.add_many(added)
+    probes = added + ["other", "ötherü", Text("süb"), 6, -7, 2**63 + 1, b"raw2", bytearray(b"raw")]
+    assert [item in f for item in probes] == f.contains_many(probes)
+    assert [item in f for item in probes] == [f.__contains__(item) for item in probes]
+    assert all(item in f for item in added)
+    for bad, error in [([], TypeError), (1.5, TypeError), (2**64, ValueError), (-(2**63) - 1, ValueError)]:
+        with pytest.raises(error):
+            bad in f  # noqa: B015
+    f.save(tmp_path / "f.bloom")
+    mapped = BloomFilter.open(tmp_path / "f.bloom", "r")
+    assert [item in mapped for item in probes] == f.contains_many(probes)
+    mapped.close()
+    for item in ["ascii", 5, b"raw"]:
+        with pytest.raises(ValueError, match="closed filter"):
+            item in mapped  # noqa: B015
+
+
 def test_add_returns_whether_the_filter_changed():
     f = BloomFilter(1000)
     assert f.add("a") is True
