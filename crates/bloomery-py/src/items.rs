@@ -73,7 +73,7 @@ fn not_an_item(value: &Bound<'_, PyAny>) -> PyErr {
 /// # Safety
 /// `pointer` must be a live object and the GIL held; the bytes live as long as the object.
 #[inline]
-pub(crate) unsafe fn ascii_str<'a>(pointer: *mut ffi::PyObject) -> Option<&'a [u8]> {
+unsafe fn ascii_str<'a>(pointer: *mut ffi::PyObject) -> Option<&'a [u8]> {
     // SAFETY: as the caller promises; a compact ASCII str holds `length` bytes inline.
     unsafe {
         if ffi::PyUnicode_CheckExact(pointer) == 0 || ffi::PyUnicode_IS_COMPACT_ASCII(pointer) == 0 {
@@ -82,6 +82,35 @@ pub(crate) unsafe fn ascii_str<'a>(pointer: *mut ffi::PyObject) -> Option<&'a [u
         let data = ffi::PyUnicode_DATA(pointer).cast::<u8>();
         let len = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
         Some(std::slice::from_raw_parts(data, len))
+    }
+}
+
+/// The bytes of a common item, read without a call into Python that can fail: an exact
+/// compact ASCII str ([`ascii_str`]) or an exact int from -2^63 to 2^63-1 (its 8 bytes
+/// little-endian, written into `int`); `None` for any other object, which [`with_item`]'s
+/// general road reads (ints from 2^63 up, and the errors, included). The one fast road of
+/// batches, single calls and `item in filter` (`contains_slot`).
+///
+/// # Safety
+/// `pointer` must be a live object and the GIL held; the bytes live as long as the object.
+#[inline(always)]
+pub(crate) unsafe fn common_item(pointer: *mut ffi::PyObject, int: &mut [u8; 8]) -> Option<&[u8]> {
+    // SAFETY: as the caller promises. For an exact int, the conversion only fails by
+    // overflow, which it reports in `overflow` without setting an exception.
+    unsafe {
+        if let Some(bytes) = ascii_str(pointer) {
+            return Some(bytes);
+        }
+        if ffi::PyLong_CheckExact(pointer) == 0 {
+            return None;
+        }
+        let mut overflow = 0;
+        let value = ffi::PyLong_AsLongLongAndOverflow(pointer, &mut overflow);
+        if overflow != 0 {
+            return None;
+        }
+        *int = value.to_le_bytes();
+        Some(&int[..])
     }
 }
 
@@ -110,20 +139,17 @@ fn prefetch_object(object: *mut ffi::PyObject) {
 /// Calls `each` with the item's bytes.
 #[inline(always)]
 pub fn with_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
-    // SAFETY: a live object, GIL held; the bytes live as long as `value`. The common item
-    // first, in two checks, and everything else in a function of its own, so that a
+    // The common items first, and everything else in a function of its own, so that a
     // single-item call on a str saves and restores only the registers this path needs.
-    if let Some(bytes) = unsafe { ascii_str(value.as_ptr()) } {
+    let mut int = [0; 8];
+    // SAFETY: a live object, GIL held; the bytes live as long as `value`.
+    if let Some(bytes) = unsafe { common_item(value.as_ptr(), &mut int) } {
         return Ok(each(bytes));
-    }
-    // SAFETY: a type check of a live object, GIL held.
-    if unsafe { ffi::PyLong_CheckExact(value.as_ptr()) } != 0 {
-        return Ok(each(&int_bytes(value)?));
     }
     with_other_item(value, each)
 }
 
-/// [`with_item`] for any item but an exact int or an exact, compact ASCII str.
+/// [`with_item`] for any item but a [`common_item`].
 #[inline(never)]
 fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
     let pointer = value.as_ptr();
@@ -521,8 +547,9 @@ impl<'py> Source<'py> {
                                 prefetch_object(ffi::PyList_GET_ITEM(pointer, later));
                             }
                         }
+                        let mut int = [0; 8];
                         // SAFETY: as above; the bytes are copied at once.
-                        if let Some(bytes) = unsafe { ascii_str(item) } {
+                        if let Some(bytes) = unsafe { common_item(item, &mut int) } {
                             chunk.push(bytes);
                         } else {
                             // SAFETY: a live object, as above; now a reference of our own.

@@ -216,24 +216,25 @@ impl Shared {
 }
 
 /// A list of `True` and `False`, one per answer, built in place: the list's slots are
-/// written directly and the two objects' reference counts raised once each afterwards (in
-/// a loop of their own, which the compiler folds into one addition where the interpreter's
-/// counts are plain integers), where `PyList::new` converts and counts answer by answer.
+/// written through one slice, and the two objects' reference counts raised once all are
+/// written, instead of answer by answer as `PyList::new` converts them.
 fn bool_list<'py>(py: Python<'py>, answers: &[bool]) -> PyResult<Bound<'py, PyList>> {
     let len =
         ffi::Py_ssize_t::try_from(answers.len()).map_err(|_| PyValueError::new_err("too many answers"))?;
     // SAFETY: the GIL is held. `PyList_New` returns a new list of `len` empty slots (or NULL
-    // with an exception set); each slot is filled once below, with a reference of its own
-    // (the counts raised after the loop, before any Python code can see the list).
+    // with an exception set), which nothing else sees yet; each slot is filled once below,
+    // with a reference of its own (the counts raised before the list is returned).
     unsafe {
         let list = Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len))?.cast_into_unchecked::<PyList>();
         let (yes, no) = (ffi::Py_True(), ffi::Py_False());
-        for (index, &answer) in answers.iter().enumerate() {
-            ffi::PyList_SET_ITEM(
-                list.as_ptr(),
-                index as ffi::Py_ssize_t,
-                if answer { yes } else { no },
+        if !answers.is_empty() {
+            let slots = std::slice::from_raw_parts_mut(
+                (*list.as_ptr().cast::<ffi::PyListObject>()).ob_item,
+                answers.len(),
             );
+            for (slot, &answer) in slots.iter_mut().zip(answers) {
+                *slot = if answer { yes } else { no };
+            }
         }
         let found = answers.iter().filter(|&&answer| answer).count();
         for _ in 0..found {
@@ -340,8 +341,6 @@ impl PyBloomFilter {
         Ok(())
     }
 
-    /// Looks up a batch: one answer per item, in order (hashed as read for a blocked
-    /// filter, as in [`insert_source`](Self::insert_source)).
     /// Whether an item with these bytes might be present; `None` once closed.
     #[inline]
     fn contains_bytes(&self, py: Python<'_>, bytes: &[u8]) -> Option<bool> {
@@ -352,6 +351,8 @@ impl PyBloomFilter {
         })
     }
 
+    /// Looks up a batch: one answer per item, in order (hashed as read for a blocked
+    /// filter, as in [`insert_source`](Self::insert_source)).
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
         let mut results = Vec::with_capacity(source.len_hint());
         if let Some(mut hashes) = self.blocked_hashes(py) {
@@ -1274,11 +1275,12 @@ fn install_contains_slot(filter_type: &Bound<'_, pyo3::types::PyType>) {
     }
 }
 
-/// `item in filter` for an exact compact ASCII str or an exact int within 64 bits (the
-/// common items), answered here; every other item, a closed filter and a panic go to
-/// PyO3's slot, which answers or raises as `__contains__` does. PyO3's call trampoline
-/// (its thread-local GIL count, panic trap and result conversion) was about 100 of the
-/// ~410 instructions an item of a Python loop of `in` on str, under callgrind.
+/// `item in filter` for a common item (`items::common_item`: an exact compact ASCII str,
+/// an exact int from -2^63 to 2^63-1), answered here; every other item, a closed filter
+/// and a panic go to PyO3's slot, which answers or raises as `__contains__` does. PyO3's
+/// call trampoline (its thread-local GIL count, panic trap and result conversion) was
+/// about 100 of the ~410 instructions an item of a Python loop of `in` on str, under
+/// callgrind (`scripts/python-instructions.sh`: 411 before this slot, 321 with it).
 unsafe extern "C" fn contains_slot(filter: *mut ffi::PyObject, item: *mut ffi::PyObject) -> std::ffi::c_int {
     // SAFETY: CPython calls `sq_contains` with the thread attached and two live objects,
     // `filter` a `BloomFilter` or an instance of a subclass (whose layout starts with
@@ -1286,20 +1288,8 @@ unsafe extern "C" fn contains_slot(filter: *mut ffi::PyObject, item: *mut ffi::P
     // gives. The item's bytes are read at once, while the caller holds the item.
     let answer = std::panic::catch_unwind(|| unsafe {
         let py = Python::assume_attached();
-        let int_bytes;
-        let bytes = if let Some(bytes) = items::ascii_str(item) {
-            bytes
-        } else if ffi::PyLong_CheckExact(item) != 0 {
-            let mut overflow = 0;
-            let value = ffi::PyLong_AsLongLongAndOverflow(item, &mut overflow);
-            if overflow != 0 {
-                return None;
-            }
-            int_bytes = value.to_le_bytes();
-            &int_bytes[..]
-        } else {
-            return None;
-        };
+        let mut int = [0; 8];
+        let bytes = items::common_item(item, &mut int)?;
         let filter = pyo3::Borrowed::from_ptr(py, filter).cast_unchecked::<PyBloomFilter>();
         filter.get().contains_bytes(py, bytes)
     });
