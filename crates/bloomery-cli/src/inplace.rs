@@ -59,13 +59,18 @@ pub fn window_bytes() -> u64 {
 /// took (`scripts/scale.sh` sets it for its large add); returns the time it ends, where the
 /// next phase starts.
 pub fn timing(phase: &str, since: Instant) -> Instant {
-    if std::env::var_os("BLOOMERY_TIMINGS").is_some() {
+    if timings_wanted() {
         eprintln!(
             "bloomery: timing: {phase}: {:.2} s",
             since.elapsed().as_secs_f64()
         );
     }
     Instant::now()
+}
+
+/// Whether `BLOOMERY_TIMINGS` asks for an update's phases on standard error.
+fn timings_wanted() -> bool {
+    std::env::var_os("BLOOMERY_TIMINGS").is_some()
 }
 
 /// Items per batch for `add` into a payload of `payload_len` bytes: a small batch when the
@@ -523,7 +528,7 @@ impl Writable {
             region.release(from, to);
             spent[2] += mapped.elapsed();
         }
-        if std::env::var_os("BLOOMERY_TIMINGS").is_some() {
+        if timings_wanted() {
             let [read, mapped, inserted] = spent.map(|spent| spent.as_secs_f64());
             eprintln!(
                 "bloomery: timing: of the pass: hashes read back {read:.2} s, pages mapped {mapped:.2} s, \

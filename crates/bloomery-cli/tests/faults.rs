@@ -1018,11 +1018,8 @@ fn whole_add_time(dir: &TempDir, run: &KillRun) -> Duration {
     let items: String = (0..40_000).map(|i| format!("timing item {i}\n")).collect();
     let longest = (0..3)
         .map(|_| {
-            let mut command = bloomery();
-            if let Some(window) = run.window {
-                command.env("BLOOMERY_WINDOW_BYTES", window);
-            }
-            let mut child = command
+            let mut child = run
+                .add_command()
                 .arg("add")
                 .arg(&path)
                 .stdin(Stdio::piped())
@@ -1062,6 +1059,17 @@ struct KillRun {
     /// Kills to make, and how many of them at least must leave a file unsealed.
     kills: u32,
     unsealed_kills: u32,
+}
+
+impl KillRun {
+    /// `bloomery`, with the run's window for its adds.
+    fn add_command(&self) -> Command {
+        let mut command = bloomery();
+        if let Some(window) = self.window {
+            command.env("BLOOMERY_WINDOW_BYTES", window);
+        }
+        command
+    }
 }
 
 fn kill_9_during_adds(run: &KillRun) {
@@ -1110,11 +1118,8 @@ fn kill_9_during_adds(run: &KillRun) {
         let batch: Vec<String> = (0..pieces * per_piece)
             .map(|i| format!("round {round} item {i} https://example.com/{i}"))
             .collect();
-        let mut command = bloomery();
-        if let Some(window) = run.window {
-            command.env("BLOOMERY_WINDOW_BYTES", window);
-        }
-        let mut child = command
+        let mut child = run
+            .add_command()
             .arg("add")
             .arg(path)
             .stdin(Stdio::piped())
