@@ -6,7 +6,6 @@ import struct
 import sys
 
 import numpy as np
-
 import pytest
 
 import bloomery
