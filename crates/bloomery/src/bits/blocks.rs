@@ -215,13 +215,19 @@ pub(crate) fn batch_insert<B>(blocks: &mut [B], hashes: &[u64], insert: impl Fn(
     if blocks.is_empty() {
         return;
     }
-    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+    // As in `batch_contains`: the first `len - ahead` items prefetch the block `ahead`
+    // places on, walked as zipped slices so that the loop keeps its state in registers.
+    let ahead = PREFETCH_DISTANCE.min(hashes.len());
+    for &hash in &hashes[..ahead] {
         prefetch_block(blocks, hash);
     }
-    for (i, &hash) in hashes.iter().enumerate() {
-        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-            prefetch_block(blocks, ahead);
-        }
+    let (prefetching, last) = hashes.split_at(hashes.len() - ahead);
+    for (&hash, &later) in prefetching.iter().zip(&hashes[ahead..]) {
+        prefetch_block(blocks, later);
+        // SAFETY: blocks is not empty (checked above).
+        insert(unsafe { block_of_mut(blocks, hash) }, block_key(hash));
+    }
+    for &hash in last {
         // SAFETY: blocks is not empty (checked above).
         insert(unsafe { block_of_mut(blocks, hash) }, block_key(hash));
     }
