@@ -12,8 +12,7 @@
 //! filter works on them with the GIL released.
 
 use bloomery::BlockedBloomFilter;
-use bloomery::blocked::BlockPrefetcher;
-use bloomery::hash::xxh3_64_item;
+use bloomery::hash::xxh3_64_bytes;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -296,9 +295,6 @@ impl Sink for Chunk {
 /// the item (no copy of the item's bytes, and the hash computed while they are in cache).
 pub struct Hashes {
     seed: u64,
-    /// Asks for each hash's block as the hash is computed, so that the batch call finds
-    /// the blocks in cache.
-    prefetcher: BlockPrefetcher,
     /// The items' hashes, in order.
     pub hashes: Vec<u64>,
 }
@@ -308,7 +304,6 @@ impl Hashes {
     pub fn blocked(filter: &BlockedBloomFilter) -> Self {
         Self {
             seed: filter.seed(),
-            prefetcher: filter.prefetcher(),
             hashes: Vec::with_capacity(CHUNK),
         }
     }
@@ -326,8 +321,7 @@ impl Sink for Hashes {
 
     #[inline(always)]
     fn push(&mut self, item: &[u8]) {
-        let hash = xxh3_64_item(item, self.seed);
-        self.prefetcher.prefetch(hash);
+        let hash = xxh3_64_bytes(item, self.seed);
         self.hashes.push(hash);
     }
 
@@ -523,39 +517,53 @@ impl<'py> Source<'py> {
             }
             Source::Sequence(sequence, _) => {
                 if let Ok(list) = sequence.cast::<PyList>() {
-                    // The list may change between chunks: read its length each time.
-                    let end = list.len().min(position.saturating_add(CHUNK));
                     let pointer = list.as_ptr();
-                    for index in position..end.max(position) {
-                        // An item's conversion may run Python code that shrinks the list:
-                        // the length is read again for each item (a field of the list).
-                        // SAFETY: a live list, GIL held; `index` is below its length, so
-                        // the item is a live object the list holds (borrowed: read at once
-                        // below, before any Python code runs, or taken as a new reference).
-                        let item = unsafe {
-                            if index as ffi::Py_ssize_t >= ffi::PyList_GET_SIZE(pointer) {
-                                break;
+                    // The list may change between chunks, and while an item that is not a
+                    // common one converts (that may run Python code, which may change the
+                    // list): its length and item array are read again after each such item.
+                    let end = list.len().min(position.saturating_add(CHUNK));
+                    let mut index = position;
+                    while index < end {
+                        // SAFETY: a live list, GIL held: its first `size` slots hold live
+                        // objects (borrowed), and stay so while no Python code runs. None
+                        // runs while `slots` is used: a common item converts without any,
+                        // and the loop leaves `slots` behind before the other items.
+                        let slots = unsafe {
+                            let size = ffi::PyList_GET_SIZE(pointer).max(0) as usize;
+                            let items = (*pointer.cast::<ffi::PyListObject>()).ob_item;
+                            if size == 0 {
+                                &[]
+                            } else {
+                                std::slice::from_raw_parts(items, size)
                             }
-                            ffi::PyList_GET_ITEM(pointer, index as ffi::Py_ssize_t)
                         };
-                        let later = (index + OBJECT_PREFETCH_DISTANCE) as ffi::Py_ssize_t;
-                        // SAFETY: a live list, GIL held; the slot read is below its length
-                        // now (the object in it need not stay there: only its address is
-                        // used, as a hint).
-                        unsafe {
-                            if later < ffi::PyList_GET_SIZE(pointer) {
-                                prefetch_object(ffi::PyList_GET_ITEM(pointer, later));
+                        let stop = end.min(slots.len());
+                        if index >= stop {
+                            break;
+                        }
+                        let mut other = None;
+                        let mut int = [0; 8];
+                        for (at, &item) in (index..stop).zip(&slots[index..stop]) {
+                            if let Some(&later) = slots.get(at + OBJECT_PREFETCH_DISTANCE) {
+                                prefetch_object(later);
+                            }
+                            // SAFETY: a live object, as above; the bytes are copied at once.
+                            match unsafe { common_item(item, &mut int) } {
+                                Some(bytes) => chunk.push(bytes),
+                                None => {
+                                    other = Some((at, item));
+                                    break;
+                                }
                             }
                         }
-                        let mut int = [0; 8];
-                        // SAFETY: as above; the bytes are copied at once.
-                        if let Some(bytes) = unsafe { common_item(item, &mut int) } {
-                            chunk.push(bytes);
-                        } else {
-                            // SAFETY: a live object, as above; now a reference of our own.
-                            let item = unsafe { Bound::from_borrowed_ptr(list.py(), item) };
-                            with_item(&item, |bytes| chunk.push(bytes))?;
-                        }
+                        let Some((at, item)) = other else {
+                            index = stop;
+                            continue;
+                        };
+                        // SAFETY: a live object the list holds; now a reference of our own.
+                        let item = unsafe { Bound::from_borrowed_ptr(list.py(), item) };
+                        with_item(&item, |bytes| chunk.push(bytes))?;
+                        index = at + 1;
                     }
                     Ok(chunk.count())
                 } else {

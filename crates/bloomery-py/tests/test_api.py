@@ -441,3 +441,26 @@ def test_a_list_that_shrinks_while_it_is_read():
     items.extend([1, Shrinking(), 2])
     f.add_many(items)
     assert 1 in f and 5 in f and 2 not in f
+
+
+def test_a_list_that_grows_and_changes_while_it_is_read():
+    """An item's __index__ may grow the list being read (moving its item array) and
+    replace the items after it: the batch reads the list as it is after each such item."""
+    items = list(range(10))
+
+    class Growing:
+        def __index__(self):
+            items[5:] = [100 + i for i in range(10_000)]
+            return 5
+
+    items[3] = Growing()
+    f = BloomFilter(20_000, 0.001)
+    f.add_many(items)
+    expected = [0, 1, 2, 5, 4] + [100 + i for i in range(10_000)]
+    assert all(f.contains_many(expected))
+    assert sum(f.contains_many(range(5, 10))) <= 1  # 5 was added; 6-9 were replaced
+
+    items = list(range(10))
+    items[3] = Growing()
+    answers = BloomFilter(20_000, 0.001).contains_many(items)
+    assert len(answers) == len(items)
