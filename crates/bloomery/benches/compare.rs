@@ -17,6 +17,10 @@
 //! head-to-head section: PAIRED_ROUNDS rounds, each measuring sbbf-rs-safe and the blocked
 //! filter with every SIMD kernel the CPU has (so an AVX-512 machine also reports what an
 //! AVX2-only one would run), in an order that rotates, with the ratio taken within each round.
+//! The split-block filter (Parquet's 256-bit blocks, sbbf-rs-safe's layout) is a contender
+//! there too, fed the same XXH3 hash (its tables row uses its own XXH64 item road, as
+//! Parquet hashes), and the head to head is also run at n = 10^5,
+//! where every filter fits in L2 and what is left is each kernel's own work.
 
 use std::hash::Hash;
 use std::hint::black_box;
@@ -25,7 +29,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use bloomery::hash::xxh3_64_item;
-use bloomery::{AtomicBlockedBloomFilter, BlockedBloomFilter, BloomFilter, Funnel};
+use bloomery::{AtomicBlockedBloomFilter, BlockedBloomFilter, BloomFilter, Funnel, SplitBlockBloomFilter};
 
 const FPP: f64 = 0.01;
 const MAX_PROBES: usize = 10_000_000;
@@ -74,6 +78,13 @@ trait Subject<K> {
 struct Blocked(BlockedBloomFilter);
 struct BlockedBatch(BlockedBloomFilter);
 struct Classic(BloomFilter);
+/// bloomery's Parquet split-block filter (256-bit blocks, like sbbf-rs-safe), on its own
+/// item road (XXH64 of the item's bytes, seed 0, as Parquet hashes).
+struct SplitBlock(SplitBlockBloomFilter);
+/// The same filter fed the blocked filter's hash (XXH3-64, as sbbf-rs-safe is here): the
+/// head to head's split-block contender, so that its ratio compares layouts and kernels,
+/// not hash functions (XXH64 of a 64-byte key costs far more than XXH3).
+struct SplitBlockSameHash(SplitBlockBloomFilter);
 struct FastBloom(fastbloom::BloomFilter<foldhash::fast::RandomState>);
 /// sbbf-rs-safe fed the blocked filter's own hash (XXH3-64 of the item's bytes, seed 0).
 struct Sbbf(sbbf_rs_safe::Filter);
@@ -132,6 +143,36 @@ impl<K: Funnel> Subject<K> for BlockedBatch {
             present += results.iter().filter(|&&r| r).count();
         }
         present
+    }
+    fn num_bits(&self) -> u64 {
+        self.0.num_bits()
+    }
+}
+
+impl<K: Funnel> Subject<K> for SplitBlock {
+    fn insert_all(&mut self, keys: &[K]) {
+        for key in keys {
+            self.0.insert(key);
+        }
+    }
+    fn count_present(&self, keys: &[K]) -> usize {
+        keys.iter().filter(|key| self.0.contains(*key)).count()
+    }
+    fn num_bits(&self) -> u64 {
+        self.0.num_bits()
+    }
+}
+
+impl<K: Funnel> Subject<K> for SplitBlockSameHash {
+    fn insert_all(&mut self, keys: &[K]) {
+        for key in keys {
+            self.0.insert_hash(xxh3_64_item(key, 0));
+        }
+    }
+    fn count_present(&self, keys: &[K]) -> usize {
+        keys.iter()
+            .filter(|key| self.0.contains_hash(xxh3_64_item(*key, 0)))
+            .count()
     }
     fn num_bits(&self) -> u64 {
         self.0.num_bits()
@@ -367,46 +408,85 @@ impl std::fmt::Display for Spread {
     }
 }
 
-/// sbbf-rs-safe's time over bloomery's (above 1: bloomery faster) for one kernel, per
-/// round, summarised.
+/// sbbf-rs-safe's time over bloomery's (above 1: bloomery faster) for one of bloomery's
+/// filters with one kernel, per round, summarised.
 struct HeadToHead {
+    filter: &'static str,
     kernel: &'static str,
     insert: Spread,
     present: Spread,
     absent: Spread,
 }
 
+/// A contender of the head-to-head: one of bloomery's filters with one kernel.
+#[derive(Clone, Copy)]
+enum Contender {
+    Blocked(bloomery::blocked::Kernel),
+    SplitBlock(bloomery::split_block::Kernel),
+}
+
+impl Contender {
+    fn filter(self) -> &'static str {
+        match self {
+            Contender::Blocked(_) => "blocked",
+            Contender::SplitBlock(_) => "split-block (same hash)",
+        }
+    }
+
+    fn kernel(self) -> &'static str {
+        match self {
+            Contender::Blocked(kernel) => kernel.name(),
+            Contender::SplitBlock(kernel) => kernel.name(),
+        }
+    }
+}
+
 /// The blocked filter with each kernel this CPU has beyond the scalar one (an AVX-512
-/// machine also measures what an AVX2-only one would run) against sbbf-rs-safe fed the
-/// same hash, in PAIRED_ROUNDS alternating rounds.
+/// machine also measures what an AVX2-only one would run), and the split-block filter with
+/// its SIMD kernel fed the same hash (so that its ratio is about the layout), against
+/// sbbf-rs-safe fed the blocked filter's hash, in PAIRED_ROUNDS alternating rounds.
 fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
     let n = keys.len() as u64;
-    let kernels: Vec<_> = bloomery::blocked::Kernel::available()
+    let mut contenders: Vec<Contender> = bloomery::blocked::Kernel::available()
         .into_iter()
         .filter(|kernel| kernel.name() != "scalar")
+        .map(Contender::Blocked)
         .collect();
-    // Contender 0 is sbbf-rs-safe, then one per kernel.
-    let contenders = kernels.len() + 1;
-    let mut timings: Vec<Vec<Timing>> = vec![Vec::new(); contenders];
+    contenders.extend(
+        bloomery::split_block::Kernel::available()
+            .into_iter()
+            .filter(|kernel| kernel.name() != "scalar")
+            .map(Contender::SplitBlock),
+    );
+    // Slot 0 is sbbf-rs-safe, then one per contender.
+    let slots = contenders.len() + 1;
+    let mut timings: Vec<Vec<Timing>> = vec![Vec::new(); slots];
     for round in 0..PAIRED_ROUNDS {
-        for step in 0..contenders {
-            let which = (round + step) % contenders;
-            let timing = if which == 0 {
-                let mut subject = Sbbf(sbbf_rs_safe::Filter::new(SBBF_BITS_PER_KEY, n as usize));
-                time_once(&mut subject, keys, absent)
-            } else {
-                let filter = BlockedBloomFilter::with_fpp(n, FPP)
-                    .unwrap()
-                    .with_kernel(kernels[which - 1]);
-                time_once(&mut Blocked(filter), keys, absent)
+        for step in 0..slots {
+            let which = (round + step) % slots;
+            let timing = match which.checked_sub(1).map(|i| contenders[i]) {
+                None => {
+                    let mut subject = Sbbf(sbbf_rs_safe::Filter::new(SBBF_BITS_PER_KEY, n as usize));
+                    time_once(&mut subject, keys, absent)
+                }
+                Some(Contender::Blocked(kernel)) => {
+                    let filter = BlockedBloomFilter::with_fpp(n, FPP).unwrap().with_kernel(kernel);
+                    time_once(&mut Blocked(filter), keys, absent)
+                }
+                Some(Contender::SplitBlock(kernel)) => {
+                    let filter = SplitBlockBloomFilter::with_fpp(n, FPP)
+                        .unwrap()
+                        .with_kernel(kernel);
+                    time_once(&mut SplitBlockSameHash(filter), keys, absent)
+                }
             };
             timings[which].push(timing);
         }
     }
-    kernels
+    contenders
         .iter()
         .enumerate()
-        .map(|(i, kernel)| {
+        .map(|(i, contender)| {
             let ratios = |field: fn(&Timing) -> f64| {
                 Spread::of(
                     timings[0]
@@ -417,14 +497,15 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
                 )
             };
             let result = HeadToHead {
-                kernel: kernel.name(),
+                filter: contender.filter(),
+                kernel: contender.kernel(),
                 insert: ratios(|timing| timing.insert),
                 present: ratios(|timing| timing.present),
                 absent: ratios(|timing| timing.absent),
             };
             eprintln!(
-                "  head to head, kernel {}: present {}, absent {}, insert {}",
-                result.kernel, result.present, result.absent, result.insert
+                "  head to head, {} filter, kernel {}: present {}, absent {}, insert {}",
+                result.filter, result.kernel, result.present, result.absent, result.insert
             );
             result
         })
@@ -447,6 +528,9 @@ fn run_workload<K: Hash + Funnel>(title: &str, keys: &[K], absent: &[K]) -> Vec<
         }),
         measure("bloomery blocked, batch", keys, absent, || {
             BlockedBatch(BlockedBloomFilter::with_fpp(n, FPP).unwrap())
+        }),
+        measure("bloomery split-block (Parquet)", keys, absent, || {
+            SplitBlock(SplitBlockBloomFilter::with_fpp(n, FPP).unwrap())
         }),
         measure("bloomery Guava-compatible", keys, absent, || {
             Classic(BloomFilter::with_fpp(n, FPP).unwrap())
@@ -472,6 +556,10 @@ fn run_workload<K: Hash + Funnel>(title: &str, keys: &[K], absent: &[K]) -> Vec<
         }),
     ]
 }
+
+/// The head to head's extra size: u64 keys whose filters (128-138 KB) fit in L2.
+const IN_CACHE_N: usize = 100_000;
+const IN_CACHE_WORKLOAD: &str = "u64 n=10^5 (in L2)";
 
 /// Repetitions of the concurrent-insert measurement: more than REPS, as a 2-thread figure on
 /// a 2-core virtual machine moves with whatever else the host runs.
@@ -622,6 +710,15 @@ fn main() {
     let url_paired = head_to_head(&urls, &absent_urls);
     drop((urls, absent_urls));
 
+    // The head to head alone at a size whose filters fit this core's L2 (not one of issue
+    // 13's sizes): where memory costs least, what is left is each kernel's own work.
+    let in_cache = {
+        eprintln!("{IN_CACHE_WORKLOAD} (head to head only)");
+        let keys = u64_keys(INSERT_SEED, IN_CACHE_N);
+        let absent = u64_keys(ABSENT_SEED, IN_CACHE_N);
+        head_to_head(&keys, &absent)
+    };
+
     println!("\n## Results");
     for (_, title, rows, _) in &tables {
         print_table(title, rows);
@@ -641,12 +738,19 @@ fn main() {
     println!(
         "\n### Head to head with sbbf-rs-safe ({PAIRED_ROUNDS} alternating rounds; sbbf's time over bloomery's, median and range of the rounds)\n"
     );
-    println!("| workload | kernel | lookup present | lookup absent | insert |\n|---|---|---:|---:|---:|");
-    for (what, _, paired) in &workloads {
+    println!(
+        "| workload | filter | kernel | lookup present | lookup absent | insert |\n|---|---|---|---:|---:|---:|"
+    );
+    let in_cache_workload = std::iter::once((IN_CACHE_WORKLOAD, &in_cache));
+    let all_paired = workloads
+        .iter()
+        .map(|(what, _, paired)| (what.as_str(), *paired))
+        .chain(in_cache_workload);
+    for (what, paired) in all_paired {
         for result in paired.iter() {
             println!(
-                "| {what} | {} | {} | {} | {} |",
-                result.kernel, result.present, result.absent, result.insert
+                "| {what} | {} | {} | {} | {} | {} |",
+                result.filter, result.kernel, result.present, result.absent, result.insert
             );
         }
     }
@@ -654,9 +758,10 @@ fn main() {
     println!("\n### Targets (ratios from this run)\n");
     println!("| target | ours vs theirs | ratio | needed | verdict |\n|---|---|---:|---:|---|");
     // Single operations against sbbf-rs-safe: the head-to-head medians, for every kernel
-    // (on an AVX-512 machine the avx2 rows stand for an AVX2-only one).
+    // (on an AVX-512 machine the avx2 rows stand for an AVX2-only one), for the blocked
+    // filter (the split-block rows above are there to compare layouts).
     for (what, _, paired) in &workloads {
-        for result in paired.iter() {
+        for result in paired.iter().filter(|result| result.filter == "blocked") {
             for (operation, spread) in [
                 ("single lookup (present)", result.present),
                 ("single lookup (absent)", result.absent),
