@@ -208,22 +208,66 @@ pub(crate) fn prefetch_block<B>(blocks: &[B], hash: u64) {
     prefetch(blocks.as_ptr().wrapping_add(block_index(hash, blocks.len())));
 }
 
-/// The batch insert loop, shared by the kernels: prefetch ahead, then set bits with
+/// Asks for the block `hash` picks, as [`prefetch_block`], but with the intent to write it
+/// (`PREFETCHW`: the line arrives owned, so the store that follows need not ask for it
+/// again). Only where [`has_prefetchw`] says the CPU has the instruction.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn prefetch_block_for_write<B>(blocks: &[B], hash: u64) {
+    let address = blocks.as_ptr().wrapping_add(block_index(hash, blocks.len()));
+    // SAFETY: a prefetch is a hint that never faults, whatever the address, and touches no
+    // register or memory the compiler knows of; callers run it only where the CPU reports
+    // PREFETCHW (has_prefetchw).
+    unsafe {
+        std::arch::asm!("prefetchw [{0}]", in(reg) address, options(nostack, readonly, preserves_flags));
+    }
+}
+
+/// Whether this CPU has `PREFETCHW` (CPUID 8000_0001h, ECX bit 8: every AMD64 CPU, Intel's
+/// since Broadwell), read once per process.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_prefetchw() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        use std::arch::x86_64::__cpuid;
+        #[allow(unused_unsafe)]
+        // SAFETY: CPUID exists on every x86_64 CPU; leaf 8000_0001h is read only when the
+        // CPU reports it (leaf 8000_0000h's EAX).
+        unsafe {
+            __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
+        }
+    })
+}
+
+/// The batch insert loop, shared by the kernels: prefetch ahead (for writing when
+/// `FOR_WRITE`, which x86 kernels pick where [`has_prefetchw`] holds), then set bits with
 /// `insert(block, key)`. Does nothing without blocks.
 #[inline(always)]
-pub(crate) fn batch_insert<B>(blocks: &mut [B], hashes: &[u64], insert: impl Fn(&mut B, u32) -> bool) {
+pub(crate) fn batch_insert<B, const FOR_WRITE: bool>(
+    blocks: &mut [B],
+    hashes: &[u64],
+    insert: impl Fn(&mut B, u32) -> bool,
+) {
     if blocks.is_empty() {
         return;
     }
+    let ask = |blocks: &[B], hash: u64| {
+        #[cfg(target_arch = "x86_64")]
+        if FOR_WRITE {
+            prefetch_block_for_write(blocks, hash);
+            return;
+        }
+        prefetch_block(blocks, hash);
+    };
     // As in `batch_contains`: the first `len - ahead` items prefetch the block `ahead`
     // places on, walked as zipped slices so that the loop keeps its state in registers.
     let ahead = PREFETCH_DISTANCE.min(hashes.len());
     for &hash in &hashes[..ahead] {
-        prefetch_block(blocks, hash);
+        ask(blocks, hash);
     }
     let (prefetching, last) = hashes.split_at(hashes.len() - ahead);
     for (&hash, &later) in prefetching.iter().zip(&hashes[ahead..]) {
-        prefetch_block(blocks, later);
+        ask(blocks, later);
         // SAFETY: blocks is not empty (checked above).
         insert(unsafe { block_of_mut(blocks, hash) }, block_key(hash));
     }

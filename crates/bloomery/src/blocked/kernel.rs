@@ -107,6 +107,20 @@ static AVX512: Ops<Block> = Ops {
     contains_batch: avx512::contains_batch,
 };
 
+/// The AVX2 and AVX-512 kernels on CPUs with `PREFETCHW`: batch inserts ask for their
+/// blocks with the intent to write them.
+#[cfg(target_arch = "x86_64")]
+static AVX2_PREFETCHW: Ops<Block> = Ops {
+    insert_batch: avx2::insert_batch_for_write,
+    ..AVX2
+};
+
+#[cfg(target_arch = "x86_64")]
+static AVX512_PREFETCHW: Ops<Block> = Ops {
+    insert_batch: avx512::insert_batch_for_write,
+    ..AVX512
+};
+
 #[cfg(target_arch = "aarch64")]
 static NEON: Ops<Block> = Ops {
     insert: neon::insert,
@@ -135,12 +149,16 @@ impl BlockKernel<Block> {
         let mut kernels = vec![Self::scalar()];
         #[cfg(target_arch = "x86_64")]
         {
+            let prefetchw = crate::bits::blocks::has_prefetchw();
             if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU reported AVX2.
-                kernels.push(unsafe { BlockKernel::new("avx2", &AVX2) });
+                let ops = if prefetchw { &AVX2_PREFETCHW } else { &AVX2 };
+                // SAFETY: the CPU reported AVX2 (and PREFETCHW where `ops` uses it).
+                kernels.push(unsafe { BlockKernel::new("avx2", ops) });
                 if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU reported AVX2 and AVX-512F.
-                    kernels.push(unsafe { BlockKernel::new("avx512", &AVX512) });
+                    let ops = if prefetchw { &AVX512_PREFETCHW } else { &AVX512 };
+                    // SAFETY: the CPU reported AVX2 and AVX-512F (and PREFETCHW where
+                    // `ops` uses it).
+                    kernels.push(unsafe { BlockKernel::new("avx512", ops) });
                 }
             }
         }

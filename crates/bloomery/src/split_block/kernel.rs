@@ -65,6 +65,14 @@ static AVX2: Ops<SplitBlock> = Ops {
     contains_batch: avx2::contains_batch,
 };
 
+/// The AVX2 kernel on CPUs with `PREFETCHW`: batch inserts ask for their blocks with the
+/// intent to write them.
+#[cfg(target_arch = "x86_64")]
+static AVX2_PREFETCHW: Ops<SplitBlock> = Ops {
+    insert_batch: avx2::insert_batch_for_write,
+    ..AVX2
+};
+
 impl BlockKernel<SplitBlock> {
     /// The portable kernel.
     pub const fn scalar() -> Self {
@@ -84,8 +92,13 @@ impl BlockKernel<SplitBlock> {
         let mut kernels = vec![Self::scalar()];
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU reported AVX2.
-            kernels.push(unsafe { BlockKernel::new("avx2", &AVX2) });
+            let ops = if crate::bits::blocks::has_prefetchw() {
+                &AVX2_PREFETCHW
+            } else {
+                &AVX2
+            };
+            // SAFETY: the CPU reported AVX2 (and PREFETCHW where `ops` uses it).
+            kernels.push(unsafe { BlockKernel::new("avx2", ops) });
         }
         kernels
     }
