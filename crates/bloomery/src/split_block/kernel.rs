@@ -102,4 +102,18 @@ impl BlockKernel<SplitBlock> {
         }
         kernels
     }
+
+    /// [`Kernel::available`], and on a CPU with `PREFETCHW` also the AVX2 table without
+    /// it, which a CPU without the instruction runs: for the tests.
+    #[cfg(test)]
+    pub(crate) fn every_table() -> Vec<Self> {
+        #[allow(unused_mut)]
+        let mut kernels = Self::available();
+        #[cfg(target_arch = "x86_64")]
+        if crate::bits::blocks::has_prefetchw() && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU reported AVX2.
+            kernels.push(unsafe { BlockKernel::new("avx2", &AVX2) });
+        }
+        kernels
+    }
 }
