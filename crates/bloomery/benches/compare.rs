@@ -116,19 +116,56 @@ fn read_word(words: &[u64], hash: u64) -> u64 {
     words[(((hash >> 32) * words.len() as u64) >> 32) as usize]
 }
 
-impl<K: Funnel> Subject<K> for Blocked {
-    fn insert_all(&mut self, keys: &[K]) {
-        for key in keys {
-            self.0.insert(key);
+/// `Subject` for a filter of items `K: $bound` with `insert`, `contains` and `num_bits`
+/// (bloomery's over their item road, fastbloom over `Hash`).
+macro_rules! item_subject {
+    ($bound:path: $($subject:ident),*) => {$(
+        impl<K: $bound> Subject<K> for $subject {
+            fn insert_all(&mut self, keys: &[K]) {
+                for key in keys {
+                    self.0.insert(key);
+                }
+            }
+            fn count_present(&self, keys: &[K]) -> usize {
+                keys.iter().filter(|key| self.0.contains(*key)).count()
+            }
+            #[allow(clippy::unnecessary_cast)] // fastbloom counts in usize
+            fn num_bits(&self) -> u64 {
+                self.0.num_bits() as u64
+            }
         }
-    }
-    fn count_present(&self, keys: &[K]) -> usize {
-        keys.iter().filter(|key| self.0.contains(*key)).count()
-    }
-    fn num_bits(&self) -> u64 {
-        self.0.num_bits()
-    }
+    )*};
 }
+
+item_subject!(Funnel: Blocked, Classic, SplitBlock);
+item_subject!(Hash: FastBloom);
+
+/// `Subject` for a filter fed the blocked filter's hash (XXH3-64 of the item's bytes, seed
+/// 0) through `insert_hash` / `contains_hash`, with its size in bits from `$bits`.
+macro_rules! hash_subject {
+    ($subject:ident, $bits:expr) => {
+        impl<K: Funnel> Subject<K> for $subject {
+            fn insert_all(&mut self, keys: &[K]) {
+                for key in keys {
+                    self.0.insert_hash(xxh3_64_item(key, 0));
+                }
+            }
+            fn count_present(&self, keys: &[K]) -> usize {
+                keys.iter()
+                    .filter(|key| self.0.contains_hash(xxh3_64_item(*key, 0)))
+                    .count()
+            }
+            fn num_bits(&self) -> u64 {
+                $bits(&self.0)
+            }
+        }
+    };
+}
+
+hash_subject!(Sbbf, |filter: &sbbf_rs_safe::Filter| filter.as_bytes().len()
+    as u64
+    * 8);
+hash_subject!(SplitBlockSameHash, SplitBlockBloomFilter::num_bits);
 
 impl<K: Funnel> Subject<K> for BlockedBatch {
     fn insert_all(&mut self, keys: &[K]) {
@@ -146,80 +183,6 @@ impl<K: Funnel> Subject<K> for BlockedBatch {
     }
     fn num_bits(&self) -> u64 {
         self.0.num_bits()
-    }
-}
-
-impl<K: Funnel> Subject<K> for SplitBlock {
-    fn insert_all(&mut self, keys: &[K]) {
-        for key in keys {
-            self.0.insert(key);
-        }
-    }
-    fn count_present(&self, keys: &[K]) -> usize {
-        keys.iter().filter(|key| self.0.contains(*key)).count()
-    }
-    fn num_bits(&self) -> u64 {
-        self.0.num_bits()
-    }
-}
-
-impl<K: Funnel> Subject<K> for SplitBlockSameHash {
-    fn insert_all(&mut self, keys: &[K]) {
-        for key in keys {
-            self.0.insert_hash(xxh3_64_item(key, 0));
-        }
-    }
-    fn count_present(&self, keys: &[K]) -> usize {
-        keys.iter()
-            .filter(|key| self.0.contains_hash(xxh3_64_item(*key, 0)))
-            .count()
-    }
-    fn num_bits(&self) -> u64 {
-        self.0.num_bits()
-    }
-}
-
-impl<K: Funnel> Subject<K> for Classic {
-    fn insert_all(&mut self, keys: &[K]) {
-        for key in keys {
-            self.0.insert(key);
-        }
-    }
-    fn count_present(&self, keys: &[K]) -> usize {
-        keys.iter().filter(|key| self.0.contains(*key)).count()
-    }
-    fn num_bits(&self) -> u64 {
-        self.0.num_bits()
-    }
-}
-
-impl<K: Hash> Subject<K> for FastBloom {
-    fn insert_all(&mut self, keys: &[K]) {
-        for key in keys {
-            self.0.insert(key);
-        }
-    }
-    fn count_present(&self, keys: &[K]) -> usize {
-        keys.iter().filter(|key| self.0.contains(*key)).count()
-    }
-    fn num_bits(&self) -> u64 {
-        self.0.num_bits() as u64
-    }
-}
-
-impl<K: Funnel> Subject<K> for Sbbf {
-    fn insert_all(&mut self, keys: &[K]) {
-        for key in keys {
-            self.0.insert_hash(xxh3_64_item(key, 0));
-        }
-    }
-    fn count_present(&self, keys: &[K]) -> usize {
-        keys.iter()
-            .filter(|key| self.0.contains_hash(xxh3_64_item(*key, 0)))
-            .count()
-    }
-    fn num_bits(&self) -> u64 {
-        self.0.as_bytes().len() as u64 * 8
     }
 }
 

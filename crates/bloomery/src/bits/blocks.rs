@@ -70,6 +70,31 @@ impl<B> BlockKernel<B> {
         Self { name, ops }
     }
 
+    /// Adds the x86 SIMD kernel `name` to `kernels`: its table `for_write` (batch inserts
+    /// ask for their blocks with `PREFETCHW`) where the CPU has that instruction, else
+    /// `plain`; with `every_table` (for the tests) both where both can run.
+    ///
+    /// # Safety
+    /// The CPU must have every feature both tables were compiled for (`PREFETCHW` aside).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) unsafe fn push_x86(
+        kernels: &mut Vec<Self>,
+        name: &'static str,
+        plain: &'static Ops<B>,
+        for_write: &'static Ops<B>,
+        every_table: bool,
+    ) {
+        let prefetchw = has_prefetchw();
+        // SAFETY: the caller vouches for the features; `for_write` runs only where the CPU
+        // has PREFETCHW.
+        unsafe {
+            kernels.push(Self::new(name, if prefetchw { for_write } else { plain }));
+            if prefetchw && every_table {
+                kernels.push(Self::new(name, plain));
+            }
+        }
+    }
+
     /// The kernel's name ("scalar", "avx2", "avx512", "neon").
     pub fn name(self) -> &'static str {
         self.name

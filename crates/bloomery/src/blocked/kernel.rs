@@ -146,20 +146,27 @@ impl BlockKernel<Block> {
 
     /// Every kernel this CPU supports, slowest first (the scalar one is always there).
     pub fn available() -> Vec<Self> {
+        Self::tables(false)
+    }
+
+    /// [`Kernel::available`], and on a CPU with `PREFETCHW` also the AVX2 and AVX-512
+    /// tables without it, which a CPU without the instruction runs: for the tests.
+    #[cfg(test)]
+    pub(crate) fn every_table() -> Vec<Self> {
+        Self::tables(true)
+    }
+
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    fn tables(every_table: bool) -> Vec<Self> {
+        #[allow(unused_mut)]
         let mut kernels = vec![Self::scalar()];
         #[cfg(target_arch = "x86_64")]
-        {
-            let prefetchw = crate::bits::blocks::has_prefetchw();
-            if std::arch::is_x86_feature_detected!("avx2") {
-                let ops = if prefetchw { &AVX2_PREFETCHW } else { &AVX2 };
-                // SAFETY: the CPU reported AVX2 (and PREFETCHW where `ops` uses it).
-                kernels.push(unsafe { BlockKernel::new("avx2", ops) });
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    let ops = if prefetchw { &AVX512_PREFETCHW } else { &AVX512 };
-                    // SAFETY: the CPU reported AVX2 and AVX-512F (and PREFETCHW where
-                    // `ops` uses it).
-                    kernels.push(unsafe { BlockKernel::new("avx512", ops) });
-                }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU reported AVX2.
+            unsafe { Self::push_x86(&mut kernels, "avx2", &AVX2, &AVX2_PREFETCHW, every_table) };
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU reported AVX2 and AVX-512F.
+                unsafe { Self::push_x86(&mut kernels, "avx512", &AVX512, &AVX512_PREFETCHW, every_table) };
             }
         }
         #[cfg(target_arch = "aarch64")]
@@ -167,24 +174,6 @@ impl BlockKernel<Block> {
             if std::arch::is_aarch64_feature_detected!("neon") {
                 // SAFETY: the CPU reported NEON.
                 kernels.push(unsafe { BlockKernel::new("neon", &NEON) });
-            }
-        }
-        kernels
-    }
-
-    /// [`Kernel::available`], and on a CPU with `PREFETCHW` also the AVX2 and AVX-512
-    /// tables without it, which a CPU without the instruction runs: for the tests.
-    #[cfg(test)]
-    pub(crate) fn every_table() -> Vec<Self> {
-        #[allow(unused_mut)]
-        let mut kernels = Self::available();
-        #[cfg(target_arch = "x86_64")]
-        if crate::bits::blocks::has_prefetchw() && std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU reported AVX2.
-            kernels.push(unsafe { BlockKernel::new("avx2", &AVX2) });
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU reported AVX2 and AVX-512F.
-                kernels.push(unsafe { BlockKernel::new("avx512", &AVX512) });
             }
         }
         kernels

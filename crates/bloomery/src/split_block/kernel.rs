@@ -89,30 +89,24 @@ impl BlockKernel<SplitBlock> {
 
     /// Every kernel this CPU supports, slowest first (the scalar one is always there).
     pub fn available() -> Vec<Self> {
-        let mut kernels = vec![Self::scalar()];
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            let ops = if crate::bits::blocks::has_prefetchw() {
-                &AVX2_PREFETCHW
-            } else {
-                &AVX2
-            };
-            // SAFETY: the CPU reported AVX2 (and PREFETCHW where `ops` uses it).
-            kernels.push(unsafe { BlockKernel::new("avx2", ops) });
-        }
-        kernels
+        Self::tables(false)
     }
 
     /// [`Kernel::available`], and on a CPU with `PREFETCHW` also the AVX2 table without
     /// it, which a CPU without the instruction runs: for the tests.
     #[cfg(test)]
     pub(crate) fn every_table() -> Vec<Self> {
+        Self::tables(true)
+    }
+
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    fn tables(every_table: bool) -> Vec<Self> {
         #[allow(unused_mut)]
-        let mut kernels = Self::available();
+        let mut kernels = vec![Self::scalar()];
         #[cfg(target_arch = "x86_64")]
-        if crate::bits::blocks::has_prefetchw() && std::arch::is_x86_feature_detected!("avx2") {
+        if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU reported AVX2.
-            kernels.push(unsafe { BlockKernel::new("avx2", &AVX2) });
+            unsafe { Self::push_x86(&mut kernels, "avx2", &AVX2, &AVX2_PREFETCHW, every_table) };
         }
         kernels
     }
