@@ -70,31 +70,6 @@ impl<B> BlockKernel<B> {
         Self { name, ops }
     }
 
-    /// Adds the x86 SIMD kernel `name` to `kernels`: its table `for_write` (batch inserts
-    /// ask for their blocks with `PREFETCHW`) where the CPU has that instruction, else
-    /// `plain`; with `every_table` (for the tests) both where both can run.
-    ///
-    /// # Safety
-    /// The CPU must have every feature both tables were compiled for (`PREFETCHW` aside).
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) unsafe fn push_x86(
-        kernels: &mut Vec<Self>,
-        name: &'static str,
-        plain: &'static Ops<B>,
-        for_write: &'static Ops<B>,
-        every_table: bool,
-    ) {
-        let prefetchw = has_prefetchw();
-        // SAFETY: the caller vouches for the features; `for_write` runs only where the CPU
-        // has PREFETCHW.
-        unsafe {
-            kernels.push(Self::new(name, if prefetchw { for_write } else { plain }));
-            if prefetchw && every_table {
-                kernels.push(Self::new(name, plain));
-            }
-        }
-    }
-
     /// The kernel's name ("scalar", "avx2", "avx512", "neon").
     pub fn name(self) -> &'static str {
         self.name
@@ -143,15 +118,12 @@ impl<B> BlockKernel<B> {
     pub(crate) fn insert_batch_reporting(self, blocks: &mut [B], hashes: &[u64], new: &mut [bool]) {
         assert!(!blocks.is_empty());
         assert_eq!(hashes.len(), new.len(), "one answer per hash");
-        for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
-            prefetch_block(blocks, hash);
-        }
-        for (i, (slot, &hash)) in new.iter_mut().zip(hashes).enumerate() {
-            if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-                prefetch_block(blocks, ahead);
+        let mut slots = new.iter_mut();
+        for_each_to_write(blocks, hashes, |blocks, hash| {
+            if let Some(slot) = slots.next() {
+                *slot = self.insert(blocks, hash);
             }
-            *slot = self.insert(blocks, hash);
-        }
+        });
     }
 
     /// Looks up every hash, prefetching ahead; `results` has one slot per hash.
@@ -238,20 +210,27 @@ pub(crate) fn prefetch_block<B>(blocks: &[B], hash: u64) {
 /// again). Only where [`has_prefetchw`] says the CPU has the instruction.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(crate) fn prefetch_block_for_write<B>(blocks: &[B], hash: u64) {
-    let address = blocks.as_ptr().wrapping_add(block_index(hash, blocks.len()));
+fn prefetch_block_for_write<B>(blocks: &[B], hash: u64) {
+    // Base and byte offset apart, so that the address is one addressing mode (as for the
+    // other hints) rather than an addition before the instruction.
+    let offset = block_index(hash, blocks.len()) * std::mem::size_of::<B>();
     // SAFETY: a prefetch is a hint that never faults, whatever the address, and touches no
     // register or memory the compiler knows of; callers run it only where the CPU reports
     // PREFETCHW (has_prefetchw).
     unsafe {
-        std::arch::asm!("prefetchw [{0}]", in(reg) address, options(nostack, readonly, preserves_flags));
+        std::arch::asm!(
+            "prefetchw [{0} + {1}]",
+            in(reg) blocks.as_ptr(),
+            in(reg) offset,
+            options(nostack, readonly, preserves_flags),
+        );
     }
 }
 
 /// Whether this CPU has `PREFETCHW` (CPUID 8000_0001h, ECX bit 8: every AMD64 CPU, Intel's
 /// since Broadwell), read once per process.
 #[cfg(target_arch = "x86_64")]
-pub(crate) fn has_prefetchw() -> bool {
+fn has_prefetchw() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| {
         use std::arch::x86_64::__cpuid;
@@ -264,18 +243,29 @@ pub(crate) fn has_prefetchw() -> bool {
     })
 }
 
-/// The batch insert loop, shared by the kernels: prefetch ahead (for writing when
-/// `FOR_WRITE`, which x86 kernels pick where [`has_prefetchw`] holds), then set bits with
-/// `insert(block, key)`. Does nothing without blocks.
+/// Calls `each` with every hash in order, having asked for the block of the hash
+/// [`PREFETCH_DISTANCE`] places on: the loop of the batch inserts. The blocks are about to
+/// be written, so the hint is `PREFETCHW` where the CPU has it (checked once per call, not
+/// per hash).
 #[inline(always)]
-pub(crate) fn batch_insert<B, const FOR_WRITE: bool>(
+fn for_each_to_write<B>(blocks: &mut [B], hashes: &[u64], each: impl FnMut(&mut [B], u64)) {
+    #[cfg(target_arch = "x86_64")]
+    if has_prefetchw() {
+        return walk_prefetching::<B, true>(blocks, hashes, each);
+    }
+    walk_prefetching::<B, false>(blocks, hashes, each);
+}
+
+/// [`for_each_to_write`] with the hint chosen: `PREFETCHW` when `FOR_WRITE` (x86 only),
+/// else [`prefetch_block`]'s. As in `batch_contains`, the first `len - ahead` hashes ask
+/// for the block `ahead` places on, walked as zipped slices so that the loop keeps its
+/// state in registers.
+#[inline(always)]
+fn walk_prefetching<B, const FOR_WRITE: bool>(
     blocks: &mut [B],
     hashes: &[u64],
-    insert: impl Fn(&mut B, u32) -> bool,
+    mut each: impl FnMut(&mut [B], u64),
 ) {
-    if blocks.is_empty() {
-        return;
-    }
     let ask = |blocks: &[B], hash: u64| {
         #[cfg(target_arch = "x86_64")]
         if FOR_WRITE {
@@ -284,8 +274,6 @@ pub(crate) fn batch_insert<B, const FOR_WRITE: bool>(
         }
         prefetch_block(blocks, hash);
     };
-    // As in `batch_contains`: the first `len - ahead` items prefetch the block `ahead`
-    // places on, walked as zipped slices so that the loop keeps its state in registers.
     let ahead = PREFETCH_DISTANCE.min(hashes.len());
     for &hash in &hashes[..ahead] {
         ask(blocks, hash);
@@ -293,13 +281,24 @@ pub(crate) fn batch_insert<B, const FOR_WRITE: bool>(
     let (prefetching, last) = hashes.split_at(hashes.len() - ahead);
     for (&hash, &later) in prefetching.iter().zip(&hashes[ahead..]) {
         ask(blocks, later);
-        // SAFETY: blocks is not empty (checked above).
-        insert(unsafe { block_of_mut(blocks, hash) }, block_key(hash));
+        each(blocks, hash);
     }
     for &hash in last {
+        each(blocks, hash);
+    }
+}
+
+/// The batch insert loop, shared by the kernels: [`for_each_to_write`], setting bits with
+/// `insert(block, key)`. Does nothing without blocks.
+#[inline(always)]
+pub(crate) fn batch_insert<B>(blocks: &mut [B], hashes: &[u64], insert: impl Fn(&mut B, u32) -> bool) {
+    if blocks.is_empty() {
+        return;
+    }
+    for_each_to_write(blocks, hashes, |blocks, hash| {
         // SAFETY: blocks is not empty (checked above).
         insert(unsafe { block_of_mut(blocks, hash) }, block_key(hash));
-    }
+    });
 }
 
 /// The batch lookup loop, shared by the kernels: every answer false without blocks.
@@ -360,4 +359,37 @@ pub(crate) fn prefetch<T>(address: *const T) {
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = address;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both hints' walks (the one this CPU does not take included) call `each` with every
+    /// hash once, in order, whatever the length against the prefetch distance.
+    #[test]
+    fn the_insert_walk_visits_every_hash_in_order() {
+        let mut blocks = vec![0u64; 97];
+        for len in [
+            0,
+            1,
+            PREFETCH_DISTANCE - 1,
+            PREFETCH_DISTANCE,
+            PREFETCH_DISTANCE + 1,
+            1000,
+        ] {
+            let hashes: Vec<u64> = (0..len as u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .collect();
+            let mut seen = Vec::new();
+            walk_prefetching::<_, false>(&mut blocks, &hashes, |_, hash| seen.push(hash));
+            assert_eq!(seen, hashes, "read hint, {len} hashes");
+            #[cfg(target_arch = "x86_64")]
+            if has_prefetchw() {
+                seen.clear();
+                walk_prefetching::<_, true>(&mut blocks, &hashes, |_, hash| seen.push(hash));
+                assert_eq!(seen, hashes, "PREFETCHW, {len} hashes");
+            }
+        }
+    }
 }

@@ -71,16 +71,7 @@ pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
 /// Adds every hash, prefetching ahead.
 #[target_feature(enable = "avx2,avx512f")]
 pub(super) fn insert_batch(blocks: &mut [Block], hashes: &[u64]) {
-    batch_insert::<_, false>(blocks, hashes, |block, fingerprint| {
-        insert_block(block, fingerprint)
-    });
-}
-
-/// [`insert_batch`], prefetching with `PREFETCHW` (kernel.rs picks it where the CPU has
-/// the instruction).
-#[target_feature(enable = "avx2,avx512f")]
-pub(super) fn insert_batch_for_write(blocks: &mut [Block], hashes: &[u64]) {
-    batch_insert::<_, true>(blocks, hashes, |block, fingerprint| {
+    batch_insert(blocks, hashes, |block, fingerprint| {
         insert_block(block, fingerprint)
     });
 }

@@ -107,20 +107,6 @@ static AVX512: Ops<Block> = Ops {
     contains_batch: avx512::contains_batch,
 };
 
-/// The AVX2 and AVX-512 kernels on CPUs with `PREFETCHW`: batch inserts ask for their
-/// blocks with the intent to write them.
-#[cfg(target_arch = "x86_64")]
-static AVX2_PREFETCHW: Ops<Block> = Ops {
-    insert_batch: avx2::insert_batch_for_write,
-    ..AVX2
-};
-
-#[cfg(target_arch = "x86_64")]
-static AVX512_PREFETCHW: Ops<Block> = Ops {
-    insert_batch: avx512::insert_batch_for_write,
-    ..AVX512
-};
-
 #[cfg(target_arch = "aarch64")]
 static NEON: Ops<Block> = Ops {
     insert: neon::insert,
@@ -146,27 +132,16 @@ impl BlockKernel<Block> {
 
     /// Every kernel this CPU supports, slowest first (the scalar one is always there).
     pub fn available() -> Vec<Self> {
-        Self::tables(false)
-    }
-
-    /// [`Kernel::available`], and on a CPU with `PREFETCHW` also the AVX2 and AVX-512
-    /// tables without it, which a CPU without the instruction runs: for the tests.
-    #[cfg(test)]
-    pub(crate) fn every_table() -> Vec<Self> {
-        Self::tables(true)
-    }
-
-    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
-    fn tables(every_table: bool) -> Vec<Self> {
-        #[allow(unused_mut)]
         let mut kernels = vec![Self::scalar()];
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU reported AVX2.
-            unsafe { Self::push_x86(&mut kernels, "avx2", &AVX2, &AVX2_PREFETCHW, every_table) };
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU reported AVX2 and AVX-512F.
-                unsafe { Self::push_x86(&mut kernels, "avx512", &AVX512, &AVX512_PREFETCHW, every_table) };
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU reported AVX2.
+                kernels.push(unsafe { BlockKernel::new("avx2", &AVX2) });
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU reported AVX2 and AVX-512F.
+                    kernels.push(unsafe { BlockKernel::new("avx512", &AVX512) });
+                }
             }
         }
         #[cfg(target_arch = "aarch64")]

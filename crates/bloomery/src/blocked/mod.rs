@@ -947,7 +947,7 @@ mod tests {
                 let changes: Vec<bool> = inserted.iter().map(|&h| filter.insert_hash(h)).collect();
                 (filter, changes)
             };
-            for kernel in Kernel::every_table() {
+            for kernel in Kernel::available() {
                 let mut filter = BlockedBloomFilter::with_num_blocks(num_blocks, DEFAULT_SEED)
                     .unwrap()
                     .with_kernel(kernel);

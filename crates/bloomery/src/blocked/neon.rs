@@ -90,7 +90,7 @@ pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
 
 /// Adds every hash, prefetching ahead.
 pub(super) fn insert_batch(blocks: &mut [Block], hashes: &[u64]) {
-    batch_insert::<_, false>(blocks, hashes, insert_block);
+    batch_insert(blocks, hashes, insert_block);
 }
 
 /// Looks up every hash, prefetching ahead.

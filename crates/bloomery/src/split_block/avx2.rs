@@ -68,14 +68,7 @@ pub(super) fn contains(blocks: &[SplitBlock], hash: u64) -> bool {
 /// Adds every hash, prefetching ahead.
 #[target_feature(enable = "avx2")]
 pub(super) fn insert_batch(blocks: &mut [SplitBlock], hashes: &[u64]) {
-    batch_insert::<_, false>(blocks, hashes, |block, key| insert_block(block, key));
-}
-
-/// [`insert_batch`], prefetching with `PREFETCHW` (kernel.rs picks it where the CPU has
-/// the instruction).
-#[target_feature(enable = "avx2")]
-pub(super) fn insert_batch_for_write(blocks: &mut [SplitBlock], hashes: &[u64]) {
-    batch_insert::<_, true>(blocks, hashes, |block, key| insert_block(block, key));
+    batch_insert(blocks, hashes, |block, key| insert_block(block, key));
 }
 
 /// Looks up every hash, prefetching ahead.

@@ -65,14 +65,6 @@ static AVX2: Ops<SplitBlock> = Ops {
     contains_batch: avx2::contains_batch,
 };
 
-/// The AVX2 kernel on CPUs with `PREFETCHW`: batch inserts ask for their blocks with the
-/// intent to write them.
-#[cfg(target_arch = "x86_64")]
-static AVX2_PREFETCHW: Ops<SplitBlock> = Ops {
-    insert_batch: avx2::insert_batch_for_write,
-    ..AVX2
-};
-
 impl BlockKernel<SplitBlock> {
     /// The portable kernel.
     pub const fn scalar() -> Self {
@@ -89,24 +81,11 @@ impl BlockKernel<SplitBlock> {
 
     /// Every kernel this CPU supports, slowest first (the scalar one is always there).
     pub fn available() -> Vec<Self> {
-        Self::tables(false)
-    }
-
-    /// [`Kernel::available`], and on a CPU with `PREFETCHW` also the AVX2 table without
-    /// it, which a CPU without the instruction runs: for the tests.
-    #[cfg(test)]
-    pub(crate) fn every_table() -> Vec<Self> {
-        Self::tables(true)
-    }
-
-    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
-    fn tables(every_table: bool) -> Vec<Self> {
-        #[allow(unused_mut)]
         let mut kernels = vec![Self::scalar()];
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU reported AVX2.
-            unsafe { Self::push_x86(&mut kernels, "avx2", &AVX2, &AVX2_PREFETCHW, every_table) };
+            kernels.push(unsafe { BlockKernel::new("avx2", &AVX2) });
         }
         kernels
     }

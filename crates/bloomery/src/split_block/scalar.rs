@@ -48,7 +48,7 @@ pub(super) fn contains(blocks: &[SplitBlock], hash: u64) -> bool {
 
 /// Adds every hash, prefetching ahead.
 pub(super) fn insert_batch(blocks: &mut [SplitBlock], hashes: &[u64]) {
-    batch_insert::<_, false>(blocks, hashes, insert_block);
+    batch_insert(blocks, hashes, insert_block);
 }
 
 /// Looks up every hash, prefetching ahead.
