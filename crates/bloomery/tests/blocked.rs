@@ -178,8 +178,60 @@ fn threads_inserting_disjoint_sets_end_with_the_single_threaded_bits() {
     assert!(BlockedBloomFilter::from(shared) == single);
 }
 
+#[test]
+fn threads_inserting_batches_end_with_the_single_threaded_bits() {
+    let keys = random_keys(12, 400_000);
+    let shared = AtomicBlockedBloomFilter::with_fpp(400_000, 0.01).unwrap();
+    // Overlapping parts, so that threads also race to set the same bits.
+    std::thread::scope(|scope| {
+        for part in [&keys[..250_000], &keys[150_000..]] {
+            let shared = &shared;
+            scope.spawn(move || {
+                for batch in part.chunks(3_001) {
+                    shared.insert_batch(batch);
+                }
+            });
+        }
+    });
+    let mut single = BlockedBloomFilter::with_fpp(400_000, 0.01).unwrap();
+    single.insert_batch(&keys);
+    let mut found = vec![false; keys.len()];
+    shared.contains_batch_into(&keys, &mut found);
+    assert!(found.iter().all(|&found| found));
+    assert!(BlockedBloomFilter::from(shared) == single);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The atomic filter's batch calls set the bits its single inserts set, and answer as
+    /// its single lookups do (and as the plain filter, for present and absent items).
+    #[test]
+    fn atomic_batches_match_single_calls(
+        num_blocks in 1u64..200,
+        seed in any::<u64>(),
+        inserted in proptest::collection::vec(any::<u64>(), 0..700),
+        probes in proptest::collection::vec(any::<u64>(), 0..700),
+    ) {
+        let singles = AtomicBlockedBloomFilter::with_num_blocks(num_blocks, seed).unwrap();
+        for item in &inserted {
+            singles.insert(item);
+        }
+        let batched = AtomicBlockedBloomFilter::with_num_blocks(num_blocks, seed).unwrap();
+        batched.insert_batch(&inserted);
+        let mut plain = BlockedBloomFilter::with_num_blocks(num_blocks, seed).unwrap();
+        plain.insert_batch(&inserted);
+        let probes: Vec<u64> = inserted.iter().chain(&probes).copied().collect();
+        let mut answers = vec![false; probes.len()];
+        batched.contains_batch_into(&probes, &mut answers);
+        for (probe, &answer) in probes.iter().zip(&answers) {
+            prop_assert_eq!(answer, singles.contains(probe));
+            prop_assert_eq!(answer, plain.contains(probe));
+        }
+        prop_assert!(answers[..inserted.len()].iter().all(|&found| found), "a false negative");
+        prop_assert!(BlockedBloomFilter::from(batched) == plain);
+        prop_assert!(BlockedBloomFilter::from(singles) == plain);
+    }
 
     #[test]
     fn no_false_negatives(

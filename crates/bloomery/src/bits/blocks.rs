@@ -243,17 +243,42 @@ fn has_prefetchw() -> bool {
     })
 }
 
+/// A handle on a filter's blocks that the insert walk can prefetch from: `&mut [B]` for the
+/// plain filters, `&[B]` for blocks of atomics, written through a shared borrow.
+pub(crate) trait BlocksToWrite<B> {
+    /// The blocks, to compute addresses to prefetch.
+    fn blocks(&self) -> &[B];
+}
+
+impl<B> BlocksToWrite<B> for &mut [B] {
+    #[inline(always)]
+    fn blocks(&self) -> &[B] {
+        self
+    }
+}
+
+impl<B> BlocksToWrite<B> for &[B] {
+    #[inline(always)]
+    fn blocks(&self) -> &[B] {
+        self
+    }
+}
+
 /// Calls `each` with every hash in order, having asked for the block of the hash
 /// [`PREFETCH_DISTANCE`] places on: the loop of the batch inserts. The blocks are about to
 /// be written, so the hint is `PREFETCHW` where the CPU has it (checked once per call, not
 /// per hash).
 #[inline(always)]
-fn for_each_to_write<B>(blocks: &mut [B], hashes: &[u64], each: impl FnMut(&mut [B], u64)) {
+pub(crate) fn for_each_to_write<B, S: BlocksToWrite<B>>(
+    blocks: S,
+    hashes: &[u64],
+    each: impl FnMut(&mut S, u64),
+) {
     #[cfg(target_arch = "x86_64")]
     if has_prefetchw() {
-        return walk_prefetching::<B, true>(blocks, hashes, each);
+        return walk_prefetching::<B, S, true>(blocks, hashes, each);
     }
-    walk_prefetching::<B, false>(blocks, hashes, each);
+    walk_prefetching::<B, S, false>(blocks, hashes, each);
 }
 
 /// [`for_each_to_write`] with the hint chosen: `PREFETCHW` when `FOR_WRITE` (x86 only),
@@ -261,10 +286,10 @@ fn for_each_to_write<B>(blocks: &mut [B], hashes: &[u64], each: impl FnMut(&mut 
 /// for the block `ahead` places on, walked as zipped slices so that the loop keeps its
 /// state in registers.
 #[inline(always)]
-fn walk_prefetching<B, const FOR_WRITE: bool>(
-    blocks: &mut [B],
+fn walk_prefetching<B, S: BlocksToWrite<B>, const FOR_WRITE: bool>(
+    mut blocks: S,
     hashes: &[u64],
-    mut each: impl FnMut(&mut [B], u64),
+    mut each: impl FnMut(&mut S, u64),
 ) {
     let ask = |blocks: &[B], hash: u64| {
         #[cfg(target_arch = "x86_64")]
@@ -276,15 +301,15 @@ fn walk_prefetching<B, const FOR_WRITE: bool>(
     };
     let ahead = PREFETCH_DISTANCE.min(hashes.len());
     for &hash in &hashes[..ahead] {
-        ask(blocks, hash);
+        ask(blocks.blocks(), hash);
     }
     let (prefetching, last) = hashes.split_at(hashes.len() - ahead);
     for (&hash, &later) in prefetching.iter().zip(&hashes[ahead..]) {
-        ask(blocks, later);
-        each(blocks, hash);
+        ask(blocks.blocks(), later);
+        each(&mut blocks, hash);
     }
     for &hash in last {
-        each(blocks, hash);
+        each(&mut blocks, hash);
     }
 }
 
@@ -382,12 +407,12 @@ mod tests {
                 .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
                 .collect();
             let mut seen = Vec::new();
-            walk_prefetching::<_, false>(&mut blocks, &hashes, |_, hash| seen.push(hash));
+            walk_prefetching::<_, &mut [u64], false>(&mut blocks, &hashes, |_, hash| seen.push(hash));
             assert_eq!(seen, hashes, "read hint, {len} hashes");
             #[cfg(target_arch = "x86_64")]
             if has_prefetchw() {
                 seen.clear();
-                walk_prefetching::<_, true>(&mut blocks, &hashes, |_, hash| seen.push(hash));
+                walk_prefetching::<_, &mut [u64], true>(&mut blocks, &hashes, |_, hash| seen.push(hash));
                 assert_eq!(seen, hashes, "PREFETCHW, {len} hashes");
             }
         }

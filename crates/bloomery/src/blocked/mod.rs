@@ -34,7 +34,7 @@ mod scalar;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::bits::blocks::for_hash_chunks;
+use crate::bits::blocks::{batch_contains, block_of, for_each_to_write, for_hash_chunks};
 #[cfg(test)]
 use kernel::SALTS;
 use kernel::{BLOCK_WORDS, block_index, fingerprint, masks};
@@ -754,28 +754,88 @@ impl AtomicBlockedBloomFilter {
         self.contains_hash(xxh3_64_item(item, self.seed))
     }
 
+    /// The seed the filter hashes items with.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// Adds an item by its 64-bit hash.
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> bool {
-        let block = &self.blocks[block_index(hash, self.blocks.len())];
-        let mut changed = false;
-        for (lane, mask) in block.0.iter().zip(masks(fingerprint(hash))) {
-            if lane.load(Ordering::Relaxed) & mask == 0 {
-                changed |= lane.fetch_or(mask, Ordering::Relaxed) & mask == 0;
-            }
-        }
-        changed
+        set_lanes(
+            &self.blocks[block_index(hash, self.blocks.len())],
+            fingerprint(hash),
+        )
     }
 
     /// Looks an item up by its 64-bit hash.
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let block = &self.blocks[block_index(hash, self.blocks.len())];
-        let mut missing = 0;
-        for (lane, mask) in block.0.iter().zip(masks(fingerprint(hash))) {
-            missing |= mask & !lane.load(Ordering::Relaxed);
+        lanes_set(
+            &self.blocks[block_index(hash, self.blocks.len())],
+            fingerprint(hash),
+        )
+    }
+
+    /// Adds every item from any thread, hashing a chunk ahead and asking for each block
+    /// (with the intent to write it, where the CPU can say so) many items before its atomic
+    /// ORs. Those ORs then find their cache line at hand: a locked operation that has to
+    /// fetch its line holds up the core's other memory traffic until the line arrives.
+    ///
+    /// ```
+    /// use bloomery::AtomicBlockedBloomFilter;
+    ///
+    /// let filter = AtomicBlockedBloomFilter::with_fpp(100_000, 0.01)?;
+    /// let items: Vec<u64> = (0..100_000).collect();
+    /// std::thread::scope(|scope| {
+    ///     for half in items.chunks(50_000) {
+    ///         let filter = &filter;
+    ///         scope.spawn(move || filter.insert_batch(half));
+    ///     }
+    /// });
+    /// let mut found = vec![false; items.len()];
+    /// filter.contains_batch_into(&items, &mut found);
+    /// assert!(found.iter().all(|&found| found));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn insert_batch<T: Funnel>(&self, items: &[T]) {
+        let seed = self.seed;
+        for_hash_chunks(
+            items,
+            |item| xxh3_64_item(item, seed),
+            |_, hashes| self.insert_hash_batch(hashes),
+        );
+    }
+
+    /// Adds every hash ([`insert_hash`](Self::insert_hash) for each), prefetching blocks
+    /// ahead as [`insert_batch`](Self::insert_batch) does.
+    pub fn insert_hash_batch(&self, hashes: &[u64]) {
+        let blocks: &[AtomicBlock] = &self.blocks;
+        if blocks.is_empty() {
+            return;
         }
-        missing == 0
+        for_each_to_write(blocks, hashes, |blocks, hash| {
+            // SAFETY: blocks is not empty (checked above).
+            set_lanes(unsafe { block_of(blocks, hash) }, fingerprint(hash));
+        });
+    }
+
+    /// Looks up every item, hashing a chunk ahead and prefetching their blocks; one result
+    /// per item. Panics if the lengths differ.
+    pub fn contains_batch_into<T: Funnel>(&self, items: &[T], results: &mut [bool]) {
+        assert_eq!(items.len(), results.len(), "one result per item");
+        let seed = self.seed;
+        for_hash_chunks(
+            items,
+            |item| xxh3_64_item(item, seed),
+            |offset, hashes| self.contains_hash_batch(hashes, &mut results[offset..offset + hashes.len()]),
+        );
+    }
+
+    /// Looks up every hash, prefetching blocks ahead. Panics if the lengths differ.
+    pub fn contains_hash_batch(&self, hashes: &[u64], results: &mut [bool]) {
+        assert_eq!(hashes.len(), results.len(), "one result per hash");
+        batch_contains(&self.blocks, hashes, results, lanes_set);
     }
 
     /// The number of 512-bit blocks.
@@ -807,6 +867,29 @@ impl AtomicBlockedBloomFilter {
             sized_for: self.sized_for,
         }
     }
+}
+
+/// Sets a fingerprint's bit in each lane of an atomic block, one atomic OR per lane whose
+/// bit is not set yet; returns whether this call set one.
+#[inline(always)]
+fn set_lanes(block: &AtomicBlock, fingerprint: u32) -> bool {
+    let mut changed = false;
+    for (lane, mask) in block.0.iter().zip(masks(fingerprint)) {
+        if lane.load(Ordering::Relaxed) & mask == 0 {
+            changed |= lane.fetch_or(mask, Ordering::Relaxed) & mask == 0;
+        }
+    }
+    changed
+}
+
+/// Whether every lane of an atomic block has the fingerprint's bit.
+#[inline(always)]
+fn lanes_set(block: &AtomicBlock, fingerprint: u32) -> bool {
+    let mut missing = 0;
+    for (lane, mask) in block.0.iter().zip(masks(fingerprint)) {
+        missing |= mask & !lane.load(Ordering::Relaxed);
+    }
+    missing == 0
 }
 
 fn load_block(block: &AtomicBlock) -> [u64; BLOCK_WORDS] {
