@@ -528,36 +528,52 @@ const IN_CACHE_WORKLOAD: &str = "u64 n=10^5 (in L2)";
 /// a 2-core virtual machine moves with whatever else the host runs.
 const CONCURRENT_REPS: usize = 7;
 
-/// Inserts with 1 and 2 threads into the atomic blocked filter: ns per insert (wall),
-/// medians of CONCURRENT_REPS alternating runs.
-fn concurrent_inserts(keys: &[u64]) -> (f64, f64) {
+/// Inserts with 1 and 2 threads into the atomic blocked filter, by `insert` (one call an
+/// item) and by `insert_batch` (calls of BATCH_KEYS items): ns per insert (wall), medians
+/// of CONCURRENT_REPS alternating runs, as (single: 1 thread, 2 threads; batch: 1, 2).
+fn concurrent_inserts(keys: &[u64]) -> [(f64, f64); 2] {
     let n = keys.len() as u64;
-    let mut one = Vec::new();
-    let mut two = Vec::new();
-    for _ in 0..CONCURRENT_REPS {
-        let filter = AtomicBlockedBloomFilter::with_fpp(n, FPP).unwrap();
-        let start = Instant::now();
-        for key in keys {
-            filter.insert(key);
-        }
-        one.push(ns_per(start, keys.len()));
+    let timed = |threads: usize, insert: &(dyn Fn(&AtomicBlockedBloomFilter, &[u64]) + Sync)| {
         let filter = AtomicBlockedBloomFilter::with_fpp(n, FPP).unwrap();
         let start = Instant::now();
         std::thread::scope(|scope| {
-            for half in keys.chunks(keys.len().div_ceil(2)) {
+            for part in keys.chunks(keys.len().div_ceil(threads)) {
                 let filter = &filter;
-                scope.spawn(move || {
-                    for key in half {
-                        filter.insert(key);
-                    }
-                });
+                scope.spawn(move || insert(filter, part));
             }
         });
-        two.push(ns_per(start, keys.len()));
+        let ns = ns_per(start, keys.len());
         assert!(keys.iter().take(1_000).all(|key| filter.contains(key)));
+        ns
+    };
+    let one_by_one = |filter: &AtomicBlockedBloomFilter, part: &[u64]| {
+        for key in part {
+            filter.insert(key);
+        }
+    };
+    let batched = |filter: &AtomicBlockedBloomFilter, part: &[u64]| {
+        for batch in part.chunks(BATCH_KEYS) {
+            filter.insert_batch(batch);
+        }
+    };
+    let mut runs = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
+    for _ in 0..CONCURRENT_REPS {
+        for (how, insert) in [
+            &one_by_one as &(dyn Fn(&AtomicBlockedBloomFilter, &[u64]) + Sync),
+            &batched,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            runs[how][0].push(timed(1, insert));
+            runs[how][1].push(timed(2, insert));
+        }
     }
-    (median(one), median(two))
+    runs.map(|[one, two]| (median(one), median(two)))
 }
+
+/// Keys per `insert_batch` call in the concurrent batch rows.
+const BATCH_KEYS: usize = 4096;
 
 /// Guava's BloomFilter on the JVM with the same keys, if java and guava.jar are here.
 fn guava_on_the_jvm(n: usize, probes: usize) -> Option<Row> {
@@ -664,7 +680,7 @@ fn main() {
         tables.push((n, format!("u64 keys, n = {n}, p = 1%"), rows, paired));
     }
     let keys = u64_keys(INSERT_SEED, 10_000_000);
-    let (one_thread, two_threads) = concurrent_inserts(&keys);
+    let [(one_thread, two_threads), (one_thread_batch, two_threads_batch)] = concurrent_inserts(&keys);
     drop(keys);
 
     let urls = url_keys(INSERT_SEED, 10_000_000);
@@ -689,7 +705,7 @@ fn main() {
     print_table("64-byte URL-like keys, n = 10^7, p = 1%", &url_rows);
     println!("\n### Concurrent inserts (atomic blocked filter, u64 keys, n = 10^7)\n");
     println!(
-        "| threads | ns per insert (wall) |\n|---|---:|\n| 1 | {one_thread:.1} |\n| 2 | {two_threads:.1} |"
+        "| threads | ns per insert (wall), `insert` | ns per insert (wall), `insert_batch` of {BATCH_KEYS} |\n|---|---:|---:|\n| 1 | {one_thread:.1} | {one_thread_batch:.1} |\n| 2 | {two_threads:.1} | {two_threads_batch:.1} |"
     );
 
     let mut workloads: Vec<(String, &Vec<Row>, &Vec<HeadToHead>)> = tables
@@ -776,6 +792,12 @@ fn main() {
         }
     }
     ratio_line("concurrent inserts, 2 threads vs 1", two_threads, one_thread, 1.7);
+    ratio_line(
+        "concurrent batch inserts, 2 threads vs 1",
+        two_threads_batch,
+        one_thread_batch,
+        1.7,
+    );
 
     println!("\n### Distance to the limits (present-key lookups; 1.00x is the limit)\n");
     println!(
