@@ -300,10 +300,15 @@ pub struct Hashes {
 }
 
 impl Hashes {
-    /// For the blocked filter `filter` (its seed and where its blocks are).
+    /// For the blocked filter `filter` (its seed).
     pub fn blocked(filter: &BlockedBloomFilter) -> Self {
+        Self::with_seed(filter.seed())
+    }
+
+    /// For a blocked filter (plain or atomic) that hashes with `seed`.
+    pub fn with_seed(seed: u64) -> Self {
         Self {
-            seed: filter.seed(),
+            seed,
             hashes: Vec::with_capacity(CHUNK),
         }
     }

@@ -1038,7 +1038,20 @@ impl Atomic {
 }
 
 impl PyConcurrentBloomFilter {
+    /// Adds a batch: chunks read with the GIL, inserted without it (for the blocked kind
+    /// hashed as read and inserted by the filter's batch call, which prefetches ahead of
+    /// its atomic ORs).
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
+        if let Atomic::Blocked(filter) = &self.filter {
+            let mut hashes = Hashes::with_seed(filter.seed());
+            let mut position = 0;
+            while let read @ 1.. = source.fill(position, &mut hashes)? {
+                position += read;
+                let hashes = &hashes.hashes;
+                py.detach(|| filter.insert_hash_batch(hashes));
+            }
+            return Ok(());
+        }
         let mut chunk = Chunk::new();
         let mut position = 0;
         loop {
@@ -1129,6 +1142,19 @@ impl PyConcurrentBloomFilter {
     ) -> PyResult<Bound<'py, PyList>> {
         let mut source = Source::new(items, item_size)?;
         let mut results = Vec::with_capacity(source.len_hint());
+        if let Atomic::Blocked(filter) = &self.filter {
+            // Hashed as read, looked up by the filter's batch call (prefetching ahead).
+            let mut hashes = Hashes::with_seed(filter.seed());
+            let mut position = 0;
+            while let read @ 1.. = source.fill(position, &mut hashes)? {
+                position += read;
+                let start = results.len();
+                results.resize(start + read, false);
+                let (hashes, answers) = (&hashes.hashes, &mut results[start..]);
+                py.detach(|| filter.contains_hash_batch(hashes, answers));
+            }
+            return bool_list(py, &results);
+        }
         let mut chunk = Chunk::new();
         let mut position = 0;
         loop {

@@ -42,6 +42,10 @@ def test_same_bits_as_the_plain_filter():
         c.add_many(items)
         p.add_many(items)
         assert c.to_bytes() == p.to_bytes()
+        probes = items + [f"fresh {i}" for i in range(3000)] + list(range(10**6, 10**6 + 3000))
+        answers = c.contains_many(probes)
+        assert answers == [item in c for item in probes] == p.contains_many(probes)
+        assert all(answers[: len(items)]) and not all(answers)
 
 
 def test_errors():
