@@ -265,10 +265,45 @@ pub struct Spill {
     shift: u32,
 }
 
+/// Files a CLI run may hold open besides its spill files (standard streams, the filter,
+/// its lock, an input file, the runtime's own).
+const OTHER_OPEN_FILES: u64 = 16;
+
+/// How many spill files to make for `wanted` regions (a power of two): `wanted` when the
+/// process may open that many, after raising its soft limit on open files toward the hard
+/// one if needed (the limit is often 1024, and a 64 GiB payload has 1024 regions); else the
+/// largest power of two that fits, each file then holding the hashes of several regions
+/// (a larger region is resident at a time in the pass, nothing else changes).
+fn spill_files(wanted: u64) -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return wanted;
+    }
+    let needed = wanted + OTHER_OPEN_FILES;
+    if limit.rlim_cur < needed {
+        let raised = libc::rlimit {
+            rlim_cur: needed.min(limit.rlim_max),
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit reads only the struct it is given; a soft limit up to the hard
+        // one needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit.rlim_cur = raised.rlim_cur;
+        }
+    }
+    let room = limit.rlim_cur.saturating_sub(OTHER_OPEN_FILES).max(1);
+    if room >= wanted { wanted } else { 1 << room.ilog2() }
+}
+
 impl Spill {
-    /// Files for `writable`'s regions.
+    /// Files for `writable`'s regions (fewer, each for several regions, when the limit on
+    /// open files is lower than their number).
     pub fn new(writable: &Writable) -> Result<Self> {
-        let regions = writable.regions();
+        let regions = spill_files(writable.regions());
         let shown = writable.locked.shown();
         let directory = writable.locked.directory();
         let name = writable
@@ -488,7 +523,9 @@ impl Writable {
         let shown = self.locked.shown().to_owned();
         self.unseal()?;
         let payload_len = self.header.payload_len;
-        let regions = self.regions();
+        // One group of regions a file (one region each unless the limit on open files
+        // made fewer files than regions).
+        let regions = spill.files.len() as u64;
         let region = Region::of(&self.map, self.header.payload_offset);
         let mut filter = self.filter()?;
         let mut bytes = Vec::new();

@@ -1129,6 +1129,69 @@ fn bloomery_timings_prints_the_phases_of_an_add() {
     assert!(quiet.get_output().stderr.is_empty());
 }
 
+/// A spilled add keeps its hashes in a temporary file per region of the payload (up to
+/// 1024), more than a common limit on open files allows. Under a lower limit it raises its
+/// soft limit toward the hard one, or makes fewer files, each for several regions; either
+/// way it sets the bits an add without a limit sets.
+#[test]
+fn spilled_adds_fit_the_limit_on_open_files() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let items: String = (0..50_000).map(|i| format!("limited item {i}\n")).collect();
+    // 3*10^6 items: a payload of about 3.8 MB; a window of 1 MiB makes regions of 64 KiB,
+    // 64 of them (and so 64 spill files when nothing limits them).
+    let add = |name: &str, limit: Option<(u64, u64)>| {
+        let path = dir.path().join(name);
+        bloomery()
+            .args(["create", "--items", "3000000"])
+            .arg(&path)
+            .assert()
+            .success();
+        let mut command = StdCommand::new(assert_cmd::cargo::cargo_bin("bloomery"));
+        command
+            .env("BLOOMERY_WINDOW_BYTES", "1048576")
+            .env("BLOOMERY_TIMINGS", "1")
+            .arg("add")
+            .arg(&path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some((soft, hard)) = limit {
+            // SAFETY: setrlimit is async-signal-safe, and the closure touches nothing else.
+            unsafe {
+                command.pre_exec(move || {
+                    let limit = libc::rlimit {
+                        rlim_cur: soft,
+                        rlim_max: hard,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = command.spawn().expect("runs");
+        // An add that fails before reading its input closes the pipe: its status says why.
+        let _ = child.stdin.take().expect("piped").write_all(items.as_bytes());
+        let output = child.wait_with_output().expect("waits");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{name}: {stderr}");
+        assert!(
+            stderr.contains("bloomery: timing: of the pass:"),
+            "{name} spilled: {stderr}"
+        );
+        fs::read(&path).unwrap()
+    };
+    let unlimited = add("unlimited.bloom", None);
+    assert_eq!(
+        add("raised.bloom", Some((40, 4096))),
+        unlimited,
+        "soft limit raised"
+    );
+    assert_eq!(add("fewer-files.bloom", Some((40, 40))), unlimited, "fewer files");
+}
+
 /// `merge --force a a b` ORs b into a where it lies (the classic, blocked and split-block
 /// variants); a file of another shape is refused before anything changes; merging into a
 /// new output still writes a new file.
