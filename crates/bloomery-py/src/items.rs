@@ -11,7 +11,6 @@
 //! Batches come in chunks copied out of Python objects while the GIL is held, so the
 //! filter works on them with the GIL released.
 
-use bloomery::BlockedBloomFilter;
 use bloomery::hash::xxh3_64_bytes;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -293,30 +292,13 @@ impl Sink for Chunk {
 /// ([`BlockedBloomFilter::hash`]: XXH3-64 of the bytes with its seed, which is what its
 /// `ItemHasher` computes): the filter's batch calls then take 8 bytes an item instead of
 /// the item (no copy of the item's bytes, and the hash computed while they are in cache).
-pub struct Hashes {
+/// [`Source::for_each_hashed`] fills it.
+///
+/// [`BlockedBloomFilter::hash`]: bloomery::BlockedBloomFilter::hash
+struct Hashes {
     seed: u64,
     /// The items' hashes, in order.
-    pub hashes: Vec<u64>,
-}
-
-impl Hashes {
-    /// For the blocked filter `filter` (its seed).
-    pub fn blocked(filter: &BlockedBloomFilter) -> Self {
-        Self::with_seed(filter.seed())
-    }
-
-    /// For a blocked filter (plain or atomic) that hashes with `seed`.
-    pub fn with_seed(seed: u64) -> Self {
-        Self {
-            seed,
-            hashes: Vec::with_capacity(CHUNK),
-        }
-    }
-
-    /// The seed of the filter the hashes are for.
-    pub fn seed(&self) -> u64 {
-        self.seed
-    }
+    hashes: Vec<u64>,
 }
 
 impl Sink for Hashes {
@@ -483,6 +465,41 @@ impl<'py> Source<'py> {
             Source::Sequence(_, len) => *len,
             Source::Iterator(_) => 0,
         }
+    }
+
+    /// Hashes the items a chunk at a time, as a blocked filter (plain or atomic) with
+    /// `seed` hashes them, and hands each chunk's hashes to `each` (which may release the
+    /// GIL: the hashes are the items' only copy it needs).
+    pub fn for_each_hashed(
+        &mut self,
+        seed: u64,
+        mut each: impl FnMut(&[u64]) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let mut hashes = Hashes {
+            seed,
+            hashes: Vec::with_capacity(CHUNK),
+        };
+        let mut position = 0;
+        while let read @ 1.. = self.fill(position, &mut hashes)? {
+            position += read;
+            each(&hashes.hashes)?;
+        }
+        Ok(())
+    }
+
+    /// [`for_each_hashed`](Self::for_each_hashed) for lookups: `results` grows by one
+    /// slot per item, and `each` gets each chunk's hashes with their slots to answer in.
+    pub fn lookup_hashed(
+        &mut self,
+        seed: u64,
+        results: &mut Vec<bool>,
+        mut each: impl FnMut(&[u64], &mut [bool]) -> PyResult<()>,
+    ) -> PyResult<()> {
+        self.for_each_hashed(seed, |hashes| {
+            let start = results.len();
+            results.resize(start + hashes.len(), false);
+            each(hashes, &mut results[start..])
+        })
     }
 
     /// Reads up to [`CHUNK`] items from `position` into `chunk` (cleared first); returns

@@ -28,7 +28,7 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::files::{FileError, Locked, Mapped};
-use crate::items::{Chunk, Hashes, Source, with_item};
+use crate::items::{Chunk, Source, with_item};
 
 pyo3::import_exception!(io, UnsupportedOperation);
 
@@ -299,13 +299,13 @@ impl PyBloomFilter {
     }
 
     /// When the filter is an in-memory blocked filter (the default kind), whose batches can
-    /// be hashed as they are read: a [`Hashes`] sink for it.
-    fn blocked_hashes(&self, py: Python<'_>) -> Option<Hashes> {
+    /// be hashed as they are read: its seed.
+    fn blocked_seed(&self, py: Python<'_>) -> Option<u64> {
         self.shared.read(py, |state| match state {
             State::Owned(filter) => filter
                 .as_any()
                 .downcast_ref::<BlockedBloomFilter>()
-                .map(Hashes::blocked),
+                .map(BlockedBloomFilter::seed),
             _ => None,
         })
     }
@@ -316,18 +316,14 @@ impl PyBloomFilter {
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, |state| state.owned().map(|_| ()))?;
-        if let Some(mut hashes) = self.blocked_hashes(py) {
-            let mut position = 0;
-            while let read @ 1.. = source.fill(position, &mut hashes)? {
-                position += read;
-                let hashes = &hashes;
+        if let Some(seed) = self.blocked_seed(py) {
+            return source.for_each_hashed(seed, |hashes| {
                 self.shared.write_detached(py, |state| -> PyResult<()> {
-                    blocked_with_seed(state.owned()?.as_any_mut().downcast_mut(), hashes.seed())?
-                        .insert_hash_batch(&hashes.hashes);
+                    blocked_with_seed(state.owned()?.as_any_mut().downcast_mut(), seed)?
+                        .insert_hash_batch(hashes);
                     Ok(())
-                })?;
-            }
-            return Ok(());
+                })
+            });
         }
         let mut chunk = Chunk::new();
         let mut position = 0;
@@ -355,23 +351,18 @@ impl PyBloomFilter {
     /// filter, as in [`insert_source`](Self::insert_source)).
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
         let mut results = Vec::with_capacity(source.len_hint());
-        if let Some(mut hashes) = self.blocked_hashes(py) {
-            let mut position = 0;
-            while let read @ 1.. = source.fill(position, &mut hashes)? {
-                position += read;
-                let start = results.len();
-                results.resize(start + read, false);
-                let (hashes, answers) = (&hashes, &mut results[start..]);
+        if let Some(seed) = self.blocked_seed(py) {
+            source.lookup_hashed(seed, &mut results, |hashes, answers| {
                 self.shared.read_detached(py, |state| -> PyResult<()> {
                     let filter = match state {
                         State::Owned(filter) => filter.as_any().downcast_ref(),
                         State::Mapped(_) => None,
                         State::Closed => return Err(closed_error()),
                     };
-                    blocked_with_seed(filter, hashes.seed())?.contains_hash_batch(&hashes.hashes, answers);
+                    blocked_with_seed(filter, seed)?.contains_hash_batch(hashes, answers);
                     Ok(())
-                })?;
-            }
+                })
+            })?;
             return Ok(results);
         }
         let mut chunk = Chunk::new();
@@ -1043,14 +1034,10 @@ impl PyConcurrentBloomFilter {
     /// its atomic ORs).
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
         if let Atomic::Blocked(filter) = &self.filter {
-            let mut hashes = Hashes::with_seed(filter.seed());
-            let mut position = 0;
-            while let read @ 1.. = source.fill(position, &mut hashes)? {
-                position += read;
-                let hashes = &hashes.hashes;
+            return source.for_each_hashed(filter.seed(), |hashes| {
                 py.detach(|| filter.insert_hash_batch(hashes));
-            }
-            return Ok(());
+                Ok(())
+            });
         }
         let mut chunk = Chunk::new();
         let mut position = 0;
@@ -1144,15 +1131,10 @@ impl PyConcurrentBloomFilter {
         let mut results = Vec::with_capacity(source.len_hint());
         if let Atomic::Blocked(filter) = &self.filter {
             // Hashed as read, looked up by the filter's batch call (prefetching ahead).
-            let mut hashes = Hashes::with_seed(filter.seed());
-            let mut position = 0;
-            while let read @ 1.. = source.fill(position, &mut hashes)? {
-                position += read;
-                let start = results.len();
-                results.resize(start + read, false);
-                let (hashes, answers) = (&hashes.hashes, &mut results[start..]);
+            source.lookup_hashed(filter.seed(), &mut results, |hashes, answers| {
                 py.detach(|| filter.contains_hash_batch(hashes, answers));
-            }
+                Ok(())
+            })?;
             return bool_list(py, &results);
         }
         let mut chunk = Chunk::new();
