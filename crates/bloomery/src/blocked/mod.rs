@@ -114,16 +114,20 @@ fn bit_count(blocks: impl Iterator<Item = [u64; BLOCK_WORDS]>) -> u64 {
         .sum()
 }
 
-/// Looks up every item in `blocks`: hashes a chunk of items ahead, then the kernel's
-/// batch loop prefetches their blocks. Panics if the lengths differ.
-fn contains_items<T: Funnel>(kernel: Kernel, blocks: &[Block], seed: u64, items: &[T], results: &mut [bool]) {
+/// Looks up every item: hashes a chunk of items ahead (XXH3 with `seed`), then `lookup`
+/// answers the chunk's hashes (a batch loop that prefetches their blocks). Panics if the
+/// lengths differ.
+fn contains_items<T: Funnel>(
+    seed: u64,
+    items: &[T],
+    results: &mut [bool],
+    mut lookup: impl FnMut(&[u64], &mut [bool]),
+) {
     assert_eq!(items.len(), results.len(), "one result per item");
     for_hash_chunks(
         items,
         |item| xxh3_64_item(item, seed),
-        |offset, hashes| {
-            kernel.contains_batch(blocks, hashes, &mut results[offset..offset + hashes.len()]);
-        },
+        |offset, hashes| lookup(hashes, &mut results[offset..offset + hashes.len()]),
     );
 }
 
@@ -284,7 +288,10 @@ impl BlockedBloomFilter {
     /// As [`contains_batch`](Self::contains_batch), writing into `results`. Panics if the
     /// lengths differ.
     pub fn contains_batch_into<T: Funnel>(&self, items: &[T], results: &mut [bool]) {
-        contains_items(self.kernel, &self.blocks, self.seed, items, results);
+        let (kernel, blocks) = (self.kernel, &self.blocks);
+        contains_items(self.seed, items, results, |hashes, results| {
+            kernel.contains_batch(blocks, hashes, results);
+        });
     }
 
     /// Looks up every hash, prefetching blocks a few ahead. Panics if the lengths differ.
@@ -546,7 +553,10 @@ impl<'a> BlockedBloomFilterView<'a> {
     /// Looks up every item, hashing ahead and prefetching (as
     /// [`BlockedBloomFilter::contains_batch_into`]).
     pub fn contains_batch_into<T: Funnel>(&self, items: &[T], results: &mut [bool]) {
-        contains_items(self.kernel, self.blocks, self.seed, items, results);
+        let (kernel, blocks) = (self.kernel, self.blocks);
+        contains_items(self.seed, items, results, |hashes, results| {
+            kernel.contains_batch(blocks, hashes, results);
+        });
     }
 
     /// The number of bits.
@@ -823,13 +833,9 @@ impl AtomicBlockedBloomFilter {
     /// Looks up every item, hashing a chunk ahead and prefetching their blocks; one result
     /// per item. Panics if the lengths differ.
     pub fn contains_batch_into<T: Funnel>(&self, items: &[T], results: &mut [bool]) {
-        assert_eq!(items.len(), results.len(), "one result per item");
-        let seed = self.seed;
-        for_hash_chunks(
-            items,
-            |item| xxh3_64_item(item, seed),
-            |offset, hashes| self.contains_hash_batch(hashes, &mut results[offset..offset + hashes.len()]),
-        );
+        contains_items(self.seed, items, results, |hashes, results| {
+            self.contains_hash_batch(hashes, results);
+        });
     }
 
     /// Looks up every hash, prefetching blocks ahead. Panics if the lengths differ.
