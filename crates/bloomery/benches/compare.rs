@@ -533,7 +533,8 @@ const CONCURRENT_REPS: usize = 7;
 /// of CONCURRENT_REPS alternating runs, as (single: 1 thread, 2 threads; batch: 1, 2).
 fn concurrent_inserts(keys: &[u64]) -> [(f64, f64); 2] {
     let n = keys.len() as u64;
-    let timed = |threads: usize, insert: &(dyn Fn(&AtomicBlockedBloomFilter, &[u64]) + Sync)| {
+    type Insert = fn(&AtomicBlockedBloomFilter, &[u64]);
+    let timed = |threads: usize, insert: Insert| {
         let filter = AtomicBlockedBloomFilter::with_fpp(n, FPP).unwrap();
         let start = Instant::now();
         std::thread::scope(|scope| {
@@ -546,27 +547,23 @@ fn concurrent_inserts(keys: &[u64]) -> [(f64, f64); 2] {
         assert!(keys.iter().take(1_000).all(|key| filter.contains(key)));
         ns
     };
-    let one_by_one = |filter: &AtomicBlockedBloomFilter, part: &[u64]| {
-        for key in part {
-            filter.insert(key);
-        }
-    };
-    let batched = |filter: &AtomicBlockedBloomFilter, part: &[u64]| {
-        for batch in part.chunks(BATCH_KEYS) {
-            filter.insert_batch(batch);
-        }
-    };
+    let hows: [Insert; 2] = [
+        |filter, part| {
+            for key in part {
+                filter.insert(key);
+            }
+        },
+        |filter, part| {
+            for batch in part.chunks(BATCH_KEYS) {
+                filter.insert_batch(batch);
+            }
+        },
+    ];
     let mut runs = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
     for _ in 0..CONCURRENT_REPS {
-        for (how, insert) in [
-            &one_by_one as &(dyn Fn(&AtomicBlockedBloomFilter, &[u64]) + Sync),
-            &batched,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            runs[how][0].push(timed(1, insert));
-            runs[how][1].push(timed(2, insert));
+        for (runs, insert) in runs.iter_mut().zip(hows) {
+            runs[0].push(timed(1, insert));
+            runs[1].push(timed(2, insert));
         }
     }
     runs.map(|[one, two]| (median(one), median(two)))
