@@ -337,6 +337,16 @@ impl PyBloomFilter {
         Ok(())
     }
 
+    /// Adds an item with these bytes; `None` when the filter cannot change (mapped
+    /// read-only, or closed), without touching it.
+    #[inline]
+    fn add_bytes(&self, py: Python<'_>, bytes: &[u8]) -> Option<bloomery::Result<bool>> {
+        self.shared.write(py, |state| match state {
+            State::Owned(filter) => Some(filter.insert(bytes)),
+            _ => None,
+        })
+    }
+
     /// Whether an item with these bytes might be present; `None` once closed.
     #[inline]
     fn contains_bytes(&self, py: Python<'_>, bytes: &[u8]) -> Option<bool> {
@@ -441,14 +451,10 @@ impl PyBloomFilter {
     /// >>> f = BloomFilter(100)
     /// >>> f.add(7), f.add(7)
     /// (True, False)
+    // `filter.add(item)` with a common item is answered by `add_fast` before it gets here,
+    // with the same answer.
     fn add(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let added = with_item(item, |bytes| {
-            self.shared.write(py, |state| match state {
-                State::Owned(filter) => Some(filter.insert(bytes)),
-                _ => None,
-            })
-        })?;
-        match added {
+        match with_item(item, |bytes| self.add_bytes(py, bytes))? {
             Some(result) => result.map_err(value_error),
             None => self.shared.write(py, |state| state.owned().map(|_| false)),
         }
@@ -1314,10 +1320,121 @@ unsafe extern "C" fn contains_slot(filter: *mut ffi::PyObject, item: *mut ffi::P
     }
 }
 
+/// The function PyO3 made for `BloomFilter.add`, which [`add_fast`] hands every call it
+/// does not make itself.
+static PYO3_ADD: std::sync::OnceLock<ffi::PyCFunctionFastWithKeywords> = std::sync::OnceLock::new();
+
+/// Puts [`add_fast`] behind `BloomFilter.add`, keeping PyO3's function for the calls it
+/// passes on: a new method descriptor with PyO3's name, flags and docstring (so its
+/// signature and doctest stay), in the type's dictionary. Run once, at import, before any
+/// subclass or Python code sees the type; leaves PyO3's method where the descriptor is
+/// not the kind it expects.
+fn install_fast_add(filter_type: &Bound<'_, pyo3::types::PyType>) -> PyResult<()> {
+    let py = filter_type.py();
+    // SAFETY: the GIL is held; `BloomFilter` is a heap type whose `tp_dict` is its own
+    // dictionary; `add` in it is PyO3's method descriptor, whose `PyMethodDef` lives as
+    // long as the module (checked: the descriptor's type and the definition's flags).
+    // The new definition is leaked, as a descriptor needs it for the process's life, and
+    // `PyType_Modified` drops the interpreter's cached lookups.
+    unsafe {
+        let type_object = filter_type.as_type_ptr();
+        let dict = (*type_object).tp_dict;
+        let descriptor = ffi::PyDict_GetItemString(dict, c"add".as_ptr());
+        if descriptor.is_null() || ffi::Py_TYPE(descriptor) != &raw mut ffi::PyMethodDescr_Type {
+            return Ok(());
+        }
+        let definition = (*descriptor.cast::<ffi::PyMethodDescrObject>()).d_method;
+        if (*definition).ml_flags != ffi::METH_FASTCALL | ffi::METH_KEYWORDS
+            || PYO3_ADD
+                .set((*definition).ml_meth.PyCFunctionFastWithKeywords)
+                .is_err()
+        {
+            return Ok(());
+        }
+        let fast = Box::leak(Box::new(ffi::PyMethodDef {
+            ml_name: (*definition).ml_name,
+            ml_meth: ffi::PyMethodDefPointer {
+                PyCFunctionFastWithKeywords: add_fast,
+            },
+            ml_flags: (*definition).ml_flags,
+            ml_doc: (*definition).ml_doc,
+        }));
+        let replacement = ffi::PyDescr_NewMethod(type_object, fast);
+        if replacement.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let status = ffi::PyDict_SetItemString(dict, c"add".as_ptr(), replacement);
+        ffi::Py_DECREF(replacement);
+        if status != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        ffi::PyType_Modified(type_object);
+    }
+    Ok(())
+}
+
+/// `filter.add(item)` with one positional common item (`items::common_item`: an exact
+/// compact ASCII str, an exact int from -2^63 to 2^63-1), added here; every other call
+/// (other items, keywords, a filter that cannot change) goes to PyO3's function, which
+/// adds or raises as `add` does. PyO3's road (its call trampoline, argument parsing and
+/// result conversion) is the same kind of cost that [`contains_slot`] saves for `in`.
+unsafe extern "C" fn add_fast(
+    filter: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    if nargs == 1 && kwnames.is_null() {
+        // SAFETY: CPython calls a method with the thread attached, `filter` a
+        // `BloomFilter` or an instance of a subclass (the descriptor checks it; the
+        // layout starts with it), and `nargs` live arguments; the item's bytes are read
+        // at once, while the caller holds the item.
+        let added = std::panic::catch_unwind(|| unsafe {
+            let py = Python::assume_attached();
+            let mut int = [0; 8];
+            let bytes = items::common_item(*args, &mut int)?;
+            let filter = pyo3::Borrowed::from_ptr(py, filter).cast_unchecked::<PyBloomFilter>();
+            filter.get().add_bytes(py, bytes)
+        });
+        // SAFETY: the thread is attached (above); new references to the two bools.
+        unsafe {
+            match added {
+                Ok(Some(Ok(added))) => {
+                    return ffi::Py_NewRef(if added { ffi::Py_True() } else { ffi::Py_False() });
+                }
+                // The item was not added: raised here, not passed on, so that a filter
+                // that counts never sees the same call twice.
+                Ok(Some(Err(error))) => {
+                    value_error(error).restore(Python::assume_attached());
+                    return std::ptr::null_mut();
+                }
+                Err(_) => {
+                    pyo3::panic::PanicException::new_err("bloomery: a panic while adding an item")
+                        .restore(Python::assume_attached());
+                    return std::ptr::null_mut();
+                }
+                // Not a common item, or a filter that cannot change: nothing was done.
+                Ok(None) => {}
+            }
+        }
+    }
+    match PYO3_ADD.get() {
+        // SAFETY: PyO3's own function for the same method, called as CPython would.
+        Some(pyo3_add) => unsafe { pyo3_add(filter, args, nargs, kwnames) },
+        // Not reached: `add_fast` is installed only after PyO3's function is kept.
+        None => {
+            // SAFETY: the thread is attached; a static C string.
+            unsafe { ffi::PyErr_SetString(ffi::PyExc_SystemError, c"bloomery: no add".as_ptr()) };
+            std::ptr::null_mut()
+        }
+    }
+}
+
 #[pymodule(gil_used = true)]
 fn _bloomery(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PyBloomFilter>()?;
     install_contains_slot(&module.py().get_type::<PyBloomFilter>());
+    install_fast_add(&module.py().get_type::<PyBloomFilter>())?;
     module.add_class::<PyConcurrentBloomFilter>()?;
     module.add_function(wrap_pyfunction!(kinds, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -80,6 +80,32 @@ def test_add_returns_whether_the_filter_changed():
     assert f.add("a") is False
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_add_answers_alike_on_every_road(kind, tmp_path):
+    """`f.add(item)` adds exact ASCII str and 64-bit ints on its own short road and passes
+    every other call (other items, a keyword, a filter that cannot change) to the general
+    one: the same answers, the same bits and the same exceptions either way."""
+    items = ["ascii", "ascii", "ünï", Text("sub"), 5, 5, -(2**63), 2**63 - 1, 2**63, 2**64 - 1, b"raw", "", 0]
+    short, general = BloomFilter(1000, 0.01, kind), BloomFilter(1000, 0.01, kind)
+    assert [short.add(item) for item in items] == [general.add(item=item) for item in items]
+    assert short == general and len(short) == len(general)
+    for bad, error in [([], TypeError), (1.5, TypeError), (2**64, ValueError), (-(2**63) - 1, ValueError)]:
+        with pytest.raises(error):
+            short.add(bad)
+    assert short == general
+    short.save(tmp_path / "f.bloom")
+    mapped = BloomFilter.open(tmp_path / "f.bloom", "r")
+    for item in ["ascii", 5, b"raw", "new", 6]:
+        with pytest.raises(ValueError) as short_error:
+            mapped.add(item)
+        with pytest.raises(ValueError) as general_error:
+            mapped.add(item=item)
+        assert str(short_error.value) == str(general_error.value)
+    mapped.close()
+    with pytest.raises(ValueError, match="closed filter"):
+        mapped.add("ascii")
+
+
 def test_equal_items_across_types_are_one_item():
     """The item road: a str is its UTF-8 bytes, an int its 8 little-endian bytes."""
     f = BloomFilter(1000, kind="classic")
