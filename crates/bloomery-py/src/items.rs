@@ -118,20 +118,73 @@ pub(crate) unsafe fn common_item(pointer: *mut ffi::PyObject, int: &mut [u8; 8])
 const OBJECT_PREFETCH_DISTANCE: usize = 128;
 
 /// Asks for the first two cache lines of a Python object: a str's header and, for a
-/// short str, its bytes (a hint; never faults). Non-temporal: each object is read once,
-/// and the hint keeps the stream of objects from pushing the filter's blocks out of the
-/// caches as much as it would.
+/// short str, its bytes (a hint; never faults). With `NON_TEMPORAL` (AMD's CPUs) the
+/// hint is `PREFETCHNTA`: each object is read once, and there it keeps the stream of
+/// objects from pushing the filter's blocks out of the caches as much as it would. Else
+/// `PREFETCHT0`: on an Intel Xeon the non-temporal hint made a list batch of 10^7 str
+/// slower than no hint at all (docs/benchmarks.md, Python, seventh session).
 #[inline(always)]
-fn prefetch_object(object: *mut ffi::PyObject) {
+fn prefetch_object<const NON_TEMPORAL: bool>(object: *mut ffi::PyObject) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint that never faults.
     unsafe {
-        use std::arch::x86_64::{_MM_HINT_NTA, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_NTA>(object.cast());
-        _mm_prefetch::<_MM_HINT_NTA>(object.cast::<i8>().wrapping_add(64));
+        use std::arch::x86_64::{_MM_HINT_NTA, _MM_HINT_T0, _mm_prefetch};
+        let second = object.cast::<i8>().wrapping_add(64);
+        if NON_TEMPORAL {
+            _mm_prefetch::<_MM_HINT_NTA>(object.cast());
+            _mm_prefetch::<_MM_HINT_NTA>(second);
+        } else {
+            _mm_prefetch::<_MM_HINT_T0>(object.cast());
+            _mm_prefetch::<_MM_HINT_T0>(second);
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = object;
+}
+
+/// Whether [`prefetch_object`] asks for objects with the non-temporal hint: on CPUs whose
+/// vendor is AMD (CPUID leaf 0), where it was measured to help; read once per process.
+fn non_temporal_objects() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AMD.get_or_init(|| {
+            // CPUID leaf 0 exists on every x86_64 CPU.
+            let vendor = std::arch::x86_64::__cpuid(0);
+            // "AuthenticAMD", in EBX, EDX, ECX order.
+            (vendor.ebx, vendor.edx, vendor.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163)
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Pushes the common items (`common_item`) of `slots[index..stop]` into `chunk`, asking
+/// for each object [`OBJECT_PREFETCH_DISTANCE`] slots ahead; stops at the first other
+/// item and returns its position and object.
+///
+/// # Safety
+/// `slots` must be a live list's item array, the GIL held, and no Python code run while
+/// this reads it.
+#[inline(always)]
+unsafe fn push_common_items<S: Sink, const NON_TEMPORAL: bool>(
+    slots: &[*mut ffi::PyObject],
+    index: usize,
+    stop: usize,
+    chunk: &mut S,
+) -> Option<(usize, *mut ffi::PyObject)> {
+    let mut int = [0; 8];
+    for (at, &item) in (index..stop).zip(&slots[index..stop]) {
+        if let Some(&later) = slots.get(at + OBJECT_PREFETCH_DISTANCE) {
+            prefetch_object::<NON_TEMPORAL>(later);
+        }
+        // SAFETY: a live object, as the caller promises; the bytes are copied at once.
+        match unsafe { common_item(item, &mut int) } {
+            Some(bytes) => chunk.push(bytes),
+            None => return Some((at, item)),
+        }
+    }
+    None
 }
 
 /// Calls `each` with the item's bytes.
@@ -544,6 +597,7 @@ impl<'py> Source<'py> {
                     // common one converts (that may run Python code, which may change the
                     // list): its length and item array are read again after each such item.
                     let end = list.len().min(position.saturating_add(CHUNK));
+                    let non_temporal = non_temporal_objects();
                     let mut index = position;
                     while index < end {
                         // SAFETY: a live list, GIL held: its first `size` slots hold live
@@ -563,21 +617,14 @@ impl<'py> Source<'py> {
                         if index >= stop {
                             break;
                         }
-                        let mut other = None;
-                        let mut int = [0; 8];
-                        for (at, &item) in (index..stop).zip(&slots[index..stop]) {
-                            if let Some(&later) = slots.get(at + OBJECT_PREFETCH_DISTANCE) {
-                                prefetch_object(later);
+                        // SAFETY: as above.
+                        let other = unsafe {
+                            if non_temporal {
+                                push_common_items::<S, true>(slots, index, stop, chunk)
+                            } else {
+                                push_common_items::<S, false>(slots, index, stop, chunk)
                             }
-                            // SAFETY: a live object, as above; the bytes are copied at once.
-                            match unsafe { common_item(item, &mut int) } {
-                                Some(bytes) => chunk.push(bytes),
-                                None => {
-                                    other = Some((at, item));
-                                    break;
-                                }
-                            }
-                        }
+                        };
                         let Some((at, item)) = other else {
                             index = stop;
                             continue;
