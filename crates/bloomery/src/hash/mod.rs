@@ -35,25 +35,40 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 #[inline]
 pub fn xxh3_64_item<T: Funnel + ?Sized>(item: &T, seed: u64) -> u64 {
     if let Some(bytes) = item.contiguous_bytes() {
-        return xxh3_64_with_seed(bytes, seed);
+        return xxh3_64_bytes(bytes, seed);
     }
     let mut buffer = FunnelBuffer::new();
     item.funnel(&mut buffer);
-    xxh3_64_with_seed(buffer.as_slice(), seed)
+    xxh3_64_bytes(buffer.as_slice(), seed)
 }
 
 /// [`xxh3_64_item`] of a byte string, always inlined: for loops that hash one short item
 /// after another (the Python package's batches), where a call per item also costs the
 /// registers the loop must save around it.
 ///
+/// Seed 0 (the filters' default seed) is hashed as a constant, so that the compiler folds
+/// the seeded secret into the instructions. With a seed known only at run time it computes
+/// the secret's words into vector registers once, and then mixes each key of 17 to 128
+/// bytes in SSE code that moves every word between vector and general registers, which on
+/// an Intel Xeon made lookups of 64-byte keys slower (docs/benchmarks.md, run T). The hash
+/// is the same either way.
+///
 /// ```
 /// use bloomery::hash::{xxh3_64_bytes, xxh3_64_item};
+/// use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 ///
 /// assert_eq!(xxh3_64_bytes(b"apple", 7), xxh3_64_item("apple", 7));
+/// let url = b"https://example.com/a/path/of/more/than/seventeen/bytes";
+/// assert_eq!(xxh3_64_bytes(url, 0), xxh3_64(url));
+/// assert_eq!(xxh3_64_bytes(url, 9), xxh3_64_with_seed(url, 9));
 /// ```
 #[inline(always)]
 pub fn xxh3_64_bytes(bytes: &[u8], seed: u64) -> u64 {
-    xxh3_64_with_seed(bytes, seed)
+    if seed == 0 {
+        xxh3_64_with_seed(bytes, 0)
+    } else {
+        xxh3_64_with_seed(bytes, seed)
+    }
 }
 
 /// A [`Sink`] that collects an item's bytes: on the stack up to 64 bytes (every integer
