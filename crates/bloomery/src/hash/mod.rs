@@ -32,7 +32,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 /// assert_eq!(xxh3_64_item(&b"apple"[..], 7), xxh3_64_item("apple", 7));
 /// assert_eq!(xxh3_64_item(&5u64, 0), xxh3_64_with_seed(&5u64.to_le_bytes(), 0));
 /// ```
-#[inline]
+#[inline(always)]
 pub fn xxh3_64_item<T: Funnel + ?Sized>(item: &T, seed: u64) -> u64 {
     if let Some(bytes) = item.contiguous_bytes() {
         return xxh3_64_bytes(bytes, seed);
