@@ -99,19 +99,32 @@ impl FunnelBuffer {
     }
 }
 
-impl Sink for FunnelBuffer {
-    #[inline]
-    fn put_bytes(&mut self, bytes: &[u8]) {
+impl FunnelBuffer {
+    /// [`Sink::put_bytes`] past the inline 64 bytes: kept out of line, so that the common
+    /// case (an integer's few bytes) inlines into the hash and the compiler knows the
+    /// length it hashes.
+    #[cold]
+    #[inline(never)]
+    fn put_spilled(&mut self, bytes: &[u8]) {
         if self.spilled.is_empty() {
-            if let Some(room) = self.inline.get_mut(self.len..self.len + bytes.len()) {
-                room.copy_from_slice(bytes);
-                self.len += bytes.len();
-                return;
-            }
             self.spilled.reserve(self.len + bytes.len());
             self.spilled.extend_from_slice(&self.inline[..self.len]);
         }
         self.spilled.extend_from_slice(bytes);
+    }
+}
+
+impl Sink for FunnelBuffer {
+    #[inline(always)]
+    fn put_bytes(&mut self, bytes: &[u8]) {
+        if self.spilled.is_empty()
+            && let Some(room) = self.inline.get_mut(self.len..self.len + bytes.len())
+        {
+            room.copy_from_slice(bytes);
+            self.len += bytes.len();
+            return;
+        }
+        self.put_spilled(bytes);
     }
 }
 
