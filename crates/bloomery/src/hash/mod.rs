@@ -47,11 +47,11 @@ pub fn xxh3_64_item<T: Funnel + ?Sized>(item: &T, seed: u64) -> u64 {
 /// registers the loop must save around it.
 ///
 /// Seed 0 (the filters' default seed) is hashed as a constant, so that the compiler folds
-/// the seeded secret into the instructions. With a seed known only at run time it computes
-/// the secret's words into vector registers once, and then mixes each key of 17 to 128
-/// bytes in SSE code that moves every word between vector and general registers, which on
-/// an Intel Xeon made lookups of 64-byte keys slower (docs/benchmarks.md, run T). The hash
-/// is the same either way.
+/// the seeded secret into the instructions. With a seed known only at run time it computed
+/// the secret's words into vector registers once and mixed each 64-byte key (the
+/// benchmark's URL keys) in SSE code that moved every word between vector and general
+/// registers, which on an Intel Xeon made their lookups slower (docs/benchmarks.md, runs T
+/// and T2). The hash is the same either way.
 ///
 /// ```
 /// use bloomery::hash::{xxh3_64_bytes, xxh3_64_item};
