@@ -121,8 +121,9 @@ const OBJECT_PREFETCH_DISTANCE: usize = 128;
 /// short str, its bytes (a hint; never faults). With `NON_TEMPORAL` (AMD's CPUs) the
 /// hint is `PREFETCHNTA`: each object is read once, and there it keeps the stream of
 /// objects from pushing the filter's blocks out of the caches as much as it would. Else
-/// `PREFETCHT0`: on an Intel Xeon the non-temporal hint made a list batch of 10^7 str
-/// slower than no hint at all (docs/benchmarks.md, Python, seventh session).
+/// `PREFETCHT0`: on an Intel Xeon the object stream of a list batch of 10^7 str cost 8.5
+/// ns an item with the non-temporal hint and 5.9 with this one (docs/benchmarks.md,
+/// Python, seventh session).
 #[inline(always)]
 fn prefetch_object<const NON_TEMPORAL: bool>(object: *mut ffi::PyObject) {
     #[cfg(target_arch = "x86_64")]
