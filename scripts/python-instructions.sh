@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per item of the Python package's add and lookup, one at a time and in
-# batches, against rbloom, for str and int items, under callgrind: repeatable on a busy
+# batches, against rbloom, for str items, small ints (one CPython digit) and the
+# benchmark's 62-bit ints, under callgrind: repeatable on a busy
 # machine, unlike times. The filters are small (N items, default 20,000: they stay in
 # cache), so this counts the work of the calls themselves (Python's loop included), not the
 # memory traffic of large filters, which scripts/bench-python.sh measures.
@@ -33,7 +34,7 @@ per_item() {
     'BEGIN { printf "%.0f", ((l - s) - (ls - ss)) / (0.9 * n) }'
 }
 printf "%-5s %-10s %10s %10s %8s\n" items operation bloomery rbloom ratio
-for kind in str int; do
+for kind in str int int62; do
   for operation in add in add_batch in_batch; do
     ours=$(per_item bloomery "$operation" "$kind")
     theirs=$(per_item rbloom "$operation" "$kind")

@@ -2,7 +2,9 @@
   python instructions.py LIBRARY OPERATION KIND N
 LIBRARY: bloomery (blocked), bloomery-classic or rbloom; OPERATION: add, in (N/2 added
 items and N/2 fresh ones), add_batch, in_batch, or "setup:" before one of them for the same
-preparation without the operation (the baseline); KIND: str or int. The loops run inside
+preparation without the operation (the baseline); KIND: str, int (multiples of 7919: one
+CPython digit each at the script's N = 20,000) or int62 (the benchmark's random 62-bit
+ints, three digits each). The loops run inside
 functions (local variables), as in the benchmark."""
 
 import sys
@@ -15,6 +17,12 @@ def main():
     if kind == "str":
         items = [f"https://example.com/item/{i}" for i in range(n)]
         fresh = [f"https://example.com/fresh/{i}" for i in range(n // 2)]
+    elif kind == "int62":
+        # bench_python.py's ints: random 62-bit values, three CPython digits each.
+        from bench_python import make_items
+
+        items = make_items("int", n)
+        fresh = make_items("int", n // 2, offset=n)
     else:
         items = list(range(0, n * 7919, 7919))
         fresh = list(range(n * 7919 + 1, n * 7919 + 1 + (n // 2) * 7919, 7919))
