@@ -1281,6 +1281,14 @@ fn kinds() -> Vec<&'static str> {
     Variant::ALL.iter().map(|variant| variant.name()).collect()
 }
 
+/// How exact ints in the 64-bit range are read on this interpreter: ``"digits"`` (their
+/// digits where they lie, `items::digits`) or ``"c-api"``. For the tests, which check that
+/// the faster road is the one they cover where it can be.
+#[pyfunction]
+fn _int_road() -> &'static str {
+    if items::digits::on() { "digits" } else { "c-api" }
+}
+
 /// The `sq_contains` slot PyO3 made for `BloomFilter`, which [`contains_slot`] hands
 /// every item it does not answer itself.
 static PYO3_CONTAINS: std::sync::OnceLock<ffi::objobjproc> = std::sync::OnceLock::new();
@@ -1456,6 +1464,8 @@ fn _bloomery(module: &Bound<'_, PyModule>) -> PyResult<()> {
     install_fast_add(&module.py().get_type::<PyBloomFilter>())?;
     module.add_class::<PyConcurrentBloomFilter>()?;
     module.add_function(wrap_pyfunction!(kinds, module)?)?;
+    items::digits::enable(module.py())?;
+    module.add_function(wrap_pyfunction!(_int_road, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -106,6 +106,40 @@ def test_add_answers_alike_on_every_road(kind, tmp_path):
         mapped.add("ascii")
 
 
+def test_ints_read_from_their_digits_are_their_8_bytes():
+    """On the CPython versions whose int layout is known (3.9-3.11, 30-bit digits), exact
+    ints are read from their digits where they lie (checked against the C API at import),
+    and that road must be the one these tests cover there. Every int of each digit count
+    and of both 64-bit edges, added one at a time and as a list, is the item of its 8
+    little-endian bytes."""
+    if (
+        sys.implementation.name == "cpython"
+        and (3, 9) <= sys.version_info[:2] <= (3, 11)
+        and sys.int_info.bits_per_digit == 30
+        and sys.maxsize == 2**63 - 1
+    ):
+        assert bloomery._bloomery._int_road() == "digits"
+    values = []
+    for shift in (0, 1, 29, 30, 31, 59, 60, 61, 62, 63):
+        for delta in (-1, 0, 1):
+            values += [(1 << shift) + delta, -((1 << shift) + delta)]
+    state = 7
+    for _ in range(500):
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        values += [state - 2**63, state >> 2, -(state >> 2), state >> 33]
+    values = [v for v in values if -(2**63) <= v < 2**64]
+    as_bytes = [struct.pack("<q" if v < 2**63 else "<Q", v) for v in values]
+    for kind in ("blocked", "classic"):
+        one, batch, raw = (BloomFilter(10**4, 0.01, kind) for _ in range(3))
+        for value in values:
+            one.add(value)
+        batch.add_many(values)
+        raw.add_many(as_bytes)
+        assert one == raw and batch == raw
+        assert all(item in one for item in as_bytes) and all(value in raw for value in values)
+        assert raw.contains_many(values) == [True] * len(values)
+
+
 def test_equal_items_across_types_are_one_item():
     """The item road: a str is its UTF-8 bytes, an int its 8 little-endian bytes."""
     f = BloomFilter(1000, kind="classic")
