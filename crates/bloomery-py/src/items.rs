@@ -199,15 +199,12 @@ pub(crate) mod digits {
     }
 
     /// Turns the direct road on if this interpreter's ints have the layout it reads and
-    /// it reads a set of test ints as `PyLong_AsLongLongAndOverflow` does; returns whether
-    /// it is on. Run once, at import.
-    pub(crate) fn enable(py: Python<'_>) -> PyResult<bool> {
+    /// it reads a set of test ints as `PyLong_AsLongLongAndOverflow` does ([`on`] tells).
+    /// Run once, at import.
+    pub(crate) fn enable(py: Python<'_>) -> PyResult<()> {
         let sys = py.import("sys")?;
-        let version_info = sys.getattr("version_info")?;
-        let version: (u32, u32) = (
-            version_info.getattr("major")?.extract()?,
-            version_info.getattr("minor")?.extract()?,
-        );
+        let version = py.version_info();
+        let version = (version.major, version.minor);
         let int_info = sys.getattr("int_info")?;
         let known = cfg!(target_pointer_width = "64")
             && sys
@@ -218,9 +215,8 @@ pub(crate) mod digits {
             && ((3, 9)..=(3, 11)).contains(&version)
             && int_info.getattr("bits_per_digit")?.extract::<u32>()? == SHIFT
             && int_info.getattr("sizeof_digit")?.extract::<usize>()? == size_of::<u32>();
-        let on = known && reads_as_the_c_api(py)?;
-        ON.store(on, Ordering::Relaxed);
-        Ok(on)
+        ON.store(known && reads_as_the_c_api(py)?, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Whether the direct road is on.
