@@ -613,7 +613,7 @@ fn int_element(raw: &[u8], size: usize, signed: bool, big_endian: bool) -> [u8; 
 /// Pushes a buffer's items (`bytes`, whole elements) into `chunk`. The element type is
 /// matched once, not per item, and the loops are a function of their own: inside `fill`,
 /// beside the list road, how the compiler laid out this loop changed with the list road's
-/// code (a numpy int64 `add_many` went from 147 to 116 M items/s in
+/// code (a numpy int64 `add_many` went from 141-148 to 114-117 M items/s in
 /// `scripts/bench-python.sh` when the list road began reading int digits).
 #[inline(never)]
 fn push_elements<S: Sink>(bytes: &[u8], element: Element, chunk: &mut S) {
