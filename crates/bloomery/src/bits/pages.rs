@@ -2,9 +2,10 @@
 //!
 //! A filter probed at random touches a new 4 KiB page on almost every access, so beyond a
 //! few MiB most lookups also miss the TLB and pay a page walk. Arrays of 4 MiB or more are
-//! therefore mapped as anonymous memory and advised `MADV_HUGEPAGE` (transparent huge pages
-//! in the kernel's default "madvise" mode): 2 MiB pages cover a 1.2 GB filter with 600 TLB
-//! entries instead of 300,000. The mapping starts zeroed and is only backed as it is
+//! therefore mapped as anonymous memory, start at a 2 MiB boundary inside the mapping (a
+//! huge page must be aligned to its size) and are advised `MADV_HUGEPAGE` (transparent
+//! huge pages in the kernel's default "madvise" mode): 2 MiB pages cover a 1.2 GB filter
+//! with 600 TLB entries instead of 300,000. The mapping starts zeroed and is only backed as it is
 //! touched. Smaller arrays, and any platform where the mapping fails, use the heap, as do
 //! all arrays once [`set_huge_pages`]`(false)` was called.
 
@@ -16,6 +17,9 @@ use memmap2::MmapMut;
 
 /// Arrays at least this large are mapped and advised for huge pages.
 const HUGE_PAGE_THRESHOLD: usize = 4 << 20;
+
+/// The size (and alignment) of a huge page on x86-64 and most aarch64 kernels.
+const HUGE_PAGE: usize = 2 << 20;
 
 static HUGE_PAGES: AtomicBool = AtomicBool::new(true);
 
@@ -81,16 +85,26 @@ impl<T: Zeroable> ZeroedArray<T> {
     pub(crate) fn new(len: usize) -> Self {
         let bytes = len.checked_mul(size_of::<T>()).expect("array size fits usize");
         if huge_pages_for(bytes)
-            && let Ok(mut map) = MmapMut::map_anon(bytes)
+            && let Some(mapped) = bytes.checked_add(HUGE_PAGE)
+            && let Ok(mut map) = MmapMut::map_anon(mapped)
         {
+            // The array starts at the first 2 MiB boundary in the mapping, so that every
+            // whole 2 MiB of it can be one huge page (a mapping is only 4 KiB-aligned, and
+            // a huge page must be aligned to its size). Only the array is advised: the
+            // pages around it are never touched, and no huge page reaches past its end, so
+            // the slack costs address space, not memory.
+            let start = map.as_ptr() as usize;
+            let offset = start.next_multiple_of(HUGE_PAGE) - start;
             #[cfg(target_os = "linux")]
             {
                 // Only advice: without transparent huge pages the array works as well.
-                let _ = map.advise(memmap2::Advice::HugePage);
+                let _ = map.advise_range(memmap2::Advice::HugePage, offset, bytes);
             }
-            // The mapping is page-aligned (at least T's alignment, by `Zeroable`), zeroed
-            // (valid `T`s) and `bytes` long, and never null.
-            let ptr = NonNull::new(map.as_mut_ptr().cast::<T>()).expect("a mapping is not null");
+            // The mapping is page-aligned and `offset` a multiple of 4096 (at least T's
+            // alignment, by `Zeroable`); `offset + bytes <= mapped` as offset < HUGE_PAGE;
+            // it is zeroed (valid `T`s) and never null.
+            let ptr = NonNull::new(map.as_mut_ptr().wrapping_add(offset).cast::<T>())
+                .expect("a mapping is not null");
             return Self {
                 ptr,
                 len,
@@ -200,6 +214,10 @@ mod tests {
             Owner::Mapped { .. }
         ));
         assert!(matches!(ZeroedArray::<u64>::new(1000).owner, Owner::Heap));
+        // A mapped array starts on a huge-page boundary, so that all of it can be huge pages.
+        let mapped = ZeroedArray::<u64>::new(HUGE_PAGE_THRESHOLD / 8 + 1);
+        assert!(matches!(mapped.owner, Owner::Mapped { .. }));
+        assert_eq!(mapped.as_ptr() as usize % HUGE_PAGE, 0);
         let from_vec = ZeroedArray::from_vec(vec![5u64; 10]);
         assert!(matches!(from_vec.owner, Owner::Heap) && from_vec.iter().all(|&word| word == 5));
     }
