@@ -42,20 +42,38 @@ fn insert_block(block: &mut Block, fingerprint: u32) -> bool {
     }
 }
 
-/// Whether all the item's bits are set: each lane shifted right by its position has bit 0
-/// set.
+/// Whether all the item's bits are set in the block's lanes 0-3 (`current_low`) and 4-7
+/// (`current_high`): each lane shifted right by its position has bit 0 set.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn contains_block(block: &Block, fingerprint: u32) -> bool {
+fn test_lanes((current_low, current_high): (__m256i, __m256i), fingerprint: u32) -> bool {
     let (low, high) = positions(fingerprint);
-    let words = block.0.as_ptr().cast::<__m256i>();
-    // SAFETY: as in `insert_block`.
-    let (current_low, current_high) = unsafe { (_mm256_load_si256(words), _mm256_load_si256(words.add(1))) };
     let shifted = _mm256_and_si256(
         _mm256_srlv_epi64(current_low, low),
         _mm256_srlv_epi64(current_high, high),
     );
     _mm256_testc_si256(shifted, _mm256_set1_epi64x(1)) != 0
+}
+
+/// The block's two halves in two 32-byte loads: for batches, whose blocks were prefetched.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load_whole(block: &Block) -> (__m256i, __m256i) {
+    let words = block.0.as_ptr().cast::<__m256i>();
+    // SAFETY: as in `insert_block`.
+    unsafe { (_mm256_load_si256(words), _mm256_load_si256(words.add(1))) }
+}
+
+/// The block's two halves in four 16-byte loads: for single lookups, whose block is
+/// usually not in cache (see `super::kernel::load_in_quarters`).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load_in_quarters(block: &Block) -> (__m256i, __m256i) {
+    let [q0, q1, q2, q3] = super::kernel::load_in_quarters(block);
+    (
+        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0), q1),
+        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q2), q3),
+    )
 }
 
 /// Adds the item with `hash`; returns whether any bit changed.
@@ -71,7 +89,8 @@ pub(super) fn insert(blocks: &mut [Block], hash: u64) -> bool {
 #[target_feature(enable = "avx2")]
 pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
     // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
-    contains_block(unsafe { block_of(blocks, hash) }, fingerprint(hash))
+    let block = unsafe { block_of(blocks, hash) };
+    test_lanes(load_in_quarters(block), fingerprint(hash))
 }
 
 /// Adds every hash, prefetching ahead.
@@ -86,6 +105,6 @@ pub(super) fn insert_batch(blocks: &mut [Block], hashes: &[u64]) {
 #[target_feature(enable = "avx2")]
 pub(super) fn contains_batch(blocks: &[Block], hashes: &[u64], results: &mut [bool]) {
     batch_contains(blocks, hashes, results, |block, fingerprint| {
-        contains_block(block, fingerprint)
+        test_lanes(load_whole(block), fingerprint)
     });
 }

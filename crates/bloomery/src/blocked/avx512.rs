@@ -42,15 +42,32 @@ fn insert_block(block: &mut Block, fingerprint: u32) -> bool {
     }
 }
 
-/// Whether all the item's bits are set: each lane shifted right by its position has bit 0
-/// set.
+/// Whether all the item's bits are set in the block's lanes `current`: each lane shifted
+/// right by its position has bit 0 set.
 #[inline]
 #[target_feature(enable = "avx2,avx512f")]
-fn contains_block(block: &Block, fingerprint: u32) -> bool {
-    // SAFETY: a Block is 64 bytes aligned to 64.
-    let current = unsafe { _mm512_load_si512(block.0.as_ptr().cast()) };
+fn test_lanes(current: __m512i, fingerprint: u32) -> bool {
     let shifted = _mm512_srlv_epi64(current, positions(fingerprint));
     _mm512_testn_epi64_mask(shifted, _mm512_set1_epi64(1)) == 0
+}
+
+/// The block in one 64-byte load: for batches, whose blocks were prefetched.
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+fn load_whole(block: &Block) -> __m512i {
+    // SAFETY: a Block is 64 bytes aligned to 64.
+    unsafe { _mm512_load_si512(block.0.as_ptr().cast()) }
+}
+
+/// The block in four 16-byte loads: for single lookups, whose block is usually not in
+/// cache (see `super::kernel::load_in_quarters`).
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+fn load_in_quarters(block: &Block) -> __m512i {
+    let [q0, q1, q2, q3] = super::kernel::load_in_quarters(block);
+    let low = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0), q1);
+    let high = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q2), q3);
+    _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high)
 }
 
 /// Adds the item with `hash`; returns whether any bit changed.
@@ -66,7 +83,8 @@ pub(super) fn insert(blocks: &mut [Block], hash: u64) -> bool {
 #[target_feature(enable = "avx2,avx512f")]
 pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
     // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
-    contains_block(unsafe { block_of(blocks, hash) }, fingerprint(hash))
+    let block = unsafe { block_of(blocks, hash) };
+    test_lanes(load_in_quarters(block), fingerprint(hash))
 }
 
 /// Adds every hash, prefetching ahead.
@@ -81,6 +99,6 @@ pub(super) fn insert_batch(blocks: &mut [Block], hashes: &[u64]) {
 #[target_feature(enable = "avx2,avx512f")]
 pub(super) fn contains_batch(blocks: &[Block], hashes: &[u64], results: &mut [bool]) {
     batch_contains(blocks, hashes, results, |block, fingerprint| {
-        contains_block(block, fingerprint)
+        test_lanes(load_whole(block), fingerprint)
     });
 }
