@@ -23,22 +23,18 @@ fn positions(fingerprint: u32) -> (__m256i, __m256i) {
     (low, high)
 }
 
-/// Sets the item's bits; returns whether any was 0. `QUARTERS`: the block is read in
-/// four 16-byte loads (single inserts) rather than whole (batches), as for lookups.
+/// Sets the item's bits; returns whether any was 0.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn insert_block<const QUARTERS: bool>(block: &mut Block, fingerprint: u32) -> bool {
+fn insert_block(block: &mut Block, fingerprint: u32) -> bool {
     let (low, high) = positions(fingerprint);
     let one = _mm256_set1_epi64x(1);
     let (mask_low, mask_high) = (_mm256_sllv_epi64(one, low), _mm256_sllv_epi64(one, high));
-    let (current_low, current_high) = if QUARTERS {
-        load_in_quarters(block)
-    } else {
-        load_whole(block)
-    };
     let words = block.0.as_mut_ptr().cast::<__m256i>();
     // SAFETY: a Block is 64 bytes aligned to 64: two aligned 32-byte halves.
     unsafe {
+        let current_low = _mm256_load_si256(words);
+        let current_high = _mm256_load_si256(words.add(1));
         let present = _mm256_testc_si256(current_low, mask_low) & _mm256_testc_si256(current_high, mask_high);
         _mm256_store_si256(words, _mm256_or_si256(current_low, mask_low));
         _mm256_store_si256(words.add(1), _mm256_or_si256(current_high, mask_high));
@@ -68,7 +64,7 @@ fn load_whole(block: &Block) -> (__m256i, __m256i) {
     unsafe { (_mm256_load_si256(words), _mm256_load_si256(words.add(1))) }
 }
 
-/// The block's two halves in four 16-byte loads: for single operations, whose block is
+/// The block's two halves in four 16-byte loads: for single lookups, whose block is
 /// usually not in cache (see `super::kernel::load_in_quarters`).
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -85,7 +81,7 @@ fn load_in_quarters(block: &Block) -> (__m256i, __m256i) {
 #[target_feature(enable = "avx2")]
 pub(super) fn insert(blocks: &mut [Block], hash: u64) -> bool {
     // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
-    insert_block::<true>(unsafe { block_of_mut(blocks, hash) }, fingerprint(hash))
+    insert_block(unsafe { block_of_mut(blocks, hash) }, fingerprint(hash))
 }
 
 /// Whether the item with `hash` may be present.
@@ -101,7 +97,7 @@ pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
 #[target_feature(enable = "avx2")]
 pub(super) fn insert_batch(blocks: &mut [Block], hashes: &[u64]) {
     batch_insert(blocks, hashes, |block, fingerprint| {
-        insert_block::<false>(block, fingerprint)
+        insert_block(block, fingerprint)
     });
 }
 

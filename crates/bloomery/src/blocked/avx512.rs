@@ -26,20 +26,15 @@ fn masks(fingerprint: u32) -> __m512i {
     _mm512_sllv_epi64(_mm512_set1_epi64(1), positions(fingerprint))
 }
 
-/// Sets the item's bits; returns whether any was 0. `QUARTERS`: the block is read in
-/// four 16-byte loads (single inserts) rather than whole (batches), as for lookups.
+/// Sets the item's bits; returns whether any was 0.
 #[inline]
 #[target_feature(enable = "avx2,avx512f")]
-fn insert_block<const QUARTERS: bool>(block: &mut Block, fingerprint: u32) -> bool {
+fn insert_block(block: &mut Block, fingerprint: u32) -> bool {
     let mask = masks(fingerprint);
-    let current = if QUARTERS {
-        load_in_quarters(block)
-    } else {
-        load_whole(block)
-    };
     let words = block.0.as_mut_ptr().cast::<__m512i>();
     // SAFETY: a Block is 64 bytes aligned to 64.
     unsafe {
+        let current = _mm512_load_si512(words);
         // A lane whose one mask bit is not yet set: `vptestnmq` in one instruction.
         let missing = _mm512_testn_epi64_mask(current, mask);
         _mm512_store_si512(words, _mm512_or_si512(current, mask));
@@ -64,7 +59,7 @@ fn load_whole(block: &Block) -> __m512i {
     unsafe { _mm512_load_si512(block.0.as_ptr().cast()) }
 }
 
-/// The block in four 16-byte loads: for single operations, whose block is usually not in
+/// The block in four 16-byte loads: for single lookups, whose block is usually not in
 /// cache (see `super::kernel::load_in_quarters`).
 #[inline]
 #[target_feature(enable = "avx2,avx512f")]
@@ -80,7 +75,7 @@ fn load_in_quarters(block: &Block) -> __m512i {
 #[target_feature(enable = "avx2,avx512f")]
 pub(super) fn insert(blocks: &mut [Block], hash: u64) -> bool {
     // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
-    insert_block::<true>(unsafe { block_of_mut(blocks, hash) }, fingerprint(hash))
+    insert_block(unsafe { block_of_mut(blocks, hash) }, fingerprint(hash))
 }
 
 /// Whether the item with `hash` may be present.
@@ -96,7 +91,7 @@ pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
 #[target_feature(enable = "avx2,avx512f")]
 pub(super) fn insert_batch(blocks: &mut [Block], hashes: &[u64]) {
     batch_insert(blocks, hashes, |block, fingerprint| {
-        insert_block::<false>(block, fingerprint)
+        insert_block(block, fingerprint)
     });
 }
 

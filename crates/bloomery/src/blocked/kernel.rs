@@ -156,17 +156,17 @@ impl BlockKernel<Block> {
 }
 
 /// The block's four 16-byte quarters, read by four 16-byte loads, for the x86 kernels'
-/// single operations (lookups and inserts).
+/// single lookups.
 ///
-/// A single operation's block is usually not in cache, and the caller has other work
-/// around the call: hashing the next item, or a Python interpreter's loop. On the Intel
-/// Xeon of docs/benchmarks.md's filter run W, such calls took much less time when the
-/// block that missed was read as four 16-byte loads than as one 64-byte load (or two
-/// 32-byte ones): 64-byte URL keys in Rust and Python's `in` over a filter of 10^7 items
-/// (the figures are there; why the core waits longer for a wide load is not known here).
-/// In cache it is the other way round, so batches, whose blocks were prefetched, keep the
-/// one wide load, and single calls into a filter that fits L2 (10^5 and 10^6 items there)
-/// pay a little for the quarters.
+/// A single lookup's block is usually not in cache, and the caller has other work around
+/// the call: hashing the next item, or a Python interpreter's loop. On the Intel Xeon of
+/// docs/benchmarks.md's filter run V, such lookups took much less time when the block
+/// that missed was read as four 16-byte loads than as one 64-byte load (or two 32-byte
+/// ones): 64-byte URL keys in Rust and Python's `in` over a filter of 10^7 items (the
+/// figures are there; why the core waits longer for a wide load is not known here). In
+/// cache it is the other way round, so batches, whose blocks were prefetched, keep the
+/// one wide load, and single lookups into a filter that fits L2 (10^5 and 10^6 items
+/// there) pay a little for the quarters.
 /// The loads are volatile so that the compiler keeps them apart instead of merging them
 /// into one wide load.
 #[cfg(target_arch = "x86_64")]
