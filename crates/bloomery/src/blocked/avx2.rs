@@ -7,7 +7,9 @@ use std::arch::x86_64::*;
 
 use super::Block;
 use super::kernel::SALTS_INTERLEAVED;
-use super::kernel::{batch_contains, batch_insert, block_of, block_of_mut, fingerprint};
+use super::kernel::{
+    batch_contains, batch_insert, block_of, block_of_mut, fingerprint, load_halves_in_quarters,
+};
 
 /// The bit positions of lanes 0-3 and of lanes 4-7, one per 64-bit word.
 #[inline]
@@ -64,18 +66,6 @@ fn load_whole(block: &Block) -> (__m256i, __m256i) {
     unsafe { (_mm256_load_si256(words), _mm256_load_si256(words.add(1))) }
 }
 
-/// The block's two halves in four 16-byte loads: for single lookups, whose block is
-/// usually not in cache (see `super::kernel::load_in_quarters`).
-#[inline]
-#[target_feature(enable = "avx2")]
-fn load_in_quarters(block: &Block) -> (__m256i, __m256i) {
-    let [q0, q1, q2, q3] = super::kernel::load_in_quarters(block);
-    (
-        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0), q1),
-        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q2), q3),
-    )
-}
-
 /// Adds the item with `hash`; returns whether any bit changed.
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -90,7 +80,7 @@ pub(super) fn insert(blocks: &mut [Block], hash: u64) -> bool {
 pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
     // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
     let block = unsafe { block_of(blocks, hash) };
-    test_lanes(load_in_quarters(block), fingerprint(hash))
+    test_lanes(load_halves_in_quarters(block), fingerprint(hash))
 }
 
 /// Adds every hash, prefetching ahead.

@@ -60,13 +60,11 @@ fn load_whole(block: &Block) -> __m512i {
 }
 
 /// The block in four 16-byte loads: for single lookups, whose block is usually not in
-/// cache (see `super::kernel::load_in_quarters`).
+/// cache (see `super::kernel::load_halves_in_quarters`).
 #[inline]
 #[target_feature(enable = "avx2,avx512f")]
 fn load_in_quarters(block: &Block) -> __m512i {
-    let [q0, q1, q2, q3] = super::kernel::load_in_quarters(block);
-    let low = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0), q1);
-    let high = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q2), q3);
+    let (low, high) = super::kernel::load_halves_in_quarters(block);
     _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high)
 }
 

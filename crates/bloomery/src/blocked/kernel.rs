@@ -155,27 +155,35 @@ impl BlockKernel<Block> {
     }
 }
 
-/// The block's four 16-byte quarters, read by four 16-byte loads, for the x86 kernels'
-/// single lookups.
+/// The block's lanes 0-3 and 4-7, read by four 16-byte loads, for the x86 kernels' single
+/// lookups.
 ///
 /// A single lookup's block is usually not in cache, and the caller has other work around
 /// the call: hashing the next item, or a Python interpreter's loop. On the Intel Xeon of
-/// docs/benchmarks.md's filter run V, such lookups took much less time when the block
+/// docs/benchmarks.md's filter runs V-X, such lookups took much less time when the block
 /// that missed was read as four 16-byte loads than as one 64-byte load (or two 32-byte
 /// ones): 64-byte URL keys in Rust and Python's `in` over a filter of 10^7 items (the
 /// figures are there; why the core waits longer for a wide load is not known here). In
 /// cache it is the other way round, so batches, whose blocks were prefetched, keep the
-/// one wide load, and single lookups into a filter that fits L2 (10^5 and 10^6 items
-/// there) pay a little for the quarters.
+/// one wide load, and single lookups into a filter that fits L2 (10^5 items there) pay a
+/// little for the quarters.
 /// The loads are volatile so that the compiler keeps them apart instead of merging them
 /// into one wide load.
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn load_in_quarters(block: &Block) -> [std::arch::x86_64::__m128i; 4] {
-    let quarters = block.0.as_ptr().cast::<std::arch::x86_64::__m128i>();
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn load_halves_in_quarters(
+    block: &Block,
+) -> (std::arch::x86_64::__m256i, std::arch::x86_64::__m256i) {
+    use std::arch::x86_64::{__m128i, _mm256_castsi128_si256, _mm256_inserti128_si256};
+    let quarters = block.0.as_ptr().cast::<__m128i>();
     // SAFETY: a Block is 64 bytes aligned to 64: four aligned 16-byte quarters, each a
     // valid `__m128i` (any bits are).
-    [0, 1, 2, 3].map(|quarter| unsafe { quarters.add(quarter).read_volatile() })
+    let [q0, q1, q2, q3] = [0, 1, 2, 3].map(|quarter| unsafe { quarters.add(quarter).read_volatile() });
+    (
+        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q0), q1),
+        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(q2), q3),
+    )
 }
 
 /// The eight lane masks of a fingerprint (for the atomic filter, which sets lanes one
