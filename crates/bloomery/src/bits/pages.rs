@@ -5,9 +5,9 @@
 //! therefore mapped as anonymous memory, start at a 2 MiB boundary inside the mapping (a
 //! huge page must be aligned to its size) and are advised `MADV_HUGEPAGE` (transparent
 //! huge pages in the kernel's default "madvise" mode): 2 MiB pages cover a 1.2 GB filter
-//! with 600 TLB entries instead of 300,000. The mapping starts zeroed and is only backed as it is
-//! touched. Smaller arrays, and any platform where the mapping fails, use the heap, as do
-//! all arrays once [`set_huge_pages`]`(false)` was called.
+//! with 600 TLB entries instead of 300,000. The mapping starts zeroed and is only backed
+//! as it is touched. Smaller arrays, and any platform where the mapping fails, use the
+//! heap, as do all arrays once [`set_huge_pages`]`(false)` was called.
 
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
@@ -100,9 +100,10 @@ impl<T: Zeroable> ZeroedArray<T> {
                 // Only advice: without transparent huge pages the array works as well.
                 let _ = map.advise_range(memmap2::Advice::HugePage, offset, bytes);
             }
-            // The mapping is page-aligned and `offset` a multiple of 4096 (at least T's
-            // alignment, by `Zeroable`); `offset + bytes <= mapped` as offset < HUGE_PAGE;
-            // it is zeroed (valid `T`s) and never null.
+            // The mapping is page-aligned and `offset` a multiple of the page size (so
+            // the array is at least 4096-aligned, T's alignment by `Zeroable`);
+            // `offset + bytes <= mapped` as offset < HUGE_PAGE; it is zeroed (valid `T`s)
+            // and never null.
             let ptr = NonNull::new(map.as_mut_ptr().wrapping_add(offset).cast::<T>())
                 .expect("a mapping is not null");
             return Self {
