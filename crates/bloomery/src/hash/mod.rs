@@ -67,9 +67,18 @@ pub fn xxh3_64_bytes(bytes: &[u8], seed: u64) -> u64 {
     if seed == 0 {
         xxh3_64_with_seed(bytes, 0)
     } else {
+        seeded();
         xxh3_64_with_seed(bytes, seed)
     }
 }
+
+/// Marks the branch that calls it as the unlikely one (an empty cold function, as
+/// hashbrown's `likely`/`unlikely` do), so that the compiler keeps seed 0 a branch of its
+/// own: for 8-byte keys it had computed both arms and picked one with a conditional move,
+/// so every item paid for deriving the seeded secret.
+#[cold]
+#[inline]
+fn seeded() {}
 
 /// A [`Sink`] that collects an item's bytes: on the stack up to 64 bytes (every integer
 /// and most keys), on the heap beyond.
