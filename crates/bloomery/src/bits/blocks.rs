@@ -12,6 +12,15 @@
 //! and a bounds check (all three gone now); 27.1 once the AVX2 lookup shifted the lanes
 //! instead of building masks.
 
+/// The largest filter whose single lookups read a block in one wide load (the blocked
+/// filter's x86 kernels' `contains_in_cache`); larger ones read it in quarters
+/// (`crate::blocked::kernel::load_halves_in_quarters`). 1 MiB is the L2 cache of one core on AMD's Zen 4 and
+/// less than Intel's recent server cores have (2 MiB on the Xeon of docs/benchmarks.md),
+/// so such a filter's blocks are usually in L2 or L1. On that Xeon, lookups into a filter
+/// of 10^5 items (128 KB) gave 0.79-0.80x sbbf-rs-safe's speed with quarters and 0.90x
+/// with one wide load (docs/benchmarks.md, runs U and X).
+pub(crate) const IN_CACHE_BYTES: usize = 1 << 20;
+
 /// A kernel's operations on blocks of type `B`, each compiled for the kernel's CPU
 /// features.
 pub(crate) struct Ops<B: 'static> {
@@ -31,6 +40,9 @@ pub(crate) struct Ops<B: 'static> {
 pub struct BlockKernel<B: 'static> {
     name: &'static str,
     ops: &'static Ops<B>,
+    /// The operations for a filter whose blocks are usually in cache (the same as `ops`
+    /// for kernels without such a variant); [`BlockKernel::for_blocks`] picks.
+    in_cache: &'static Ops<B>,
 }
 
 impl<B> Clone for BlockKernel<B> {
@@ -67,7 +79,36 @@ impl<B> BlockKernel<B> {
     /// # Safety
     /// The CPU must have every feature `ops` was compiled for.
     pub(crate) const unsafe fn new(name: &'static str, ops: &'static Ops<B>) -> Self {
-        Self { name, ops }
+        Self {
+            name,
+            ops,
+            in_cache: ops,
+        }
+    }
+
+    /// A kernel named `name` with the operations `ops`, and `in_cache` for filters of at
+    /// most `IN_CACHE_BYTES` (see [`BlockKernel::for_blocks`]).
+    ///
+    /// # Safety
+    /// The CPU must have every feature `ops` and `in_cache` were compiled for.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) const unsafe fn sized(
+        name: &'static str,
+        ops: &'static Ops<B>,
+        in_cache: &'static Ops<B>,
+    ) -> Self {
+        Self { name, ops, in_cache }
+    }
+
+    /// The same kernel for a filter of `num_blocks` blocks: with its in-cache operations
+    /// when the blocks take at most `IN_CACHE_BYTES`. Chosen once per filter; the answers
+    /// and bits are the same either way (each filter's kernel proptest runs both).
+    pub(crate) fn for_blocks(self, num_blocks: usize) -> Self {
+        let in_cache = num_blocks.saturating_mul(std::mem::size_of::<B>()) <= IN_CACHE_BYTES;
+        Self {
+            ops: if in_cache { self.in_cache } else { self.ops },
+            ..self
+        }
     }
 
     /// The kernel's name ("scalar", "avx2", "avx512", "neon").

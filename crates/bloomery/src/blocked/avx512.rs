@@ -85,6 +85,16 @@ pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
     test_lanes(load_in_quarters(block), fingerprint(hash))
 }
 
+/// As [`contains`], reading the block in one wide load: for filters small enough that
+/// their blocks are usually in cache (`IN_CACHE_BYTES`, bits/blocks.rs).
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+pub(super) fn contains_in_cache(blocks: &[Block], hash: u64) -> bool {
+    // SAFETY: the kernel table is only called with blocks (kernel.rs, Ops).
+    let block = unsafe { block_of(blocks, hash) };
+    test_lanes(load_whole(block), fingerprint(hash))
+}
+
 /// Adds every hash, prefetching ahead.
 #[target_feature(enable = "avx2,avx512f")]
 pub(super) fn insert_batch(blocks: &mut [Block], hashes: &[u64]) {

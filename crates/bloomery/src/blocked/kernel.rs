@@ -99,12 +99,26 @@ static AVX2: Ops<Block> = Ops {
     contains_batch: avx2::contains_batch,
 };
 
+/// [`AVX2`] for filters whose blocks are usually in cache: single lookups in one wide load.
+#[cfg(target_arch = "x86_64")]
+static AVX2_IN_CACHE: Ops<Block> = Ops {
+    contains: avx2::contains_in_cache,
+    ..AVX2
+};
+
 #[cfg(target_arch = "x86_64")]
 static AVX512: Ops<Block> = Ops {
     insert: avx512::insert,
     contains: avx512::contains,
     insert_batch: avx512::insert_batch,
     contains_batch: avx512::contains_batch,
+};
+
+/// [`AVX512`] for filters whose blocks are usually in cache: single lookups in one wide load.
+#[cfg(target_arch = "x86_64")]
+static AVX512_IN_CACHE: Ops<Block> = Ops {
+    contains: avx512::contains_in_cache,
+    ..AVX512
 };
 
 #[cfg(target_arch = "aarch64")]
@@ -137,10 +151,10 @@ impl BlockKernel<Block> {
         {
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: the CPU reported AVX2.
-                kernels.push(unsafe { BlockKernel::new("avx2", &AVX2) });
+                kernels.push(unsafe { BlockKernel::sized("avx2", &AVX2, &AVX2_IN_CACHE) });
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU reported AVX2 and AVX-512F.
-                    kernels.push(unsafe { BlockKernel::new("avx512", &AVX512) });
+                    kernels.push(unsafe { BlockKernel::sized("avx512", &AVX512, &AVX512_IN_CACHE) });
                 }
             }
         }
@@ -156,7 +170,7 @@ impl BlockKernel<Block> {
 }
 
 /// The block's lanes 0-3 and 4-7, read by four 16-byte loads, for the x86 kernels' single
-/// lookups.
+/// lookups into a filter larger than `IN_CACHE_BYTES` (bits/blocks.rs).
 ///
 /// A single lookup's block is usually not in cache, and the caller has other work around
 /// the call: hashing the next item, or a Python interpreter's loop. On the Intel Xeon of
@@ -165,8 +179,8 @@ impl BlockKernel<Block> {
 /// ones): 64-byte URL keys in Rust and Python's `in` over a filter of 10^7 items (the
 /// figures are there; why the core waits longer for a wide load is not known here). In
 /// cache it is the other way round, so batches, whose blocks were prefetched, keep the
-/// one wide load, and single lookups into a filter that fits L2 (10^5 items there) pay a
-/// little for the quarters.
+/// one wide load, and so do single lookups into filters of at most `IN_CACHE_BYTES`
+/// (bits/blocks.rs).
 /// The loads are volatile so that the compiler keeps them apart instead of merging them
 /// into one wide load.
 #[cfg(target_arch = "x86_64")]

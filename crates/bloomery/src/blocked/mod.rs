@@ -163,10 +163,11 @@ impl BlockedBloomFilter {
 
     /// A filter of `num_blocks` 512-bit blocks hashing with `seed`.
     pub fn with_num_blocks(num_blocks: u64, seed: u64) -> Result<Self> {
+        let blocks = zeroed_blocks(check_num_blocks(num_blocks)?);
         Ok(Self {
-            blocks: zeroed_blocks(check_num_blocks(num_blocks)?),
+            kernel: Kernel::detect().for_blocks(blocks.len()),
+            blocks,
             seed,
-            kernel: Kernel::detect(),
             sized_for: None,
         })
     }
@@ -179,7 +180,7 @@ impl BlockedBloomFilter {
 
     /// The same filter using `kernel` (for comparing kernels; the default is the fastest).
     pub fn with_kernel(mut self, kernel: Kernel) -> Self {
-        self.kernel = kernel;
+        self.kernel = kernel.for_blocks(self.blocks.len());
         self
     }
 
@@ -498,9 +499,9 @@ impl<'a> BlockedBloomFilterView<'a> {
     pub fn new(blocks: &'a [Block], seed: u64) -> Result<Self> {
         check_num_blocks(blocks.len() as u64)?;
         Ok(Self {
+            kernel: Kernel::detect().for_blocks(blocks.len()),
             blocks,
             seed,
-            kernel: Kernel::detect(),
             sized_for: None,
         })
     }
@@ -621,9 +622,9 @@ impl<'a> BlockedBloomFilterMut<'a> {
         }
         check_num_blocks(blocks.len() as u64)?;
         Ok(Some(Self {
+            kernel: Kernel::detect().for_blocks(blocks.len()),
             blocks,
             seed,
-            kernel: Kernel::detect(),
             sized_for,
         }))
     }
@@ -867,9 +868,9 @@ impl AtomicBlockedBloomFilter {
             block.0 = load_block(atomic);
         }
         BlockedBloomFilter {
+            kernel: Kernel::detect().for_blocks(blocks.len()),
             blocks,
             seed: self.seed,
-            kernel: Kernel::detect(),
             sized_for: self.sized_for,
         }
     }
@@ -1036,10 +1037,18 @@ mod tests {
                 let changes: Vec<bool> = inserted.iter().map(|&h| filter.insert_hash(h)).collect();
                 (filter, changes)
             };
-            for kernel in Kernel::available() {
+            // Each kernel as chosen for these small filters (the in-cache operations where
+            // it has them) and as chosen for a filter larger than IN_CACHE_BYTES.
+            let sized = Kernel::available()
+                .into_iter()
+                .flat_map(|kernel| [(kernel, false), (kernel, true)]);
+            for (kernel, large) in sized {
                 let mut filter = BlockedBloomFilter::with_num_blocks(num_blocks, DEFAULT_SEED)
                     .unwrap()
                     .with_kernel(kernel);
+                if large {
+                    filter.kernel = kernel.for_blocks(usize::MAX);
+                }
                 let changes: Vec<bool> = inserted.iter().map(|&h| filter.insert_hash(h)).collect();
                 prop_assert_eq!(&changes, &reference.1, "{}", kernel.name());
                 prop_assert!(filter == reference.0, "{} set other bits", kernel.name());
