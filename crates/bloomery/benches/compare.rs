@@ -661,7 +661,11 @@ fn main() {
         None if quick => &[1_000_000, 10_000_000],
         None => &[1_000_000, 10_000_000, 100_000_000],
     };
-    println!("kernel: {}", bloomery::blocked::Kernel::detect().name());
+    println!(
+        "kernel: {}; single lookups into filters of at most {} KiB (the L2 the CPU reports) read their block in one wide load, larger ones in quarters",
+        bloomery::blocked::Kernel::detect().name(),
+        bloomery::bits::blocks::in_cache_bytes() >> 10
+    );
 
     let mut tables = Vec::new();
     for &n in sizes {

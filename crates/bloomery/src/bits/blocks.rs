@@ -12,14 +12,54 @@
 //! and a bounds check (all three gone now); 27.1 once the AVX2 lookup shifted the lanes
 //! instead of building masks.
 
-/// The largest filter whose single lookups read a block in one wide load (the blocked
-/// filter's x86 kernels' `contains_in_cache`); larger ones read it in quarters
-/// (`crate::blocked::kernel::load_halves_in_quarters`). 1 MiB is the L2 cache of one core on AMD's Zen 4 and
-/// less than Intel's recent server cores have (2 MiB on the Xeon of docs/benchmarks.md),
-/// so such a filter's blocks are usually in L2 or L1. On that Xeon, lookups into a filter
-/// of 10^5 items (128 KB) gave 0.79-0.80x sbbf-rs-safe's speed with quarters and 0.90x
-/// with one wide load (docs/benchmarks.md, runs U and X).
-pub(crate) const IN_CACHE_BYTES: usize = 1 << 20;
+/// The largest filter, in bytes, whose single lookups read a block in one wide load (the
+/// blocked filter's x86 kernels' `contains_in_cache`); larger ones read it in quarters
+/// (`crate::blocked::kernel::load_halves_in_quarters`). It is the L2 cache of one core as
+/// the CPU reports it, read once per process, so that such a filter's blocks are usually in
+/// L2 or L1; where the CPU does not say, 1 MiB (one core's L2 on AMD's Zen 4).
+///
+/// Where that matters: the blocked filter of 10^6 items at 1% is 1.27 MB, which fits the
+/// 2 MiB L2 of the Intel Xeons of docs/benchmarks.md but not Zen 4's (runs Y and Z there
+/// compare the two loads at that size).
+///
+/// ```
+/// let bytes = bloomery::bits::blocks::in_cache_bytes();
+/// assert!(bytes >= 64 * 1024);
+/// ```
+pub fn in_cache_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| reported_l2_bytes().unwrap_or(DEFAULT_IN_CACHE_BYTES))
+}
+
+/// [`in_cache_bytes`] where the CPU does not report its L2.
+const DEFAULT_IN_CACHE_BYTES: usize = 1 << 20;
+
+/// One core's L2 cache in bytes, as CPUID leaf 8000_0006h reports it (ECX bits 31-16, in
+/// KiB; Intel and AMD both fill it), if the CPU has the leaf and the size is plausible
+/// (64 KiB to 64 MiB: a hypervisor may report zero).
+#[cfg(target_arch = "x86_64")]
+fn reported_l2_bytes() -> Option<usize> {
+    let kib = extended_cpuid(0x8000_0006)?.ecx >> 16;
+    (64..=64 * 1024).contains(&kib).then_some(kib as usize * 1024)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn reported_l2_bytes() -> Option<usize> {
+    None
+}
+
+/// CPUID's answer for the extended `leaf` (8000_0000h and up), if the CPU has that leaf
+/// (leaf 8000_0000h's EAX is the highest one it has).
+#[cfg(target_arch = "x86_64")]
+fn extended_cpuid(leaf: u32) -> Option<std::arch::x86_64::CpuidResult> {
+    use std::arch::x86_64::__cpuid;
+    #[allow(unused_unsafe)]
+    // SAFETY: CPUID exists on every x86_64 CPU, and every leaf may be asked for (an
+    // unsupported one answers with another leaf's data, hence the check).
+    unsafe {
+        (__cpuid(0x8000_0000).eax >= leaf).then(|| __cpuid(leaf))
+    }
+}
 
 /// A kernel's operations on blocks of type `B`, each compiled for the kernel's CPU
 /// features.
@@ -87,7 +127,7 @@ impl<B> BlockKernel<B> {
     }
 
     /// A kernel named `name` with the operations `ops`, and `in_cache` for filters of at
-    /// most `IN_CACHE_BYTES` (see [`BlockKernel::for_blocks`]).
+    /// most [`in_cache_bytes`] (see [`BlockKernel::for_blocks`]).
     ///
     /// # Safety
     /// The CPU must have every feature `ops` and `in_cache` were compiled for.
@@ -101,10 +141,10 @@ impl<B> BlockKernel<B> {
     }
 
     /// The same kernel for a filter of `num_blocks` blocks: with its in-cache operations
-    /// when the blocks take at most `IN_CACHE_BYTES`. Chosen once per filter; the answers
+    /// when the blocks take at most [`in_cache_bytes`]. Chosen once per filter; the answers
     /// and bits are the same either way (each filter's kernel proptest runs both).
     pub(crate) fn for_blocks(self, num_blocks: usize) -> Self {
-        let in_cache = num_blocks.saturating_mul(std::mem::size_of::<B>()) <= IN_CACHE_BYTES;
+        let in_cache = num_blocks.saturating_mul(std::mem::size_of::<B>()) <= in_cache_bytes();
         Self {
             ops: if in_cache { self.in_cache } else { self.ops },
             ..self
@@ -273,15 +313,7 @@ fn prefetch_block_for_write<B>(blocks: &[B], hash: u64) {
 #[cfg(target_arch = "x86_64")]
 fn has_prefetchw() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| {
-        use std::arch::x86_64::__cpuid;
-        #[allow(unused_unsafe)]
-        // SAFETY: CPUID exists on every x86_64 CPU; leaf 8000_0001h is read only when the
-        // CPU reports it (leaf 8000_0000h's EAX).
-        unsafe {
-            __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
-        }
-    })
+    *HAS.get_or_init(|| extended_cpuid(0x8000_0001).is_some_and(|answer| answer.ecx & (1 << 8) != 0))
 }
 
 /// A handle on a filter's blocks that the insert walk can prefetch from: `&mut [B]` for the
@@ -430,6 +462,21 @@ pub(crate) fn prefetch<T>(address: *const T) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kernel takes its in-cache operations exactly for filters of at most
+    /// `in_cache_bytes()`, and the size it reads is a plausible L2.
+    #[test]
+    fn the_in_cache_operations_go_to_filters_that_fit_l2() {
+        let limit = in_cache_bytes();
+        assert!((64 << 10..=64 << 20).contains(&limit), "{limit}");
+        let block = std::mem::size_of::<crate::blocked::Block>();
+        for kernel in crate::blocked::Kernel::available() {
+            let fits = kernel.for_blocks(limit / block);
+            let larger = kernel.for_blocks(limit / block + 1);
+            assert!(std::ptr::eq(fits.ops, kernel.in_cache), "{}", kernel.name());
+            assert!(std::ptr::eq(larger.ops, kernel.ops), "{}", kernel.name());
+        }
+    }
 
     /// Both hints' walks (the one this CPU does not take included) call `each` with every
     /// hash once, in order, whatever the length against the prefetch distance.

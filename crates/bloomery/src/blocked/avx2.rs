@@ -84,7 +84,7 @@ pub(super) fn contains(blocks: &[Block], hash: u64) -> bool {
 }
 
 /// As [`contains`], reading the block in one wide load: for filters small enough that
-/// their blocks are usually in cache (`IN_CACHE_BYTES`, bits/blocks.rs).
+/// their blocks are usually in cache (`in_cache_bytes`, bits/blocks.rs).
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) fn contains_in_cache(blocks: &[Block], hash: u64) -> bool {

@@ -170,7 +170,7 @@ impl BlockKernel<Block> {
 }
 
 /// The block's lanes 0-3 and 4-7, read by four 16-byte loads, for the x86 kernels' single
-/// lookups into a filter larger than `IN_CACHE_BYTES` (bits/blocks.rs).
+/// lookups into a filter larger than `in_cache_bytes()` (bits/blocks.rs).
 ///
 /// A single lookup's block is usually not in cache, and the caller has other work around
 /// the call: hashing the next item, or a Python interpreter's loop. On the Intel Xeon of
@@ -179,7 +179,7 @@ impl BlockKernel<Block> {
 /// ones): 64-byte URL keys in Rust and Python's `in` over a filter of 10^7 items (the
 /// figures are there; why the core waits longer for a wide load is not known here). In
 /// cache it is the other way round, so batches, whose blocks were prefetched, keep the
-/// one wide load, and so do single lookups into filters of at most `IN_CACHE_BYTES`
+/// one wide load, and so do single lookups into filters of at most `in_cache_bytes()`
 /// (bits/blocks.rs).
 /// The loads are volatile so that the compiler keeps them apart instead of merging them
 /// into one wide load.

@@ -1038,7 +1038,7 @@ mod tests {
                 (filter, changes)
             };
             // Each kernel as chosen for these small filters (the in-cache operations where
-            // it has them) and as chosen for a filter larger than IN_CACHE_BYTES.
+            // it has them) and as chosen for a filter larger than in_cache_bytes().
             let sized = Kernel::available()
                 .into_iter()
                 .flat_map(|kernel| [(kernel, false), (kernel, true)]);
