@@ -18,8 +18,8 @@
 //! filter with every SIMD kernel the CPU has (so an AVX-512 machine also reports what an
 //! AVX2-only one would run), in an order that rotates, with the ratio taken within each round.
 //! The split-block filter (Parquet's 256-bit blocks, sbbf-rs-safe's layout) is a contender
-//! there too, fed the same XXH3 hash (its tables row uses its own XXH64 item road, as
-//! Parquet hashes), and the head to head is also run at n = 10^5,
+//! there twice: fed the same XXH3 hash, and on its own XXH64 item road, as Parquet hashes
+//! (its tables row too). The head to head is also run at n = 10^5,
 //! where every filter fits in L2 and what is left is each kernel's own work.
 
 use std::hash::Hash;
@@ -386,6 +386,9 @@ struct HeadToHead {
 enum Contender {
     Blocked(bloomery::blocked::Kernel),
     SplitBlock(bloomery::split_block::Kernel),
+    /// The split-block filter on its own item road (Parquet's XXH64), as a Parquet
+    /// writer or reader uses it.
+    SplitBlockParquet(bloomery::split_block::Kernel),
 }
 
 impl Contender {
@@ -393,21 +396,23 @@ impl Contender {
         match self {
             Contender::Blocked(_) => "blocked",
             Contender::SplitBlock(_) => "split-block (same hash)",
+            Contender::SplitBlockParquet(_) => "split-block (Parquet's XXH64)",
         }
     }
 
     fn kernel(self) -> &'static str {
         match self {
             Contender::Blocked(kernel) => kernel.name(),
-            Contender::SplitBlock(kernel) => kernel.name(),
+            Contender::SplitBlock(kernel) | Contender::SplitBlockParquet(kernel) => kernel.name(),
         }
     }
 }
 
 /// The blocked filter with each kernel this CPU has beyond the scalar one (an AVX-512
 /// machine also measures what an AVX2-only one would run), and the split-block filter with
-/// its SIMD kernel fed the same hash (so that its ratio is about the layout), against
-/// sbbf-rs-safe fed the blocked filter's hash, in PAIRED_ROUNDS alternating rounds.
+/// its SIMD kernel fed the same hash (so that its ratio is about the layout) and on its own
+/// item road (Parquet's XXH64, what a Parquet user gets), against sbbf-rs-safe fed the
+/// blocked filter's hash, in PAIRED_ROUNDS alternating rounds.
 fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
     let n = keys.len() as u64;
     let mut contenders: Vec<Contender> = bloomery::blocked::Kernel::available()
@@ -419,7 +424,12 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
         bloomery::split_block::Kernel::available()
             .into_iter()
             .filter(|kernel| kernel.name() != "scalar")
-            .map(Contender::SplitBlock),
+            .flat_map(|kernel| {
+                [
+                    Contender::SplitBlock(kernel),
+                    Contender::SplitBlockParquet(kernel),
+                ]
+            }),
     );
     // Slot 0 is sbbf-rs-safe, then one per contender.
     let slots = contenders.len() + 1;
@@ -441,6 +451,12 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
                         .unwrap()
                         .with_kernel(kernel);
                     time_once(&mut SplitBlockSameHash(filter), keys, absent)
+                }
+                Some(Contender::SplitBlockParquet(kernel)) => {
+                    let filter = SplitBlockBloomFilter::with_fpp(n, FPP)
+                        .unwrap()
+                        .with_kernel(kernel);
+                    time_once(&mut SplitBlock(filter), keys, absent)
                 }
             };
             timings[which].push(timing);
