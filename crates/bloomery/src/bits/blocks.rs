@@ -20,8 +20,8 @@
 ///
 /// Where that matters: the blocked filter of 10^6 items at 1% is 1.27 MB, which fits the
 /// 2 MiB L2 of the Intel Xeons of docs/benchmarks.md but not Zen 4's. On the Xeon of runs
-/// Y and Z there, its single lookups of present keys went from 0.93x sbbf-rs-safe's speed
-/// with the quarters to 1.02-1.03x with the wide load.
+/// Y, Z and AA there, its single lookups of present keys went from 0.93x sbbf-rs-safe's
+/// speed with the quarters (one run) to 0.97-1.03x with the wide load (three runs).
 ///
 /// ```
 /// let bytes = bloomery::bits::blocks::in_cache_bytes();
