@@ -431,6 +431,11 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
                 ]
             }),
     );
+    let split_block = |kernel| {
+        SplitBlockBloomFilter::with_fpp(n, FPP)
+            .unwrap()
+            .with_kernel(kernel)
+    };
     // Slot 0 is sbbf-rs-safe, then one per contender.
     let slots = contenders.len() + 1;
     let mut timings: Vec<Vec<Timing>> = vec![Vec::new(); slots];
@@ -447,16 +452,10 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
                     time_once(&mut Blocked(filter), keys, absent)
                 }
                 Some(Contender::SplitBlock(kernel)) => {
-                    let filter = SplitBlockBloomFilter::with_fpp(n, FPP)
-                        .unwrap()
-                        .with_kernel(kernel);
-                    time_once(&mut SplitBlockSameHash(filter), keys, absent)
+                    time_once(&mut SplitBlockSameHash(split_block(kernel)), keys, absent)
                 }
                 Some(Contender::SplitBlockParquet(kernel)) => {
-                    let filter = SplitBlockBloomFilter::with_fpp(n, FPP)
-                        .unwrap()
-                        .with_kernel(kernel);
-                    time_once(&mut SplitBlock(filter), keys, absent)
+                    time_once(&mut SplitBlock(split_block(kernel)), keys, absent)
                 }
             };
             timings[which].push(timing);
