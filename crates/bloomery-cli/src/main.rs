@@ -78,15 +78,29 @@ struct SizeArgs {
     /// scalable filter, bit for bit).
     #[arg(long, default_value = "blocked", value_parser = parse_variant)]
     variant: Variant,
-    /// Hash seed (blocked filters).
+    /// Hash seed (blocked filters, and split-block filters with --hash xxh3).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// How a split-block filter hashes items: parquet (XXH64, seed 0: what Parquet,
+    /// Arrow and Spark read) or xxh3 (XXH3-64 with --seed, the blocked filter's hash:
+    /// faster, above all for long items, but not readable by Parquet).
+    #[arg(long = "hash", value_enum, default_value_t = SplitBlockHash::Parquet)]
+    split_block_hash: SplitBlockHash,
     /// Generations kept (rotating filters), 2 to 1024.
     #[arg(long, default_value_t = 2)]
     generations: usize,
     /// Refuse items beyond the capacity instead of growing (scalable and redisbloom filters).
     #[arg(long)]
     nonscaling: bool,
+}
+
+/// A split-block filter's item hash (`--hash`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SplitBlockHash {
+    /// XXH64, seed 0: Parquet's.
+    Parquet,
+    /// XXH3-64 with --seed: the blocked filter's.
+    Xxh3,
 }
 
 /// How big a new filter may be.
@@ -112,11 +126,12 @@ impl SpaceArgs {
 
 /// The sizing options a user wrote on the command line (not defaulted), by their long
 /// names.
-const SIZE_OPTIONS: [(&str, &str); 6] = [
+const SIZE_OPTIONS: [(&str, &str); 7] = [
     ("expected_items", "--items"),
     ("fpp", "--fpp"),
     ("variant", "--variant"),
     ("seed", "--seed"),
+    ("split_block_hash", "--hash"),
     ("generations", "--generations"),
     ("nonscaling", "--nonscaling"),
 ];
@@ -134,6 +149,7 @@ impl SizeArgs {
     fn spec(&self) -> Spec {
         let mut spec = Spec::new(self.variant, self.expected_items, self.fpp);
         spec.seed = self.seed;
+        spec.split_block_parquet = self.split_block_hash == SplitBlockHash::Parquet;
         spec.generations = self.generations;
         spec.scalable.scaling = !self.nonscaling;
         spec

@@ -334,6 +334,109 @@ fn export_writes_guava_bytes_that_the_library_reads_back() {
     assert!(message.contains("only classic filters"), "{message}");
 }
 
+/// `create --variant split-block --hash xxh3 --seed S`: the split-block layout with the
+/// blocked filter's XXH3 item hash. Every item is found (single adds, added in place, a
+/// merge), `info` names the hash, and what would lose items is refused by name: export to
+/// Parquet (whose readers hash with XXH64), a merge with another hasher or seed, and
+/// `--hash xxh3` for a variant that does not take it.
+#[test]
+fn a_split_block_filter_hashed_with_xxh3_finds_every_item_and_stays_out_of_parquet() {
+    let dir = TempDir::new().unwrap();
+    let create_xxh3 = |name: &str, seed: &str| {
+        let path = dir.path().join(name);
+        bloomery()
+            .args([
+                "create",
+                "--variant",
+                "split-block",
+                "--hash",
+                "xxh3",
+                "--seed",
+                seed,
+            ])
+            .args(["--items", "1000", "--fpp", "0.01"])
+            .arg(&path)
+            .assert()
+            .success();
+        path
+    };
+    let path = create_xxh3("x.bloom", "5");
+    bloomery()
+        .arg("add")
+        .arg(&path)
+        .write_stdin(lines("item", 800))
+        .assert()
+        .success();
+    bloomery()
+        .args(["check", "-q", "-i", "-"])
+        .arg(&path)
+        .write_stdin(lines("item", 800))
+        .assert()
+        .success();
+    let loaded: bloomery::SplitBlockBloomFilter =
+        bloomery::format::native::Persist::from_bytes(&fs::read(&path).unwrap()).unwrap();
+    assert_eq!(
+        loaded.hasher(),
+        bloomery::split_block::SplitBlockHasher::Xxh3 { seed: 5 }
+    );
+    assert!((0..800).all(|i| loaded.contains(&format!("item{i}"))));
+    let info = stdout_of(bloomery().arg("info").arg(&path));
+    assert!(info.contains("XXH3-64, seed 5"), "{info}");
+
+    let message = error_of(
+        bloomery()
+            .args(["export", "--format", "parquet-sbbf"])
+            .arg(&path)
+            .arg(dir.path().join("x.sbbf")),
+    );
+    assert!(message.contains("Parquet's (XXH64, seed 0)"), "{message}");
+    assert!(!dir.path().join("x.sbbf").exists());
+
+    // Same seed: merged, every item of both found. Another seed or Parquet's hash: refused.
+    let same = create_xxh3("same.bloom", "5");
+    bloomery()
+        .arg("add")
+        .arg(&same)
+        .write_stdin(lines("other", 100))
+        .assert()
+        .success();
+    let union = dir.path().join("union.bloom");
+    bloomery()
+        .arg("merge")
+        .arg(&union)
+        .arg(&path)
+        .arg(&same)
+        .assert()
+        .success();
+    bloomery()
+        .args(["check", "-q", "-i", "-"])
+        .arg(&union)
+        .write_stdin(lines("item", 800) + &lines("other", 100))
+        .assert()
+        .success();
+    let parquet = create(&dir, "parquet.bloom", "split-block", 1000);
+    for other in [create_xxh3("seed6.bloom", "6"), parquet] {
+        let message = error_of(
+            bloomery()
+                .arg("merge")
+                .arg(dir.path().join("refused.bloom"))
+                .arg(&path)
+                .arg(&other),
+        );
+        assert!(message.contains("hashers differ"), "{message}");
+    }
+
+    let message = error_of(
+        bloomery()
+            .args(["create", "--variant", "classic", "--hash", "xxh3"])
+            .arg(dir.path().join("classic.bloom")),
+    );
+    assert!(
+        message.contains("--variant classic does not take it"),
+        "{message}"
+    );
+}
+
 /// `export --format parquet-sbbf` writes what a Parquet file holds for a column chunk's
 /// bloom filter (header and bitset), `parquet-sbbf-bitset` the bitset alone; `import`
 /// reads both back into split-block files that find every item.
@@ -369,10 +472,13 @@ fn parquet_sbbf_export_and_import_round_trip() {
             .success();
     }
     let header_bytes = fs::read(&with_header).unwrap();
-    assert_eq!(header_bytes, native.to_parquet_bytes());
+    assert_eq!(header_bytes, native.to_parquet_bytes().unwrap());
     let (header_len, num_bytes) = bloomery::format::parquet::read_header(&header_bytes).unwrap();
     assert_eq!((header_len, num_bytes), (16, native.num_blocks() * 32));
-    assert_eq!(fs::read(&bitset).unwrap(), &native.to_parquet_bitset()[..]);
+    assert_eq!(
+        fs::read(&bitset).unwrap(),
+        &native.to_parquet_bitset().unwrap()[..]
+    );
     assert!(header_bytes.ends_with(&fs::read(&bitset).unwrap()));
     // To standard output too.
     let output = bloomery()

@@ -437,16 +437,21 @@ impl PyBloomFilter {
     /// A new, empty filter for ``expected_items`` distinct items at false-positive
     /// probability ``fpp``. ``seed`` is the blocked filter's hash seed, ``generations``
     /// the rotating filter's, ``scaling=False`` makes a scalable filter refuse items
-    /// beyond its capacity.
+    /// beyond its capacity. ``hash`` is the split-block filter's: ``"parquet"`` (XXH64,
+    /// seed 0, what Parquet reads) or ``"xxh3"`` (XXH3-64 with ``seed``, the blocked
+    /// filter's hash: faster, not readable by Parquet).
     ///
     /// >>> BloomFilter(10**6, 0.001, kind="classic").memory_bytes
     /// 1797128
+    /// >>> "x" in BloomFilter(100, kind="split-block", hash="xxh3", seed=5)
+    /// False
     /// >>> BloomFilter(100, 2.0)
     /// Traceback (most recent call last):
     /// ...
     /// ValueError: fpp (false-positive probability) must be in (0, 1), got 2
     #[new]
-    #[pyo3(signature = (expected_items, fpp=0.01, kind="blocked", *, seed=0, generations=2, scaling=true))]
+    #[pyo3(signature = (expected_items, fpp=0.01, kind="blocked", *, seed=0, generations=2, scaling=true, hash="parquet"))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn new(
         py: Python<'_>,
         expected_items: u64,
@@ -455,8 +460,23 @@ impl PyBloomFilter {
         seed: u64,
         generations: usize,
         scaling: bool,
+        hash: &str,
     ) -> PyResult<Self> {
         let mut spec = Spec::new(variant_of(kind)?, expected_items, fpp);
+        spec.split_block_parquet = match (hash, spec.variant) {
+            ("parquet", _) => true,
+            ("xxh3", Variant::SplitBlock) => false,
+            ("xxh3", _) => {
+                return Err(PyValueError::new_err(format!(
+                    "hash='xxh3' chooses a split-block filter's hash; kind {kind:?} does not take it"
+                )));
+            }
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "hash must be 'parquet' or 'xxh3', got {hash:?}"
+                )));
+            }
+        };
         spec.seed = seed;
         spec.generations = generations;
         spec.scalable.scaling = scaling;

@@ -46,6 +46,32 @@ def test_a_python_file_answers_in_the_cli(cli, tmp_path, kind):
     assert f"variant: {kind}" in info
 
 
+def test_a_split_block_filter_hashed_with_xxh3_crosses_both_ways(cli, tmp_path):
+    """``hash="xxh3"`` here and ``--hash xxh3`` in the CLI make the same filter: items
+    added on either side are found on the other, and Parquet export is refused."""
+    items = [f"url {i}" for i in range(500)]
+    path = tmp_path / "py.bloom"
+    f = BloomFilter(1000, kind="split-block", hash="xxh3", seed=5)
+    f.update(items)
+    f.save(path)
+    assert cli("check", "-q", path, *items).returncode == 0
+    assert "XXH3-64, seed 5" in cli("info", path).stdout.decode()
+    refused = cli("export", "--format", "parquet-sbbf", path, tmp_path / "x.sbbf", check=False)
+    assert refused.returncode == 2 and b"Parquet's (XXH64, seed 0)" in refused.stderr
+    cli_path = tmp_path / "cli.bloom"
+    cli("create", cli_path, "--items", "1000", "--variant", "split-block", "--hash", "xxh3",
+        "--seed", "5")  # fmt: skip
+    cli("add", cli_path, *items)
+    with BloomFilter.open(cli_path) as g:
+        assert all(item in g for item in items)
+        assert g.contains_many(items) == [True] * len(items)
+    assert cli_path.read_bytes()[64:] == path.read_bytes()[64:]
+    with pytest.raises(ValueError, match="does not take it"):
+        BloomFilter(1000, kind="blocked", hash="xxh3")
+    with pytest.raises(ValueError, match="'parquet' or 'xxh3'"):
+        BloomFilter(1000, kind="split-block", hash="xxh64")
+
+
 def test_cli_and_python_add_to_the_same_file(cli, tmp_path):
     path = tmp_path / "shared.bloom"
     cli("create", path, "--items", "10000")

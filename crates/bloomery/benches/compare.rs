@@ -18,8 +18,9 @@
 //! filter with every SIMD kernel the CPU has (so an AVX-512 machine also reports what an
 //! AVX2-only one would run), in an order that rotates, with the ratio taken within each round.
 //! The split-block filter (Parquet's 256-bit blocks, sbbf-rs-safe's layout) is a contender
-//! there twice: fed the same XXH3 hash, and on its own XXH64 item road, as Parquet hashes
-//! (its tables row too). The head to head is also run at n = 10^5,
+//! there twice, on its two item roads: XXH3-64 (`SplitBlockHasher::Xxh3`, the blocked
+//! filter's hash, which sbbf-rs-safe is fed here too) and Parquet's XXH64 (both have
+//! tables rows too). The head to head is also run at n = 10^5,
 //! where every filter fits in L2 and what is left is each kernel's own work.
 
 use std::hash::Hash;
@@ -29,6 +30,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use bloomery::hash::xxh3_64_item;
+use bloomery::split_block::SplitBlockHasher;
 use bloomery::{AtomicBlockedBloomFilter, BlockedBloomFilter, BloomFilter, Funnel, SplitBlockBloomFilter};
 
 const FPP: f64 = 0.01;
@@ -81,10 +83,11 @@ struct Classic(BloomFilter);
 /// bloomery's Parquet split-block filter (256-bit blocks, like sbbf-rs-safe), on its own
 /// item road (XXH64 of the item's bytes, seed 0, as Parquet hashes).
 struct SplitBlock(SplitBlockBloomFilter);
-/// The same filter fed the blocked filter's hash (XXH3-64, as sbbf-rs-safe is here): the
-/// head to head's split-block contender, so that its ratio compares layouts and kernels,
-/// not hash functions (XXH64 of a 64-byte key costs far more than XXH3).
-struct SplitBlockSameHash(SplitBlockBloomFilter);
+/// The same layout on its other item road, XXH3-64 with seed 0 (`SplitBlockHasher::Xxh3`,
+/// the blocked filter's item hash, which sbbf-rs-safe is fed here too), so that its ratio
+/// compares layouts and kernels, not hash functions (XXH64 of a 64-byte key costs far more
+/// than XXH3).
+struct SplitBlockXxh3(SplitBlockBloomFilter);
 struct FastBloom(fastbloom::BloomFilter<foldhash::fast::RandomState>);
 /// sbbf-rs-safe fed the blocked filter's own hash (XXH3-64 of the item's bytes, seed 0).
 struct Sbbf(sbbf_rs_safe::Filter);
@@ -137,7 +140,7 @@ macro_rules! item_subject {
     )*};
 }
 
-item_subject!(Funnel: Blocked, Classic, SplitBlock);
+item_subject!(Funnel: Blocked, Classic, SplitBlock, SplitBlockXxh3);
 item_subject!(Hash: FastBloom);
 
 /// `Subject` for a filter fed the blocked filter's hash (XXH3-64 of the item's bytes, seed
@@ -165,7 +168,6 @@ macro_rules! hash_subject {
 hash_subject!(Sbbf, |filter: &sbbf_rs_safe::Filter| filter.as_bytes().len()
     as u64
     * 8);
-hash_subject!(SplitBlockSameHash, SplitBlockBloomFilter::num_bits);
 
 impl<K: Funnel> Subject<K> for BlockedBatch {
     fn insert_all(&mut self, keys: &[K]) {
@@ -385,8 +387,9 @@ struct HeadToHead {
 #[derive(Clone, Copy)]
 enum Contender {
     Blocked(bloomery::blocked::Kernel),
+    /// The split-block filter hashing with XXH3 (`SplitBlockHasher::Xxh3`, seed 0).
     SplitBlock(bloomery::split_block::Kernel),
-    /// The split-block filter on its own item road (Parquet's XXH64), as a Parquet
+    /// The split-block filter on its Parquet item road (XXH64), as a Parquet
     /// writer or reader uses it.
     SplitBlockParquet(bloomery::split_block::Kernel),
 }
@@ -395,7 +398,7 @@ impl Contender {
     fn filter(self) -> &'static str {
         match self {
             Contender::Blocked(_) => "blocked",
-            Contender::SplitBlock(_) => "split-block (same hash)",
+            Contender::SplitBlock(_) => "split-block (XXH3)",
             Contender::SplitBlockParquet(_) => "split-block (Parquet's XXH64)",
         }
     }
@@ -410,9 +413,9 @@ impl Contender {
 
 /// The blocked filter with each kernel this CPU has beyond the scalar one (an AVX-512
 /// machine also measures what an AVX2-only one would run), and the split-block filter with
-/// its SIMD kernel fed the same hash (so that its ratio is about the layout) and on its own
-/// item road (Parquet's XXH64, what a Parquet user gets), against sbbf-rs-safe fed the
-/// blocked filter's hash, in PAIRED_ROUNDS alternating rounds.
+/// its SIMD kernel on its two item roads: XXH3-64, the hash sbbf-rs-safe is fed (so that its
+/// ratio is about the layout), and Parquet's XXH64 (what a Parquet user gets), against
+/// sbbf-rs-safe fed the blocked filter's hash, in PAIRED_ROUNDS alternating rounds.
 fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
     let n = keys.len() as u64;
     let mut contenders: Vec<Contender> = bloomery::blocked::Kernel::available()
@@ -436,6 +439,11 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
             .unwrap()
             .with_kernel(kernel)
     };
+    let split_block_xxh3 = |kernel| {
+        SplitBlockBloomFilter::with_fpp_and_hasher(n, FPP, SplitBlockHasher::Xxh3 { seed: 0 })
+            .unwrap()
+            .with_kernel(kernel)
+    };
     // Slot 0 is sbbf-rs-safe, then one per contender.
     let slots = contenders.len() + 1;
     let mut timings: Vec<Vec<Timing>> = vec![Vec::new(); slots];
@@ -452,7 +460,7 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
                     time_once(&mut Blocked(filter), keys, absent)
                 }
                 Some(Contender::SplitBlock(kernel)) => {
-                    time_once(&mut SplitBlockSameHash(split_block(kernel)), keys, absent)
+                    time_once(&mut SplitBlockXxh3(split_block_xxh3(kernel)), keys, absent)
                 }
                 Some(Contender::SplitBlockParquet(kernel)) => {
                     time_once(&mut SplitBlock(split_block(kernel)), keys, absent)
@@ -509,6 +517,12 @@ fn run_workload<K: Hash + Funnel>(title: &str, keys: &[K], absent: &[K]) -> Vec<
         }),
         measure("bloomery split-block (Parquet)", keys, absent, || {
             SplitBlock(SplitBlockBloomFilter::with_fpp(n, FPP).unwrap())
+        }),
+        measure("bloomery split-block (XXH3)", keys, absent, || {
+            SplitBlockXxh3(
+                SplitBlockBloomFilter::with_fpp_and_hasher(n, FPP, SplitBlockHasher::Xxh3 { seed: 0 })
+                    .unwrap(),
+            )
         }),
         measure("bloomery Guava-compatible", keys, absent, || {
             Classic(BloomFilter::with_fpp(n, FPP).unwrap())

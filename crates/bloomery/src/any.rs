@@ -33,7 +33,7 @@ use crate::format::native::{self, Envelope, Header, Persist, Variant};
 use crate::redisbloom::RedisBloomFilter;
 use crate::scalable_blocked::ScalableBlockedBloomFilter;
 use crate::sizing::ClassicShape;
-use crate::split_block::SplitBlockBloomFilterView;
+use crate::split_block::{SplitBlockBloomFilterView, SplitBlockHasher};
 use crate::{
     AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, FilterStats,
     RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions, SplitBlockBloomFilter,
@@ -188,8 +188,13 @@ pub struct Spec {
     pub expected_items: u64,
     /// The false-positive probability at that many items, in (0, 1).
     pub fpp: f64,
-    /// The blocked filter's hash seed.
+    /// The blocked filter's hash seed (and the split-block filter's, with
+    /// [`SplitBlockHasher::Xxh3`]).
     pub seed: u64,
+    /// Whether a split-block filter hashes as Parquet does (XXH64, seed 0: the default, and
+    /// the only one Parquet can read) or with XXH3-64 and `seed`, the blocked filter's item
+    /// hash ([`SplitBlockHasher`]).
+    pub split_block_parquet: bool,
     /// The scalable filter's growth.
     pub scalable: ScalableOptions,
     /// The rotating filter's number of generations (2..=1024).
@@ -204,6 +209,7 @@ impl Spec {
             expected_items,
             fpp,
             seed: crate::blocked::DEFAULT_SEED,
+            split_block_parquet: true,
             scalable: ScalableOptions::default(),
             generations: 2,
         }
@@ -268,7 +274,15 @@ pub fn create(spec: &Spec) -> Result<Box<dyn DynFilter>> {
         Variant::Retouched => Box::new(RetouchedBloomFilter::with_fpp(n, p)?),
         Variant::Allowlisted => Box::new(AllowlistedBloomFilter::with_fpp(n, p)?),
         Variant::Rotating => Box::new(RotatingBloomFilter::new(spec.generations, n, p)?),
-        Variant::SplitBlock => Box::new(SplitBlockBloomFilter::with_fpp(n, p)?),
+        Variant::SplitBlock => Box::new(SplitBlockBloomFilter::with_fpp_and_hasher(
+            n,
+            p,
+            if spec.split_block_parquet {
+                SplitBlockHasher::Parquet
+            } else {
+                SplitBlockHasher::Xxh3 { seed: spec.seed }
+            },
+        )?),
         Variant::RedisBloom => Box::new(RedisBloomFilter::new(
             n,
             p,
@@ -356,8 +370,8 @@ pub fn to_guava_bytes(filter: &dyn DynFilter) -> Result<Vec<u8>> {
 /// Parquet file holds for a column chunk) or the bitset alone; an error for other variants.
 pub fn to_parquet_bytes(filter: &dyn DynFilter, with_header: bool) -> Result<Vec<u8>> {
     match filter.as_any().downcast_ref::<SplitBlockBloomFilter>() {
-        Some(split_block) if with_header => Ok(split_block.to_parquet_bytes()),
-        Some(split_block) => Ok(split_block.to_parquet_bitset().into_owned()),
+        Some(split_block) if with_header => split_block.to_parquet_bytes(),
+        Some(split_block) => Ok(split_block.to_parquet_bitset()?.into_owned()),
         None => Err(unsupported(
             filter.variant(),
             "Parquet's format (only split-block filters have it)",
@@ -559,13 +573,14 @@ impl FilterView for BlockedBloomFilterView<'_> {
     }
 }
 
-fn split_block_lines(num_blocks: u64, bit_count: u64) -> Vec<(&'static str, String)> {
+fn split_block_lines(
+    num_blocks: u64,
+    hasher: SplitBlockHasher,
+    bit_count: u64,
+) -> Vec<(&'static str, String)> {
     let num_bits = num_blocks * crate::sizing::SPLIT_BLOCK_BITS;
     vec![
-        (
-            "hashing",
-            "XXH64, seed 0 (Parquet's split block Bloom filter)".into(),
-        ),
+        ("hashing", hasher.describe()),
         ("bits", num_bits.to_string()),
         ("blocks", format!("{num_blocks} of 256 bits, 8 bits per item")),
         (
@@ -586,7 +601,7 @@ impl FilterView for SplitBlockBloomFilter {
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
-        split_block_lines(self.num_blocks(), self.bit_count())
+        split_block_lines(self.num_blocks(), self.hasher(), self.bit_count())
     }
 }
 
@@ -608,7 +623,7 @@ impl FilterView for SplitBlockBloomFilterView<'_> {
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
-        split_block_lines(self.blocks().len() as u64, self.bit_count())
+        split_block_lines(self.blocks().len() as u64, self.hasher(), self.bit_count())
     }
 }
 

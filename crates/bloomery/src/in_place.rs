@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 use crate::format::native::{Header, Variant};
 use crate::hash::{hash_item, xxh3_64_item};
 use crate::split_block::SplitBlockBloomFilterView;
-use crate::split_block::{SplitBlockBloomFilterMut, xxh64_item};
+use crate::split_block::{SplitBlockBloomFilterMut, SplitBlockHasher};
 
 /// An item's hash as the in-place filters take it: a block filter's 64-bit hash in the
 /// first word (the second is 0), or the classic filter's murmur3_128 `(h1, h2)`.
@@ -58,8 +58,9 @@ pub enum ItemHasher {
         /// The filter's seed.
         seed: u64,
     },
-    /// XXH64, seed 0 (Parquet's).
-    SplitBlock,
+    /// The split-block filter's hasher (Parquet's XXH64 with seed 0, or XXH3-64 with a
+    /// seed).
+    SplitBlock(SplitBlockHasher),
     /// murmur3_128 (Guava's).
     Classic,
 }
@@ -70,7 +71,7 @@ impl ItemHasher {
     pub fn hash(self, item: &[u8]) -> ItemHash {
         match self {
             ItemHasher::Blocked { seed } => [xxh3_64_item(item, seed), 0],
-            ItemHasher::SplitBlock => [xxh64_item(item), 0],
+            ItemHasher::SplitBlock(hasher) => [hasher.hash(item), 0],
             ItemHasher::Classic => {
                 let (h1, h2) = hash_item(item);
                 [h1, h2]
@@ -270,16 +271,15 @@ block_filter_mut!(
 block_filter_mut!(
     SplitBlockBloomFilterMut,
     Variant::SplitBlock,
-    |_| ItemHasher::SplitBlock,
+    |filter| ItemHasher::SplitBlock(filter.hasher()),
     |filter, header, payload| {
         let other =
             SplitBlockBloomFilterView::from_parts_of_version(header.version, &header.params, payload)?
                 .ok_or_else(unaligned)?;
-        let (mine, theirs) = (filter.view().blocks().len(), other.blocks().len());
-        if mine != theirs {
-            return Err(incompatible(format!("num_blocks differ: {mine} vs {theirs}")));
-        }
-        Ok(())
+        crate::split_block::check_same_shape(
+            (filter.view().blocks().len(), filter.hasher()),
+            (other.blocks().len(), other.hasher()),
+        )
     }
 );
 
@@ -350,10 +350,23 @@ mod tests {
         unsafe { std::slice::from_raw_parts_mut(blocks.as_mut_ptr().cast::<u8>(), blocks.len() * 64) }
     }
 
+    /// A split-block filter hashed with XXH3 and a seed, not Parquet's XXH64.
+    fn split_block_xxh3(expected_items: u64) -> Spec {
+        let mut spec = Spec::new(Variant::SplitBlock, expected_items, 0.01);
+        spec.split_block_parquet = false;
+        spec.seed = 9;
+        spec
+    }
+
     #[test]
     fn in_place_inserts_give_the_bits_and_answers_of_owned_ones() {
-        for variant in Variant::ALL {
-            let mut owned = any::create(&Spec::new(variant, 2_000, 0.01)).unwrap();
+        let specs = Variant::ALL
+            .map(|variant| Spec::new(variant, 2_000, 0.01))
+            .into_iter()
+            .chain([split_block_xxh3(2_000)]);
+        for spec in specs {
+            let variant = spec.variant;
+            let mut owned = any::create(&spec).unwrap();
             let file = owned.envelope().to_vec();
             let header = Header::parse(&file).unwrap();
             let mut memory = aligned(&file);
@@ -402,9 +415,14 @@ mod tests {
 
     #[test]
     fn a_union_in_place_is_the_owned_union_and_other_shapes_are_refused() {
-        for variant in [Variant::Classic, Variant::Blocked, Variant::SplitBlock] {
-            let mut mine = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
-            let mut theirs = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
+        let specs = [Variant::Classic, Variant::Blocked, Variant::SplitBlock]
+            .map(|variant| Spec::new(variant, 1_000, 0.01))
+            .into_iter()
+            .chain([split_block_xxh3(1_000)]);
+        for spec in specs {
+            let variant = spec.variant;
+            let mut mine = any::create(&spec).unwrap();
+            let mut theirs = any::create(&spec).unwrap();
             for i in 0..300u32 {
                 mine.insert(format!("mine {i}").as_bytes()).unwrap();
                 theirs.insert(format!("theirs {i}").as_bytes()).unwrap();
@@ -425,11 +443,28 @@ mod tests {
                 &mine.envelope().to_vec()[header.payload_offset..],
                 "{variant:?}"
             );
-            // Another shape, another variant: refused.
-            let bigger = any::create(&Spec::new(variant, 100_000, 0.01))
-                .unwrap()
-                .envelope()
-                .to_vec();
+            // Another shape, another hasher, another variant: refused.
+            if variant == Variant::SplitBlock {
+                let mut other_hasher = spec;
+                other_hasher.split_block_parquet = !spec.split_block_parquet;
+                let other = any::create(&other_hasher).unwrap().envelope().to_vec();
+                let other_header = Header::parse(&other).unwrap();
+                let mut other_memory = aligned(&other);
+                let other_bytes = &as_bytes(&mut other_memory)[other_header.payload_offset..other.len()];
+                let in_place = view_mut(&header, bytes).unwrap().unwrap();
+                let message = in_place
+                    .check_union(&other_header, other_bytes)
+                    .unwrap_err()
+                    .to_string();
+                assert!(message.contains("hashers differ"), "{message}");
+            }
+            let bigger = any::create(&Spec {
+                expected_items: 100_000,
+                ..spec
+            })
+            .unwrap()
+            .envelope()
+            .to_vec();
             let bigger_header = Header::parse(&bigger).unwrap();
             let mut bigger_memory = aligned(&bigger);
             let bigger_bytes = &as_bytes(&mut bigger_memory)[bigger_header.payload_offset..bigger.len()];

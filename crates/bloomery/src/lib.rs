@@ -13,7 +13,9 @@
 //!   kernels, batched lookups with prefetch, exact sizing for the blocked layout; and its
 //!   lock-free twin [`AtomicBlockedBloomFilter`].
 //! - [`SplitBlockBloomFilter`]: bit for bit Apache Parquet's Split Block Bloom Filter
-//!   (256-bit blocks, XXH64), so filters move in and out of Parquet files.
+//!   (256-bit blocks, XXH64), so filters move in and out of Parquet files; hashed with
+//!   XXH3 instead ([`split_block::SplitBlockHasher`]), the same layout is the single-lookup
+//!   filter for machines whose widest vectors are AVX2 (a block in one register).
 //! - Filters that delete, grow, forget and age: [`CountingBloomFilter`] (4-bit counters,
 //!   remove), [`ScalableBloomFilter`] (grows at a bounded rate), [`RetouchedBloomFilter`]
 //!   (clears known false positives, reporting the false negatives this makes),

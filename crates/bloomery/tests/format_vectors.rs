@@ -60,5 +60,19 @@ fn the_split_block_vector_is_what_the_library_writes() {
     assert!(!loaded.contains(b"cherry"));
     // The payload, after the 64-byte header, is Parquet's bitset: the bytes the parquet
     // crate writes for the same values (tests/split_block.rs).
-    assert_eq!(&bytes[64..], &filter.to_parquet_bitset()[..]);
+    assert_eq!(&bytes[64..], &filter.to_parquet_bitset().unwrap()[..]);
+}
+
+#[test]
+fn the_split_block_xxh3_vector_is_what_the_library_writes() {
+    let hasher = bloomery::split_block::SplitBlockHasher::Xxh3 { seed: 7 };
+    let mut filter = SplitBlockBloomFilter::with_fpp_and_hasher(3, 0.1, hasher).unwrap();
+    filter.insert("apple");
+    filter.insert("banana");
+    assert_eq!(filter.to_bytes(), vector("split-block-xxh3"));
+    let loaded = any::open(&vector("split-block-xxh3")).unwrap();
+    assert!(loaded.contains(b"apple") && loaded.contains(b"banana"));
+    assert!(!loaded.contains(b"cherry"));
+    // The same items under Parquet's hash set other bits.
+    assert_ne!(vector("split-block-xxh3")[64..], vector("split-block")[64..]);
 }

@@ -100,10 +100,10 @@ proptest! {
         for value in &values {
             value.insert_into(&mut ours, &mut theirs);
         }
-        prop_assert_eq!(&ours.to_parquet_bitset()[..], &sbbf_bitset(&theirs)[..]);
+        prop_assert_eq!(&ours.to_parquet_bitset().unwrap()[..], &sbbf_bitset(&theirs)[..]);
         let mut written = Vec::new();
         theirs.write(&mut written).unwrap();
-        prop_assert_eq!(&ours.to_parquet_bytes(), &written);
+        prop_assert_eq!(&ours.to_parquet_bytes().unwrap(), &written);
         prop_assert_eq!(&SplitBlockBloomFilter::from_parquet_bytes(&written).unwrap(), &ours);
         for value in values.iter().chain(&probes) {
             let (ours_says, theirs_says) = value.checks(&ours, &theirs);
@@ -127,7 +127,7 @@ proptest! {
             ours.insert_hash(hash);
             theirs.insert_hash(hash);
         }
-        prop_assert_eq!(&ours.to_parquet_bitset()[..], theirs.as_bytes());
+        prop_assert_eq!(&ours.to_parquet_bitset().unwrap()[..], theirs.as_bytes());
     }
 }
 
@@ -137,7 +137,7 @@ fn the_parquet_crate_reads_bloomerys_bytes_and_finds_every_value() {
     let mut ours = SplitBlockBloomFilter::with_fpp(10_000, 0.01).unwrap();
     let values: Vec<String> = (0..10_000).map(|i| format!("user-{i}")).collect();
     ours.insert_batch(&values);
-    let theirs = Sbbf::from_bytes(&ours.to_parquet_bytes()).unwrap();
+    let theirs = Sbbf::from_bytes(&ours.to_parquet_bytes().unwrap()).unwrap();
     assert!(values.iter().all(|value| theirs.check(value.as_str())));
     assert_eq!(theirs.num_blocks() as u64, ours.num_blocks());
 }
@@ -280,7 +280,7 @@ fn a_parquet_files_bloom_filters_are_read_and_rebuilt_byte_for_byte() {
         let theirs = Sbbf::read_from_column_chunk(column, &File::open(&file.path).unwrap())
             .unwrap()
             .expect("a filter");
-        assert_eq!(sbbf_bitset(&theirs), &ours.to_parquet_bitset()[..]);
+        assert_eq!(sbbf_bitset(&theirs), &ours.to_parquet_bitset().unwrap()[..]);
         let bytes = bloom_filter_bytes(&file_bytes, column);
         let (header_len, num_bytes) = read_header(bytes).unwrap();
         assert_eq!(header_len as u64 + num_bytes, bytes.len() as u64);
@@ -297,7 +297,7 @@ fn a_parquet_files_bloom_filters_are_read_and_rebuilt_byte_for_byte() {
     rebuilt[2].insert_batch(&file.counts);
     for (column, rebuilt) in columns.iter().zip(&rebuilt) {
         assert_eq!(
-            rebuilt.to_parquet_bytes(),
+            rebuilt.to_parquet_bytes().unwrap(),
             bloom_filter_bytes(&file_bytes, column)
         );
     }

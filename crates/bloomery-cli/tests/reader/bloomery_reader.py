@@ -164,10 +164,13 @@ SPLIT_BLOCK_SALTS = [
 MAX_SPLIT_BLOCKS = (1 << 26) - 1
 
 
-def split_block_location(item: bytes, num_blocks: int) -> tuple[int, list[int]]:
+def split_block_location(
+    item: bytes, num_blocks: int, hasher: int = 1, seed: int = 0
+) -> tuple[int, list[int]]:
     """The block of an item and the bit (0..31) it sets in each of the block's eight
-    32-bit words (section "8: split-block")."""
-    h = xxh64(item)
+    32-bit words: hashed with XXH64, seed 0 (hasher 1) or XXH3-64 with ``seed`` (hasher 2)
+    (section "8: split-block")."""
+    h = xxh64(item) if hasher == 1 else xxh3_64(item, seed)
     block = (((h >> 32) * num_blocks) & MASK64) >> 32
     low = h & MASK32
     bits = [((low * s) & MASK32) >> 27 for s in SPLIT_BLOCK_SALTS]
@@ -455,59 +458,71 @@ class BlockedFilter:
 @dataclass
 class SplitBlockFilter:
     """Variant 8, split-block (section "8: split-block"): Parquet's bitset, 32-byte blocks
-    of eight little-endian 32-bit words."""
+    of eight little-endian 32-bit words, hashed as Parquet does (hasher 1) or with XXH3-64
+    and a seed (hasher 2)."""
 
     num_blocks: int
     blocks: bytearray  # num_blocks * 32 bytes
     hasher: int = 1
     version: int = WRITE_VERSION
+    seed: int = 0  # hasher 2 only
 
     VARIANT = SPLIT_BLOCK
 
     @classmethod
-    def new(cls, num_blocks: int) -> "SplitBlockFilter":
-        """An empty split-block filter (section "8: split-block")."""
+    def new(cls, num_blocks: int, seed: int | None = None) -> "SplitBlockFilter":
+        """An empty split-block filter: Parquet's hash, or XXH3-64 with ``seed`` when one
+        is given (section "8: split-block")."""
         if not 1 <= num_blocks <= MAX_SPLIT_BLOCKS:
             raise ValueError(f"split-block: num_blocks {num_blocks} is not in 1..=2^26-1")
-        return cls(num_blocks, bytearray(32 * num_blocks))
+        if seed is None:
+            return cls(num_blocks, bytearray(32 * num_blocks))
+        return cls(num_blocks, bytearray(32 * num_blocks), 2, WRITE_VERSION, seed)
 
     @classmethod
     def parse(cls, version: int, params: bytes, payload: memoryview) -> "SplitBlockFilter":
-        """Parameters ``num_blocks`` u64, ``hasher`` u32 = 1; payload ``num_blocks``
-        blocks of 32 bytes; no version-1 files (sections "8: split-block", "Version 1")."""
+        """Parameters ``num_blocks`` u64, ``hasher`` u32 = 1, or ``hasher`` u32 = 2 and
+        ``seed`` u64; payload ``num_blocks`` blocks of 32 bytes; no version-1 files
+        (sections "8: split-block", "Version 1")."""
         p = _Params(params, "split-block")
         num_blocks = p.u64()
         hasher = p.u32()
+        seed = p.u64() if hasher == 2 else 0
         p.finish()
         if version == 1:
             raise ValueError("split-block: format version 1 has no split-block variant")
         if not 1 <= num_blocks <= MAX_SPLIT_BLOCKS:
             raise ValueError(f"split-block: num_blocks {num_blocks} is not in 1..=2^26-1")
-        if hasher != 1:
-            raise ValueError(f"split-block: hasher is {hasher}, must be 1 (XXH64, seed 0)")
+        if hasher not in (1, 2):
+            raise ValueError(
+                f"split-block: hasher is {hasher}, must be 1 (XXH64, seed 0) or 2 (XXH3-64)"
+            )
         if len(payload) != 32 * num_blocks:
             raise ValueError(
                 f"split-block: payload is {len(payload)} bytes, {num_blocks} blocks need "
                 f"{32 * num_blocks}"
             )
-        return cls(num_blocks, bytearray(payload), hasher, version)
+        return cls(num_blocks, bytearray(payload), hasher, version, seed)
 
     def contains(self, item: bytes) -> bool:
         """Present when all eight bits of the item's block are set (section
         "8: split-block")."""
-        block, bits = split_block_location(item, self.num_blocks)
+        block, bits = split_block_location(item, self.num_blocks, self.hasher, self.seed)
         base = 32 * block
         return all(_bit(self.blocks, base + 4 * j, b) for j, b in enumerate(bits))
 
     def add(self, item: bytes) -> None:
         """Sets the item's eight bits (section "8: split-block")."""
-        block, bits = split_block_location(item, self.num_blocks)
+        block, bits = split_block_location(item, self.num_blocks, self.hasher, self.seed)
         base = 32 * block
         for j, b in enumerate(bits):
             _set_bit(self.blocks, base + 4 * j, b)
 
     def params_bytes(self) -> bytes:
-        """``num_blocks`` u64, ``hasher`` u32 (section "Variants")."""
+        """``num_blocks`` u64, ``hasher`` u32, and for hasher 2 ``seed`` u64 (section
+        "Variants")."""
+        if self.hasher == 2:
+            return struct.pack("<QIQ", self.num_blocks, self.hasher, self.seed)
         return struct.pack("<QI", self.num_blocks, self.hasher)
 
     def to_bytes(self) -> bytes:

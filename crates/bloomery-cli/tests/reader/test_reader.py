@@ -162,7 +162,8 @@ def absent_file(library_dir) -> Path:
 @pytest.fixture(scope="session")
 def cli_dir(tmp_path_factory, present_file) -> Path:
     """Files made by the tool: each variant at 100,000 items and fpp 0.01, filled with
-    the 100,000 present items; plus ``blocked42.bloom`` (seed 42)."""
+    the 100,000 present items; plus ``blocked42.bloom`` (seed 42) and
+    ``split-block-xxh3.bloom`` (hasher 2, seed 42)."""
     out = tmp_path_factory.mktemp("cli_files")
     for variant in VARIANTS:
         f = out / f"{variant}.bloom"
@@ -172,6 +173,10 @@ def cli_dir(tmp_path_factory, present_file) -> Path:
     f = out / "blocked42.bloom"
     bloomery("create", "--variant", "blocked", "--seed", "42", "--items", N_ITEMS,
              "--fpp", "0.01", f, check_rc=0)  # fmt: skip
+    bloomery("add", f, "-i", present_file, check_rc=0)
+    f = out / "split-block-xxh3.bloom"
+    bloomery("create", "--variant", "split-block", "--hash", "xxh3", "--seed", "42",
+             "--items", N_ITEMS, "--fpp", "0.01", f, check_rc=0)  # fmt: skip
     bloomery("add", f, "-i", present_file, check_rc=0)
     return out
 
@@ -197,7 +202,7 @@ def test_spec_vectors_read_and_rebuild(tmp_path):
     """The spec's vectors: read them, answer apple/banana/cherry as the spec says,
     rebuild them byte for byte, and the tool agrees."""
     vectors = spec_vectors()
-    assert set(vectors) == {"classic", "blocked", "split-block"}
+    assert set(vectors) == {"classic", "blocked", "split-block", "split-block-xxh3"}
     classic = br.read(vectors["classic"])
     assert isinstance(classic, br.ClassicFilter) and classic.num_hashes == 3
     assert struct.unpack("<Q", classic.words)[0] == 0x02000081004000A0
@@ -207,19 +212,30 @@ def test_spec_vectors_read_and_rebuild(tmp_path):
 
     split_block = br.read(vectors["split-block"])
     assert isinstance(split_block, br.SplitBlockFilter) and split_block.num_blocks == 1
+    split_block_xxh3 = br.read(vectors["split-block-xxh3"])
+    assert isinstance(split_block_xxh3, br.SplitBlockFilter)
+    assert (split_block_xxh3.num_blocks, split_block_xxh3.hasher, split_block_xxh3.seed) == (1, 2, 7)
 
     rebuilt_classic = br.ClassicFilter.new(3, 1)
     rebuilt_blocked = br.BlockedFilter.new(1, 7, sized_for=(3, 0.1))
     rebuilt_split_block = br.SplitBlockFilter.new(1)
+    rebuilt_split_block_xxh3 = br.SplitBlockFilter.new(1, seed=7)
     for item in [b"apple", b"banana"]:
         rebuilt_classic.add(item)
         rebuilt_blocked.add(item)
         rebuilt_split_block.add(item)
+        rebuilt_split_block_xxh3.add(item)
     assert rebuilt_classic.to_bytes() == vectors["classic"]
     assert rebuilt_blocked.to_bytes() == vectors["blocked"]
     assert rebuilt_split_block.to_bytes() == vectors["split-block"]
+    assert rebuilt_split_block_xxh3.to_bytes() == vectors["split-block-xxh3"]
 
-    for name, filt in [("classic", classic), ("blocked", blocked), ("split-block", split_block)]:
+    for name, filt in [
+        ("classic", classic),
+        ("blocked", blocked),
+        ("split-block", split_block),
+        ("split-block-xxh3", split_block_xxh3),
+    ]:
         path = tmp_path / f"{name}.bloom"
         path.write_bytes(vectors[name])
         assert tool_accepts(path)
@@ -268,7 +284,7 @@ def test_allowlisted_listed_items(library_dir, tmp_path):
 # --------------------------------------------------------------------------- b. CLI files
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", VARIANTS + ["split-block-xxh3"])
 def test_cli_file(variant, cli_dir, present_file, absent_file, counts):
     """The same comparison on files the tool made and filled; and the reader finds every
     present item (no false negatives)."""
@@ -605,7 +621,11 @@ def _edge_files(library_dir: Path, cli_dir: Path) -> dict[str, tuple[bytes, bool
 
     _, xparams, xpayload = split_file((cli_dir / "split-block.bloom").read_bytes())
     (nx, _) = struct.unpack("<QI", xparams)
-    cases["split-block hasher 2"] = (build(8, struct.pack("<QI", nx, 2), xpayload), False)
+    cases["split-block hasher 2 without its seed"] = (build(8, struct.pack("<QI", nx, 2), xpayload), False)
+    cases["split-block hasher 3"] = (build(8, struct.pack("<QIQ", nx, 3, 0), xpayload), False)
+    cases["split-block hasher 2 seed 5"] = (build(8, struct.pack("<QIQ", nx, 2, 5), xpayload), True)
+    cases["split-block hasher 1 with a seed"] = (
+        build(8, struct.pack("<QIQ", nx, 1, 5), xpayload), False)  # fmt: skip
     cases["split-block 0 blocks"] = (build(8, struct.pack("<QI", 0, 1), b""), False)
     cases["split-block short payload"] = (build(8, xparams, xpayload[:-32]), False)
     cases["split-block one block less"] = (build(8, struct.pack("<QI", nx - 1, 1), xpayload), False)
@@ -659,7 +679,8 @@ EDGE_NAMES = [
     "classic empty payload", "one byte too many", "one byte too few", "P 65537",
     "L above 2^62", "blocked lanes 4", "blocked hasher 1", "blocked hasher 3",
     "blocked version 1 hasher 1", "blocked short payload", "blocked 0 blocks",
-    "split-block hasher 2", "split-block 0 blocks", "split-block short payload",
+    "split-block hasher 2 without its seed", "split-block hasher 3", "split-block hasher 2 seed 5",
+    "split-block hasher 1 with a seed", "split-block 0 blocks", "split-block short payload",
     "split-block one block less", "split-block version 1",
     "counting odd num_counters", "counting one counter too many", "rotating fpp 0.0",
     "rotating fpp 1.0", "rotating fpp nan", "rotating max_generations 1",
