@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per single insert + lookup of 64-byte URL keys and of u64 keys, bloomery's
-# blocked filter (through its item road, as a caller uses it) vs sbbf-rs-safe fed the same
-# hash, under callgrind (repeatable on a busy machine, unlike
+# blocked filter and its split-block filter hashed with XXH3 (through their item roads, as
+# a caller uses them) vs sbbf-rs-safe fed the same hash, under callgrind (repeatable on a busy machine, unlike
 # times; under valgrind both pick their AVX2 code). Installs valgrind if missing.
 # Usage: scripts/url-lookup-instructions.sh [KEYS]
 set -euo pipefail
@@ -25,10 +25,10 @@ per_key() {
 }
 for kind in url u64; do
   baseline=$(per_key hash-only)
-  for side in bloomery sbbf; do
+  for side in bloomery split-block sbbf; do
     total=$(per_key "$side")
     awk -v kind="$kind" -v side="$side" -v total="$total" -v base="$baseline" 'BEGIN {
-      printf "%-4s %-8s %.1f instructions per key, %.1f beyond generating and hashing the keys (%.1f per operation)\n", kind, side, total, total - base, (total - base) / 3
+      printf "%-4s %-11s %.1f instructions per key, %.1f beyond generating and hashing the keys (%.1f per operation)\n", kind, side, total, total - base, (total - base) / 3
     }'
   done
 done

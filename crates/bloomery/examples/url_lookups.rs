@@ -1,16 +1,18 @@
 //! Single inserts and lookups of 64-byte URL keys (or, given `u64`, 64-bit integer keys),
-//! bloomery's blocked filter or sbbf-rs-safe fed the same hash (XXH3-64 of the key's
+//! bloomery's blocked filter, its split-block filter hashed with XXH3
+//! (`SplitBlockHasher::Xxh3`), or sbbf-rs-safe fed the same hash (XXH3-64 of the key's
 //! bytes, seed 0), for counting instructions with callgrind:
 //! `scripts/url-lookup-instructions.sh` runs each side alone and prints the counts. On a
 //! noisy virtual machine the time of one lookup swings by several times between runs
 //! (docs/benchmarks.md); the work a lookup does does not.
 //!
-//! The bloomery side goes through the item road (`insert` and `contains`), as a caller
+//! The bloomery sides go through the item road (`insert` and `contains`), as a caller
 //! would: the filter's seed is read and the key hashed with it.
 //!
-//! `cargo run --release -p bloomery --example url_lookups -- bloomery|sbbf|hash-only [KEYS [url|u64]]`
+//! `cargo run --release -p bloomery --example url_lookups -- bloomery|split-block|sbbf|hash-only [KEYS [url|u64]]`
 
-use bloomery::BlockedBloomFilter;
+use bloomery::split_block::SplitBlockHasher;
+use bloomery::{BlockedBloomFilter, SplitBlockBloomFilter};
 use bloomery::hash::{Funnel, splitmix64, xxh3_64_item};
 use std::hint::black_box;
 
@@ -56,6 +58,20 @@ fn run<K: Funnel>(side: &str, keys: &[K], probes: &[K]) -> usize {
     match side {
         "bloomery" => {
             let mut filter = BlockedBloomFilter::with_fpp(n as u64, 0.01).expect("sizing");
+            keys.iter().for_each(|key| {
+                filter.insert(key);
+            });
+            let mut found = 0usize;
+            for key in keys.iter().chain(probes) {
+                if filter.contains(black_box(key)) {
+                    found += 1;
+                }
+            }
+            found
+        }
+        "split-block" => {
+            let hasher = SplitBlockHasher::Xxh3 { seed: 0 };
+            let mut filter = SplitBlockBloomFilter::with_fpp_and_hasher(n as u64, 0.01, hasher).expect("sizing");
             keys.iter().for_each(|key| {
                 filter.insert(key);
             });
