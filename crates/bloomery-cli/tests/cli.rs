@@ -65,6 +65,26 @@ fn lines(prefix: &str, count: usize) -> String {
     (0..count).map(|i| format!("{prefix}{i}\n")).collect()
 }
 
+/// `bloomery add PATH` of `lines(prefix, count)` from standard input.
+fn add_lines(path: &Path, prefix: &str, count: usize) {
+    bloomery()
+        .arg("add")
+        .arg(path)
+        .write_stdin(lines(prefix, count))
+        .assert()
+        .success();
+}
+
+/// `bloomery check -q -i - PATH` of `items`: succeeds only when every item is present.
+fn check_all(path: &Path, items: String) {
+    bloomery()
+        .args(["check", "-q", "-i", "-"])
+        .arg(path)
+        .write_stdin(items)
+        .assert()
+        .success();
+}
+
 const VARIANTS: [&str; 8] = [
     "classic",
     "blocked",
@@ -163,12 +183,7 @@ fn add_reads_items_from_files_and_stdin() {
 fn info_reports_variant_parameters_and_estimates() {
     let dir = TempDir::new().unwrap();
     let path = create(&dir, "f.bloom", "classic", 1000);
-    bloomery()
-        .arg("add")
-        .arg(&path)
-        .write_stdin(lines("x", 300))
-        .assert()
-        .success();
+    add_lines(&path, "x", 300);
     let out = stdout_of(bloomery().arg("info").arg(&path));
     assert!(out.contains("variant: classic"), "{out}");
     assert!(
@@ -302,12 +317,7 @@ fn merge_and_intersect_combine_compatible_files() {
 fn export_writes_guava_bytes_that_the_library_reads_back() {
     let dir = TempDir::new().unwrap();
     let path = create(&dir, "c.bloom", "classic", 1000);
-    bloomery()
-        .arg("add")
-        .arg(&path)
-        .write_stdin(lines("item", 200))
-        .assert()
-        .success();
+    add_lines(&path, "item", 200);
     let exported = dir.path().join("c.guava");
     bloomery()
         .arg("export")
@@ -361,18 +371,8 @@ fn a_split_block_filter_hashed_with_xxh3_finds_every_item_and_stays_out_of_parqu
         path
     };
     let path = create_xxh3("x.bloom", "5");
-    bloomery()
-        .arg("add")
-        .arg(&path)
-        .write_stdin(lines("item", 800))
-        .assert()
-        .success();
-    bloomery()
-        .args(["check", "-q", "-i", "-"])
-        .arg(&path)
-        .write_stdin(lines("item", 800))
-        .assert()
-        .success();
+    add_lines(&path, "item", 800);
+    check_all(&path, lines("item", 800));
     let loaded: bloomery::SplitBlockBloomFilter =
         bloomery::format::native::Persist::from_bytes(&fs::read(&path).unwrap()).unwrap();
     assert_eq!(
@@ -394,12 +394,7 @@ fn a_split_block_filter_hashed_with_xxh3_finds_every_item_and_stays_out_of_parqu
 
     // Same seed: merged, every item of both found. Another seed or Parquet's hash: refused.
     let same = create_xxh3("same.bloom", "5");
-    bloomery()
-        .arg("add")
-        .arg(&same)
-        .write_stdin(lines("other", 100))
-        .assert()
-        .success();
+    add_lines(&same, "other", 100);
     let union = dir.path().join("union.bloom");
     bloomery()
         .arg("merge")
@@ -408,12 +403,7 @@ fn a_split_block_filter_hashed_with_xxh3_finds_every_item_and_stays_out_of_parqu
         .arg(&same)
         .assert()
         .success();
-    bloomery()
-        .args(["check", "-q", "-i", "-"])
-        .arg(&union)
-        .write_stdin(lines("item", 800) + &lines("other", 100))
-        .assert()
-        .success();
+    check_all(&union, lines("item", 800) + &lines("other", 100));
     let parquet = create(&dir, "parquet.bloom", "split-block", 1000);
     for other in [create_xxh3("seed6.bloom", "6"), parquet] {
         let message = error_of(
@@ -446,12 +436,7 @@ fn parquet_sbbf_export_and_import_round_trip() {
 
     let dir = TempDir::new().unwrap();
     let path = create(&dir, "s.bloom", "split-block", 1000);
-    bloomery()
-        .arg("add")
-        .arg(&path)
-        .write_stdin(lines("item", 500))
-        .assert()
-        .success();
+    add_lines(&path, "item", 500);
     bloomery()
         .args(["add", "--format", "long"])
         .arg(&path)

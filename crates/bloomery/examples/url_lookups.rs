@@ -11,9 +11,9 @@
 //!
 //! `cargo run --release -p bloomery --example url_lookups -- bloomery|split-block|sbbf|hash-only [KEYS [url|u64]]`
 
+use bloomery::hash::{Funnel, splitmix64, xxh3_64_item};
 use bloomery::split_block::SplitBlockHasher;
 use bloomery::{BlockedBloomFilter, SplitBlockBloomFilter};
-use bloomery::hash::{Funnel, splitmix64, xxh3_64_item};
 use std::hint::black_box;
 
 const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789-._~/";
@@ -71,7 +71,8 @@ fn run<K: Funnel>(side: &str, keys: &[K], probes: &[K]) -> usize {
         }
         "split-block" => {
             let hasher = SplitBlockHasher::Xxh3 { seed: 0 };
-            let mut filter = SplitBlockBloomFilter::with_fpp_and_hasher(n as u64, 0.01, hasher).expect("sizing");
+            let mut filter =
+                SplitBlockBloomFilter::with_fpp_and_hasher(n as u64, 0.01, hasher).expect("sizing");
             keys.iter().for_each(|key| {
                 filter.insert(key);
             });

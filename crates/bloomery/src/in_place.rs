@@ -350,21 +350,21 @@ mod tests {
         unsafe { std::slice::from_raw_parts_mut(blocks.as_mut_ptr().cast::<u8>(), blocks.len() * 64) }
     }
 
-    /// A split-block filter hashed with XXH3 and a seed, not Parquet's XXH64.
-    fn split_block_xxh3(expected_items: u64) -> Spec {
-        let mut spec = Spec::new(Variant::SplitBlock, expected_items, 0.01);
-        spec.split_block_parquet = false;
-        spec.seed = 9;
-        spec
+    /// A spec of each of `variants` for `expected_items` at 1%, then a split-block filter
+    /// hashed with XXH3 and a seed (not Parquet's XXH64).
+    fn specs_and_split_block_xxh3(variants: &[Variant], expected_items: u64) -> Vec<Spec> {
+        let mut xxh3 = Spec::new(Variant::SplitBlock, expected_items, 0.01);
+        xxh3.split_block_parquet = false;
+        xxh3.seed = 9;
+        let specs = variants
+            .iter()
+            .map(|&variant| Spec::new(variant, expected_items, 0.01));
+        specs.chain([xxh3]).collect()
     }
 
     #[test]
     fn in_place_inserts_give_the_bits_and_answers_of_owned_ones() {
-        let specs = Variant::ALL
-            .map(|variant| Spec::new(variant, 2_000, 0.01))
-            .into_iter()
-            .chain([split_block_xxh3(2_000)]);
-        for spec in specs {
+        for spec in specs_and_split_block_xxh3(&Variant::ALL, 2_000) {
             let variant = spec.variant;
             let mut owned = any::create(&spec).unwrap();
             let file = owned.envelope().to_vec();
@@ -415,11 +415,8 @@ mod tests {
 
     #[test]
     fn a_union_in_place_is_the_owned_union_and_other_shapes_are_refused() {
-        let specs = [Variant::Classic, Variant::Blocked, Variant::SplitBlock]
-            .map(|variant| Spec::new(variant, 1_000, 0.01))
-            .into_iter()
-            .chain([split_block_xxh3(1_000)]);
-        for spec in specs {
+        let variants = [Variant::Classic, Variant::Blocked, Variant::SplitBlock];
+        for spec in specs_and_split_block_xxh3(&variants, 1_000) {
             let variant = spec.variant;
             let mut mine = any::create(&spec).unwrap();
             let mut theirs = any::create(&spec).unwrap();
