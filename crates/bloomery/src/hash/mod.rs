@@ -34,12 +34,37 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 /// ```
 #[inline(always)]
 pub fn xxh3_64_item<T: Funnel + ?Sized>(item: &T, seed: u64) -> u64 {
+    xxh3_64_funnelled::<true, T>(item, seed)
+}
+
+/// As [`xxh3_64_item`], without its test for seed 0 (the same hash): for a caller that
+/// has taken seed 0 down a road of its own already (the split-block filter's).
+#[inline(always)]
+pub(crate) fn xxh3_64_item_seeded<T: Funnel + ?Sized>(item: &T, seed: u64) -> u64 {
+    xxh3_64_funnelled::<false, T>(item, seed)
+}
+
+/// XXH3-64 of `item`'s funnelled bytes, borrowed where the item holds them in one piece
+/// (a string, a byte slice), else gathered in a [`FunnelBuffer`]; with seed 0 hashed as a
+/// constant when `TEST_SEED0` ([`xxh3_64_bytes`]). No closure: the compiler kept a closure
+/// here out of line, a call per item.
+#[inline(always)]
+fn xxh3_64_funnelled<const TEST_SEED0: bool, T: Funnel + ?Sized>(item: &T, seed: u64) -> u64 {
     if let Some(bytes) = item.contiguous_bytes() {
-        return xxh3_64_bytes(bytes, seed);
+        return xxh3_64_of::<TEST_SEED0>(bytes, seed);
     }
     let mut buffer = FunnelBuffer::new();
     item.funnel(&mut buffer);
-    xxh3_64_bytes(buffer.as_slice(), seed)
+    xxh3_64_of::<TEST_SEED0>(buffer.as_slice(), seed)
+}
+
+#[inline(always)]
+fn xxh3_64_of<const TEST_SEED0: bool>(bytes: &[u8], seed: u64) -> u64 {
+    if TEST_SEED0 {
+        xxh3_64_bytes(bytes, seed)
+    } else {
+        xxh3_64_with_seed(bytes, seed)
+    }
 }
 
 /// [`xxh3_64_item`] of a byte string, always inlined: for loops that hash one short item
