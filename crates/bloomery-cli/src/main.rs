@@ -96,7 +96,7 @@ struct SizeArgs {
 
 /// A split-block filter's item hash (`--hash`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum SplitBlockHash {
+enum SplitBlockHash {
     /// XXH64, seed 0: Parquet's.
     Parquet,
     /// XXH3-64 with --seed: the blocked filter's.

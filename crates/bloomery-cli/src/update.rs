@@ -30,14 +30,6 @@ fn new_filter(
     limits: Limits,
     in_memory: bool,
 ) -> Result<Box<dyn DynFilter>> {
-    if size.split_block_hash != crate::SplitBlockHash::Parquet
-        && size.variant != bloomery::format::native::Variant::SplitBlock
-    {
-        return Err(CliError::new(format!(
-            "--hash xxh3 chooses a split-block filter's hash; --variant {} does not take it",
-            size.variant
-        )));
-    }
     let spec = size.spec();
     space::check_new_filter(&spec, directory, limits, in_memory)?;
     any::create(&spec).map_err(|error| CliError::new(error.to_string()))

@@ -463,14 +463,9 @@ impl PyBloomFilter {
         hash: &str,
     ) -> PyResult<Self> {
         let mut spec = Spec::new(variant_of(kind)?, expected_items, fpp);
-        spec.split_block_parquet = match (hash, spec.variant) {
-            ("parquet", _) => true,
-            ("xxh3", Variant::SplitBlock) => false,
-            ("xxh3", _) => {
-                return Err(PyValueError::new_err(format!(
-                    "hash='xxh3' chooses a split-block filter's hash; kind {kind:?} does not take it"
-                )));
-            }
+        spec.split_block_parquet = match hash {
+            "parquet" => true,
+            "xxh3" => false,
             _ => {
                 return Err(PyValueError::new_err(format!(
                     "hash must be 'parquet' or 'xxh3', got {hash:?}"

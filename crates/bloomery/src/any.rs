@@ -217,6 +217,28 @@ impl Spec {
 }
 
 impl Spec {
+    /// Refuses an option the variant does not take: the choice of XXH3 over Parquet's
+    /// XXH64 is the split-block filter's.
+    ///
+    /// ```
+    /// use bloomery::any::{self, Spec};
+    /// use bloomery::format::native::Variant;
+    ///
+    /// let mut spec = Spec::new(Variant::Classic, 1000, 0.01);
+    /// spec.split_block_parquet = false;
+    /// let message = any::create(&spec).err().unwrap().to_string();
+    /// assert!(message.starts_with("classic filters do not support"), "{message}");
+    /// ```
+    fn check_options(&self) -> Result<()> {
+        if !self.split_block_parquet && self.variant != Variant::SplitBlock {
+            return Err(unsupported(
+                self.variant,
+                "the split-block filter's choice of hash (XXH3 or Parquet's XXH64)",
+            ));
+        }
+        Ok(())
+    }
+
     /// The bytes of bits or counters the filter takes, computed without allocating (and
     /// with the errors [`create`] would give): the whole filter for the fixed-size
     /// variants, the first sub-filter of a scalable filter, and all generations of a
@@ -236,6 +258,7 @@ impl Spec {
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn memory_bytes(&self) -> Result<u64> {
+        self.check_options()?;
         let (n, p) = (self.expected_items, self.fpp);
         let classic_bytes = |n, p| -> Result<u64> { Ok(ClassicShape::for_fpp(n, p)?.num_words as u64 * 8) };
         Ok(match self.variant {
@@ -265,6 +288,7 @@ impl Spec {
 
 /// A new, empty filter.
 pub fn create(spec: &Spec) -> Result<Box<dyn DynFilter>> {
+    spec.check_options()?;
     let (n, p) = (spec.expected_items, spec.fpp);
     Ok(match spec.variant {
         Variant::Classic => Box::new(BloomFilter::with_fpp(n, p)?),

@@ -413,6 +413,14 @@ mod tests {
         }
     }
 
+    /// What `in_place` says of a union with the file of a new filter made from `spec`.
+    fn union_with_new(in_place: &dyn FilterMut, spec: &Spec) -> Result<()> {
+        let file = any::create(spec).unwrap().envelope().to_vec();
+        let header = Header::parse(&file).unwrap();
+        let mut memory = aligned(&file);
+        in_place.check_union(&header, &as_bytes(&mut memory)[header.payload_offset..file.len()])
+    }
+
     #[test]
     fn a_union_in_place_is_the_owned_union_and_other_shapes_are_refused() {
         let variants = [Variant::Classic, Variant::Blocked, Variant::SplitBlock];
@@ -441,42 +449,24 @@ mod tests {
                 "{variant:?}"
             );
             // Another shape, another hasher, another variant: refused.
+            let in_place = view_mut(&header, bytes).unwrap().unwrap();
             if variant == Variant::SplitBlock {
-                let mut other_hasher = spec;
-                other_hasher.split_block_parquet = !spec.split_block_parquet;
-                let other = any::create(&other_hasher).unwrap().envelope().to_vec();
-                let other_header = Header::parse(&other).unwrap();
-                let mut other_memory = aligned(&other);
-                let other_bytes = &as_bytes(&mut other_memory)[other_header.payload_offset..other.len()];
-                let in_place = view_mut(&header, bytes).unwrap().unwrap();
-                let message = in_place
-                    .check_union(&other_header, other_bytes)
+                let other_hasher = Spec {
+                    split_block_parquet: !spec.split_block_parquet,
+                    ..spec
+                };
+                let message = union_with_new(in_place.as_ref(), &other_hasher)
                     .unwrap_err()
                     .to_string();
                 assert!(message.contains("hashers differ"), "{message}");
             }
-            let bigger = any::create(&Spec {
+            let bigger = Spec {
                 expected_items: 100_000,
                 ..spec
-            })
-            .unwrap()
-            .envelope()
-            .to_vec();
-            let bigger_header = Header::parse(&bigger).unwrap();
-            let mut bigger_memory = aligned(&bigger);
-            let bigger_bytes = &as_bytes(&mut bigger_memory)[bigger_header.payload_offset..bigger.len()];
-            let in_place = view_mut(&header, bytes).unwrap().unwrap();
-            assert!(
-                in_place.check_union(&bigger_header, bigger_bytes).is_err(),
-                "{variant:?}"
-            );
-            let counting = any::create(&Spec::new(Variant::Counting, 1_000, 0.01))
-                .unwrap()
-                .envelope()
-                .to_vec();
-            let counting_header = Header::parse(&counting).unwrap();
-            let message = in_place
-                .check_union(&counting_header, &counting[counting_header.payload_offset..])
+            };
+            assert!(union_with_new(in_place.as_ref(), &bigger).is_err(), "{variant:?}");
+            let counting = Spec::new(Variant::Counting, 1_000, 0.01);
+            let message = union_with_new(in_place.as_ref(), &counting)
                 .unwrap_err()
                 .to_string();
             assert!(message.contains("variants differ"), "{message}");
