@@ -16,7 +16,11 @@
 //! The ratios to sbbf-rs-safe that issue 13's targets ask for come from a separate
 //! head-to-head section: PAIRED_ROUNDS rounds, each measuring sbbf-rs-safe and the blocked
 //! filter with every SIMD kernel the CPU has (so an AVX-512 machine also reports what an
-//! AVX2-only one would run), in an order that rotates, with the ratio taken within each round.
+//! AVX2-only one would run), in an order whose start and step change from round to round,
+//! with the ratio taken within each round. Each contender fills a fresh filter, then fills
+//! it again after clearing it: the second fill is the "insert" of the targets (memory
+//! resident, as in a long-lived filter), the first is shown beside it with the system time
+//! its page faults took (`time_once` says why).
 //! The split-block filter (Parquet's 256-bit blocks, sbbf-rs-safe's layout) is a contender
 //! there twice, on its two item roads: XXH3-64 (`SplitBlockHasher::Xxh3`, the blocked
 //! filter's hash, which sbbf-rs-safe is fed here too) and Parquet's XXH64 (both have
@@ -169,6 +173,30 @@ hash_subject!(Sbbf, |filter: &sbbf_rs_safe::Filter| filter.as_bytes().len()
     as u64
     * 8);
 
+/// A head-to-head subject that can be emptied in place, so that a second fill of the same
+/// keys writes to memory the first fill faulted in (see `time_once`).
+trait Refillable<K>: Subject<K> {
+    fn clear(&mut self);
+}
+
+macro_rules! refillable_by_clear {
+    ($($subject:ident),*) => {$(
+        impl<K: Funnel> Refillable<K> for $subject {
+            fn clear(&mut self) {
+                self.0.clear();
+            }
+        }
+    )*};
+}
+
+refillable_by_clear!(Blocked, SplitBlock, SplitBlockXxh3);
+
+impl<K: Funnel> Refillable<K> for Sbbf {
+    fn clear(&mut self) {
+        self.0.as_bytes_mut().fill(0);
+    }
+}
+
 impl<K: Funnel> Subject<K> for BlockedBatch {
     fn insert_all(&mut self, keys: &[K]) {
         self.0.insert_batch(keys);
@@ -317,16 +345,36 @@ fn measure<K, S: Subject<K>>(name: &'static str, keys: &[K], absent: &[K], make:
 /// lets the drift and the order decide the ratio.
 const PAIRED_ROUNDS: usize = 7;
 
-/// One timing of a subject: ns per insert, per present and per absent lookup.
+/// One timing of a subject: ns per insert into resident memory, per insert into a fresh
+/// filter, per present and per absent lookup, and the system CPU time of the fresh fill.
 #[derive(Clone, Copy)]
 struct Timing {
     insert: f64,
+    insert_fresh: f64,
+    fresh_system_ms: f64,
     present: f64,
     absent: f64,
 }
 
-fn time_once<K>(subject: &mut dyn Subject<K>, keys: &[K], absent: &[K]) -> Timing {
+/// Fills a fresh filter (timed: its first touch of every page included), empties it and
+/// fills it again (timed: `insert`, what an insert costs once the filter's memory is
+/// resident, as in a long-lived filter), then looks up present and absent keys.
+///
+/// Why two fills: the first fill's page faults cost what the operating system makes them
+/// cost, not what the filter's code does. On the Firecracker virtual machines of the runs
+/// since GG, memory freed by one contender and handed to the next costs the next one
+/// hundreds of milliseconds of system time at n = 10^8 when the next one asks for 2 MiB
+/// pages (bloomery's arrays from 4 MiB up) and the freed memory was in 4 KiB pages
+/// (sbbf-rs-safe's): the fresh fill of whichever contender follows sbbf-rs-safe takes
+/// several ns per insert longer. The system time column of the head-to-head shows it.
+fn time_once<K>(subject: &mut dyn Refillable<K>, keys: &[K], absent: &[K]) -> Timing {
     let probes = &keys[..keys.len().min(MAX_PROBES)];
+    let system_before = system_cpu_ms();
+    let start = Instant::now();
+    subject.insert_all(black_box(keys));
+    let insert_fresh = ns_per(start, keys.len());
+    let fresh_system_ms = system_cpu_ms() - system_before;
+    subject.clear();
     let start = Instant::now();
     subject.insert_all(black_box(keys));
     let insert = ns_per(start, keys.len());
@@ -339,9 +387,22 @@ fn time_once<K>(subject: &mut dyn Subject<K>, keys: &[K], absent: &[K]) -> Timin
     let absent = ns_per(start, absent.len());
     Timing {
         insert,
+        insert_fresh,
+        fresh_system_ms,
         present,
         absent,
     }
+}
+
+/// The system (kernel) CPU time this process has used, in ms: /proc/self/stat's `stime`
+/// at the usual 100 ticks a second (NaN where it cannot be read).
+fn system_cpu_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which may hold spaces) in parentheses: stime is
+    // the 15th field of the line, the 13th after the parenthesis.
+    stat.rsplit_once(')')
+        .and_then(|(_, fields)| fields.split_whitespace().nth(12)?.parse::<f64>().ok())
+        .map_or(f64::NAN, |ticks| ticks * 10.0)
 }
 
 /// A ratio's median and range over the rounds.
@@ -379,8 +440,12 @@ struct HeadToHead {
     filter: &'static str,
     kernel: &'static str,
     insert: Spread,
+    insert_fresh: Spread,
     present: Spread,
     absent: Spread,
+    /// System CPU time of the fresh fill, ms, the median and the largest of the rounds:
+    /// sbbf-rs-safe's, then this contender's.
+    fresh_system_ms: [(f64, f64); 2],
 }
 
 /// A contender of the head-to-head: one of bloomery's filters with one kernel.
@@ -409,6 +474,21 @@ impl Contender {
             Contender::SplitBlock(kernel) | Contender::SplitBlockParquet(kernel) => kernel.name(),
         }
     }
+}
+
+/// The step between the contenders measured one after another in round `round` of
+/// `slots`: the strides coprime to `slots` in turn (1, 2, 3, 4, 1, ... for five), so that
+/// each contender follows a different one from round to round. With one stride, the
+/// contender after sbbf-rs-safe was always the same one, and paid for it (`time_once`).
+fn order_stride(round: usize, slots: usize) -> usize {
+    let coprime: Vec<usize> = (1..slots.max(2))
+        .filter(|&stride| gcd(stride, slots) == 1)
+        .collect();
+    coprime[round % coprime.len()]
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// The blocked filter with each kernel this CPU has beyond the scalar one (an AVX-512
@@ -448,8 +528,9 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
     let slots = contenders.len() + 1;
     let mut timings: Vec<Vec<Timing>> = vec![Vec::new(); slots];
     for round in 0..PAIRED_ROUNDS {
+        let stride = order_stride(round, slots);
         for step in 0..slots {
-            let which = (round + step) % slots;
+            let which = (round + step * stride) % slots;
             let timing = match which.checked_sub(1).map(|i| contenders[i]) {
                 None => {
                     let mut subject = Sbbf(sbbf_rs_safe::Filter::new(SBBF_BITS_PER_KEY, n as usize));
@@ -482,16 +563,29 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
                         .collect(),
                 )
             };
+            let system_ms = |slot: usize| {
+                let spread = Spread::of(timings[slot].iter().map(|timing| timing.fresh_system_ms).collect());
+                (spread.median, spread.high)
+            };
             let result = HeadToHead {
                 filter: contender.filter(),
                 kernel: contender.kernel(),
                 insert: ratios(|timing| timing.insert),
+                insert_fresh: ratios(|timing| timing.insert_fresh),
                 present: ratios(|timing| timing.present),
                 absent: ratios(|timing| timing.absent),
+                fresh_system_ms: [system_ms(0), system_ms(i + 1)],
             };
             eprintln!(
-                "  head to head, {} filter, kernel {}: present {}, absent {}, insert {}",
-                result.filter, result.kernel, result.present, result.absent, result.insert
+                "  head to head, {} filter, kernel {}: present {}, absent {}, insert {}, insert into a fresh filter {} (system ms, median and largest, sbbf {:?}, bloomery {:?})",
+                result.filter,
+                result.kernel,
+                result.present,
+                result.absent,
+                result.insert,
+                result.insert_fresh,
+                result.fresh_system_ms[0],
+                result.fresh_system_ms[1]
             );
             result
         })
@@ -748,7 +842,7 @@ fn main() {
         "\n### Head to head with sbbf-rs-safe ({PAIRED_ROUNDS} alternating rounds; sbbf's time over bloomery's, median and range of the rounds)\n"
     );
     println!(
-        "| workload | filter | kernel | lookup present | lookup absent | insert |\n|---|---|---|---:|---:|---:|"
+        "| workload | filter | kernel | lookup present | lookup absent | insert | insert into a fresh filter | system ms of the fresh fill, sbbf / bloomery: median (largest) |\n|---|---|---|---:|---:|---:|---:|---:|"
     );
     let in_cache_workload = std::iter::once((IN_CACHE_WORKLOAD, &in_cache));
     let all_paired = workloads
@@ -758,8 +852,17 @@ fn main() {
     for (what, paired) in all_paired {
         for result in paired.iter() {
             println!(
-                "| {what} | {} | {} | {} | {} | {} |",
-                result.filter, result.kernel, result.present, result.absent, result.insert
+                "| {what} | {} | {} | {} | {} | {} | {} | {:.0} ({:.0}) / {:.0} ({:.0}) |",
+                result.filter,
+                result.kernel,
+                result.present,
+                result.absent,
+                result.insert,
+                result.insert_fresh,
+                result.fresh_system_ms[0].0,
+                result.fresh_system_ms[0].1,
+                result.fresh_system_ms[1].0,
+                result.fresh_system_ms[1].1
             );
         }
     }
@@ -774,7 +877,7 @@ fn main() {
             for (operation, spread) in [
                 ("single lookup (present)", result.present),
                 ("single lookup (absent)", result.absent),
-                ("single insert", result.insert),
+                ("single insert (resident)", result.insert),
             ] {
                 println!(
                     "| {what} {operation} vs sbbf-rs-safe, kernel {} | median of {PAIRED_ROUNDS} rounds, range {:.2}-{:.2} | {:.2}x | 1x | {} |",
