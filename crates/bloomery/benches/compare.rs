@@ -366,7 +366,8 @@ struct Timing {
 /// hundreds of milliseconds of system time at n = 10^8 when the next one asks for 2 MiB
 /// pages (bloomery's arrays from 4 MiB up) and the freed memory was in 4 KiB pages
 /// (sbbf-rs-safe's): the fresh fill of whichever contender follows sbbf-rs-safe takes
-/// several ns per insert longer. The system time column of the head-to-head shows it.
+/// several ns per insert longer (`examples/fill_after.rs` measures it; the system time
+/// column of the head to head shows it).
 fn time_once<K>(subject: &mut dyn Refillable<K>, keys: &[K], absent: &[K]) -> Timing {
     let probes = &keys[..keys.len().min(MAX_PROBES)];
     let system_before = system_cpu_ms();
