@@ -449,6 +449,17 @@ struct HeadToHead {
     fresh_system_ms: [(f64, f64); 2],
 }
 
+impl HeadToHead {
+    /// The table's cells after the workload: filter, kernel, the ratios, the system times.
+    fn cells(&self) -> String {
+        let [(sbbf_median, sbbf_largest), (median, largest)] = self.fresh_system_ms;
+        format!(
+            "{} | {} | {} | {} | {} | {} | {sbbf_median:.0} ({sbbf_largest:.0}) / {median:.0} ({largest:.0})",
+            self.filter, self.kernel, self.present, self.absent, self.insert, self.insert_fresh
+        )
+    }
+}
+
 /// A contender of the head-to-head: one of bloomery's filters with one kernel.
 #[derive(Clone, Copy)]
 enum Contender {
@@ -565,7 +576,12 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
                 )
             };
             let system_ms = |slot: usize| {
-                let spread = Spread::of(timings[slot].iter().map(|timing| timing.fresh_system_ms).collect());
+                let spread = Spread::of(
+                    timings[slot]
+                        .iter()
+                        .map(|timing| timing.fresh_system_ms)
+                        .collect(),
+                );
                 (spread.median, spread.high)
             };
             let result = HeadToHead {
@@ -577,17 +593,7 @@ fn head_to_head<K: Funnel>(keys: &[K], absent: &[K]) -> Vec<HeadToHead> {
                 absent: ratios(|timing| timing.absent),
                 fresh_system_ms: [system_ms(0), system_ms(i + 1)],
             };
-            eprintln!(
-                "  head to head, {} filter, kernel {}: present {}, absent {}, insert {}, insert into a fresh filter {} (system ms, median and largest, sbbf {:?}, bloomery {:?})",
-                result.filter,
-                result.kernel,
-                result.present,
-                result.absent,
-                result.insert,
-                result.insert_fresh,
-                result.fresh_system_ms[0],
-                result.fresh_system_ms[1]
-            );
+            eprintln!("  head to head: {}", result.cells());
             result
         })
         .collect()
@@ -852,19 +858,7 @@ fn main() {
         .chain(in_cache_workload);
     for (what, paired) in all_paired {
         for result in paired.iter() {
-            println!(
-                "| {what} | {} | {} | {} | {} | {} | {} | {:.0} ({:.0}) / {:.0} ({:.0}) |",
-                result.filter,
-                result.kernel,
-                result.present,
-                result.absent,
-                result.insert,
-                result.insert_fresh,
-                result.fresh_system_ms[0].0,
-                result.fresh_system_ms[0].1,
-                result.fresh_system_ms[1].0,
-                result.fresh_system_ms[1].1
-            );
+            println!("| {what} | {} |", result.cells());
         }
     }
 
