@@ -3,7 +3,7 @@
 //! another blocked filter (2 MiB pages, as bloomery maps arrays from 4 MiB up). Prints the
 //! wall time per insert and the system CPU time of each fill.
 //!
-//! On docs/benchmarks.md's virtual machine (runs GG-II) the fill after sbbf-rs-safe spent
+//! On docs/benchmarks.md's virtual machine (runs GG-JJ) the fill after sbbf-rs-safe spent
 //! hundreds of milliseconds of system time at 10^8 items that the fill after a blocked
 //! filter did not: the operating system's cost of handing out the memory, not the filter's.
 //! The head to head of `benches/compare.rs` now keeps it out of its insert ratios.
