@@ -37,6 +37,10 @@ use bloomery::hash::xxh3_64_item;
 use bloomery::split_block::SplitBlockHasher;
 use bloomery::{AtomicBlockedBloomFilter, BlockedBloomFilter, BloomFilter, Funnel, SplitBlockBloomFilter};
 
+#[path = "common/system_time.rs"]
+mod system_time;
+use system_time::system_cpu_ms;
+
 const FPP: f64 = 0.01;
 const MAX_PROBES: usize = 10_000_000;
 const REPS: usize = 3;
@@ -393,17 +397,6 @@ fn time_once<K>(subject: &mut dyn Refillable<K>, keys: &[K], absent: &[K]) -> Ti
         present,
         absent,
     }
-}
-
-/// The system (kernel) CPU time this process has used, in ms: /proc/self/stat's `stime`
-/// at the usual 100 ticks a second (NaN where it cannot be read).
-fn system_cpu_ms() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name (which may hold spaces) in parentheses: stime is
-    // the 15th field of the line, the 13th after the parenthesis.
-    stat.rsplit_once(')')
-        .and_then(|(_, fields)| fields.split_whitespace().nth(12)?.parse::<f64>().ok())
-        .map_or(f64::NAN, |ticks| ticks * 10.0)
 }
 
 /// A ratio's median and range over the rounds.

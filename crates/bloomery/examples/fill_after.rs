@@ -16,14 +16,9 @@ use bloomery::hash::{splitmix64, xxh3_64_item};
 use std::hint::black_box;
 use std::time::Instant;
 
-/// This process's system CPU time in ms (/proc/self/stat's `stime`, 100 ticks a second);
-/// NaN where it cannot be read.
-fn system_cpu_ms() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    stat.rsplit_once(')')
-        .and_then(|(_, fields)| fields.split_whitespace().nth(12)?.parse::<f64>().ok())
-        .map_or(f64::NAN, |ticks| ticks * 10.0)
-}
+#[path = "../benches/common/system_time.rs"]
+mod system_time;
+use system_time::system_cpu_ms;
 
 /// Fills a fresh blocked filter with `keys`, prints the fill's cost and drops the filter.
 fn fill_blocked(after: &str, keys: &[u64]) {
