@@ -12,6 +12,9 @@ cargo test --workspace --locked
 # checks, see Cargo.toml: this machine's rustc 1.95 miscompiles some unchecked code in
 # optimised builds, rust-lang/rust#158206).
 cargo test --workspace --locked --release
+# The library once more as its dependents build it (Cargo's default release: no overflow
+# checks; the `dependent` profile in Cargo.toml).
+cargo test -p bloomery --locked --profile dependent
 cargo build --release --locked -p bloomery-redis -p bloomery-cli
 target/venv/bin/pytest -q crates/bloomery-redis/tests crates/bloomery-cli/tests/reader
 # The Python package (crates/bloomery-py), built from this tree into the venv, and its
