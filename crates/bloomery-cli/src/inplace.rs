@@ -4,28 +4,25 @@
 //! read whole, copied and written again. Memory is the pages touched, not a copy of the
 //! file, and only the pages changed are written.
 //!
-//! The crash guarantees (docs/failure-model.md, tests/faults.rs):
-//! - Before the first bit changes, the header is written again marked unsealed (one
-//!   `pwrite` of at most one page at offset 0, never torn by a killed process) and synced.
-//! - Bits are only ever set, so at every instant the file holds a superset of the bits of
-//!   every update that finished: never a false negative.
-//! - Sealing syncs every changed page, computes the payload checksum from the file (read,
-//!   not mapped, so it adds nothing to the resident memory), then writes and syncs the
-//!   sealed header. A file whose writer was killed is left unsealed (bits valid, checksum
-//!   stale); `bloomery seal` or the next writer seals it.
+//! The crash guarantees (docs/failure-model.md, tests/faults.rs) are the library's
+//! sealing protocol (`bloomery::file`): the header marked unsealed and synced before the
+//! first bit changes, bits only ever set (at every instant a superset of every finished
+//! update's: never a false negative), and sealing that syncs every changed page before it
+//! computes the payload checksum from the file (read, not mapped, so it adds nothing to the
+//! resident memory) and writes the sealed header. A file whose writer was killed is left
+//! unsealed (bits valid, checksum stale); `bloomery seal` or the next writer seals it.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Read, Seek, Write};
+use std::io::{BufWriter, Read, Seek, Write};
 use std::os::unix::fs::FileExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use bloomery::file::{self, allocate, checksum_of};
 use bloomery::format::native::Header;
 use bloomery::in_place::{self, FilterMut, ItemHash, Locality};
 use memmap2::MmapMut;
-use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::{CliError, Context, Result};
 use crate::store::Locked;
@@ -177,80 +174,6 @@ pub fn read_header(file: &File, len: u64, shown: &Path) -> Result<Header> {
     let header = Header::parse(&bytes).with_path(shown)?;
     header.check_file_len(len).with_path(shown)?;
     Ok(header)
-}
-
-/// The XXH3-64 of `len` bytes of `file` from `offset`, read in large pieces (not through a
-/// mapping: the pages read do not count as this process's memory). Holes, and on file
-/// systems that report them so the unwritten extents `allocate` reserves, are hashed as the
-/// zeros they read as without reading them: the kernel would allocate and zero a page of
-/// cache for each (10 s of system time for a new 12 GB filter here, and a page cache
-/// filled with zeros that the update then has to evict).
-pub fn checksum_of(file: &File, offset: u64, len: u64) -> io::Result<u64> {
-    const PIECE: usize = 8 << 20;
-    let piece = PIECE.min(len as usize).max(1);
-    let mut buffer = vec![0u8; piece];
-    let zeros = vec![0u8; piece];
-    let mut hasher = Xxh3::new();
-    let end = offset + len;
-    let mut at = offset;
-    while at < end {
-        let (data, data_end) = next_data(file, at, end);
-        while at < data {
-            let take = (data - at).min(piece as u64) as usize;
-            hasher.update(&zeros[..take]);
-            at += take as u64;
-        }
-        while at < data_end {
-            let take = (data_end - at).min(piece as u64) as usize;
-            file.read_exact_at(&mut buffer[..take], at)?;
-            hasher.update(&buffer[..take]);
-            at += take as u64;
-        }
-    }
-    Ok(hasher.digest())
-}
-
-/// Where the next bytes that may hold data start at or after `from` and where they end
-/// (both at most `end`): `(from, end)` when the file system cannot tell, or when asking
-/// fails, so that the bytes are read. Data written through a mapping and not yet written
-/// back counts as data (the kernel looks in its page cache).
-fn next_data(file: &File, from: u64, end: u64) -> (u64, u64) {
-    let seek = |at: u64, whence| {
-        // SAFETY: lseek on an open descriptor; this module reads and writes the file only
-        // at explicit offsets, so moving its cursor changes nothing else.
-        let at = unsafe { libc::lseek(file.as_raw_fd(), at as libc::off_t, whence) };
-        u64::try_from(at).map_err(|_| io::Error::last_os_error())
-    };
-    let data = match seek(from, libc::SEEK_DATA) {
-        Ok(data) => data.min(end),
-        // No data at or after `from`: the rest is a hole.
-        Err(error) if error.raw_os_error() == Some(libc::ENXIO) => return (end, end),
-        Err(_) => return (from, end),
-    };
-    match seek(data, libc::SEEK_HOLE) {
-        Ok(hole) if hole > data => (data, hole.min(end)),
-        _ => (data, end),
-    }
-}
-
-/// Allocates the disk blocks of `len` bytes from `offset` without writing them (a sparse
-/// file's holes become unwritten extents, read as zeros), so that setting bits later cannot
-/// meet a full disk. Nothing where the file system cannot (then a full disk shows when a
-/// page is first written back).
-pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    if len == 0 {
-        return Ok(());
-    }
-    // SAFETY: fallocate with mode 0 on an open descriptor only allocates blocks.
-    let result = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as libc::off_t, len as libc::off_t) };
-    if result == 0 {
-        return Ok(());
-    }
-    let error = io::Error::last_os_error();
-    match error.raw_os_error() {
-        Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => Ok(()),
-        _ => Err(error),
-    }
 }
 
 /// The hashes of a large `add` into a block filter, kept on disk until the input ends:
@@ -429,18 +352,9 @@ impl Writable {
         if self.unsealed {
             return Ok(());
         }
-        let bytes = self.header.to_bytes(self.header.payload_checksum, true);
-        self.write_header(&bytes)?;
+        file::mark_unsealed(self.locked.file(), &self.header).with_path(self.locked.shown())?;
         self.unsealed = true;
         Ok(())
-    }
-
-    /// One write of the header at offset 0 (at most one page), then a sync.
-    fn write_header(&self, bytes: &[u8]) -> Result<()> {
-        let file = self.locked.file();
-        let shown = self.locked.shown();
-        file.write_all_at(bytes, 0).with_path(shown)?;
-        file.sync_data().with_path(shown)
     }
 
     /// Adds a batch of hashes (marking the file unsealed first). A payload larger than
@@ -638,66 +552,7 @@ impl Writable {
         if !self.unsealed {
             return Ok(());
         }
-        let shown = self.locked.shown().to_owned();
-        self.map.flush().with_path(&shown)?;
-        let file = self.locked.file();
-        let sum = checksum_of(file, self.header.payload_offset as u64, self.header.payload_len)
-            .with_path(&shown)?;
-        let bytes = self.header.to_bytes(sum, false);
-        self.write_header(&bytes)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A file of `len` bytes whose only data is `data` at `at`, the rest holes (or
-    /// unwritten extents after `allocate`).
-    fn sparse(len: u64, at: u64, data: &[u8], allocated: bool) -> File {
-        let file = tempfile::tempfile().unwrap();
-        file.set_len(len).unwrap();
-        if allocated {
-            allocate(&file, 0, len).unwrap();
-        }
-        file.write_all_at(data, at).unwrap();
-        file
-    }
-
-    #[test]
-    fn the_checksum_of_a_sparse_file_is_that_of_its_bytes() {
-        let len = 64 << 20;
-        for allocated in [false, true] {
-            for (at, data) in [(0, &b"start"[..]), (20 << 20, b"middle"), (len - 3, b"end")] {
-                let file = sparse(len, at, data, allocated);
-                let mut bytes = vec![0u8; len as usize];
-                bytes[at as usize..at as usize + data.len()].copy_from_slice(data);
-                for (offset, piece) in [(0, len), (128, len - 128), (at, 4096.min(len - at)), (len - 1, 1)] {
-                    let expected =
-                        xxhash_rust::xxh3::xxh3_64(&bytes[offset as usize..(offset + piece) as usize]);
-                    assert_eq!(
-                        checksum_of(&file, offset, piece).unwrap(),
-                        expected,
-                        "allocated {allocated}, data at {at}, bytes {offset}+{piece}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn bits_set_through_a_mapping_count_before_they_are_written_back() {
-        let len = 16u64 << 20;
-        let file = sparse(len, 0, b"header", true);
-        // SAFETY: a private temporary file nothing else maps or truncates.
-        let mut map = unsafe { MmapMut::map_mut(&file) }.unwrap();
-        map[(9 << 20) + 5] = 0x80;
-        let mut bytes = vec![0u8; len as usize];
-        bytes[..6].copy_from_slice(b"header");
-        bytes[(9 << 20) + 5] = 0x80;
-        assert_eq!(
-            checksum_of(&file, 0, len).unwrap(),
-            xxhash_rust::xxh3::xxh3_64(&bytes)
-        );
+        file::seal(self.locked.file(), &self.map, &self.header).with_path(self.locked.shown())?;
+        Ok(())
     }
 }

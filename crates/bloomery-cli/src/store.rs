@@ -398,7 +398,7 @@ impl Temporary {
         self.file.write_all_at(header, 0)?;
         self.file.set_len(total_len)?;
         let start = header.len() as u64;
-        crate::inplace::allocate(&self.file, start, total_len - start)?;
+        bloomery::file::allocate(&self.file, start, total_len - start)?;
         self.file.sync_all()?;
         Ok(self)
     }
@@ -552,7 +552,7 @@ impl Mapped {
         if self.header.unsealed {
             return Ok(Payload::Unsealed);
         }
-        let sum = crate::inplace::checksum_of(
+        let sum = bloomery::file::checksum_of(
             &self.file,
             self.header.payload_offset as u64,
             self.header.payload_len,

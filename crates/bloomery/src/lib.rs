@@ -52,6 +52,8 @@ pub mod blocked;
 pub mod classic;
 pub mod counting;
 mod error;
+#[cfg(unix)]
+pub mod file;
 pub mod format;
 pub mod hash;
 pub mod in_place;

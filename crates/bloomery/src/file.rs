@@ -1,0 +1,216 @@
+//! Filter files updated in place on disk (docs/format.md, "Sealed and unsealed files"): the
+//! file operations every writer of the classic, blocked and split-block files does around
+//! the bits it sets through a shared writable mapping ([`crate::in_place`]), whichever tool
+//! it is (the CLI, the Python package). Locking the file against other writers is the
+//! caller's.
+//!
+//! - Before the first bit changes: [`mark_unsealed`], one `pwrite` of the header at offset
+//!   0 (at most one page, never torn by a killed process), then a sync.
+//! - Bits are only ever set, so at every instant the file holds a superset of the bits of
+//!   every update that finished: never a false negative.
+//! - At the end: [`seal`], which syncs every changed page first, then computes the payload
+//!   checksum from the file and writes and syncs the sealed header. A file whose writer was
+//!   killed is left unsealed (bits valid, checksum stale); the next writer seals it.
+//!
+//! ```
+//! use std::io::Write;
+//! use std::os::unix::fs::FileExt;
+//!
+//! use bloomery::any::{self, Spec};
+//! use bloomery::format::native::{Header, Variant};
+//! use bloomery::{file, in_place};
+//!
+//! let filter = any::create(&Spec::new(Variant::Blocked, 1_000, 0.01))?;
+//! let path = std::env::temp_dir().join(format!("bloomery-file-doc-{}.bloom", std::process::id()));
+//! std::fs::File::create(&path)?.write_all(&filter.envelope().to_vec())?;
+//!
+//! let handle = std::fs::OpenOptions::new().read(true).write(true).open(&path)?;
+//! // SAFETY: a file of this example's own, which nothing else truncates.
+//! let mut map = unsafe { memmap2::MmapMut::map_mut(&handle)? };
+//! let header = Header::parse(&map)?;
+//! file::mark_unsealed(&handle, &header)?;
+//! let mut in_place = in_place::view_mut(&header, &mut map[header.payload_offset..])?.unwrap();
+//! let hash = in_place.hasher().hash(b"apple");
+//! in_place.insert_hashes(&[hash]);
+//! drop(in_place);
+//! file::seal(&handle, &map, &header)?;
+//!
+//! let sealed = any::open(&std::fs::read(&path)?)?; // every checksum checked
+//! assert!(sealed.contains(b"apple"));
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+
+use memmap2::MmapMut;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::format::native::Header;
+
+/// Writes `header` over the start of `file` marked unsealed (its stored payload checksum
+/// kept, now stale), then syncs: before the first bit of the payload changes.
+pub fn mark_unsealed(file: &File, header: &Header) -> io::Result<()> {
+    write_header(file, &header.to_bytes(header.payload_checksum, true))
+}
+
+/// Seals `file`, whose payload `map` maps writable: every changed page of `map` synced,
+/// then the payload checksum computed from the file and the sealed header written and
+/// synced. Returns the checksum. The pages go first so that a crash can never leave a
+/// sealed header over bits that did not reach the disk.
+pub fn seal(file: &File, map: &MmapMut, header: &Header) -> io::Result<u64> {
+    map.flush()?;
+    let sum = checksum_of(file, header.payload_offset as u64, header.payload_len)?;
+    write_header(file, &header.to_bytes(sum, false))?;
+    Ok(sum)
+}
+
+/// One write of the header at offset 0 (at most one page), then a sync.
+fn write_header(file: &File, bytes: &[u8]) -> io::Result<()> {
+    file.write_all_at(bytes, 0)?;
+    file.sync_data()
+}
+
+/// The XXH3-64 of `len` bytes of `file` from `offset`, read in large pieces (not through a
+/// mapping: the pages read do not count as this process's memory). Holes, and on file
+/// systems that report them so the unwritten extents [`allocate`] reserves, are hashed as
+/// the zeros they read as without reading them: the kernel would allocate and zero a page
+/// of cache for each (10 s of system time for a new 12 GB filter, and a page cache filled
+/// with zeros that the update then has to evict).
+pub fn checksum_of(file: &File, offset: u64, len: u64) -> io::Result<u64> {
+    const PIECE: usize = 8 << 20;
+    let piece = PIECE.min(len as usize).max(1);
+    let mut buffer = vec![0u8; piece];
+    let zeros = vec![0u8; piece];
+    let mut hasher = Xxh3::new();
+    let end = offset + len;
+    let mut at = offset;
+    while at < end {
+        let (data, data_end) = next_data(file, at, end);
+        while at < data {
+            let take = (data - at).min(piece as u64) as usize;
+            hasher.update(&zeros[..take]);
+            at += take as u64;
+        }
+        while at < data_end {
+            let take = (data_end - at).min(piece as u64) as usize;
+            file.read_exact_at(&mut buffer[..take], at)?;
+            hasher.update(&buffer[..take]);
+            at += take as u64;
+        }
+    }
+    Ok(hasher.digest())
+}
+
+/// Where the next bytes that may hold data start at or after `from` and where they end
+/// (both at most `end`): `(from, end)` when the file system cannot tell, or when asking
+/// fails, so that the bytes are read. Data written through a mapping and not yet written
+/// back counts as data (the kernel looks in its page cache).
+#[cfg(target_os = "linux")]
+fn next_data(file: &File, from: u64, end: u64) -> (u64, u64) {
+    let seek = |at: u64, whence| {
+        // SAFETY: lseek on an open descriptor; the functions here read and write the file
+        // only at explicit offsets, so moving its cursor changes nothing else.
+        let at = unsafe { libc::lseek(file.as_raw_fd(), at as libc::off_t, whence) };
+        u64::try_from(at).map_err(|_| io::Error::last_os_error())
+    };
+    let data = match seek(from, libc::SEEK_DATA) {
+        Ok(data) => data.min(end),
+        // No data at or after `from`: the rest is a hole.
+        Err(error) if error.raw_os_error() == Some(libc::ENXIO) => return (end, end),
+        Err(_) => return (from, end),
+    };
+    match seek(data, libc::SEEK_HOLE) {
+        Ok(hole) if hole > data => (data, hole.min(end)),
+        _ => (data, end),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn next_data(_file: &File, from: u64, end: u64) -> (u64, u64) {
+    (from, end)
+}
+
+/// Allocates the disk blocks of `len` bytes from `offset` without writing them (a sparse
+/// file's holes become unwritten extents, read as zeros), so that setting bits later cannot
+/// meet a full disk. Nothing where the file system cannot (then a full disk shows when a
+/// page is first written back).
+#[cfg(target_os = "linux")]
+pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: fallocate with mode 0 on an open descriptor only allocates blocks.
+    let result = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as libc::off_t, len as libc::off_t) };
+    if result == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => Ok(()),
+        _ => Err(error),
+    }
+}
+
+/// Nothing where the system has no `fallocate`.
+#[cfg(not(target_os = "linux"))]
+pub fn allocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of `len` bytes whose only data is `data` at `at`, the rest holes (or
+    /// unwritten extents after `allocate`).
+    fn sparse(len: u64, at: u64, data: &[u8], allocated: bool) -> File {
+        let file = tempfile::tempfile().unwrap();
+        file.set_len(len).unwrap();
+        if allocated {
+            allocate(&file, 0, len).unwrap();
+        }
+        file.write_all_at(data, at).unwrap();
+        file
+    }
+
+    #[test]
+    fn the_checksum_of_a_sparse_file_is_that_of_its_bytes() {
+        let len = 64 << 20;
+        for allocated in [false, true] {
+            for (at, data) in [(0, &b"start"[..]), (20 << 20, b"middle"), (len - 3, b"end")] {
+                let file = sparse(len, at, data, allocated);
+                let mut bytes = vec![0u8; len as usize];
+                bytes[at as usize..at as usize + data.len()].copy_from_slice(data);
+                for (offset, piece) in [(0, len), (128, len - 128), (at, 4096.min(len - at)), (len - 1, 1)] {
+                    let expected =
+                        xxhash_rust::xxh3::xxh3_64(&bytes[offset as usize..(offset + piece) as usize]);
+                    assert_eq!(
+                        checksum_of(&file, offset, piece).unwrap(),
+                        expected,
+                        "allocated {allocated}, data at {at}, bytes {offset}+{piece}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bits_set_through_a_mapping_count_before_they_are_written_back() {
+        let len = 16u64 << 20;
+        let file = sparse(len, 0, b"header", true);
+        // SAFETY: a private temporary file nothing else maps or truncates.
+        let mut map = unsafe { MmapMut::map_mut(&file) }.unwrap();
+        map[(9 << 20) + 5] = 0x80;
+        let mut bytes = vec![0u8; len as usize];
+        bytes[..6].copy_from_slice(b"header");
+        bytes[(9 << 20) + 5] = 0x80;
+        assert_eq!(
+            checksum_of(&file, 0, len).unwrap(),
+            xxhash_rust::xxh3::xxh3_64(&bytes)
+        );
+    }
+}
