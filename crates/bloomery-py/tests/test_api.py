@@ -88,11 +88,20 @@ def test_add_answers_alike_on_every_road(kind, tmp_path):
     items = ["ascii", "ascii", "ünï", Text("sub"), 5, 5, -(2**63), 2**63 - 1, 2**63, 2**64 - 1, b"raw", "", 0]
     short, general = BloomFilter(1000, 0.01, kind), BloomFilter(1000, 0.01, kind)
     assert [short.add(item) for item in items] == [general.add(item=item) for item in items]
-    assert short == general and len(short) == len(general)
+
+    def same_filters():
+        # A rotating filter also keeps its inserts' clock times (milliseconds), which two
+        # filters filled one after the other need not share: there, the same answers.
+        if kind == "rotating":
+            probes = items + ["absent", 6, b"other"]
+            return short.contains_many(probes) == general.contains_many(probes)
+        return short == general
+
+    assert same_filters() and len(short) == len(general)
     for bad, error in [([], TypeError), (1.5, TypeError), (2**64, ValueError), (-(2**63) - 1, ValueError)]:
         with pytest.raises(error):
             short.add(bad)
-    assert short == general
+    assert same_filters()
     short.save(tmp_path / "f.bloom")
     mapped = BloomFilter.open(tmp_path / "f.bloom", "r")
     for item in ["ascii", 5, b"raw", "new", 6]:
