@@ -2,22 +2,27 @@
 //! docs/failure-model.md): the library's envelope, mapped read-only for queries, loaded
 //! whole (every checksum and parameter checked) for updates, and replaced atomically: the
 //! new bytes go to `.NAME.PID.UNIQUE.tmp` beside the target (created exclusively), are
-//! synced, then renamed over it, and the directory is synced. Writers lock the filter file
-//! (`flock`, the lock the CLI takes) for their read-modify-write, so a Python writer and
-//! `bloomery add` never lose each other's items.
+//! synced, then renamed over it, and the directory is synced; or, for the classic, blocked
+//! and split-block files, updated in place through a writable mapping ([`InPlace`], as
+//! `bloomery add` updates them). Writers lock the filter file (`flock`, the lock the CLI
+//! takes) for their read-modify-write, so a Python writer and `bloomery add` never lose
+//! each other's items.
 //!
 //! Everything about the bytes is the library's: [`Header::parse`], [`any::view`],
-//! [`any::open`] and [`Envelope::write_to`].
+//! [`any::open`], [`Envelope::write_to`], [`in_place::view_mut`] and the sealing protocol
+//! of [`bloomery::file`].
 
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::format::native::{Envelope, Header};
-use memmap2::Mmap;
+use bloomery::in_place::{self, FilterMut};
+use bloomery::{FormatProblem, file};
+use memmap2::{Mmap, MmapMut};
 
 /// What went wrong with a file: the system's error (an `OSError` in Python) or the
 /// library's word on its bytes (a `ValueError`), both naming the path.
@@ -97,9 +102,10 @@ impl Mapped {
         let file = File::open(&real).io_at(path)?;
         let metadata = file.metadata().io_at(path)?;
         regular(path, &metadata)?;
-        // SAFETY: read-only map. Bloomery's writers (this package, the CLI) replace a file
-        // by rename, never in place, so the mapped bytes do not change; a file truncated
-        // in place by another program would fault on the next read past its end.
+        // SAFETY: read-only map. Bloomery's writers replace a file by rename, or (classic,
+        // blocked and split-block files) only set bits in place and rewrite the header
+        // within its length, so the mapped bytes stay readable; a file truncated in place
+        // by another program would fault on the next read past its end.
         let map = unsafe { Mmap::map(&file) }.io_at(path)?;
         // Lookups touch a few places anywhere in the file: no read-ahead around them (a
         // hint; a kernel that refuses it reads ahead as usual).
@@ -184,6 +190,160 @@ impl Locked {
         })?;
         self.file = file;
         Ok(())
+    }
+}
+
+/// A filter file updated in place (mode "a"): the classic, blocked and split-block files,
+/// whose inserts only set bits, mapped writable and locked against other writers until
+/// dropped. The header is marked unsealed before the first bit changes and sealed again
+/// by [`seal`](Self::seal) (and on drop), as `bloomery add` does (`bloomery::file`): a
+/// process killed between the two leaves every item it added present, the file unsealed.
+pub struct InPlace {
+    /// The filter over `map`'s payload, which it borrows mutably; declared first so that
+    /// it is dropped before the mapping. Views and inserts all go through it, so the
+    /// payload has this one borrower.
+    filter: Box<dyn FilterMut + 'static>,
+    map: MmapMut,
+    header: Header,
+    /// Holds the writers' lock.
+    file: File,
+    real: PathBuf,
+    shown: PathBuf,
+    /// Whether the header on disk is marked unsealed (by this writer or one before it).
+    unsealed: bool,
+}
+
+impl InPlace {
+    /// Opens and locks `path` for updates in place. A sealed file's payload checksum is
+    /// checked first (reading the file once, not through the mapping), as every load for
+    /// update checks it; an unsealed file's bits are used as they are, and sealed when this
+    /// writer is done. Other variants are refused: they change more than bits on insert.
+    pub fn open(path: &Path) -> Result<Self> {
+        let (file, real) = lock_existing(path)?;
+        let len = file.metadata().io_at(path)?.len();
+        // SAFETY: the file is locked against bloomery's writers (this package, the CLI),
+        // which change a locked file only under the lock; readers map it read-only. A
+        // program that truncates it anyway raises SIGBUS on the next access past the end.
+        let mut map = unsafe { MmapMut::map_mut(&file) }.io_at(path)?;
+        let _ = map.advise(memmap2::Advice::Random);
+        let header = Header::parse(&map).map_err(|error| bytes_error(path, error))?;
+        header
+            .check_file_len(len)
+            .map_err(|error| bytes_error(path, error))?;
+        if !in_place::updates_in_place(header.variant) {
+            return Err(bytes_error(
+                path,
+                format!(
+                    "mode 'a' adds items in place to classic, blocked and split-block files; \
+                     this is a {} filter: open it with mode 'r+'",
+                    header.variant.name()
+                ),
+            ));
+        }
+        let (offset, payload_len) = (header.payload_offset as u64, header.payload_len);
+        if !header.unsealed
+            && file::checksum_of(&file, offset, payload_len).io_at(path)? != header.payload_checksum
+        {
+            return Err(bytes_error(
+                path,
+                format!("invalid bloomery data: {}", FormatProblem::PayloadChecksum),
+            ));
+        }
+        file::allocate(&file, offset, payload_len).io_at(path)?;
+        let filter = in_place::view_mut(&header, &mut map[header.payload_offset..])
+            .map_err(|error| bytes_error(path, error))?
+            .ok_or_else(|| bytes_error(path, "the payload cannot be mapped in place"))?;
+        // SAFETY: the filter borrows the mapped pages, which stay where they are when the
+        // `MmapMut` handle moves; `filter` is dropped before `map` (field order), and
+        // nothing else reaches the payload while it lives: the mapping is only flushed
+        // (`msync` of its address range) and the file read at explicit offsets.
+        let filter =
+            unsafe { std::mem::transmute::<Box<dyn FilterMut + '_>, Box<dyn FilterMut + 'static>>(filter) };
+        Ok(Self {
+            filter,
+            map,
+            unsealed: header.unsealed,
+            header,
+            file,
+            real,
+            shown: path.to_owned(),
+        })
+    }
+
+    /// The file's real path (symlinks followed).
+    pub fn real(&self) -> &Path {
+        &self.real
+    }
+
+    /// The filter as it is now, for lookups and statistics.
+    pub fn view(&self) -> Box<dyn FilterView + '_> {
+        self.filter.view()
+    }
+
+    /// Adds every item (marking the file unsealed first).
+    pub fn insert(&mut self, items: &[&[u8]]) -> Result<()> {
+        self.unseal()?;
+        let hasher = self.filter.hasher();
+        let hashes: Vec<_> = items.iter().map(|item| hasher.hash(item)).collect();
+        self.filter.insert_hashes(&hashes);
+        Ok(())
+    }
+
+    /// Adds one item (marking the file unsealed first); returns whether it set a bit.
+    pub fn insert_one(&mut self, item: &[u8]) -> Result<bool> {
+        self.unseal()?;
+        let mut new = [false];
+        let hash = self.filter.hasher().hash(item);
+        self.filter.insert_hashes_reporting(&[hash], &mut new);
+        Ok(new[0])
+    }
+
+    /// Marks the file unsealed before its first bit changes; nothing when it is already.
+    fn unseal(&mut self) -> Result<()> {
+        if !self.unsealed {
+            file::mark_unsealed(&self.file, &self.header).io_at(&self.shown)?;
+            self.unsealed = true;
+        }
+        Ok(())
+    }
+
+    /// Seals the file if it is unsealed: every changed page synced, then the payload
+    /// checksum and the sealed header written and synced.
+    pub fn seal(&mut self) -> Result<()> {
+        if self.unsealed {
+            self.header.payload_checksum =
+                file::seal(&self.file, &self.map, &self.header).io_at(&self.shown)?;
+            self.unsealed = false;
+        }
+        Ok(())
+    }
+
+    /// The filter's file bytes, sealed (its payload read from the file: the pages changed
+    /// through the mapping are in the page cache that the read sees).
+    pub fn envelope_bytes(&self) -> Result<Vec<u8>> {
+        let offset = self.header.payload_offset;
+        let mut bytes = vec![0u8; offset + self.header.payload_len as usize];
+        self.file
+            .read_exact_at(&mut bytes[offset..], offset as u64)
+            .io_at(&self.shown)?;
+        let sum = file::checksum_of(&self.file, offset as u64, self.header.payload_len).io_at(&self.shown)?;
+        let header = self.header.to_bytes(sum, false);
+        if header.len() != offset {
+            return Err(bytes_error(
+                &self.shown,
+                "the header cannot be written again in place",
+            ));
+        }
+        bytes[..offset].copy_from_slice(&header);
+        Ok(bytes)
+    }
+}
+
+impl Drop for InPlace {
+    /// Seals the file of a filter that was never closed (when the interpreter lets go of
+    /// it); if that fails, the file stays unsealed, its bits valid.
+    fn drop(&mut self) {
+        let _ = self.seal();
     }
 }
 

@@ -27,7 +27,7 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
-use crate::files::{FileError, Locked, Mapped};
+use crate::files::{FileError, InPlace, Locked, Mapped};
 use crate::items::{Chunk, Source, with_item};
 
 pyo3::import_exception!(io, UnsupportedOperation);
@@ -79,15 +79,36 @@ enum State {
     Owned(Box<dyn DynFilter>),
     /// A file mapped read-only (mode "r").
     Mapped(Mapped),
+    /// A file updated in place (mode "a").
+    InPlace(InPlace),
     /// After `close()`.
     Closed,
 }
 
-impl State {
-    fn view(&self) -> PyResult<&dyn FilterView> {
+/// A filter's read-only view: borrowed, or made for the call (a file updated in place,
+/// whose payload its one mutable borrower lends).
+enum ViewRef<'a> {
+    Borrowed(&'a dyn FilterView),
+    Made(Box<dyn FilterView + 'a>),
+}
+
+impl<'a> std::ops::Deref for ViewRef<'a> {
+    type Target = dyn FilterView + 'a;
+
+    fn deref(&self) -> &Self::Target {
         match self {
-            State::Owned(filter) => Ok(filter.as_ref() as &dyn FilterView),
-            State::Mapped(mapped) => Ok(mapped.view()),
+            ViewRef::Borrowed(view) => *view,
+            ViewRef::Made(view) => view.as_ref(),
+        }
+    }
+}
+
+impl State {
+    fn view(&self) -> PyResult<ViewRef<'_>> {
+        match self {
+            State::Owned(filter) => Ok(ViewRef::Borrowed(filter.as_ref() as &dyn FilterView)),
+            State::Mapped(mapped) => Ok(ViewRef::Borrowed(mapped.view())),
+            State::InPlace(file) => Ok(ViewRef::Made(file.view())),
             State::Closed => Err(closed_error()),
         }
     }
@@ -98,7 +119,27 @@ impl State {
             State::Mapped(_) => Err(UnsupportedOperation::new_err(
                 "the filter is a file opened read-only (mode 'r'): open it with mode 'r+' to change it",
             )),
+            State::InPlace(_) => Err(UnsupportedOperation::new_err(
+                "the filter is a file opened with mode 'a', which only adds items (in place): \
+                 open it with mode 'r+' to change it otherwise",
+            )),
             State::Closed => Err(closed_error()),
+        }
+    }
+
+    /// Refuses a filter that cannot take items (mapped read-only, or closed).
+    fn check_insertable(&mut self) -> PyResult<()> {
+        match self {
+            State::InPlace(_) => Ok(()),
+            _ => self.owned().map(|_| ()),
+        }
+    }
+
+    /// Adds a batch of items' bytes.
+    fn insert_batch(&mut self, items: &[&[u8]]) -> PyResult<()> {
+        match self {
+            State::InPlace(file) => file.insert(items).map_err(file_error),
+            _ => self.owned()?.insert_batch(items).map_err(value_error),
         }
     }
 
@@ -107,6 +148,7 @@ impl State {
         match self {
             State::Owned(filter) => Ok(filter.envelope().to_vec()),
             State::Mapped(mapped) => Ok(mapped.bytes().to_vec()),
+            State::InPlace(file) => file.envelope_bytes().map_err(file_error),
             State::Closed => Err(closed_error()),
         }
     }
@@ -116,6 +158,7 @@ impl State {
         match self {
             State::Owned(filter) => Ok(filter.clone_box()),
             State::Mapped(mapped) => any::open(mapped.bytes()).map_err(value_error),
+            State::InPlace(_) => any::open(&self.to_bytes()?).map_err(value_error),
             State::Closed => Err(closed_error()),
         }
     }
@@ -334,7 +377,7 @@ impl PyBloomFilter {
     /// for the other kinds they are copied.
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
         // Refuse before reading anything when the filter cannot change.
-        self.shared.write(py, |state| state.owned().map(|_| ()))?;
+        self.shared.write(py, State::check_insertable)?;
         if let Some(seed) = self.blocked_seed(py) {
             return source.for_each_hashed(seed, |hashes| {
                 self.shared.write_detached(py, |state| -> PyResult<()> {
@@ -349,9 +392,8 @@ impl PyBloomFilter {
         while let copied @ 1.. = source.fill(position, &mut chunk)? {
             position += copied;
             let chunk = &chunk;
-            self.shared.write_detached(py, |state| -> PyResult<()> {
-                state.owned()?.insert_batch(&chunk.slices()).map_err(value_error)
-            })?;
+            self.shared
+                .write_detached(py, |state| state.insert_batch(&chunk.slices()))?;
         }
         Ok(())
     }
@@ -359,9 +401,10 @@ impl PyBloomFilter {
     /// Adds an item with these bytes; `None` when the filter cannot change (mapped
     /// read-only, or closed), without touching it.
     #[inline]
-    fn add_bytes(&self, py: Python<'_>, bytes: &[u8]) -> Option<bloomery::Result<bool>> {
+    fn add_bytes(&self, py: Python<'_>, bytes: &[u8]) -> Option<PyResult<bool>> {
         self.shared.write(py, |state| match state {
-            State::Owned(filter) => Some(filter.insert(bytes)),
+            State::Owned(filter) => Some(filter.insert(bytes).map_err(value_error)),
+            State::InPlace(file) => Some(file.insert_one(bytes).map_err(file_error)),
             _ => None,
         })
     }
@@ -372,6 +415,7 @@ impl PyBloomFilter {
         self.shared.read(py, |state| match state {
             State::Owned(filter) => Some(filter.contains(bytes)),
             State::Mapped(mapped) => Some(mapped.view().contains(bytes)),
+            State::InPlace(file) => Some(file.view().contains(bytes)),
             State::Closed => None,
         })
     }
@@ -385,7 +429,7 @@ impl PyBloomFilter {
                 self.shared.read_detached(py, |state| -> PyResult<()> {
                     let filter = match state {
                         State::Owned(filter) => filter.as_any().downcast_ref(),
-                        State::Mapped(_) => None,
+                        State::Mapped(_) | State::InPlace(_) => None,
                         State::Closed => return Err(closed_error()),
                     };
                     blocked_with_seed(filter, seed)?.contains_hash_batch(hashes, answers);
@@ -489,7 +533,7 @@ impl PyBloomFilter {
     // with the same answer.
     fn add(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<bool> {
         match with_item(item, |bytes| self.add_bytes(py, bytes))? {
-            Some(result) => result.map_err(value_error),
+            Some(result) => result,
             None => self.shared.write(py, |state| state.owned().map(|_| false)),
         }
     }
@@ -751,7 +795,8 @@ impl PyBloomFilter {
         self.link(py).as_ref().map(|link| link.path.display().to_string())
     }
 
-    /// ``"r"`` (mapped, read-only), ``"r+"`` (loaded, locked, saved back) or ``None``.
+    /// ``"r"`` (mapped, read-only), ``"r+"`` (loaded, locked, saved back), ``"a"`` (items
+    /// added in place) or ``None``.
     #[getter]
     fn mode(&self, py: Python<'_>) -> Option<&'static str> {
         self.link(py).as_ref().map(|link| link.mode)
@@ -847,12 +892,21 @@ impl PyBloomFilter {
     /// whatever its size, and a lookup reads only the pages it touches; ``verify=True``
     /// checks the payload checksum first, reading the file once); mode ``"r+"`` reads it
     /// whole (every checksum checked) and locks it against other writers (the CLI's
-    /// lock) until ``close()``; ``save()`` writes it back atomically.
+    /// lock) until ``close()``; ``save()`` writes it back atomically. Mode ``"a"`` adds
+    /// items in place, as ``bloomery add`` does, to classic, blocked and split-block files
+    /// of any size: the file is mapped writable and locked until ``close()``, memory is the
+    /// pages touched, and only they are written. The file is marked unsealed before the
+    /// first item goes in and sealed by ``close()`` or ``save()``; a process killed in
+    /// between leaves every item it added present and the file unsealed (``bloomery
+    /// verify`` says so, ``bloomery seal`` or the next writer seals it). Its items are in
+    /// the file as they are added, so leaving a ``with`` block by an exception seals them
+    /// too. Mode ``"a"`` only adds: ``clear``, ``remove`` and in-place unions need ``"r+"``.
     ///
-    /// A mapped file must not be rewritten in place while it is open: bloomery's writers
-    /// (this package, the CLI) replace files by rename, so readers keep the file they
-    /// opened, but a program that truncates the file in place makes the next lookup past
-    /// the new end fail with SIGBUS, which ends the interpreter.
+    /// A mapped file must not be truncated or rewritten in place by another program while
+    /// it is open: bloomery's writers replace files by rename, or only set bits in place
+    /// (``add`` to a classic, blocked or split-block file, which a reader then sees), but a
+    /// file truncated in place makes the next access past the new end fail with SIGBUS,
+    /// which ends the interpreter.
     ///
     /// >>> import os, tempfile
     /// >>> path = os.path.join(tempfile.mkdtemp(), "seen.bloom")
@@ -864,6 +918,11 @@ impl PyBloomFilter {
     /// >>> with BloomFilter.open(path) as h:
     /// ...     "x" in h, "y" in h, h.mode
     /// (True, True, 'r')
+    /// >>> with BloomFilter.open(path, "a") as g:
+    /// ...     g.add("z"), g.mode
+    /// (True, 'a')
+    /// >>> "z" in BloomFilter.open(path)
+    /// True
     #[staticmethod]
     #[pyo3(signature = (path, mode="r", *, verify=false))]
     fn open(py: Python<'_>, path: PathBuf, mode: &str, verify: bool) -> PyResult<Self> {
@@ -877,9 +936,15 @@ impl PyBloomFilter {
                 let (locked, filter) = py.detach(|| Locked::open(&path)).map_err(file_error)?;
                 (State::Owned(filter), Some(locked), "r+")
             }
+            "a" => (
+                State::InPlace(py.detach(|| InPlace::open(&path)).map_err(file_error)?),
+                None,
+                "a",
+            ),
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "mode must be 'r' (mapped, read-only) or 'r+' (loaded, locked, saved back), got '{other}'"
+                    "mode must be 'r' (mapped, read-only), 'r+' (loaded, locked, saved back) or 'a' \
+                     (items added in place), got '{other}'"
                 )));
             }
         };
@@ -894,19 +959,33 @@ impl PyBloomFilter {
     /// renamed over the old one, which readers and a crash see whole or not at all),
     /// locking an existing file against other writers meanwhile; the new file keeps the old
     /// one's mode and owner, as the CLI's do. Without ``path``: back to the file opened with
-    /// mode ``"r+"``.
+    /// mode ``"r+"``; a file opened with mode ``"a"``, whose items are already in it, is
+    /// sealed (its changed pages synced, its payload checksum written).
     #[pyo3(signature = (path=None))]
     fn save(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<()> {
         let mut link = self.link(py);
         let target = match (&path, link.as_ref()) {
             (Some(path), _) => path.clone(),
-            (None, Some(link)) if link.mode == "r+" => link.path.clone(),
+            (None, Some(link)) if link.mode == "r+" || link.mode == "a" => link.path.clone(),
             _ => {
                 return Err(PyValueError::new_err(
-                    "save() needs a path: the filter was not opened with mode 'r+'",
+                    "save() needs a path: the filter was not opened with mode 'r+' or 'a'",
                 ));
             }
         };
+        // Back to the file this filter updates in place: sealed.
+        let in_place = self.shared.read(py, |state| match state {
+            State::InPlace(file) => Some(file.real().to_owned()),
+            _ => None,
+        });
+        if let Some(real) = in_place
+            && files::resolve(&target).map_err(file_error)? == real
+        {
+            return self.shared.write_detached(py, |state| match state {
+                State::InPlace(file) => file.seal().map_err(file_error),
+                _ => Err(closed_error()),
+            });
+        }
         // Back to the file this filter holds the lock of: replaced under that lock.
         let locked = match link.as_mut() {
             Some(FileLink {
@@ -921,6 +1000,9 @@ impl PyBloomFilter {
                     files::save(&target, |writer| filter.envelope().write_to(writer))
                 }
                 (State::Mapped(mapped), _) => files::save(&target, |writer| writer.write_all(mapped.bytes())),
+                (State::InPlace(file), _) => file
+                    .envelope_bytes()
+                    .and_then(|bytes| files::save(&target, |writer| writer.write_all(&bytes))),
                 (State::Closed, _) => return Err(closed_error()),
             }
             .map_err(file_error)
@@ -936,11 +1018,13 @@ impl PyBloomFilter {
     }
 
     /// Lets go of a file: a mapped file is unmapped, a file opened with ``"r+"`` is
-    /// saved back and unlocked. Queries after ``close()`` raise ``ValueError``; a filter
-    /// that is not a file's is left as it is.
+    /// saved back and unlocked, one opened with ``"a"`` is sealed, unmapped and unlocked.
+    /// Queries after ``close()`` raise ``ValueError``; a filter that is not a file's is left
+    /// as it is.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let holds_lock = self.link(py).as_ref().is_some_and(|link| link.lock.is_some());
-        if holds_lock && !self.closed(py) {
+        let in_place = self.mode(py) == Some("a");
+        if (holds_lock || in_place) && !self.closed(py) {
             self.save(py, None)?;
         }
         let mut link = self.link(py);
@@ -1447,7 +1531,7 @@ unsafe extern "C" fn add_fast(
                 // The item was not added: raised here, not passed on, so that a filter
                 // that counts never sees the same call twice.
                 Ok(Some(Err(error))) => {
-                    value_error(error).restore(Python::assume_attached());
+                    error.restore(Python::assume_attached());
                     return std::ptr::null_mut();
                 }
                 Err(_) => {

@@ -1,0 +1,177 @@
+"""Mode "a": items added in place to classic, blocked and split-block files (the file
+mapped writable under the writers' lock, marked unsealed while it changes, sealed on
+close), as `bloomery add` adds them."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bloomery import BloomFilter
+
+IN_PLACE_KINDS = ["blocked", "classic", "split-block"]
+
+
+@pytest.mark.parametrize("kind", IN_PLACE_KINDS)
+def test_mode_a_sets_the_bits_a_load_and_save_would(cli, tmp_path, kind):
+    """The same items added in place (mode "a") and through a load and save (mode "r+")
+    give the same file, byte for byte; the file stays the same inode, sealed after
+    close, and the CLI finds every item."""
+    items = [f"url {i}" for i in range(2000)]
+    numbers = list(range(-50, 50))
+    paths = {mode: tmp_path / f"{mode}.bloom" for mode in ("a", "r+")}
+    for path in paths.values():
+        cli("create", path, "--items", "10000", "--variant", kind)
+        cli("add", path, "from the cli")
+    inode = paths["a"].stat().st_ino
+    for mode, path in paths.items():
+        with BloomFilter.open(path, mode) as f:
+            assert f.mode == mode and f.kind == kind
+            assert f.add("first") is True and f.add("first") is False
+            f.update(items[:1000])
+            f.add_many(items[1000:])
+            f.add_many(numbers)
+            assert "from the cli" in f and all(item in f for item in items)
+            assert f.contains_many(items + numbers) == [True] * (len(items) + len(numbers))
+            assert "absent" not in f or f.fpp > 0
+    assert paths["a"].stat().st_ino == inode  # changed in place, not replaced
+    assert paths["a"].read_bytes() == paths["r+"].read_bytes()
+    assert cli("verify", paths["a"]).returncode == 0
+    assert cli("check", "-q", paths["a"], "first", "from the cli", *items).returncode == 0
+    assert cli("check", "-q", "-f", "long", paths["a"], "--", *map(str, numbers)).returncode == 0
+
+
+def test_mode_a_is_unsealed_while_it_changes_and_a_killed_writer_loses_nothing(cli, tmp_path):
+    path = tmp_path / "killed.bloom"
+    cli("create", path, "--items", "100000")
+    items = [f"item {i}" for i in range(5000)]
+    script = f"""
+import sys, time
+from bloomery import BloomFilter
+f = BloomFilter.open({str(path)!r}, "a")
+f.update({items!r})
+print("added", flush=True)
+time.sleep(60)
+"""
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "added\n"
+        os.kill(writer.pid, signal.SIGKILL)
+    finally:
+        writer.wait(timeout=30)
+    verify = cli("verify", path, check=False)
+    assert verify.returncode == 3 and b"unsealed" in verify.stdout + verify.stderr
+    assert cli("check", "-q", path, *items).returncode == 0  # every item it added is there
+    # The next writer seals it, using the bits as they are.
+    with BloomFilter.open(path, "a") as f:
+        assert all(item in f for item in items)
+        f.add("after")
+    assert cli("verify", path).returncode == 0
+    assert cli("check", "-q", path, "after", *items).returncode == 0
+
+
+def test_mode_a_holds_the_cli_writers_lock_until_close(cli, tmp_path):
+    path = tmp_path / "locked.bloom"
+    cli("create", path, "--items", "1000")
+    f = BloomFilter.open(path, "a")
+    f.add("python")
+    writer = subprocess.Popen([str(cli.binary), "add", str(path), "cli"], stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    assert writer.poll() is None, "the CLI wrote while Python held the lock"
+    f.save()  # sealed, still open and locked
+    assert cli("verify", path).returncode == 0
+    assert writer.poll() is None, "the CLI wrote while Python held the lock"
+    f.add("more")
+    f.close()
+    assert writer.wait(timeout=30) == 0, writer.stderr.read()
+    assert cli("check", path, "python", "more", "cli").returncode == 0
+
+
+def test_an_exception_in_the_with_block_seals_what_was_added(cli, tmp_path):
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    with pytest.raises(RuntimeError):
+        with BloomFilter.open(path, "a") as f:
+            f.add("x")
+            raise RuntimeError("stop")
+    assert f.closed
+    assert cli("verify", path).returncode == 0
+    assert "x" in BloomFilter.open(path)
+
+
+def test_a_filter_dropped_without_close_is_sealed(cli, tmp_path):
+    path = tmp_path / "f.bloom"
+    BloomFilter(100, kind="classic").save(path)
+    f = BloomFilter.open(path, "a")
+    f.add("x")
+    del f
+    assert cli("verify", path).returncode == 0
+    assert "x" in BloomFilter.open(path)
+
+
+def test_mode_a_only_adds_and_only_to_variants_that_change_in_place(cli, tmp_path):
+    counting = tmp_path / "counting.bloom"
+    cli("create", counting, "--items", "100", "--variant", "counting")
+    before = counting.read_bytes()
+    with pytest.raises(ValueError) as error:
+        BloomFilter.open(counting, "a")
+    assert str(error.value) == (
+        f"{counting}: mode 'a' adds items in place to classic, blocked and split-block files; "
+        "this is a counting filter: open it with mode 'r+'"
+    )
+    assert counting.read_bytes() == before
+    path = tmp_path / "blocked.bloom"
+    BloomFilter(100).save(path)
+    f = BloomFilter.open(path, "a")
+    for change in (f.clear, lambda: f.remove("x"), lambda: f.__ior__(BloomFilter(100))):
+        with pytest.raises(OSError, match="mode 'a', which only adds") as refused:
+            change()
+        assert isinstance(refused.value, ValueError)  # io.UnsupportedOperation is both
+    # Copies are sealed files' bytes, in memory or elsewhere on disk.
+    f.add("x")
+    copy = tmp_path / "copy.bloom"
+    f.save(copy)
+    assert cli("verify", copy).returncode == 0
+    assert f.to_bytes() == copy.read_bytes()
+    g = f.copy()
+    assert g.mode is None and "x" in g and g == f
+    f.close()
+    assert path.read_bytes() == copy.read_bytes()
+
+
+def test_mode_a_refuses_a_damaged_file_in_the_clis_words(cli, tmp_path):
+    path = tmp_path / "damaged.bloom"
+    f = BloomFilter(1000, kind="split-block")
+    f.add("x")
+    f.save(path)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x80
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError) as error:
+        BloomFilter.open(path, "a")
+    cli_error = cli("add", path, "y", check=False).stderr.decode().strip()
+    assert cli_error == f"bloomery: {error.value}"
+    assert path.read_bytes() == bytes(data)
+
+
+def test_mode_a_maps_only_the_pages_it_touches(cli, tmp_path):
+    """A 600 MB filter: opened, 10,000 items added and sealed without reading it into
+    memory."""
+    path = tmp_path / "big.bloom"
+    cli("create", path, "--items", "500000000", "--fpp", "0.01", "--no-space-check")
+    assert path.stat().st_size > 500_000_000
+
+    def rss():
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    before = rss()
+    items = [f"item {i}" for i in range(10_000)]
+    with BloomFilter.open(path, "a") as f:
+        f.update(items)
+        assert rss() - before < 200_000_000
+    assert cli("verify", path).returncode == 0
+    assert cli("check", "-q", path, *items).returncode == 0
