@@ -189,8 +189,14 @@ struct Shared {
 }
 
 // SAFETY: the state is reached only through the methods below, which follow the rules
-// above; `State` itself is `Send + Sync` (filters and mapped views are).
+// above; `State` itself is `Send + Sync` (filters, mapped views and in-place filters are:
+// checked below).
 unsafe impl Sync for Shared {}
+
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<State>();
+};
 
 /// Counts a GIL-free call in `detached` until dropped (also when the call panics).
 struct Detached<'a>(&'a AtomicUsize);

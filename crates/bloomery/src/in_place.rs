@@ -96,7 +96,7 @@ pub enum Locality {
 }
 
 /// A filter whose inserts only set bits, changing a borrowed payload in place.
-pub trait FilterMut: Send {
+pub trait FilterMut: Send + Sync {
     /// The variant.
     fn variant(&self) -> Variant;
 
