@@ -1,5 +1,6 @@
 """Files: the CLI's files opened here and this package's files used by the CLI, both ways;
-mapping (mode "r"), loading under the writers' lock (mode "r+"), atomic saves, errors."""
+mapping (mode "r"), loading under the writers' lock (mode "r+"), atomic saves, errors;
+mode "a" (items added in place) in test_in_place.py."""
 
 import errno
 import os
@@ -89,31 +90,42 @@ def test_cli_and_python_add_to_the_same_file(cli, tmp_path):
     assert result.returncode == 0, result.stdout
 
 
-def test_r_plus_holds_the_cli_writers_lock_until_close(cli, tmp_path):
+@pytest.mark.parametrize("mode", ["r+", "a"])
+def test_writers_hold_the_cli_writers_lock_until_close(cli, tmp_path, mode):
+    """Mode "r+" (loaded, saved back) and mode "a" (added in place) both hold the lock
+    `bloomery add` takes, from open to close, through save()."""
     path = tmp_path / "locked.bloom"
     cli("create", path, "--items", "1000")
-    f = BloomFilter.open(path, "r+")
+    f = BloomFilter.open(path, mode)
     f.add("python")
     writer = subprocess.Popen([str(cli.binary), "add", str(path), "cli"], stderr=subprocess.PIPE)
     time.sleep(0.5)
     assert writer.poll() is None, "the CLI wrote while Python held the lock"
-    f.save()  # saving keeps the lock (the new file is locked before it takes the name)
+    # "r+": the new file is locked before it takes the name; "a": the file is sealed.
+    f.save()
+    assert cli("verify", path).returncode == 0
     time.sleep(0.3)
     assert writer.poll() is None, "the CLI wrote while Python held the lock"
+    f.add("more")
     f.close()
     assert writer.wait(timeout=30) == 0, writer.stderr.read()
-    # Neither writer lost the other's item.
-    assert cli("check", path, "python", "cli").returncode == 0
+    # Neither writer lost the other's items.
+    assert cli("check", path, "python", "more", "cli").returncode == 0
 
 
-def test_an_exception_in_the_with_block_does_not_save(tmp_path):
+@pytest.mark.parametrize("mode", ["r+", "a"])
+def test_an_exception_in_the_with_block(cli, tmp_path, mode):
+    """Mode "r+" does not save what the block changed; mode "a", whose items are already
+    in the file, seals them."""
     path = tmp_path / "f.bloom"
     BloomFilter(100).save(path)
     with pytest.raises(RuntimeError):
-        with BloomFilter.open(path, "r+") as f:
+        with BloomFilter.open(path, mode) as f:
             f.add("x")
             raise RuntimeError("stop")
-    assert "x" not in BloomFilter.open(path)
+    assert f.closed
+    assert cli("verify", path).returncode == 0
+    assert ("x" in BloomFilter.open(path)) == (mode == "a")
 
 
 def test_mode_r_is_read_only(tmp_path):
@@ -173,9 +185,11 @@ def test_open_verify_checks_the_payload(cli, tmp_path):
         BloomFilter.open(path, verify=True)
     cli_error = cli("verify", path, check=False).stderr.decode().strip()
     assert cli_error == f"bloomery: {error.value}"
-    with pytest.raises(ValueError) as error:
-        BloomFilter.open(path, "r+")
-    assert cli_error == f"bloomery: {error.value}"
+    for mode in ("r+", "a"):
+        with pytest.raises(ValueError) as error:
+            BloomFilter.open(path, mode)
+        assert cli_error == f"bloomery: {error.value}", mode
+    assert path.read_bytes() == bytes(data)  # refused before anything changed
 
 
 def test_file_errors_are_os_errors_and_bad_files_value_errors_in_the_clis_words(cli, tmp_path):

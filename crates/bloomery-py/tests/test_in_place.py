@@ -1,6 +1,8 @@
 """Mode "a": items added in place to classic, blocked and split-block files (the file
 mapped writable under the writers' lock, marked unsealed while it changes, sealed on
-close), as `bloomery add` adds them."""
+close), as `bloomery add` adds them. That it holds the CLI writers' lock, refuses a
+damaged file as the CLI does and seals what a with block added before an exception is
+tested beside mode "r+" in test_files.py."""
 
 import os
 import signal
@@ -73,35 +75,6 @@ time.sleep(60)
     assert cli("check", "-q", path, "after", *items).returncode == 0
 
 
-def test_mode_a_holds_the_cli_writers_lock_until_close(cli, tmp_path):
-    path = tmp_path / "locked.bloom"
-    cli("create", path, "--items", "1000")
-    f = BloomFilter.open(path, "a")
-    f.add("python")
-    writer = subprocess.Popen([str(cli.binary), "add", str(path), "cli"], stderr=subprocess.PIPE)
-    time.sleep(0.5)
-    assert writer.poll() is None, "the CLI wrote while Python held the lock"
-    f.save()  # sealed, still open and locked
-    assert cli("verify", path).returncode == 0
-    assert writer.poll() is None, "the CLI wrote while Python held the lock"
-    f.add("more")
-    f.close()
-    assert writer.wait(timeout=30) == 0, writer.stderr.read()
-    assert cli("check", path, "python", "more", "cli").returncode == 0
-
-
-def test_an_exception_in_the_with_block_seals_what_was_added(cli, tmp_path):
-    path = tmp_path / "f.bloom"
-    BloomFilter(100).save(path)
-    with pytest.raises(RuntimeError):
-        with BloomFilter.open(path, "a") as f:
-            f.add("x")
-            raise RuntimeError("stop")
-    assert f.closed
-    assert cli("verify", path).returncode == 0
-    assert "x" in BloomFilter.open(path)
-
-
 def test_a_filter_dropped_without_close_is_sealed(cli, tmp_path):
     path = tmp_path / "f.bloom"
     BloomFilter(100, kind="classic").save(path)
@@ -140,21 +113,6 @@ def test_mode_a_only_adds_and_only_to_variants_that_change_in_place(cli, tmp_pat
     assert g.mode is None and "x" in g and g == f
     f.close()
     assert path.read_bytes() == copy.read_bytes()
-
-
-def test_mode_a_refuses_a_damaged_file_in_the_clis_words(cli, tmp_path):
-    path = tmp_path / "damaged.bloom"
-    f = BloomFilter(1000, kind="split-block")
-    f.add("x")
-    f.save(path)
-    data = bytearray(path.read_bytes())
-    data[-1] ^= 0x80
-    path.write_bytes(bytes(data))
-    with pytest.raises(ValueError) as error:
-        BloomFilter.open(path, "a")
-    cli_error = cli("add", path, "y", check=False).stderr.decode().strip()
-    assert cli_error == f"bloomery: {error.value}"
-    assert path.read_bytes() == bytes(data)
 
 
 def test_mode_a_maps_only_the_pages_it_touches(cli, tmp_path):
