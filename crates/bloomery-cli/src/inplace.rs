@@ -19,7 +19,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bloomery::file::{self, allocate, checksum_of};
+use bloomery::file::{self, allocate};
 use bloomery::format::native::Header;
 use bloomery::in_place::{self, FilterMut, ItemHash, Locality};
 use memmap2::MmapMut;
@@ -290,12 +290,8 @@ impl Writable {
         if !in_place::updates_in_place(header.variant) {
             return Ok(Err(locked));
         }
-        if !header.unsealed {
-            let sum = checksum_of(locked.file(), header.payload_offset as u64, header.payload_len)
-                .with_path(&shown)?;
-            if sum != header.payload_checksum {
-                return Err(crate::store::damaged_payload(&shown));
-            }
+        if !file::payload_intact(locked.file(), &header).with_path(&shown)? {
+            return Err(crate::store::damaged_payload(&shown));
         }
         allocate(locked.file(), header.payload_offset as u64, header.payload_len).map_err(|error| {
             CliError::new(format!(

@@ -51,6 +51,15 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::format::native::Header;
 
+/// Whether the payload of `file` (described by its checked `header`) may be updated in
+/// place: an unsealed file's bits are used as they are (a writer before did not finish,
+/// and its bits are valid); a sealed file's payload checksum, computed from the file, must
+/// hold, so that sealing never blesses damage.
+pub fn payload_intact(file: &File, header: &Header) -> io::Result<bool> {
+    Ok(header.unsealed
+        || checksum_of(file, header.payload_offset as u64, header.payload_len)? == header.payload_checksum)
+}
+
 /// Writes `header` over the start of `file` marked unsealed (its stored payload checksum
 /// kept, now stale), then syncs: before the first bit of the payload changes.
 pub fn mark_unsealed(file: &File, header: &Header) -> io::Result<()> {
