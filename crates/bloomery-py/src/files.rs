@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bloomery::any::{self, DynFilter, FilterView};
-use bloomery::format::native::{Envelope, Header};
+use bloomery::format::native::{self, Envelope, Header};
 use bloomery::in_place::{self, FilterMut};
 use bloomery::{FormatProblem, file};
 use memmap2::{Mmap, MmapMut};
@@ -209,8 +209,6 @@ pub struct InPlace {
     file: File,
     real: PathBuf,
     shown: PathBuf,
-    /// Whether the header on disk is marked unsealed (by this writer or one before it).
-    unsealed: bool,
 }
 
 impl InPlace {
@@ -240,16 +238,13 @@ impl InPlace {
                 ),
             ));
         }
-        let (offset, payload_len) = (header.payload_offset as u64, header.payload_len);
-        if !header.unsealed
-            && file::checksum_of(&file, offset, payload_len).io_at(path)? != header.payload_checksum
-        {
+        if !file::payload_intact(&file, &header).io_at(path)? {
             return Err(bytes_error(
                 path,
                 format!("invalid bloomery data: {}", FormatProblem::PayloadChecksum),
             ));
         }
-        file::allocate(&file, offset, payload_len).io_at(path)?;
+        file::allocate(&file, header.payload_offset as u64, header.payload_len).io_at(path)?;
         let filter = in_place::view_mut(&header, &mut map[header.payload_offset..])
             .map_err(|error| bytes_error(path, error))?
             .ok_or_else(|| bytes_error(path, "the payload cannot be mapped in place"))?;
@@ -262,7 +257,6 @@ impl InPlace {
         Ok(Self {
             filter,
             map,
-            unsealed: header.unsealed,
             header,
             file,
             real,
@@ -300,9 +294,9 @@ impl InPlace {
 
     /// Marks the file unsealed before its first bit changes; nothing when it is already.
     fn unseal(&mut self) -> Result<()> {
-        if !self.unsealed {
+        if !self.header.unsealed {
             file::mark_unsealed(&self.file, &self.header).io_at(&self.shown)?;
-            self.unsealed = true;
+            self.header.unsealed = true;
         }
         Ok(())
     }
@@ -310,32 +304,41 @@ impl InPlace {
     /// Seals the file if it is unsealed: every changed page synced, then the payload
     /// checksum and the sealed header written and synced.
     pub fn seal(&mut self) -> Result<()> {
-        if self.unsealed {
+        if self.header.unsealed {
             self.header.payload_checksum =
                 file::seal(&self.file, &self.map, &self.header).io_at(&self.shown)?;
-            self.unsealed = false;
+            self.header.unsealed = false;
         }
         Ok(())
     }
 
-    /// The filter's file bytes, sealed (its payload read from the file: the pages changed
-    /// through the mapping are in the page cache that the read sees).
-    pub fn envelope_bytes(&self) -> Result<Vec<u8>> {
-        let offset = self.header.payload_offset;
-        let mut bytes = vec![0u8; offset + self.header.payload_len as usize];
+    /// Whether the item with these bytes might be present.
+    pub fn contains(&self, item: &[u8]) -> bool {
+        self.filter.contains(item)
+    }
+
+    /// The payload as the file holds it now, read (not through the mapping: the pages
+    /// changed through it are in the page cache that the read sees).
+    fn payload(&self) -> Result<Vec<u8>> {
+        let mut payload = vec![0u8; self.header.payload_len as usize];
         self.file
-            .read_exact_at(&mut bytes[offset..], offset as u64)
+            .read_exact_at(&mut payload, self.header.payload_offset as u64)
             .io_at(&self.shown)?;
-        let sum = file::checksum_of(&self.file, offset as u64, self.header.payload_len).io_at(&self.shown)?;
-        let header = self.header.to_bytes(sum, false);
-        if header.len() != offset {
-            return Err(bytes_error(
-                &self.shown,
-                "the header cannot be written again in place",
-            ));
-        }
-        bytes[..offset].copy_from_slice(&header);
-        Ok(bytes)
+        Ok(payload)
+    }
+
+    /// The filter's file bytes, sealed.
+    pub fn envelope_bytes(&self) -> Result<Vec<u8>> {
+        Ok(native::encode(
+            self.header.variant,
+            &self.header.params,
+            &self.payload()?,
+        ))
+    }
+
+    /// A copy of the filter in memory.
+    pub fn to_owned_filter(&self) -> Result<Box<dyn DynFilter>> {
+        any::from_parts(&self.header, &self.payload()?).map_err(|error| bytes_error(&self.shown, error))
     }
 }
 

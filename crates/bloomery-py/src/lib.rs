@@ -158,7 +158,7 @@ impl State {
         match self {
             State::Owned(filter) => Ok(filter.clone_box()),
             State::Mapped(mapped) => any::open(mapped.bytes()).map_err(value_error),
-            State::InPlace(_) => any::open(&self.to_bytes()?).map_err(value_error),
+            State::InPlace(file) => file.to_owned_filter().map_err(file_error),
             State::Closed => Err(closed_error()),
         }
     }
@@ -421,7 +421,7 @@ impl PyBloomFilter {
         self.shared.read(py, |state| match state {
             State::Owned(filter) => Some(filter.contains(bytes)),
             State::Mapped(mapped) => Some(mapped.view().contains(bytes)),
-            State::InPlace(file) => Some(file.view().contains(bytes)),
+            State::InPlace(file) => Some(file.contains(bytes)),
             State::Closed => None,
         })
     }

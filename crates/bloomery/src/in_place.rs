@@ -117,6 +117,10 @@ pub trait FilterMut: Send + Sync {
     /// A read-only view of the bits as they are now (lookups, statistics).
     fn view(&self) -> Box<dyn FilterView + '_>;
 
+    /// Whether the item with these bytes might be present, as [`view`](Self::view) answers,
+    /// without making a boxed view (a caller's single lookups).
+    fn contains(&self, item: &[u8]) -> bool;
+
     /// Checks that the filter of `header` and `payload` (a checked header and an aligned
     /// payload, such as a mapped file's) puts every item at the same bits as this one: the
     /// same variant, shape and hashing. Then its items are added by OR-ing its payload into
@@ -234,6 +238,10 @@ macro_rules! block_filter_mut {
                 Box::new($filter::view(self))
             }
 
+            fn contains(&self, item: &[u8]) -> bool {
+                FilterView::contains(&$filter::view(self), item)
+            }
+
             fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()> {
                 same_variant($variant, header)?;
                 let check: fn(&Self, &Header, &[u8]) -> Result<()> = $check;
@@ -313,6 +321,10 @@ impl FilterMut for BloomFilterMut<'_> {
 
     fn view(&self) -> Box<dyn FilterView + '_> {
         Box::new(BloomFilterMut::view(self))
+    }
+
+    fn contains(&self, item: &[u8]) -> bool {
+        FilterView::contains(&BloomFilterMut::view(self), item)
     }
 
     fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()> {
