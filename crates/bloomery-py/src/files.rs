@@ -292,6 +292,18 @@ impl InPlace {
         Ok(new[0])
     }
 
+    /// Adds every item of `other` (the same variant and shape), ORing its bits in; checked
+    /// first, so that a refused union leaves the file as it was (sealed if it was).
+    pub fn union(&mut self, other: &dyn DynFilter) -> Result<()> {
+        let theirs = in_place::AlignedFile::of(other);
+        let (header, payload) = (theirs.header(), theirs.payload());
+        // The same words as an owned filter's refusal (no path: the file is not at fault).
+        let refused = |error: bloomery::Error| FileError::Bytes(error.to_string());
+        self.filter.check_union(header, payload).map_err(refused)?;
+        self.unseal()?;
+        self.filter.union(header, payload).map_err(refused)
+    }
+
     /// Marks the file unsealed before its first bit changes; nothing when it is already.
     fn unseal(&mut self) -> Result<()> {
         if !self.header.unsealed {

@@ -673,14 +673,16 @@ impl PyBloomFilter {
         Ok(result)
     }
 
-    /// Adds every item of ``other`` in place.
+    /// Adds every item of ``other`` in place (to a file opened with mode ``"a"`` too: its
+    /// bits ORed into the file's).
     fn __ior__(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<()> {
         if std::ptr::eq(self, &*other) {
             return Ok(());
         }
         let theirs = other.snapshot(py)?;
-        self.shared.write_detached(py, |state| {
-            state.owned()?.union(theirs.as_ref()).map_err(value_error)
+        self.shared.write_detached(py, |state| match state {
+            State::InPlace(file) => file.union(theirs.as_ref()).map_err(file_error),
+            _ => state.owned()?.union(theirs.as_ref()).map_err(value_error),
         })
     }
 

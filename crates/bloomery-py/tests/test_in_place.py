@@ -74,6 +74,50 @@ time.sleep(60)
     assert cli("check", "-q", path, "after", *items).returncode == 0
 
 
+@pytest.mark.parametrize("kind", IN_PLACE_KINDS)
+def test_mode_a_adds_another_filters_items_in_place(cli, tmp_path, kind):
+    """`f |= other` in mode "a" ORs the other filter's bits into the file in place: the
+    bytes a load, union and save give, the same inode, sealed on close. A filter of another
+    shape or kind is refused in the words of an owned filter's union, and the file stays
+    as it was, sealed."""
+    mine = [f"mine {i}" for i in range(500)]
+    theirs = BloomFilter(10_000, kind=kind)
+    theirs.update(f"theirs {i}" for i in range(500))
+    their_path = tmp_path / "theirs.bloom"
+    theirs.save(their_path)
+    paths = {mode: tmp_path / f"{mode}.bloom" for mode in ("a", "r+")}
+    for path in paths.values():
+        f = BloomFilter(10_000, kind=kind)
+        f.update(mine)
+        f.save(path)
+    before = paths["a"].read_bytes()
+    inode = paths["a"].stat().st_ino
+    with BloomFilter.open(paths["a"], "a") as f:
+        owned = BloomFilter.open(paths["r+"], "r+")
+        other_kind = "classic" if kind != "classic" else "blocked"
+        for other in (BloomFilter(100, kind=kind), BloomFilter(10_000, kind=other_kind)):
+            messages = set()
+            for target in (f, owned):
+                with pytest.raises(ValueError, match="^filters are incompatible: ") as refused:
+                    target |= other
+                messages.add(str(refused.value))
+            assert len(messages) == 1  # the same words in place and in memory
+        assert paths["a"].read_bytes() == before
+        assert cli("verify", paths["a"]).returncode == 0  # still sealed
+        f |= BloomFilter.open(their_path)  # a file mapped read-only
+        owned |= theirs
+        owned.close()
+        assert all(item in f for item in mine) and all(f"theirs {i}" in f for i in range(500))
+        assert cli("verify", paths["a"], check=False).returncode == 3  # unsealed while it changes
+    assert paths["a"].stat().st_ino == inode
+    assert paths["a"].read_bytes() == paths["r+"].read_bytes()
+    assert cli("verify", paths["a"]).returncode == 0
+    theirs.add("later")
+    with BloomFilter.open(paths["a"], "a") as f:
+        f |= theirs  # a filter in memory
+        assert "later" in f
+
+
 def test_a_filter_dropped_without_close_is_sealed(cli, tmp_path):
     path = tmp_path / "f.bloom"
     BloomFilter(100, kind="classic").save(path)
@@ -98,7 +142,7 @@ def test_mode_a_only_adds_and_only_to_variants_that_change_in_place(cli, tmp_pat
     path = tmp_path / "blocked.bloom"
     BloomFilter(100).save(path)
     f = BloomFilter.open(path, "a")
-    for change in (f.clear, lambda: f.remove("x"), lambda: f.__ior__(BloomFilter(100))):
+    for change in (f.clear, lambda: f.remove("x"), lambda: f.__iand__(BloomFilter(100))):
         with pytest.raises(OSError, match="mode 'a', which only adds") as refused:
             change()
         assert isinstance(refused.value, ValueError)  # io.UnsupportedOperation is both

@@ -386,6 +386,11 @@ impl<'a> BloomFilterMut<'a> {
         self.num_hashes
     }
 
+    /// The payload's bytes, for a union in place (`in_place::FilterMut::union`).
+    pub(crate) fn payload_mut(&mut self) -> &mut [u8] {
+        crate::bits::bytes_mut(self.words)
+    }
+
     /// A read-only view of the words as they are now.
     pub fn view(&self) -> BloomFilterView<'_> {
         ClassicFilter {
@@ -490,7 +495,9 @@ fn classic_params(params: &[u8]) -> Result<u32> {
     Ok(num_hashes)
 }
 
-fn check_compatible(mine: ClassicShape, theirs: ClassicShape) -> Result<()> {
+/// Whether filters of these shapes put every item at the same bits (a union or an
+/// intersection needs it); the error says how they differ.
+pub(crate) fn check_compatible(mine: ClassicShape, theirs: ClassicShape) -> Result<()> {
     if mine.num_hashes != theirs.num_hashes {
         return Err(Error::Incompatible {
             reason: format!("num_hashes differ: {} vs {}", mine.num_hashes, theirs.num_hashes),

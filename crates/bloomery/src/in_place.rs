@@ -34,7 +34,8 @@
 //! # Ok::<(), bloomery::Error>(())
 //! ```
 
-use crate::any::FilterView;
+use crate::any::{DynFilter, FilterView};
+use crate::blocked::Block;
 use crate::blocked::BlockedBloomFilterMut;
 use crate::blocked::BlockedBloomFilterView;
 use crate::classic::BloomFilterMut;
@@ -126,6 +127,81 @@ pub trait FilterMut: Send + Sync {
     /// same variant, shape and hashing. Then its items are added by OR-ing its payload into
     /// this one's, byte for byte (a union; [`or_payload`] does it).
     fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()>;
+
+    /// Adds every item of the filter of `header` and `payload` (as
+    /// [`check_union`](Self::check_union) takes them): checks them as it does, then ORs
+    /// that payload into this one's. Nothing changes when they differ.
+    fn union(&mut self, header: &Header, payload: &[u8]) -> Result<()>;
+}
+
+/// A filter's file form in memory aligned for its words and blocks (a `Vec<u8>` need not
+/// be, a memory map always is): the other side of [`FilterMut::check_union`] and
+/// [`FilterMut::union`] for a filter in memory.
+///
+/// ```
+/// use bloomery::any::{self, Spec};
+/// use bloomery::format::native::{Header, Variant};
+/// use bloomery::in_place::{self, AlignedFile};
+///
+/// let spec = Spec::new(Variant::SplitBlock, 1_000, 0.01);
+/// let mut theirs = any::create(&spec)?;
+/// theirs.insert(b"pear")?;
+/// // Mine: a file of the same shape, in aligned memory as a memory map would hold it.
+/// let mut mine = AlignedFile::of(any::create(&spec)?.as_ref());
+/// let header = mine.header().clone();
+/// let mut in_place = in_place::view_mut(&header, mine.payload_mut())?.unwrap();
+/// let theirs = AlignedFile::of(theirs.as_ref());
+/// in_place.union(theirs.header(), theirs.payload())?;
+/// assert!(in_place.contains(b"pear"));
+///
+/// let other_shape = AlignedFile::of(any::create(&Spec::new(Variant::SplitBlock, 100_000, 0.01))?.as_ref());
+/// assert!(in_place.union(other_shape.header(), other_shape.payload()).is_err());
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub struct AlignedFile {
+    /// 64-byte units: the alignment of every variant's words and blocks.
+    memory: Vec<Block>,
+    header: Header,
+}
+
+impl AlignedFile {
+    /// `filter`'s file form (docs/format.md), written into aligned memory.
+    pub fn of(filter: &dyn DynFilter) -> Self {
+        let envelope = filter.envelope();
+        let len = usize::try_from(envelope.len()).expect("a filter in memory has an addressable length");
+        let mut memory = vec![Block::default(); len.div_ceil(64)];
+        let bytes = &mut crate::bits::bytes_mut(&mut memory)[..len];
+        envelope
+            .write_to(&mut &mut bytes[..])
+            .expect("the memory holds the whole envelope");
+        let header = Header::parse(bytes).expect("a filter's own envelope parses");
+        Self { memory, header }
+    }
+
+    /// The checked header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The payload, aligned for its words.
+    pub fn payload(&self) -> &[u8] {
+        let range = self.payload_range();
+        // SAFETY: Blocks are plain u64s without padding; the view covers their memory.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(self.memory.as_ptr().cast::<u8>(), self.memory.len() * 64) };
+        &bytes[range]
+    }
+
+    /// The payload, aligned for its words, to change in place ([`view_mut`]).
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let range = self.payload_range();
+        &mut crate::bits::bytes_mut(&mut self.memory)[range]
+    }
+
+    fn payload_range(&self) -> std::ops::Range<usize> {
+        let start = self.header.payload_offset;
+        start..start + self.header.payload_len as usize
+    }
 }
 
 /// ORs `theirs` into `mine` (the same length): the union of two filters
@@ -247,6 +323,12 @@ macro_rules! block_filter_mut {
                 let check: fn(&Self, &Header, &[u8]) -> Result<()> = $check;
                 check(self, header, payload)
             }
+
+            fn union(&mut self, header: &Header, payload: &[u8]) -> Result<()> {
+                self.check_union(header, payload)?;
+                or_payload(self.payload_mut(), payload);
+                Ok(())
+            }
         }
     };
 }
@@ -330,16 +412,12 @@ impl FilterMut for BloomFilterMut<'_> {
     fn check_union(&self, header: &Header, payload: &[u8]) -> Result<()> {
         same_variant(Variant::Classic, header)?;
         let other = BloomFilterView::from_parts(&header.params, payload)?.ok_or_else(unaligned)?;
-        let (mine, theirs) = (BloomFilterMut::view(self).shape(), other.shape());
-        if mine != theirs {
-            return Err(incompatible(format!(
-                "shapes differ: {} bits and {} hashes vs {} bits and {} hashes",
-                mine.num_words * 64,
-                mine.num_hashes,
-                theirs.num_words * 64,
-                theirs.num_hashes
-            )));
-        }
+        crate::classic::check_compatible(BloomFilterMut::view(self).shape(), other.shape())
+    }
+
+    fn union(&mut self, header: &Header, payload: &[u8]) -> Result<()> {
+        self.check_union(header, payload)?;
+        or_payload(self.payload_mut(), payload);
         Ok(())
     }
 }
@@ -482,6 +560,68 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(message.contains("variants differ"), "{message}");
+        }
+    }
+
+    #[test]
+    fn union_adds_the_other_filters_items_and_a_refused_one_changes_nothing() {
+        let variants = [Variant::Classic, Variant::Blocked, Variant::SplitBlock];
+        for spec in specs_and_split_block_xxh3(&variants, 1_000) {
+            let variant = spec.variant;
+            let mut mine = any::create(&spec).unwrap();
+            let mut theirs = any::create(&spec).unwrap();
+            for i in 0..300u32 {
+                mine.insert(format!("mine {i}").as_bytes()).unwrap();
+                theirs.insert(format!("theirs {i}").as_bytes()).unwrap();
+            }
+            let file = mine.envelope().to_vec();
+            let header = Header::parse(&file).unwrap();
+            let their_file = theirs.envelope().to_vec();
+            let their_header = Header::parse(&their_file).unwrap();
+            let mut their_memory = aligned(&their_file);
+            let their_payload = &as_bytes(&mut their_memory)[their_header.payload_offset..their_file.len()];
+            // By the other's file form in a plain aligned copy, and through AlignedFile.
+            let mut by_file = aligned(&file);
+            let by_file_bytes = &mut as_bytes(&mut by_file)[header.payload_offset..file.len()];
+            let mut in_place = view_mut(&header, by_file_bytes).unwrap().unwrap();
+            in_place.union(&their_header, their_payload).unwrap();
+            drop(in_place);
+            let mut by_filter = AlignedFile::of(mine.as_ref());
+            assert_eq!(by_filter.header(), &header);
+            let mut in_place = view_mut(&header, by_filter.payload_mut()).unwrap().unwrap();
+            let their_form = AlignedFile::of(theirs.as_ref());
+            assert_eq!(their_form.payload(), their_payload);
+            in_place.union(their_form.header(), their_form.payload()).unwrap();
+            // Refused: another shape, another variant; the bits stay as they were.
+            let before = in_place.view().stats();
+            let refused = |in_place: &mut dyn FilterMut, spec: &Spec| {
+                let other = AlignedFile::of(any::create(spec).unwrap().as_ref());
+                in_place
+                    .union(other.header(), other.payload())
+                    .unwrap_err()
+                    .to_string()
+            };
+            let bigger = Spec {
+                expected_items: 100_000,
+                ..spec
+            };
+            assert!(
+                refused(in_place.as_mut(), &bigger).contains("differ"),
+                "{variant:?}"
+            );
+            let counting = Spec::new(Variant::Counting, 1_000, 0.01);
+            let message = refused(in_place.as_mut(), &counting);
+            assert!(message.contains("variants differ"), "{message}");
+            assert_eq!(in_place.view().stats(), before, "{variant:?}");
+            for i in 0..300u32 {
+                assert!(in_place.contains(format!("mine {i}").as_bytes()), "{variant:?}");
+                assert!(in_place.contains(format!("theirs {i}").as_bytes()), "{variant:?}");
+            }
+            drop(in_place);
+            mine.union(theirs.as_ref()).unwrap();
+            let expected = &mine.envelope().to_vec()[header.payload_offset..];
+            assert_eq!(&*by_file_bytes, expected, "{variant:?}");
+            assert_eq!(by_filter.payload(), expected, "{variant:?}");
         }
     }
 

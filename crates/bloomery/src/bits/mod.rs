@@ -15,7 +15,7 @@ pub mod blocks;
 pub mod counters;
 mod pages;
 pub use pages::set_huge_pages;
-pub(crate) use pages::{Zeroable, ZeroedArray};
+pub(crate) use pages::{Zeroable, ZeroedArray, bytes_mut};
 
 /// Read access to a bit array of 64-bit words.
 pub trait Bits {

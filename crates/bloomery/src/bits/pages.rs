@@ -45,12 +45,21 @@ fn huge_pages_for(bytes: usize) -> bool {
     bytes >= HUGE_PAGE_THRESHOLD && HUGE_PAGES.load(Ordering::Relaxed)
 }
 
-/// Element types for which all-zero bytes are a valid value and that need no drop.
+/// Element types made of plain integers: every bit pattern (all-zero included) is a valid
+/// value, and they need no drop.
 ///
 /// # Safety
-/// Implement only for types whose every all-zero bit pattern is a valid value, with no
-/// `Drop`, and with alignment at most 4096 (the mapping's alignment).
+/// Implement only for types without padding whose every bit pattern is a valid value, with
+/// no `Drop`, and with alignment at most 4096 (the mapping's alignment).
 pub(crate) unsafe trait Zeroable: Sized {}
+
+/// The memory of `items` as bytes, to OR another payload of the same shape into it.
+pub(crate) fn bytes_mut<T: Zeroable>(items: &mut [T]) -> &mut [u8] {
+    // SAFETY: `T: Zeroable` has no padding and is valid for every bit pattern, so each of
+    // its bytes may be read and written as a `u8`; the view covers exactly the slice's
+    // memory and borrows it exclusively for as long as `items`.
+    unsafe { std::slice::from_raw_parts_mut(items.as_mut_ptr().cast::<u8>(), size_of_val(items)) }
+}
 
 // SAFETY: plain integers and atomics of them: zero is valid, no drop, small alignment.
 unsafe impl Zeroable for u64 {}

@@ -644,6 +644,11 @@ impl<'a> BlockedBloomFilterMut<'a> {
         self.kernel.insert_batch_reporting(self.blocks, hashes, new);
     }
 
+    /// The payload's bytes, for a union in place (`in_place::FilterMut::union`).
+    pub(crate) fn payload_mut(&mut self) -> &mut [u8] {
+        crate::bits::bytes_mut(self.blocks)
+    }
+
     /// A read-only view of the blocks as they are now.
     pub fn view(&self) -> BlockedBloomFilterView<'_> {
         BlockedBloomFilterView {
