@@ -19,7 +19,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bloomery::file::{self, allocate};
+pub use bloomery::file::window_bytes;
+use bloomery::file::{self, PAGE, Region, allocate, items_per_release};
 use bloomery::format::native::Header;
 use bloomery::in_place::{self, FilterMut, ItemHash, Locality};
 use memmap2::MmapMut;
@@ -31,25 +32,11 @@ use crate::store::Locked;
 /// rounded up to 64.
 const MAX_HEADER_LEN: usize = (32 + 65_536 + 8usize).next_multiple_of(64);
 
-/// The page size assumed for the resident-memory arithmetic (larger pages only make the
-/// arithmetic cautious).
-const PAGE: u64 = 4096;
-
 /// How many bytes of a block filter's payload one group of a batch covers, when a payload
 /// larger than the window is updated a region at a time: 64 MiB, or a sixteenth of a
 /// smaller window.
 fn region_bytes(window: u64) -> u64 {
     (window / 16).clamp(16 * PAGE, 64 << 20)
-}
-
-/// The most bytes of a filter file an update or a lookup keeps mapped in this process at a
-/// time, when the file is larger: 1 GiB, or `BLOOMERY_WINDOW_BYTES` (for tests and tuning;
-/// at least one page).
-pub fn window_bytes() -> u64 {
-    std::env::var("BLOOMERY_WINDOW_BYTES")
-        .ok()
-        .and_then(|value| value.parse::<u64>().ok())
-        .map_or(1 << 30, |bytes| bytes.max(PAGE))
 }
 
 /// With `BLOOMERY_TIMINGS` set, prints to standard error how long a phase of an update
@@ -104,65 +91,6 @@ fn group_by_top_bits(hashes: &[ItemHash], shift: u32, out: &mut Vec<ItemHash>) {
         let slot = &mut starts[group(hash)];
         out[*slot] = *hash;
         *slot += 1;
-    }
-}
-
-/// The payload of a mapping, for telling the kernel which pages to map or let go of.
-#[derive(Clone, Copy)]
-pub struct Region {
-    base: *const u8,
-    map_len: u64,
-    payload_offset: u64,
-}
-
-impl Region {
-    /// The payload of `map` from `payload_offset`.
-    pub fn of(map: &[u8], payload_offset: usize) -> Self {
-        Self {
-            base: map.as_ptr(),
-            map_len: map.len() as u64,
-            payload_offset: payload_offset as u64,
-        }
-    }
-
-    /// The whole pages inside bytes `from..to` of the payload, as an address and a length.
-    fn pages(self, from: u64, to: u64) -> Option<(*mut libc::c_void, usize)> {
-        let start = (self.payload_offset + from).next_multiple_of(PAGE);
-        let end = (self.payload_offset + to).min(self.map_len) / PAGE * PAGE;
-        // SAFETY (of the callers' use): start < end <= map_len, so the range lies inside
-        // the mapping that `base` starts.
-        (start < end).then(|| {
-            (
-                self.base.wrapping_add(start as usize) as *mut libc::c_void,
-                (end - start) as usize,
-            )
-        })
-    }
-
-    /// Lets go of the mapped pages of bytes `from..to` of the payload: they leave this
-    /// process's resident memory; their contents, changed ones included, stay in the file's
-    /// page cache and are written back as usual, and the next access maps them again.
-    pub fn release(self, from: u64, to: u64) {
-        if let Some((address, len)) = self.pages(from, to) {
-            // SAFETY: MADV_DONTNEED on a shared file mapping (or a read-only one) only
-            // unmaps pages from this process; the file's contents are kept. The range lies
-            // inside the mapping.
-            unsafe {
-                libc::madvise(address, len, libc::MADV_DONTNEED);
-            }
-        }
-    }
-
-    /// Maps the pages of bytes `from..to` of the payload writable in one call (a hint: a
-    /// kernel without it leaves them to be mapped by the writes themselves).
-    fn populate(self, from: u64, to: u64) {
-        if let Some((address, len)) = self.pages(from, to) {
-            // SAFETY: MADV_POPULATE_WRITE faults in the range of a writable shared mapping
-            // as a write would, without changing any byte. The range lies inside it.
-            unsafe {
-                libc::madvise(address, len, libc::MADV_POPULATE_WRITE);
-            }
-        }
     }
 }
 
@@ -371,8 +299,8 @@ impl Writable {
             return Ok(());
         }
         match filter.locality() {
-            Locality::Scattered { probes } => {
-                let per_slice = (window / PAGE / u64::from(probes.max(1))).max(1) as usize;
+            locality @ Locality::Scattered { .. } => {
+                let per_slice = items_per_release(window, locality);
                 for slice in hashes.chunks(per_slice) {
                     filter.insert_hashes(slice);
                     region.release(0, payload_len);
@@ -498,11 +426,7 @@ impl Writable {
             filter.insert_hashes_reporting(hashes, new);
             return Ok(());
         }
-        let probes = match filter.locality() {
-            Locality::Scattered { probes } => u64::from(probes.max(1)),
-            Locality::Ordered => 1,
-        };
-        let per_slice = (window / PAGE / probes).max(1) as usize;
+        let per_slice = items_per_release(window, filter.locality());
         for (slice, answers) in hashes.chunks(per_slice).zip(new.chunks_mut(per_slice)) {
             filter.insert_hashes_reporting(slice, answers);
             region.release(0, payload_len);

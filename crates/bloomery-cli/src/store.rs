@@ -583,8 +583,8 @@ impl Mapped {
     }
 
     /// The mapped payload, for letting go of pages read.
-    pub fn region(&self) -> crate::inplace::Region {
-        crate::inplace::Region::of(&self.map, self.header.payload_offset)
+    pub fn region(&self) -> bloomery::file::Region {
+        bloomery::file::Region::of(&self.map, self.header.payload_offset)
     }
 
     /// A view that answers queries: the classic, blocked and split-block variants from the

@@ -209,6 +209,13 @@ pub struct InPlace {
     file: File,
     real: PathBuf,
     shown: PathBuf,
+    /// The payload's pages, let go of every `release_every` items inserted when the file
+    /// is larger than the window (`bloomery::file::window_bytes`), as the CLI's updates do:
+    /// the mapped part of the file stays about the window, whatever its size.
+    region: file::Region,
+    release_every: usize,
+    /// Items inserted since the pages were last let go of.
+    pending: usize,
 }
 
 impl InPlace {
@@ -245,6 +252,7 @@ impl InPlace {
             ));
         }
         file::allocate(&file, header.payload_offset as u64, header.payload_len).io_at(path)?;
+        let region = file::Region::of(&map, header.payload_offset);
         let filter = in_place::view_mut(&header, &mut map[header.payload_offset..])
             .map_err(|error| bytes_error(path, error))?
             .ok_or_else(|| bytes_error(path, "the payload cannot be mapped in place"))?;
@@ -254,6 +262,12 @@ impl InPlace {
         // (`msync` of its address range) and the file read at explicit offsets.
         let filter =
             unsafe { std::mem::transmute::<Box<dyn FilterMut + '_>, Box<dyn FilterMut + 'static>>(filter) };
+        let window = file::window_bytes();
+        let release_every = if header.payload_len > window {
+            file::items_per_release(window, filter.locality())
+        } else {
+            usize::MAX
+        };
         Ok(Self {
             filter,
             map,
@@ -261,6 +275,9 @@ impl InPlace {
             file,
             real,
             shown: path.to_owned(),
+            region,
+            release_every,
+            pending: 0,
         })
     }
 
@@ -279,7 +296,13 @@ impl InPlace {
         self.unseal()?;
         let hasher = self.filter.hasher();
         let hashes: Vec<_> = items.iter().map(|item| hasher.hash(item)).collect();
-        self.filter.insert_hashes(&hashes);
+        let mut rest = &hashes[..];
+        while !rest.is_empty() {
+            let (now, later) = rest.split_at(rest.len().min(self.release_every - self.pending));
+            self.filter.insert_hashes(now);
+            self.inserted(now.len());
+            rest = later;
+        }
         Ok(())
     }
 
@@ -289,7 +312,23 @@ impl InPlace {
         let mut new = [false];
         let hash = self.filter.hasher().hash(item);
         self.filter.insert_hashes_reporting(&[hash], &mut new);
+        self.inserted(1);
         Ok(new[0])
+    }
+
+    /// Counts `items` inserted; lets go of the payload's pages once `release_every` were.
+    fn inserted(&mut self, items: usize) {
+        self.pending += items;
+        if self.pending >= self.release_every {
+            self.release();
+        }
+    }
+
+    /// Lets go of the payload's mapped pages (changed ones stay in the page cache, written
+    /// back by the kernel and synced by `seal`).
+    fn release(&mut self) {
+        self.region.release(0, self.header.payload_len);
+        self.pending = 0;
     }
 
     /// Adds every item of `other` (the same variant and shape), ORing its bits in; checked
@@ -301,7 +340,11 @@ impl InPlace {
         let refused = |error: bloomery::Error| FileError::Bytes(error.to_string());
         self.filter.check_union(header, payload).map_err(refused)?;
         self.unseal()?;
-        self.filter.union(header, payload).map_err(refused)
+        self.filter.union(header, payload).map_err(refused)?;
+        if self.release_every != usize::MAX {
+            self.release();
+        }
+        Ok(())
     }
 
     /// Marks the file unsealed before its first bit changes; nothing when it is already.

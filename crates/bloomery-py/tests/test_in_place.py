@@ -176,3 +176,54 @@ def test_mode_a_maps_only_the_pages_it_touches(cli, tmp_path):
         assert rss() - before < 200_000_000
     assert cli("verify", path).returncode == 0
     assert cli("check", "-q", path, *items).returncode == 0
+
+
+def mapped_rss(path):
+    """The bytes of `path` mapped in this process's resident memory (its mappings in
+    /proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and ":" not in fields[0]:  # a mapping's first line
+                inside = len(fields) >= 6 and fields[-1] == str(path)
+            elif inside and fields[0] == "Rss:":
+                total += int(fields[1]) * 1024
+    return total
+
+
+@pytest.mark.parametrize("kind", IN_PLACE_KINDS)
+def test_mode_a_lets_go_of_a_larger_files_pages_window_by_window(cli, tmp_path, monkeypatch, kind):
+    """A file larger than the window (`BLOOMERY_WINDOW_BYTES`, 1 GiB by default) lets go of
+    its pages after each window's worth of pages touched while items go in, one by one, in
+    batches and by `|=`, as the CLI's updates do: what stays mapped is bounded by the
+    window times the pages the kernel maps with each one touched (at most 16:
+    `bloomery::file::items_per_release`), not by the file. The bits are those of the same
+    adds without the window."""
+    items = [f"https://example.com/{i}" for i in range(60_000)]
+    theirs = BloomFilter(40_000_000, kind=kind)
+    theirs.update(f"theirs {i}" for i in range(1000))
+    paths = {window: tmp_path / f"{window}.bloom" for window in ("whole", "windowed")}
+    for window, path in paths.items():
+        cli("create", path, "--items", "40000000", "--variant", kind)
+        assert path.stat().st_size > 45 << 20
+        if window == "windowed":
+            monkeypatch.setenv("BLOOMERY_WINDOW_BYTES", str(1 << 20))
+        largest = 0
+        with BloomFilter.open(path, "a") as f:
+            for count, item in enumerate(items[:20_000], 1):
+                f.add(item)
+                if count % 1000 == 0:
+                    largest = max(largest, mapped_rss(path))
+            for start in range(20_000, len(items), 5_000):
+                f.update(items[start : start + 5_000])
+                largest = max(largest, mapped_rss(path))
+            f |= theirs
+            largest = max(largest, mapped_rss(path))
+        monkeypatch.delenv("BLOOMERY_WINDOW_BYTES", raising=False)
+        if window == "windowed":
+            assert largest <= 16 << 20, largest
+        else:
+            assert largest > 30 << 20, largest  # without the window: most of the file
+    assert paths["whole"].read_bytes() == paths["windowed"].read_bytes()
+    assert cli("verify", paths["windowed"]).returncode == 0

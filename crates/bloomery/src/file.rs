@@ -50,6 +50,117 @@ use memmap2::MmapMut;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::format::native::Header;
+use crate::in_place::Locality;
+
+/// The page size assumed for the resident-memory arithmetic (larger pages only make the
+/// arithmetic cautious).
+pub const PAGE: u64 = 4096;
+
+/// The most bytes of a filter file that a tool updating or reading it in place keeps mapped
+/// at a time, when the file is larger: 1 GiB, or the environment variable
+/// `BLOOMERY_WINDOW_BYTES` (for tests and tuning; at least one page). Every page of a
+/// large filter is touched by enough random items, and a shared file mapping counts them
+/// all as the process's resident memory until it lets go of them ([`Region::release`]).
+pub fn window_bytes() -> u64 {
+    std::env::var("BLOOMERY_WINDOW_BYTES")
+        .ok()
+        .and_then(|value| value.parse::<u64>().ok())
+        .map_or(1 << 30, |bytes| bytes.max(PAGE))
+}
+
+/// How many items an update in place inserts between two [`Region::release`]s of a payload
+/// larger than `window` bytes, one item at a time or in batches not grouped by region: as
+/// many as touch at most `window` bytes of pages, with `locality`'s pages per item.
+///
+/// The kernel may map more than the pages touched: a read fault on a file mapping also
+/// maps up to 15 neighbours of the page that are in the page cache (Linux's
+/// "fault-around", 64 KiB; `MADV_RANDOM` does not turn it off), so on a file that is
+/// cached the mapped part can reach several windows between two releases. Releasing 16
+/// times as often would bound it to the window, at the price of 16 times as many walks
+/// over the whole payload's page tables (each release is one): for a large file, more
+/// than the inserts themselves cost. The pages stay in the page cache either way, which
+/// the kernel reclaims as it needs.
+pub fn items_per_release(window: u64, locality: Locality) -> usize {
+    let pages_per_item = match locality {
+        Locality::Scattered { probes } => u64::from(probes.max(1)),
+        Locality::Ordered => 1,
+    };
+    (window / PAGE / pages_per_item).max(1) as usize
+}
+
+/// The payload of a mapping, for telling the kernel which of its pages to map ahead or let
+/// go of. A pair of numbers and an address, copied freely; it must not outlive the mapping
+/// it was made from.
+#[derive(Clone, Copy, Debug)]
+pub struct Region {
+    base: *const u8,
+    map_len: u64,
+    payload_offset: u64,
+}
+
+// SAFETY: a Region is an address and two lengths, never dereferenced: it only names pages
+// to `madvise`, which any thread may call.
+unsafe impl Send for Region {}
+// SAFETY: as for Send.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// The payload of `map` from `payload_offset`.
+    pub fn of(map: &[u8], payload_offset: usize) -> Self {
+        Self {
+            base: map.as_ptr(),
+            map_len: map.len() as u64,
+            payload_offset: payload_offset as u64,
+        }
+    }
+
+    /// The whole pages inside bytes `from..to` of the payload, as an address and a length.
+    fn pages(self, from: u64, to: u64) -> Option<(*mut libc::c_void, usize)> {
+        let start = (self.payload_offset + from).next_multiple_of(PAGE);
+        let end = (self.payload_offset + to).min(self.map_len) / PAGE * PAGE;
+        // SAFETY (of the callers' use): start < end <= map_len, so the range lies inside
+        // the mapping that `base` starts.
+        (start < end).then(|| {
+            (
+                self.base.wrapping_add(start as usize) as *mut libc::c_void,
+                (end - start) as usize,
+            )
+        })
+    }
+
+    /// Lets go of the mapped pages of bytes `from..to` of the payload: they leave this
+    /// process's resident memory; their contents, changed ones included, stay in the file's
+    /// page cache and are written back by the kernel (and synced by [`seal`]).
+    pub fn release(self, from: u64, to: u64) {
+        if let Some((address, len)) = self.pages(from, to) {
+            // SAFETY: MADV_DONTNEED on a shared file mapping (or a read-only one) only
+            // unmaps pages from this process; the file's contents are kept. The range lies
+            // inside the mapping, which the caller keeps alive.
+            unsafe {
+                libc::madvise(address, len, libc::MADV_DONTNEED);
+            }
+        }
+    }
+
+    /// Maps the pages of bytes `from..to` of the payload writable in one call (a hint: a
+    /// kernel without it leaves them to be mapped by the writes themselves).
+    #[cfg(target_os = "linux")]
+    pub fn populate(self, from: u64, to: u64) {
+        if let Some((address, len)) = self.pages(from, to) {
+            // SAFETY: MADV_POPULATE_WRITE faults in the range of a writable shared mapping
+            // as a write would, without changing any byte. The range lies inside it.
+            unsafe {
+                libc::madvise(address, len, libc::MADV_POPULATE_WRITE);
+            }
+        }
+    }
+
+    /// As on Linux; elsewhere nothing (the writes map the pages).
+    #[cfg(not(target_os = "linux"))]
+    pub fn populate(self, from: u64, to: u64) {
+        let _ = (from, to);
+    }
+}
 
 /// Whether the payload of `file` (described by its checked `header`) may be updated in
 /// place: an unsealed file's bits are used as they are (a writer before did not finish,
