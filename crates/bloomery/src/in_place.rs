@@ -511,17 +511,22 @@ mod tests {
         in_place.check_union(&header, &as_bytes(&mut memory)[header.payload_offset..file.len()])
     }
 
+    /// Two filters of `spec`, with 300 items each: "mine {i}" and "theirs {i}".
+    fn mine_and_theirs(spec: &Spec) -> (Box<dyn DynFilter>, Box<dyn DynFilter>) {
+        let (mut mine, mut theirs) = (any::create(spec).unwrap(), any::create(spec).unwrap());
+        for i in 0..300u32 {
+            mine.insert(format!("mine {i}").as_bytes()).unwrap();
+            theirs.insert(format!("theirs {i}").as_bytes()).unwrap();
+        }
+        (mine, theirs)
+    }
+
     #[test]
     fn a_union_in_place_is_the_owned_union_and_other_shapes_are_refused() {
         let variants = [Variant::Classic, Variant::Blocked, Variant::SplitBlock];
         for spec in specs_and_split_block_xxh3(&variants, 1_000) {
             let variant = spec.variant;
-            let mut mine = any::create(&spec).unwrap();
-            let mut theirs = any::create(&spec).unwrap();
-            for i in 0..300u32 {
-                mine.insert(format!("mine {i}").as_bytes()).unwrap();
-                theirs.insert(format!("theirs {i}").as_bytes()).unwrap();
-            }
+            let (mut mine, theirs) = mine_and_theirs(&spec);
             let (file, their_file) = (mine.envelope().to_vec(), theirs.envelope().to_vec());
             let (header, their_header) = (Header::parse(&file).unwrap(), Header::parse(&their_file).unwrap());
             let mut memory = aligned(&file);
@@ -568,12 +573,7 @@ mod tests {
         let variants = [Variant::Classic, Variant::Blocked, Variant::SplitBlock];
         for spec in specs_and_split_block_xxh3(&variants, 1_000) {
             let variant = spec.variant;
-            let mut mine = any::create(&spec).unwrap();
-            let mut theirs = any::create(&spec).unwrap();
-            for i in 0..300u32 {
-                mine.insert(format!("mine {i}").as_bytes()).unwrap();
-                theirs.insert(format!("theirs {i}").as_bytes()).unwrap();
-            }
+            let (mut mine, theirs) = mine_and_theirs(&spec);
             let file = mine.envelope().to_vec();
             let header = Header::parse(&file).unwrap();
             let their_file = theirs.envelope().to_vec();
