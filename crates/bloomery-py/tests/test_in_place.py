@@ -49,11 +49,16 @@ def test_mode_a_is_unsealed_while_it_changes_and_a_killed_writer_loses_nothing(c
     path = tmp_path / "killed.bloom"
     cli("create", path, "--items", "100000")
     items = [f"item {i}" for i in range(5000)]
+    merged = [f"merged {i}" for i in range(1000)]
     script = f"""
 import sys, time
 from bloomery import BloomFilter
 f = BloomFilter.open({str(path)!r}, "a")
-f.update({items!r})
+f.update({items[:2500]!r})
+other = BloomFilter(100000)
+other.update({merged!r})
+f |= other
+f.update({items[2500:]!r})
 print("added", flush=True)
 time.sleep(60)
 """
@@ -65,7 +70,7 @@ time.sleep(60)
         writer.wait(timeout=30)
     verify = cli("verify", path, check=False)
     assert verify.returncode == 3 and b"unsealed" in verify.stdout + verify.stderr
-    assert cli("check", "-q", path, *items).returncode == 0  # every item it added is there
+    assert cli("check", "-q", path, *items, *merged).returncode == 0  # every item it added is there
     # The next writer seals it, using the bits as they are.
     with BloomFilter.open(path, "a") as f:
         assert all(item in f for item in items)
