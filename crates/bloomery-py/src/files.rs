@@ -309,11 +309,9 @@ impl InPlace {
     /// Adds one item (marking the file unsealed first); returns whether it set a bit.
     pub fn insert_one(&mut self, item: &[u8]) -> Result<bool> {
         self.unseal()?;
-        let mut new = [false];
-        let hash = self.filter.hasher().hash(item);
-        self.filter.insert_hashes_reporting(&[hash], &mut new);
+        let new = self.filter.insert(item);
         self.inserted(1);
-        Ok(new[0])
+        Ok(new)
     }
 
     /// Counts `items` inserted; lets go of the payload's pages once `release_every` were.

@@ -115,6 +115,10 @@ pub trait FilterMut: Send + Sync {
     /// differ.
     fn insert_hashes_reporting(&mut self, hashes: &[ItemHash], new: &mut [bool]);
 
+    /// Adds the item with these bytes; returns whether it set a bit (a caller's single
+    /// inserts: hashed and inserted in one call, without a batch around it).
+    fn insert(&mut self, item: &[u8]) -> bool;
+
     /// A read-only view of the bits as they are now (lookups, statistics).
     fn view(&self) -> Box<dyn FilterView + '_>;
 
@@ -273,12 +277,11 @@ const CHUNK: usize = 512;
 
 /// Calls `each(offset, first words)` for each chunk of `hashes`.
 fn first_words(hashes: &[ItemHash], mut each: impl FnMut(usize, &[u64])) {
-    let mut words = [0u64; CHUNK];
+    let mut words = Vec::with_capacity(hashes.len().min(CHUNK));
     for (index, chunk) in hashes.chunks(CHUNK).enumerate() {
-        for (word, hash) in words.iter_mut().zip(chunk) {
-            *word = hash[0];
-        }
-        each(index * CHUNK, &words[..chunk.len()]);
+        words.clear();
+        words.extend(chunk.iter().map(|hash| hash[0]));
+        each(index * CHUNK, &words);
     }
 }
 
@@ -308,6 +311,11 @@ macro_rules! block_filter_mut {
                 first_words(hashes, |offset, words| {
                     self.insert_hash_batch_reporting(words, &mut new[offset..offset + words.len()]);
                 });
+            }
+
+            fn insert(&mut self, item: &[u8]) -> bool {
+                let [hash, _] = FilterMut::hasher(self).hash(item);
+                self.insert_hash(hash)
             }
 
             fn view(&self) -> Box<dyn FilterView + '_> {
@@ -401,6 +409,10 @@ impl FilterMut for BloomFilterMut<'_> {
         }
     }
 
+    fn insert(&mut self, item: &[u8]) -> bool {
+        self.insert_hash(hash_item(item))
+    }
+
     fn view(&self) -> Box<dyn FilterView + '_> {
         Box::new(BloomFilterMut::view(self))
     }
@@ -489,6 +501,15 @@ mod tests {
                 .map(|(_, &n)| n)
                 .collect();
             assert_eq!(reported, expected_new, "{variant:?}");
+            // Single inserts, new items and items already in: the owned filter's answers.
+            for i in (0..4_000u32).step_by(3) {
+                let item = format!("item {i}").into_bytes();
+                assert_eq!(
+                    in_place.insert(&item),
+                    owned.insert(&item).unwrap(),
+                    "{variant:?} {i}"
+                );
+            }
             let view = in_place.view();
             assert!(items.iter().all(|item| view.contains(item)), "{variant:?}");
             assert_eq!(view.stats(), owned.stats(), "{variant:?}");

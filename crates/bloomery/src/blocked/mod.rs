@@ -634,6 +634,13 @@ impl<'a> BlockedBloomFilterMut<'a> {
         self.seed
     }
 
+    /// Adds an item by its hash ([`BlockedBloomFilter::hash`]); returns whether any bit
+    /// changed.
+    #[inline]
+    pub fn insert_hash(&mut self, hash: u64) -> bool {
+        self.kernel.insert(self.blocks, hash)
+    }
+
     /// Adds every hash ([`BlockedBloomFilter::hash`]), prefetching blocks ahead.
     pub fn insert_hash_batch(&mut self, hashes: &[u64]) {
         self.kernel.insert_batch(self.blocks, hashes);

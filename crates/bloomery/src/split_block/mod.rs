@@ -773,6 +773,13 @@ impl<'a> SplitBlockBloomFilterMut<'a> {
         self.road.hasher
     }
 
+    /// Adds an item by its hash ([`SplitBlockBloomFilter::hash`]); returns whether any bit
+    /// changed.
+    #[inline]
+    pub fn insert_hash(&mut self, hash: u64) -> bool {
+        self.kernel.insert(self.blocks, hash)
+    }
+
     /// Adds every hash ([`SplitBlockBloomFilter::hash`]), prefetching blocks ahead.
     pub fn insert_hash_batch(&mut self, hashes: &[u64]) {
         self.kernel.insert_batch(self.blocks, hashes);
