@@ -251,6 +251,14 @@ impl Writable {
         self.locked.is(path)
     }
 
+    /// The mapped payload, for telling the kernel which pages to map or let go of; used
+    /// only within the calls of `self`, which holds the mapping.
+    fn region(&self) -> Region {
+        // SAFETY: `map` is this writer's shared mapping of the whole file, which `self`
+        // keeps mapped for as long as its calls use the region.
+        unsafe { Region::of(&self.map, self.header.payload_offset) }
+    }
+
     /// The payload's length in bytes.
     pub fn payload_len(&self) -> u64 {
         self.header.payload_len
@@ -292,7 +300,7 @@ impl Writable {
         self.unseal()?;
         let window = window_bytes();
         let payload_len = self.header.payload_len;
-        let region = Region::of(&self.map, self.header.payload_offset);
+        let region = self.region();
         let mut filter = self.filter()?;
         if payload_len <= window {
             filter.insert_hashes(hashes);
@@ -364,7 +372,7 @@ impl Writable {
         // One group of regions a file (one region each unless the limit on open files
         // made fewer files than regions).
         let regions = spill.files.len() as u64;
-        let region = Region::of(&self.map, self.header.payload_offset);
+        let region = self.region();
         let mut filter = self.filter()?;
         let mut bytes = Vec::new();
         let mut hashes: Vec<ItemHash> = Vec::new();
@@ -420,7 +428,7 @@ impl Writable {
         self.unseal()?;
         let window = window_bytes();
         let payload_len = self.header.payload_len;
-        let region = Region::of(&self.map, self.header.payload_offset);
+        let region = self.region();
         let mut filter = self.filter()?;
         if payload_len <= window {
             filter.insert_hashes_reporting(hashes, new);
@@ -444,7 +452,7 @@ impl Writable {
         self.unseal()?;
         let window = window_bytes();
         let payload_len = self.header.payload_len;
-        let mine = Region::of(&self.map, self.header.payload_offset);
+        let mine = self.region();
         let offset = self.header.payload_offset;
         let step = if payload_len <= window {
             payload_len.max(1)

@@ -582,9 +582,12 @@ impl Mapped {
         &self.map[self.header.payload_offset..]
     }
 
-    /// The mapped payload, for letting go of pages read.
+    /// The mapped payload, for letting go of pages read; to be used only while `self`
+    /// lives (the region holds the mapping's address, not a borrow of it).
     pub fn region(&self) -> bloomery::file::Region {
-        bloomery::file::Region::of(&self.map, self.header.payload_offset)
+        // SAFETY: `map` is a read-only mapping of the whole file; the callers use the
+        // region only while they hold `self`, which holds the mapping.
+        unsafe { bloomery::file::Region::of(&self.map, self.header.payload_offset) }
     }
 
     /// A view that answers queries: the classic, blocked and split-block variants from the

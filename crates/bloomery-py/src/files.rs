@@ -210,8 +210,9 @@ pub struct InPlace {
     real: PathBuf,
     shown: PathBuf,
     /// The payload's pages, let go of every `release_every` items inserted when the file
-    /// is larger than the window (`bloomery::file::window_bytes`), as the CLI's updates do:
-    /// the mapped part of the file stays about the window, whatever its size.
+    /// is larger than the window (`bloomery::file::window_bytes`): after each window's
+    /// worth of pages touched, as the CLI's updates do, so that what stays mapped is
+    /// bounded by the window (`bloomery::file::items_per_release`), not by the file.
     region: file::Region,
     release_every: usize,
     /// Items inserted since the pages were last let go of.
@@ -252,14 +253,18 @@ impl InPlace {
             ));
         }
         file::allocate(&file, header.payload_offset as u64, header.payload_len).io_at(path)?;
-        let region = file::Region::of(&map, header.payload_offset);
+        // SAFETY: `map` is a shared mapping of the whole file, which `Self` holds for as long
+        // as the region it keeps beside it.
+        let region = unsafe { file::Region::of(&map, header.payload_offset) };
         let filter = in_place::view_mut(&header, &mut map[header.payload_offset..])
             .map_err(|error| bytes_error(path, error))?
             .ok_or_else(|| bytes_error(path, "the payload cannot be mapped in place"))?;
         // SAFETY: the filter borrows the mapped pages, which stay where they are when the
         // `MmapMut` handle moves; `filter` is dropped before `map` (field order), and
         // nothing else reaches the payload while it lives: the mapping is only flushed
-        // (`msync` of its address range) and the file read at explicit offsets.
+        // (`msync` of its address range) and its pages let go of (`madvise` with
+        // MADV_DONTNEED, which keeps a shared file mapping's contents: `region`), and the
+        // file is read at explicit offsets.
         let filter =
             unsafe { std::mem::transmute::<Box<dyn FilterMut + '_>, Box<dyn FilterMut + 'static>>(filter) };
         let window = file::window_bytes();

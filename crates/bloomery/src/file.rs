@@ -56,11 +56,12 @@ use crate::in_place::Locality;
 /// arithmetic cautious).
 pub const PAGE: u64 = 4096;
 
-/// The most bytes of a filter file that a tool updating or reading it in place keeps mapped
-/// at a time, when the file is larger: 1 GiB, or the environment variable
-/// `BLOOMERY_WINDOW_BYTES` (for tests and tuning; at least one page). Every page of a
-/// large filter is touched by enough random items, and a shared file mapping counts them
-/// all as the process's resident memory until it lets go of them ([`Region::release`]).
+/// The window: how many bytes of pages a tool updating or reading a filter file in place
+/// touches between two releases of its mapped pages ([`Region::release`]), when the file is
+/// larger: 1 GiB, or the environment variable `BLOOMERY_WINDOW_BYTES` (for tests and
+/// tuning; at least one page). Enough random items touch every page of a filter, and a
+/// shared file mapping counts each page touched as the process's resident memory until it
+/// lets go of it.
 pub fn window_bytes() -> u64 {
     std::env::var("BLOOMERY_WINDOW_BYTES")
         .ok()
@@ -88,9 +89,9 @@ pub fn items_per_release(window: u64, locality: Locality) -> usize {
     (window / PAGE / pages_per_item).max(1) as usize
 }
 
-/// The payload of a mapping, for telling the kernel which of its pages to map ahead or let
-/// go of. A pair of numbers and an address, copied freely; it must not outlive the mapping
-/// it was made from.
+/// The payload of a file mapping, for telling the kernel which of its pages to map ahead or
+/// let go of: an address and two numbers, copied freely, made by the unsafe [`Region::of`]
+/// (whose caller promises that the mapping outlives every use).
 #[derive(Clone, Copy, Debug)]
 pub struct Region {
     base: *const u8,
@@ -106,7 +107,13 @@ unsafe impl Sync for Region {}
 
 impl Region {
     /// The payload of `map` from `payload_offset`.
-    pub fn of(map: &[u8], payload_offset: usize) -> Self {
+    ///
+    /// # Safety
+    /// `map` must be the whole of a mapping of a file, shared or read-only (letting go of
+    /// such pages keeps their contents; letting go of anonymous or private pages would
+    /// zero them), and the mapping must stay mapped for as long as the region (or a copy)
+    /// is used: afterwards its addresses may belong to other memory.
+    pub unsafe fn of(map: &[u8], payload_offset: usize) -> Self {
         Self {
             base: map.as_ptr(),
             map_len: map.len() as u64,
@@ -135,7 +142,7 @@ impl Region {
         if let Some((address, len)) = self.pages(from, to) {
             // SAFETY: MADV_DONTNEED on a shared file mapping (or a read-only one) only
             // unmaps pages from this process; the file's contents are kept. The range lies
-            // inside the mapping, which the caller keeps alive.
+            // inside the mapping, still mapped (both promised by `Region::of`'s caller).
             unsafe {
                 libc::madvise(address, len, libc::MADV_DONTNEED);
             }
@@ -147,8 +154,9 @@ impl Region {
     #[cfg(target_os = "linux")]
     pub fn populate(self, from: u64, to: u64) {
         if let Some((address, len)) = self.pages(from, to) {
-            // SAFETY: MADV_POPULATE_WRITE faults in the range of a writable shared mapping
-            // as a write would, without changing any byte. The range lies inside it.
+            // SAFETY: MADV_POPULATE_WRITE faults in the range of a file mapping as a write
+            // would, without changing any byte (a read-only mapping refuses it). The range
+            // lies inside the mapping, still mapped (`Region::of`).
             unsafe {
                 libc::madvise(address, len, libc::MADV_POPULATE_WRITE);
             }
