@@ -21,11 +21,11 @@
 
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bloomery::any::{self, DynFilter, FilterView};
+use bloomery::file::TempFile;
 use bloomery::format::native::Header;
 use bloomery::in_place;
 use memmap2::Mmap;
@@ -150,7 +150,7 @@ impl Locked {
             // while we waited, lock the new file instead.
             match fs::metadata(&real) {
                 Ok(now) if now.dev() == metadata.dev() && now.ino() == metadata.ino() => {
-                    remove_stale_temporaries(&real);
+                    bloomery::file::remove_stale_temporaries(&real);
                     return Ok(Self {
                         file,
                         real,
@@ -212,11 +212,11 @@ impl Locked {
     }
 
     /// Replaces the file with a temporary file that `fill` fills and syncs.
-    fn replace_file(self, fill: impl FnOnce(Temporary) -> io::Result<Temporary>) -> Result<()> {
-        let temporary = Temporary::beside(&self.real).with_path(&self.shown)?;
-        let kept = keep_attributes(&temporary.file, &self.metadata, &self.shown);
+    fn replace_file(self, fill: impl FnOnce(TempFile) -> io::Result<TempFile>) -> Result<()> {
+        let temporary = TempFile::beside(&self.real).with_path(&self.shown)?;
+        let kept = keep_attributes(temporary.file(), &self.metadata, &self.shown);
         let temporary = kept.and_then(|()| fill(temporary).with_path(&self.shown))?;
-        temporary.rename_over(&self.real).with_path(&self.shown)
+        temporary.rename_over(&self.real).map(drop).with_path(&self.shown)
     }
 }
 
@@ -311,11 +311,11 @@ impl Output {
     }
 
     /// A new file filled by `fill`, put in place atomically.
-    fn write_file(self, fill: impl FnOnce(Temporary) -> io::Result<Temporary>) -> Result<()> {
+    fn write_file(self, fill: impl FnOnce(TempFile) -> io::Result<TempFile>) -> Result<()> {
         match self {
             Output::Replace(locked) => locked.replace_file(fill),
             Output::Create { real, shown } => {
-                let temporary = Temporary::beside(&real).with_path(&shown)?;
+                let temporary = TempFile::beside(&real).with_path(&shown)?;
                 let temporary = fill(temporary).with_path(&shown)?;
                 temporary.link_as_new(&real).map_err(|error| {
                     if error.kind() == io::ErrorKind::AlreadyExists {
@@ -329,139 +329,6 @@ impl Output {
                 })
             }
             Output::Stdout => Err(CliError::new("standard output cannot hold a sparse filter")),
-        }
-    }
-}
-
-/// A temporary file beside a target, removed on drop unless it was renamed or linked into
-/// place.
-struct Temporary {
-    file: File,
-    path: PathBuf,
-    done: bool,
-}
-
-/// The name prefix of `target`'s temporary files: `.NAME.` (then the writer's process id,
-/// a unique number and `.tmp`).
-fn temporary_prefix(target: &Path) -> String {
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    format!(".{name}.")
-}
-
-impl Temporary {
-    /// Creates `.NAME.PID.UNIQUE.tmp` beside `target`, exclusively (never opening an
-    /// existing file or following a link), readable and writable as the umask allows.
-    fn beside(target: &Path) -> io::Result<Self> {
-        let directory = target.parent().unwrap_or(Path::new("."));
-        let prefix = temporary_prefix(target);
-        let pid = std::process::id();
-        let mut unique = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
-        loop {
-            let path = directory.join(format!("{prefix}{pid}.{unique:x}.tmp"));
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o666)
-                .open(&path)
-            {
-                Ok(file) => {
-                    return Ok(Self {
-                        file,
-                        path,
-                        done: false,
-                    });
-                }
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-                    unique = unique.wrapping_add(1);
-                }
-                Err(error) => return Err(error),
-            }
-        }
-    }
-
-    /// Writes the content and syncs it to disk.
-    fn fill(self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<Self> {
-        let mut writer = BufWriter::with_capacity(1 << 20, &self.file);
-        write(&mut writer)?;
-        writer.flush()?;
-        drop(writer);
-        self.file.sync_all()?;
-        Ok(self)
-    }
-
-    /// Writes `header`, makes the file `total_len` bytes long (the rest a hole, read as
-    /// zeros), reserves its blocks where the file system can, and syncs it.
-    fn fill_sparse(self, header: &[u8], total_len: u64) -> io::Result<Self> {
-        use std::os::unix::fs::FileExt;
-        self.file.write_all_at(header, 0)?;
-        self.file.set_len(total_len)?;
-        let start = header.len() as u64;
-        bloomery::file::allocate(&self.file, start, total_len - start)?;
-        self.file.sync_all()?;
-        Ok(self)
-    }
-
-    /// Renames the file over `target` and syncs the directory.
-    fn rename_over(mut self, target: &Path) -> io::Result<()> {
-        fs::rename(&self.path, target)?;
-        self.done = true;
-        sync_directory(target)
-    }
-
-    /// Gives the file the name `target` only if no file has it (a hard link, which fails
-    /// when the name exists), then drops the temporary name and syncs the directory.
-    fn link_as_new(self, target: &Path) -> io::Result<()> {
-        fs::hard_link(&self.path, target)?;
-        sync_directory(target)
-        // Drop removes the temporary name.
-    }
-}
-
-impl Drop for Temporary {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
-}
-
-fn sync_directory(target: &Path) -> io::Result<()> {
-    let directory = match target.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    File::open(directory)?.sync_all()
-}
-
-/// Removes temporary files of `target` left by writers that were killed: those whose
-/// process is gone (`/proc/PID` absent). Called under the lock, so no live writer of this
-/// filter can be using one.
-fn remove_stale_temporaries(target: &Path) {
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    let (Some(directory), prefix) = (target.parent(), temporary_prefix(target)) else {
-        return;
-    };
-    let Ok(entries) = fs::read_dir(directory) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name
-            .to_str()
-            .and_then(|name| name.strip_prefix(&prefix))
-            .and_then(|rest| rest.strip_suffix(".tmp"))
-        else {
-            continue;
-        };
-        let Some(pid) = rest.split('.').next().and_then(|pid| pid.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = fs::remove_file(entry.path());
         }
     }
 }

@@ -13,12 +13,12 @@
 //! of [`bloomery::file`].
 
 use std::fs::{self, File, Metadata, OpenOptions};
-use std::io::{self, BufWriter, Read, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bloomery::any::{self, DynFilter, FilterView};
+use bloomery::file::TempFile;
 use bloomery::format::native::{self, Envelope, Header};
 use bloomery::in_place::{self, FilterMut};
 use bloomery::{FormatProblem, file};
@@ -154,7 +154,10 @@ fn lock_existing(path: &Path) -> Result<(File, PathBuf)> {
         file.lock().io_at(path)?;
         let metadata = file.metadata().io_at(path)?;
         match fs::metadata(&real) {
-            Ok(now) if now.dev() == metadata.dev() && now.ino() == metadata.ino() => return Ok((file, real)),
+            Ok(now) if now.dev() == metadata.dev() && now.ino() == metadata.ino() => {
+                file::remove_stale_temporaries(&real);
+                return Ok((file, real));
+            }
             _ => continue,
         }
     }
@@ -185,8 +188,8 @@ impl Locked {
     /// it takes the name, so the lock is never let go.
     pub fn save(&mut self, envelope: &Envelope<'_>, shown: &Path) -> Result<()> {
         let old = self.file.metadata().io_at(shown)?;
-        let file = replace(&self.real, shown, Some(&old), true, |writer| {
-            envelope.write_to(writer)
+        let file = replace(&self.real, shown, Some(&old), true, |mut writer| {
+            envelope.write_to(&mut writer)
         })?;
         self.file = file;
         Ok(())
@@ -410,7 +413,7 @@ impl Drop for InPlace {
 
 /// Writes what `write` produces to `path` atomically: an existing file is locked while it
 /// is replaced (keeping its mode and owner), a new one appears whole or not at all.
-pub fn save(path: &Path, write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>) -> Result<()> {
+pub fn save(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     let real = resolve(path)?;
     match fs::metadata(&real) {
         Ok(_) => {
@@ -437,10 +440,10 @@ fn replace(
     shown: &Path,
     old: Option<&Metadata>,
     lock: bool,
-    write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<File> {
-    let temporary = Temporary::beside(real).io_at(shown)?;
-    let file = &temporary.file;
+    let temporary = TempFile::beside(real).io_at(shown)?;
+    let file = temporary.file();
     if lock {
         file.lock().io_at(shown)?;
     }
@@ -453,67 +456,5 @@ fn replace(
         file.set_permissions(fs::Permissions::from_mode(old.permissions().mode() & 0o7777))
             .io_at(shown)?;
     }
-    let mut writer = BufWriter::with_capacity(1 << 20, file);
-    write(&mut writer).io_at(shown)?;
-    writer.flush().io_at(shown)?;
-    drop(writer);
-    file.sync_all().io_at(shown)?;
-    temporary.rename_over(real).io_at(shown)
-}
-
-/// `.NAME.PID.UNIQUE.tmp` beside the target (the CLI's naming, so that its writers remove
-/// the temporary files of a killed Python writer), removed on drop unless renamed.
-struct Temporary {
-    file: File,
-    path: PathBuf,
-    done: bool,
-}
-
-impl Temporary {
-    fn beside(target: &Path) -> io::Result<Self> {
-        let directory = target.parent().unwrap_or(Path::new("."));
-        let name = target.file_name().unwrap_or_default().to_string_lossy();
-        let pid = std::process::id();
-        let mut unique = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
-        loop {
-            let path = directory.join(format!(".{name}.{pid}.{unique:x}.tmp"));
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o666)
-                .open(&path)
-            {
-                Ok(file) => {
-                    return Ok(Self {
-                        file,
-                        path,
-                        done: false,
-                    });
-                }
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => unique = unique.wrapping_add(1),
-                Err(error) => return Err(error),
-            }
-        }
-    }
-
-    fn rename_over(mut self, target: &Path) -> io::Result<File> {
-        fs::rename(&self.path, target)?;
-        self.done = true;
-        let directory = match target.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        File::open(directory)?.sync_all()?;
-        self.file.try_clone()
-    }
-}
-
-impl Drop for Temporary {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
+    temporary.fill(write).io_at(shown)?.rename_over(real).io_at(shown)
 }

@@ -297,6 +297,35 @@ sys.exit("saved past the limit")
     assert [p.name for p in tmp_path.iterdir()] == ["f.bloom"]
 
 
+@pytest.mark.parametrize("writer", ["r+", "a", "save", "cli"])
+def test_writers_remove_the_temporary_files_of_killed_writers(cli, tmp_path, writer):
+    """Temporary files (`.NAME.PID.UNIQUE.tmp`, the library's `bloomery::file::TempFile`)
+    that writers of any tool left when they were killed are removed by the next writer of
+    the same filter, under its lock; a live writer's are kept."""
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    dead_pid = finished.pid  # a process that is gone
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        stale = tmp_path / f".f.bloom.{dead_pid}.1a2b.tmp"
+        kept = tmp_path / f".f.bloom.{live.pid}.3c4d.tmp"
+        other = tmp_path / f".g.bloom.{dead_pid}.5e6f.tmp"  # another filter's
+        for leftover in (stale, kept, other):
+            leftover.write_bytes(b"partial")
+        if writer == "save":
+            BloomFilter(100).save(path)
+        elif writer == "cli":
+            cli("add", path, "x")
+        else:
+            BloomFilter.open(path, writer).close()
+        assert not stale.exists() and kept.exists() and other.exists()
+    finally:
+        live.kill()
+        live.wait()
+
+
 def test_pathlike_and_str_paths(tmp_path):
     f = BloomFilter(100)
     f.save(str(tmp_path / "a.bloom"))

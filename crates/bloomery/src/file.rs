@@ -41,10 +41,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fs::File;
-use std::io;
-use std::os::unix::fs::FileExt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use memmap2::MmapMut;
 use xxhash_rust::xxh3::Xxh3;
@@ -167,6 +169,170 @@ impl Region {
     #[cfg(not(target_os = "linux"))]
     pub fn populate(self, from: u64, to: u64) {
         let _ = (from, to);
+    }
+}
+
+/// A new file beside a filter file, filled, synced and then put in its place atomically
+/// ([`rename_over`](Self::rename_over) an existing file, or [`link_as_new`](Self::link_as_new)
+/// where none may exist): a crash leaves the old file or the new one, whole. Removed when
+/// dropped unless it was put in place.
+///
+/// It is named `.NAME.PID.UNIQUE.tmp` beside `NAME`, created exclusively (never through a
+/// link or onto another file), so that every tool's writers find the files of writers that
+/// were killed: [`remove_stale_temporaries`].
+///
+/// ```
+/// use std::io::Write;
+///
+/// let dir = std::env::temp_dir().join(format!("bloomery-temp-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let target = dir.join("seen.bloom");
+/// std::fs::write(&target, b"old")?;
+/// let new = bloomery::file::TempFile::beside(&target)?.fill(|out| out.write_all(b"new"))?;
+/// new.rename_over(&target)?;
+/// assert_eq!(std::fs::read(&target)?, b"new");
+/// assert_eq!(std::fs::read_dir(&dir)?.count(), 1); // no temporary file left
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct TempFile {
+    file: File,
+    path: PathBuf,
+    done: bool,
+}
+
+/// The name prefix of `target`'s temporary files: `.NAME.` (then the writer's process id,
+/// a unique number and `.tmp`).
+fn temporary_prefix(target: &Path) -> String {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    format!(".{name}.")
+}
+
+impl TempFile {
+    /// Creates `.NAME.PID.UNIQUE.tmp` beside `target`, exclusively, readable and writable
+    /// as the umask allows.
+    pub fn beside(target: &Path) -> io::Result<Self> {
+        let directory = target.parent().unwrap_or(Path::new("."));
+        let prefix = temporary_prefix(target);
+        let pid = std::process::id();
+        let mut unique = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+        loop {
+            let path = directory.join(format!("{prefix}{pid}.{unique:x}.tmp"));
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o666)
+                .open(&path)
+            {
+                Ok(file) => {
+                    return Ok(Self {
+                        file,
+                        path,
+                        done: false,
+                    });
+                }
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                    unique = unique.wrapping_add(1);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// The open file (to lock it, or to give it an owner and mode before it is filled).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Writes the content through a buffer and syncs it to disk.
+    pub fn fill(self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<Self> {
+        let mut writer = BufWriter::with_capacity(1 << 20, &self.file);
+        write(&mut writer)?;
+        writer.flush()?;
+        drop(writer);
+        self.file.sync_all()?;
+        Ok(self)
+    }
+
+    /// Writes `header`, makes the file `total_len` bytes long (the rest a hole, read as
+    /// zeros), reserves its blocks where the file system can ([`allocate`]), and syncs it.
+    pub fn fill_sparse(self, header: &[u8], total_len: u64) -> io::Result<Self> {
+        self.file.write_all_at(header, 0)?;
+        self.file.set_len(total_len)?;
+        let start = header.len() as u64;
+        allocate(&self.file, start, total_len.saturating_sub(start))?;
+        self.file.sync_all()?;
+        Ok(self)
+    }
+
+    /// Renames the file over `target` and syncs the directory; returns the file, now
+    /// `target`.
+    pub fn rename_over(mut self, target: &Path) -> io::Result<File> {
+        fs::rename(&self.path, target)?;
+        self.done = true;
+        sync_directory(target)?;
+        self.file.try_clone()
+    }
+
+    /// Gives the file the name `target` only if no file has it (a hard link, which fails
+    /// with [`io::ErrorKind::AlreadyExists`] when the name exists), then drops the
+    /// temporary name and syncs the directory.
+    pub fn link_as_new(self, target: &Path) -> io::Result<()> {
+        fs::hard_link(&self.path, target)?;
+        sync_directory(target)
+        // Drop removes the temporary name.
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Syncs the directory `target` is in (after a name in it changed).
+fn sync_directory(target: &Path) -> io::Result<()> {
+    let directory = match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    File::open(directory)?.sync_all()
+}
+
+/// Removes the temporary files of `target` ([`TempFile`]) that writers which were killed
+/// left: those whose process is gone (`/proc/PID` absent; nothing where there is no
+/// `/proc`). To be called under the writers' lock of `target`, so that no live writer of
+/// this filter can be using one.
+pub fn remove_stale_temporaries(target: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let (Some(directory), prefix) = (target.parent(), temporary_prefix(target)) else {
+        return;
+    };
+    let Ok(entries) = fs::read_dir(directory) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(&prefix))
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('.').next().and_then(|pid| pid.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -313,7 +313,7 @@ impl<'a> Envelope<'a> {
     }
 
     /// Writes the whole envelope to `writer`, piece by piece.
-    pub fn write_to(&self, writer: &mut impl Write) -> io::Result<()> {
+    pub fn write_to(&self, writer: &mut (impl Write + ?Sized)) -> io::Result<()> {
         writer.write_all(&self.header())?;
         for piece in &self.pieces {
             writer.write_all(piece)?;
