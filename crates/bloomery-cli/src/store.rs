@@ -19,7 +19,7 @@
 //!   temporary file; temporary files of writers killed with `kill -9` are removed by the
 //!   next writer of the same filter.
 
-use std::fs::{self, File, Metadata, OpenOptions};
+use std::fs::{self, File, Metadata};
 use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -137,28 +137,14 @@ impl Locked {
             let real = resolve(path)?;
             let before = fs::metadata(&real).with_path(path)?;
             regular(path, &before)?;
-            // Read and write: a file its writer may not write is refused here, as a
-            // program writing it in place would be (rename needs only the directory).
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&real)
-                .with_path(path)?;
-            file.lock().with_path(path)?;
-            let metadata = file.metadata().with_path(path)?;
-            // The lock is on the file we opened; if another writer replaced the name
-            // while we waited, lock the new file instead.
-            match fs::metadata(&real) {
-                Ok(now) if now.dev() == metadata.dev() && now.ino() == metadata.ino() => {
-                    bloomery::file::remove_stale_temporaries(&real);
-                    return Ok(Self {
-                        file,
-                        real,
-                        shown: path.to_owned(),
-                        metadata,
-                    });
-                }
-                _ => continue,
+            // If another writer replaced the name while we waited, lock the new file.
+            if let Some((file, metadata)) = bloomery::file::lock_for_update(&real).with_path(path)? {
+                return Ok(Self {
+                    file,
+                    real,
+                    shown: path.to_owned(),
+                    metadata,
+                });
             }
         }
     }

@@ -12,7 +12,7 @@
 //! [`any::open`], [`Envelope::write_to`], [`in_place::view_mut`] and the sealing protocol
 //! of [`bloomery::file`].
 
-use std::fs::{self, File, Metadata, OpenOptions};
+use std::fs::{self, File, Metadata};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -146,19 +146,9 @@ fn lock_existing(path: &Path) -> Result<(File, PathBuf)> {
         let real = resolve(path)?;
         let before = fs::metadata(&real).io_at(path)?;
         regular(path, &before)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&real)
-            .io_at(path)?;
-        file.lock().io_at(path)?;
-        let metadata = file.metadata().io_at(path)?;
-        match fs::metadata(&real) {
-            Ok(now) if now.dev() == metadata.dev() && now.ino() == metadata.ino() => {
-                file::remove_stale_temporaries(&real);
-                return Ok((file, real));
-            }
-            _ => continue,
+        // If another writer replaced the name while we waited, lock the new file.
+        if let Some((file, _)) = file::lock_for_update(&real).io_at(path)? {
+            return Ok((file, real));
         }
     }
 }

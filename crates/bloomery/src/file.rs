@@ -43,7 +43,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -304,6 +304,27 @@ fn sync_directory(target: &Path) -> io::Result<()> {
     File::open(directory)?.sync_all()
 }
 
+/// Opens the existing filter file `real` (a path with its links resolved) for reading and
+/// writing, waits for its writers' lock (an exclusive `flock` on the file, which every
+/// writer of bloomery's tools takes before it changes or replaces a file), and checks that
+/// `real` still names the file it locked. `None` when another writer replaced the file
+/// while this one waited: the caller resolves the name again and retries. Once locked,
+/// removes the temporary files that killed writers of it left
+/// ([`remove_stale_temporaries`]). Opening for writing refuses a file this user may not
+/// write, as a change in place would be refused (a rename needs only the directory).
+pub fn lock_for_update(real: &Path) -> io::Result<Option<(File, fs::Metadata)>> {
+    let file = OpenOptions::new().read(true).write(true).open(real)?;
+    file.lock()?;
+    let metadata = file.metadata()?;
+    match fs::metadata(real) {
+        Ok(now) if now.dev() == metadata.dev() && now.ino() == metadata.ino() => {
+            remove_stale_temporaries(real);
+            Ok(Some((file, metadata)))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Removes the temporary files of `target` ([`TempFile`]) that writers which were killed
 /// left: those whose process is gone (`/proc/PID` absent; nothing where there is no
 /// `/proc`). To be called under the writers' lock of `target`, so that no live writer of
@@ -458,6 +479,49 @@ pub fn allocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_writer_waits_for_the_lock_and_removes_killed_writers_temporaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.bloom");
+        fs::write(&target, b"filter").unwrap();
+        // A process id no process has (above Linux's largest, 2^22).
+        let stale = dir.path().join(".f.bloom.4294967295.1.tmp");
+        fs::write(&stale, b"partial").unwrap();
+        let (held, _) = lock_for_update(&target).unwrap().expect("nothing replaced it");
+        assert_eq!(stale.exists(), !Path::new("/proc/self").exists());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let waiter = {
+            let target = target.clone();
+            std::thread::spawn(move || {
+                let locked = lock_for_update(&target).unwrap().is_some();
+                sender.send(locked).unwrap();
+            })
+        };
+        // A flock is per open file: the second open waits while the first holds it.
+        assert!(
+            receiver
+                .recv_timeout(std::time::Duration::from_millis(300))
+                .is_err()
+        );
+        drop(held);
+        assert!(receiver.recv_timeout(std::time::Duration::from_secs(30)).unwrap());
+        waiter.join().unwrap();
+        // A temporary file is gone unless put in place.
+        let temporary = TempFile::beside(&target).unwrap();
+        drop(temporary.fill(|out| out.write_all(b"new")).unwrap());
+        let placed = TempFile::beside(&target)
+            .unwrap()
+            .fill(|out| out.write_all(b"new"))
+            .unwrap();
+        assert!(placed.link_as_new(&target).unwrap_err().kind() == io::ErrorKind::AlreadyExists);
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["f.bloom"]);
+        assert_eq!(fs::read(&target).unwrap(), b"filter");
+    }
 
     /// A file of `len` bytes whose only data is `data` at `at`, the rest holes (or
     /// unwritten extents after `allocate`).
