@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub use bloomery::file::window_bytes;
-use bloomery::file::{self, PAGE, Region, allocate, items_per_release};
+use bloomery::file::{self, PAGE, Region, allocate, items_per_release, region_bytes};
 use bloomery::format::native::Header;
 use bloomery::in_place::{self, FilterMut, ItemHash, Locality};
 use memmap2::MmapMut;
@@ -31,13 +31,6 @@ use crate::store::Locked;
 /// The most bytes a header can take: 32 fixed bytes, 65,536 of parameters, the checksum,
 /// rounded up to 64.
 const MAX_HEADER_LEN: usize = (32 + 65_536 + 8usize).next_multiple_of(64);
-
-/// How many bytes of a block filter's payload one group of a batch covers, when a payload
-/// larger than the window is updated a region at a time: 64 MiB, or a sixteenth of a
-/// smaller window.
-fn region_bytes(window: u64) -> u64 {
-    (window / 16).clamp(16 * PAGE, 64 << 20)
-}
 
 /// With `BLOOMERY_TIMINGS` set, prints to standard error how long a phase of an update
 /// took (`scripts/scale.sh` sets it for its large add); returns the time it ends, where the

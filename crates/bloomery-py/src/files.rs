@@ -207,6 +207,7 @@ pub struct InPlace {
     /// worth of pages touched, as the CLI's updates do, so that what stays mapped is
     /// bounded by the window (`bloomery::file::items_per_release`), not by the file.
     region: file::Region,
+    window: u64,
     release_every: usize,
     /// Items inserted since the pages were last let go of.
     pending: usize,
@@ -274,6 +275,7 @@ impl InPlace {
             real,
             shown: path.to_owned(),
             region,
+            window,
             release_every,
             pending: 0,
         })
@@ -336,9 +338,22 @@ impl InPlace {
         let refused = |error: bloomery::Error| FileError::Bytes(error.to_string());
         self.filter.check_union(header, payload).map_err(refused)?;
         self.unseal()?;
-        self.filter.union(header, payload).map_err(refused)?;
-        if self.release_every != usize::MAX {
-            self.release();
+        // A payload larger than the window: a region at a time, each let go of after, as
+        // the CLI's `merge` in place does.
+        let windowed = self.header.payload_len > self.window;
+        let step = if windowed {
+            file::region_bytes(self.window) as usize
+        } else {
+            payload.len().max(1)
+        };
+        for start in (0..payload.len()).step_by(step) {
+            let end = (start + step).min(payload.len());
+            self.filter
+                .union_range(header, payload, start..end)
+                .map_err(refused)?;
+            if windowed {
+                self.region.release(start as u64, end as u64);
+            }
         }
         Ok(())
     }

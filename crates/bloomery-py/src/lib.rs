@@ -907,7 +907,8 @@ impl PyBloomFilter {
     /// between leaves every item it added present and the file unsealed (``bloomery
     /// verify`` says so, ``bloomery seal`` or the next writer seals it). Its items are in
     /// the file as they are added, so leaving a ``with`` block by an exception seals them
-    /// too. Mode ``"a"`` only adds: ``clear``, ``remove`` and in-place unions need ``"r+"``.
+    /// too. Mode ``"a"`` only adds (items, and other filters' with ``|=``): ``clear``, ``remove``
+    /// and ``&=`` need ``"r+"``.
     ///
     /// A mapped file must not be truncated or rewritten in place by another program while
     /// it is open: bloomery's writers replace files by rename, or only set bits in place

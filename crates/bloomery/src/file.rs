@@ -91,6 +91,13 @@ pub fn items_per_release(window: u64, locality: Locality) -> usize {
     (window / PAGE / pages_per_item).max(1) as usize
 }
 
+/// How many bytes of a payload larger than `window` an update changes at a time when it can
+/// choose (a batch grouped by where its bits are, a union): 64 MiB, or a sixteenth of a
+/// smaller window; the pages of each such region are let go of before the next.
+pub fn region_bytes(window: u64) -> u64 {
+    (window / 16).clamp(16 * PAGE, 64 << 20)
+}
+
 /// The payload of a file mapping, for telling the kernel which of its pages to map ahead or
 /// let go of: an address and two numbers, copied freely, made by the unsafe [`Region::of`]
 /// (whose caller promises that the mapping outlives every use).
@@ -260,10 +267,16 @@ impl TempFile {
     /// Writes `header`, makes the file `total_len` bytes long (the rest a hole, read as
     /// zeros), reserves its blocks where the file system can ([`allocate`]), and syncs it.
     pub fn fill_sparse(self, header: &[u8], total_len: u64) -> io::Result<Self> {
+        let start = header.len() as u64;
+        if total_len < start {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a file of {total_len} bytes cannot hold a header of {start}"),
+            ));
+        }
         self.file.write_all_at(header, 0)?;
         self.file.set_len(total_len)?;
-        let start = header.len() as u64;
-        allocate(&self.file, start, total_len.saturating_sub(start))?;
+        allocate(&self.file, start, total_len - start)?;
         self.file.sync_all()?;
         Ok(self)
     }
@@ -271,10 +284,12 @@ impl TempFile {
     /// Renames the file over `target` and syncs the directory; returns the file, now
     /// `target`.
     pub fn rename_over(mut self, target: &Path) -> io::Result<File> {
+        // Cloned first: once renamed, the call must not fail for want of a descriptor.
+        let file = self.file.try_clone()?;
         fs::rename(&self.path, target)?;
         self.done = true;
         sync_directory(target)?;
-        self.file.try_clone()
+        Ok(file)
     }
 
     /// Gives the file the name `target` only if no file has it (a hard link, which fails
@@ -348,7 +363,15 @@ pub fn remove_stale_temporaries(target: &Path) {
         else {
             continue;
         };
-        let Some(pid) = rest.split('.').next().and_then(|pid| pid.parse::<u32>().ok()) else {
+        // Exactly `PID.UNIQUE` (decimal, then hexadecimal): not the temporary file of a
+        // sibling such as `NAME.7`, whose own name also starts with this prefix.
+        let Some((pid, unique)) = rest.split_once('.') else {
+            continue;
+        };
+        let (Ok(pid), true) = (
+            pid.parse::<u32>(),
+            !unique.is_empty() && unique.bytes().all(|byte| byte.is_ascii_hexdigit()),
+        ) else {
             continue;
         };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
@@ -488,8 +511,13 @@ mod tests {
         // A process id no process has (above Linux's largest, 2^22).
         let stale = dir.path().join(".f.bloom.4294967295.1.tmp");
         fs::write(&stale, b"partial").unwrap();
+        // A temporary file of the sibling filter `f.bloom.7`, which this lock does not cover.
+        let siblings = dir.path().join(".f.bloom.7.4294967295.1.tmp");
+        fs::write(&siblings, b"partial").unwrap();
         let (held, _) = lock_for_update(&target).unwrap().expect("nothing replaced it");
         assert_eq!(stale.exists(), !Path::new("/proc/self").exists());
+        assert!(siblings.exists());
+        fs::remove_file(&siblings).unwrap();
         let (sender, receiver) = std::sync::mpsc::channel();
         let waiter = {
             let target = target.clone();

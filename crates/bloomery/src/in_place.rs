@@ -34,6 +34,8 @@
 //! # Ok::<(), bloomery::Error>(())
 //! ```
 
+use std::ops::Range;
+
 use crate::any::{DynFilter, FilterView};
 use crate::blocked::Block;
 use crate::blocked::BlockedBloomFilterMut;
@@ -135,7 +137,16 @@ pub trait FilterMut: Send + Sync {
     /// Adds every item of the filter of `header` and `payload` (as
     /// [`check_union`](Self::check_union) takes them): checks them as it does, then ORs
     /// that payload into this one's. Nothing changes when they differ.
-    fn union(&mut self, header: &Header, payload: &[u8]) -> Result<()>;
+    fn union(&mut self, header: &Header, payload: &[u8]) -> Result<()> {
+        self.union_range(header, payload, 0..payload.len())
+    }
+
+    /// As [`union`](Self::union) for bytes `range` of the two payloads only, for a caller
+    /// that ORs a large payload a region at a time (letting go of each region's pages
+    /// before the next): the whole of `header` and `payload` is checked, then
+    /// `payload[range]` is ORed into the same bytes of this one's. Nothing changes when they
+    /// differ or the range is not inside the payload.
+    fn union_range(&mut self, header: &Header, payload: &[u8], range: Range<usize>) -> Result<()>;
 }
 
 /// A filter's file form in memory aligned for its words and blocks (a `Vec<u8>` need not
@@ -222,6 +233,23 @@ pub fn or_payload(mine: &mut [u8], theirs: &[u8]) {
                 *byte |= their_byte;
             }
         }
+    }
+}
+
+/// ORs bytes `range` of `theirs` into the same bytes of `mine` (payloads of one shape,
+/// checked by the caller).
+fn or_range(mine: &mut [u8], theirs: &[u8], range: Range<usize>) -> Result<()> {
+    match (mine.get_mut(range.clone()), theirs.get(range.clone())) {
+        (Some(mine), Some(theirs)) => {
+            or_payload(mine, theirs);
+            Ok(())
+        }
+        _ => Err(incompatible(format!(
+            "bytes {}..{} are not inside a payload of {} bytes",
+            range.start,
+            range.end,
+            theirs.len()
+        ))),
     }
 }
 
@@ -332,10 +360,9 @@ macro_rules! block_filter_mut {
                 check(self, header, payload)
             }
 
-            fn union(&mut self, header: &Header, payload: &[u8]) -> Result<()> {
+            fn union_range(&mut self, header: &Header, payload: &[u8], range: Range<usize>) -> Result<()> {
                 self.check_union(header, payload)?;
-                or_payload(self.payload_mut(), payload);
-                Ok(())
+                or_range(self.payload_mut(), payload, range)
             }
         }
     };
@@ -427,10 +454,9 @@ impl FilterMut for BloomFilterMut<'_> {
         crate::classic::check_compatible(BloomFilterMut::view(self).shape(), other.shape())
     }
 
-    fn union(&mut self, header: &Header, payload: &[u8]) -> Result<()> {
+    fn union_range(&mut self, header: &Header, payload: &[u8], range: Range<usize>) -> Result<()> {
         self.check_union(header, payload)?;
-        or_payload(self.payload_mut(), payload);
-        Ok(())
+        or_range(self.payload_mut(), payload, range)
     }
 }
 
@@ -605,7 +631,20 @@ mod tests {
             let mut by_file = aligned(&file);
             let by_file_bytes = &mut as_bytes(&mut by_file)[header.payload_offset..file.len()];
             let mut in_place = view_mut(&header, by_file_bytes).unwrap().unwrap();
-            in_place.union(&their_header, their_payload).unwrap();
+            // In two ranges, as a caller letting go of pages between regions does; a range
+            // outside the payload is refused.
+            let (len, middle) = (their_payload.len(), their_payload.len() / 2 / 64 * 64);
+            assert!(
+                in_place
+                    .union_range(&their_header, their_payload, 0..len + 1)
+                    .is_err()
+            );
+            in_place
+                .union_range(&their_header, their_payload, middle..len)
+                .unwrap();
+            in_place
+                .union_range(&their_header, their_payload, 0..middle)
+                .unwrap();
             drop(in_place);
             let mut by_filter = AlignedFile::of(mine.as_ref());
             assert_eq!(by_filter.header(), &header);
