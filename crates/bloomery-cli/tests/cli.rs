@@ -146,6 +146,29 @@ fn create_add_and_check_for_every_variant() {
 }
 
 #[test]
+fn a_filter_for_zero_items_is_refused_or_usable_never_unreadable() {
+    // `--items 0` once made a blocked file (the default variant) that nothing could open.
+    let dir = TempDir::new().unwrap();
+    for variant in VARIANTS.into_iter().chain(["redisbloom"]) {
+        let path = dir.path().join(format!("{variant}.bloom"));
+        let output = bloomery()
+            .args(["create", "--variant", variant, "--items", "0"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(stderr.contains("at least 1"), "{variant}: {stderr}");
+            assert!(!path.exists(), "{variant}");
+            continue;
+        }
+        bloomery().arg("add").arg(&path).arg("apple").assert().success();
+        bloomery().arg("verify").arg(&path).assert().success();
+        check_all(&path, "apple\n".into());
+    }
+}
+
+#[test]
 fn add_reads_items_from_files_and_stdin() {
     let dir = TempDir::new().unwrap();
     let path = create(&dir, "f.bloom", "blocked", 10_000);

@@ -673,6 +673,16 @@ fn check_link(link: &RdbLink<'_>, bytes: u64) -> Result<()> {
             link.hashes, link.bpe
         )));
     }
+    // Beyond RedisBloom's check: the hash functions its error rate makes (one more for
+    // rounding), at most 1076 for any positive f64. A crafted dump could otherwise ask
+    // for 4·10^9, each lookup of a full link then looping that often.
+    let most = (link.error.ln().abs() / LN2_SQUARED * LN2).ceil() + 1.0;
+    if f64::from(link.hashes) > most {
+        return Err(bad(format!(
+            "a link's {} hash functions are more than its error rate {} makes ({most})",
+            link.hashes, link.error
+        )));
+    }
     Ok(())
 }
 

@@ -224,6 +224,15 @@ pub struct SizedFor {
 }
 
 impl SizedFor {
+    /// A sizing for `expected_items` at `fpp`; 0 items are recorded as 1, which is what
+    /// the sizing formulas make a filter for (as Guava does).
+    pub fn new(expected_items: u64, fpp: f64) -> Self {
+        Self {
+            expected_items: expected_items.max(1),
+            fpp,
+        }
+    }
+
     /// Checks a stored sizing: at least one item, fpp in (0, 1).
     pub fn check(self) -> Result<Self> {
         check_fpp(self.fpp)?;

@@ -212,3 +212,45 @@ fn damaged_headers_are_refused_not_trusted() {
     assert!(filter.load_scandump_chunk(u64::MAX, b"x").is_err());
     assert!(filter.load_scandump_chunk(1 + 100_000, &[0; 10]).is_err());
 }
+
+/// A one-link chain as `BF.SCANDUMP key 0` returns it (docs in `scandump_header`).
+fn one_link_header(error: f64, bpe: f64, hashes: u32) -> Vec<u8> {
+    let mut header = Vec::new();
+    header.extend_from_slice(&0u64.to_le_bytes()); // size
+    header.extend_from_slice(&1u32.to_le_bytes()); // links
+    header.extend_from_slice(&0u32.to_le_bytes()); // options: none (FORCE64 off)
+    header.extend_from_slice(&2u32.to_le_bytes()); // growth
+    header.extend_from_slice(&8u64.to_le_bytes()); // bytes
+    header.extend_from_slice(&64u64.to_le_bytes()); // bits
+    header.extend_from_slice(&0u64.to_le_bytes()); // size
+    header.extend_from_slice(&error.to_le_bytes());
+    header.extend_from_slice(&bpe.to_le_bytes());
+    header.extend_from_slice(&hashes.to_le_bytes());
+    header.extend_from_slice(&4u64.to_le_bytes()); // entries
+    header.push(0); // n2
+    header
+}
+
+#[test]
+// RedisBloom's printed constants, not the exact ln 2 (they decide the hash counts).
+#[allow(clippy::approx_constant)]
+fn a_link_asking_for_more_hashes_than_its_error_rate_makes_is_refused() {
+    // RedisBloom's own check only ties the hash count to the stored bits per entry: a
+    // crafted dump claiming 6·10^9 bits per entry at error 0.5 passes it, and every
+    // lookup in its link would loop 4·10^9 times.
+    let (bpe, hashes) = (6e9, (0.693147180559945f64 * 6e9).ceil() as u32);
+    let message = RedisBloomFilter::from_scandump_header(&one_link_header(0.5, bpe, hashes))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("more than its error rate"), "{message}");
+    // The shape RedisBloom makes for that error rate loads, and so does the smallest
+    // positive error rate's (1075 hash functions).
+    for error in [0.5, 0.01, f64::from_bits(1)] {
+        let bpe = (error.ln() / 0.480453013918201).abs();
+        let hashes = (0.693147180559945 * bpe).ceil() as u32;
+        let mut filter = RedisBloomFilter::from_scandump_header(&one_link_header(error, bpe, hashes))
+            .unwrap_or_else(|problem| panic!("error {error}: {problem}"));
+        filter.load_scandump_chunk(9, &[0xff; 8]).unwrap();
+        assert!(filter.contains(b"anything"));
+    }
+}

@@ -157,7 +157,7 @@ impl BlockedBloomFilter {
     /// As [`with_fpp`](BlockedBloomFilter::with_fpp), hashing with `seed`.
     pub fn with_fpp_and_seed(expected_items: u64, fpp: f64, seed: u64) -> Result<Self> {
         let mut filter = Self::with_num_blocks(blocked_num_blocks(expected_items, fpp)?, seed)?;
-        filter.sized_for = Some(SizedFor { expected_items, fpp });
+        filter.sized_for = Some(SizedFor::new(expected_items, fpp));
         Ok(filter)
     }
 
@@ -678,10 +678,9 @@ fn blocked_params(params: &[u8], payload_len: usize) -> Result<(usize, u64, Opti
     let sized_for = if params.is_at_end() {
         None
     } else {
-        let sized = SizedFor {
-            expected_items: params.u64()?,
-            fpp: params.f64()?,
-        };
+        // 0 items: written before 2026-11-27 for filters made for 0 items (sized as
+        // for 1), which read as made for 1.
+        let sized = SizedFor::new(params.u64()?, params.f64()?);
         Some(
             sized
                 .check()
@@ -751,7 +750,7 @@ impl AtomicBlockedBloomFilter {
     /// A filter for `expected_items` at `fpp`, sized as [`BlockedBloomFilter::with_fpp`].
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         let mut filter = Self::with_num_blocks(blocked_num_blocks(expected_items, fpp)?, DEFAULT_SEED)?;
-        filter.sized_for = Some(SizedFor { expected_items, fpp });
+        filter.sized_for = Some(SizedFor::new(expected_items, fpp));
         Ok(filter)
     }
 
@@ -989,7 +988,29 @@ mod tests {
         assert!(BlockedBloomFilter::from_parts(&params, &payload).is_err());
         params[24..32].copy_from_slice(&0u64.to_le_bytes());
         params[32..40].copy_from_slice(&0.01f64.to_le_bytes());
-        assert!(BlockedBloomFilter::from_parts(&params, &payload).is_err());
+        // A filter made for 0 items (sized as for 1), as written before the sizing said 1:
+        // it loads, made for 1.
+        let old = BlockedBloomFilter::from_parts(&params, &payload).unwrap();
+        assert_eq!(old.sized_for().map(|sized| sized.expected_items), Some(1));
+        assert!(old.contains("apple"));
+    }
+
+    #[test]
+    fn a_filter_made_for_no_items_saves_a_file_that_loads() {
+        use crate::any;
+        let mut plain = BlockedBloomFilter::with_fpp(0, 0.01).unwrap();
+        assert_eq!(
+            plain.num_blocks(),
+            BlockedBloomFilter::with_fpp(1, 0.01).unwrap().num_blocks()
+        );
+        plain.insert("apple");
+        let atomic = AtomicBlockedBloomFilter::with_fpp(0, 0.01).unwrap();
+        atomic.insert("apple");
+        for bytes in [plain.to_bytes(), atomic.to_blocked_bloom_filter().to_bytes()] {
+            let loaded = any::open(&bytes).unwrap();
+            assert!(loaded.contains(b"apple"));
+            assert_eq!(loaded.stats().capacity, Some(1));
+        }
     }
 
     #[test]

@@ -219,6 +219,11 @@ impl Reader<'_> {
             } else {
                 last_id + delta
             };
+            // Thrift field ids are i16: checked, so that the next short form's addition
+            // cannot overflow after a crafted long-form id.
+            if i16::try_from(id).is_err() {
+                return Err(problem(format!("a Thrift field id {id} out of the i16 range")));
+            }
             last_id = id;
             field(self, id, kind)?;
         }
@@ -344,5 +349,27 @@ mod tests {
         let mut huge = vec![0x10 | compact::LIST, 0xfc];
         huge.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f]);
         assert!(read_header(&huge).is_err());
+    }
+
+    #[test]
+    fn field_ids_past_i16_are_refused_not_overflowed() {
+        // An unknown boolean field whose long-form id is i64::MAX (zigzag 2^64 - 2), then
+        // a short-form header one past it: an overflow before ids were checked.
+        let mut crafted = vec![compact::BOOLEAN_TRUE];
+        crafted.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        crafted.push(0x10 | compact::BOOLEAN_TRUE);
+        let message = read_header(&crafted).unwrap_err().to_string();
+        assert!(message.contains("i16"), "{message}");
+        // The same inside a struct that is skipped, and at the edge of the range.
+        let mut nested = vec![0x50 | compact::STRUCT];
+        nested.extend_from_slice(&crafted);
+        assert!(read_header(&nested).unwrap_err().to_string().contains("i16"));
+        for (zigzag, fits) in [(vec![0xfe, 0xff, 0x03], true), (vec![0x80, 0x80, 0x04], false)] {
+            // 32767 fits; 32768 does not.
+            let mut edge = vec![compact::BOOLEAN_TRUE];
+            edge.extend_from_slice(&zigzag);
+            let message = read_header(&edge).unwrap_err().to_string();
+            assert_eq!(!message.contains("i16"), fits, "{message}");
+        }
     }
 }
