@@ -373,13 +373,15 @@ impl Writable {
         let mut spent = [Duration::ZERO; 3];
         for (group, file) in spill.files.into_iter().enumerate() {
             let started = Instant::now();
-            let mut file = file
-                .into_inner()
-                .map_err(|error| error.into_error())
-                .with_path(&shown)?;
+            // What reached the file, then what its buffer still holds: every hash pushed,
+            // even when the disk filled up (a failed write leaves its bytes in the buffer),
+            // so no flush that could fail stands between them and the filter.
+            let (mut file, buffered) = file.into_parts();
+            let buffered = buffered.unwrap_or_else(|panicked| panicked.into_inner());
             file.rewind().with_path(&shown)?;
             bytes.clear();
             file.read_to_end(&mut bytes).with_path(&shown)?;
+            bytes.extend_from_slice(&buffered);
             drop(file);
             hashes.clear();
             hashes.extend(

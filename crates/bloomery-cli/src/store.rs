@@ -25,7 +25,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use bloomery::any::{self, DynFilter, FilterView};
-use bloomery::file::TempFile;
+use bloomery::file::{self, TempFile};
 use bloomery::format::native::Header;
 use bloomery::in_place;
 use memmap2::Mmap;
@@ -81,7 +81,7 @@ fn regular(path: &Path, metadata: &Metadata) -> Result<()> {
         "not a regular file"
     };
     Err(CliError::new(format!(
-        "{}: is {what}, not a filter file; refusing to replace it",
+        "{}: is {what}, not a filter file; left as it is",
         path.display()
     )))
 }
@@ -115,7 +115,7 @@ pub fn note_unsealed(path: &Path) {
 /// Loads a file whole for reading (`verify`, `merge` inputs, `export`).
 pub fn load(path: &Path) -> Result<Box<dyn DynFilter>> {
     let real = resolve(path)?;
-    let mut file = File::open(&real).with_path(path)?;
+    let mut file = file::open_for_reading(&real).with_path(path)?;
     let metadata = file.metadata().with_path(path)?;
     regular(path, &metadata)?;
     open_bytes(path, &mut file, metadata.len())
@@ -377,7 +377,7 @@ impl Mapped {
     /// checksum, length).
     pub fn open(path: &Path) -> Result<Self> {
         let real = resolve(path)?;
-        let file = File::open(&real).with_path(path)?;
+        let file = file::open_for_reading(&real).with_path(path)?;
         let metadata = file.metadata().with_path(path)?;
         regular(path, &metadata)?;
         crate::sigbus::guard(path);

@@ -92,7 +92,7 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
     let mut progress = Progress::new("adding");
     let mut count = 0u64;
     let mut scratch = Vec::new();
-    let mut added = for_each_batch(
+    let added = for_each_batch(
         &items.items,
         &items.inputs,
         items.format,
@@ -111,13 +111,13 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
     progress.finish();
     drop(scratch);
     let mut started = inplace::timing("reading the items (hashed, and inserted unless spilled)", started);
+    // The items before a failure to read or spill are added too, as when they go in batch
+    // by batch; a pass that fails part way has added only some of them.
+    let mut spilled = Ok(());
     if let Some(spill) = spill
         && count > 0
     {
-        // The items before a failure are added too, as when they go in batch by batch.
-        if let Err(error) = writable.insert_spilled(spill) {
-            added = added.and(Err(error));
-        }
+        spilled = writable.insert_spilled(spill);
         started = inplace::timing("the pass over the payload", started);
     }
     // The fill is read from every page: not for a file larger than the resident window
@@ -130,6 +130,11 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
     // Sealed whatever happened: the bits are valid.
     writable.seal()?;
     inplace::timing("sealing (pages synced, the payload checksum written)", started);
+    if let Err(error) = spilled {
+        return Err(CliError::new(format!(
+            "{error}; of the {count} items read, some or all were not added: add them again"
+        )));
+    }
     match added {
         Err(error) if count > 0 => {
             return Err(CliError::new(format!(

@@ -247,6 +247,32 @@ fn devices_fifos_and_directories_are_refused_and_left_as_they_were() {
                 target.display()
             );
         }
+        // Readers refuse them too, without waiting for a FIFO's writer (under `timeout`:
+        // they once did, forever).
+        let out = dir.path().join("out.bloom");
+        for args in [
+            vec!["check"],
+            vec!["info"],
+            vec!["verify"],
+            vec!["export"],
+            vec!["merge"],
+        ] {
+            let mut command = Command::new("timeout");
+            command.arg("20").arg(BIN).args(&args);
+            match args[0] {
+                "check" => command.arg(target).arg("x"),
+                "export" => command.arg(target).arg(&out),
+                "merge" => command.arg(&out).arg(&filter).arg(target),
+                _ => command.arg(target),
+            };
+            let message = error_of(&mut command);
+            assert!(
+                message.contains("not a filter file") || message.contains("Is a directory"),
+                "{args:?} {}: {message}",
+                target.display()
+            );
+            assert!(!out.exists());
+        }
         let after = fs::metadata(target).expect("still exists");
         assert_eq!(before.file_type(), after.file_type(), "{}", target.display());
         assert_eq!(before.ino(), after.ino(), "{}", target.display());
@@ -1205,5 +1231,68 @@ fn kill_9_during_adds(run: &KillRun) {
     assert!(
         unsealed_kills >= run.unsealed_kills,
         "few kills landed in the update: {unsealed_kills}"
+    );
+}
+
+/// A spilled add (a file larger than the window, `BLOOMERY_WINDOW_BYTES`) whose spill files
+/// cannot grow (here a limit on file size; a full disk takes the same road): the items its
+/// error line says were added are in the filter. They once were not: the pass stopped at
+/// the first spill file it could not flush, after the error line had counted them.
+#[test]
+fn a_spilled_add_that_cannot_write_its_spill_files_adds_what_it_says_it_added() {
+    use std::os::unix::process::CommandExt;
+    let dir = open_dir();
+    let path = dir.path().join("big.bloom");
+    create(&path, 1_000_000);
+    let items: String = (1..=600_000).map(|i| format!("{i}\n")).collect();
+    let input = dir.path().join("items.txt");
+    fs::write(&input, &items).expect("writes");
+    let mut command = bloomery();
+    command
+        .env("BLOOMERY_WINDOW_BYTES", "65536")
+        .arg("add")
+        .arg(&path)
+        .arg("-i")
+        .arg(&input);
+    // SAFETY: signal(2) and setrlimit(2) are async-signal-safe, as pre_exec requires.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 10,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let message = error_of(&mut command);
+    assert!(message.contains("File too large"), "{message}");
+    let added: usize = message
+        .split("; the ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" items before it were added"))
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no count of the items added: {message}"));
+    assert!(added > 0 && added < 600_000, "{message}");
+    let first = dir.path().join("first.txt");
+    fs::write(&first, (1..=added).map(|i| format!("{i}\n")).collect::<String>()).expect("writes");
+    let output = bloomery()
+        .args(["check", "--count", "-i"])
+        .arg(&first)
+        .arg(&path)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!("{added} probably present, 0 absent"),
+        "{message}"
+    );
+    verify(&path);
+    assert_eq!(
+        leftovers(dir.path(), &["big.bloom", "items.txt", "first.txt"]),
+        Vec::<String>::new()
     );
 }

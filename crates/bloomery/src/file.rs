@@ -319,6 +319,16 @@ fn sync_directory(target: &Path) -> io::Result<()> {
     File::open(directory)?.sync_all()
 }
 
+/// Opens `real` for reading without waiting on it: opening a FIFO for reading would block
+/// until some process opened it for writing (`O_NONBLOCK`; a regular file then reads as
+/// usual). The caller checks that it is a regular file before reading.
+pub fn open_for_reading(real: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(real)
+}
+
 /// Opens the existing filter file `real` (a path with its links resolved) for reading and
 /// writing, waits for its writers' lock (an exclusive `flock` on the file, which every
 /// writer of bloomery's tools takes before it changes or replaces a file), and checks that
