@@ -34,7 +34,7 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 if [[ ${#targets[@]} -eq 0 ]]; then
-    targets=(native_file native_envelope guava_bytes dump_pieces)
+    targets=(native_file native_envelope guava_bytes dump_pieces parquet_bytes)
 fi
 
 if ! cargo +nightly --version >/dev/null 2>&1; then

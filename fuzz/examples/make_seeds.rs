@@ -113,6 +113,45 @@ fn main() -> Result<()> {
         prefixed(&[0, 255, 255, 0], &native[0].1),
     ));
     write_all(&corpus.join("dump_pieces"), dumps)?;
+
+    // Parquet bloom filters: the split-block seed's bits as Parquet writes them (the
+    // variant_files example's split-block filter hashes as Parquet does), with the header
+    // in the long form of its field ids and with an unknown field (a binary) before the
+    // unions, as another writer may; and the smallest filter.
+    let split_block = bloomery::any::open(
+        &native
+            .iter()
+            .find(|(name, _)| name == "split-block-v2")
+            .ok_or("no split-block seed")?
+            .1,
+    )?;
+    let parquet = bloomery::any::to_parquet_bytes(&*split_block, true)?;
+    let (header_len, _) = bloomery::format::parquet::read_header(&parquet)?;
+    let bitset = &parquet[header_len..];
+    let mut long_ids = vec![0x05, 0x02];
+    long_ids.extend_from_slice(&parquet[1..header_len - 13]);
+    for id in [4u8, 6, 8] {
+        long_ids.extend_from_slice(&[0x0c, id, 0x1c, 0x00, 0x00]);
+    }
+    long_ids.push(0);
+    long_ids.extend_from_slice(bitset);
+    let mut unknown = parquet[..header_len - 13].to_vec();
+    unknown.extend_from_slice(&[0x98, 3, b'x', b'y', b'z', 0x0c, 0x04, 0x1c, 0x00, 0x00]);
+    unknown.extend_from_slice(&[0x1c, 0x1c, 0x00, 0x00, 0x1c, 0x1c, 0x00, 0x00, 0x00]);
+    unknown.extend_from_slice(bitset);
+    let mut smallest = bloomery::format::parquet::encode_header(32);
+    smallest.extend_from_slice(&[0xa5; 32]);
+    let seeds = [
+        ("split-block".to_string(), parquet.clone()),
+        ("split-block-long-ids".to_string(), long_ids),
+        ("split-block-unknown-field".to_string(), unknown),
+        ("one-block".to_string(), smallest),
+    ];
+    for (name, bytes) in &seeds {
+        let _ = bloomery::SplitBlockBloomFilter::from_parquet_bytes(bytes)
+            .map_err(|error| format!("seed {name} is refused: {error}"))?;
+    }
+    write_all(&corpus.join("parquet_bytes"), seeds)?;
     Ok(())
 }
 

@@ -23,7 +23,7 @@ use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::format::native::{Header, Variant};
 use bloomery::{
     AllowlistedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter, Error, RetouchedBloomFilter,
-    RotatingBloomFilter,
+    RotatingBloomFilter, SplitBlockBloomFilter,
 };
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -634,6 +634,40 @@ pub fn check_guava(bytes: &[u8]) -> String {
         Ok(filter) => {
             let boxed: Box<dyn DynFilter> = Box::new(filter);
             exercise_filter(boxed, 4);
+            "opened".into()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Parquet bloom filters
+// ---------------------------------------------------------------------------------------
+
+/// A Parquet column chunk's bloom filter (header and bitset) through
+/// `SplitBlockBloomFilter::from_parquet_bytes`, and the bytes as a bare bitset: what opens
+/// holds the bitset given, writes Parquet bytes that read back to the same filter, and is
+/// exercised as a filter. Returns a trace line.
+pub fn check_parquet(bytes: &[u8]) -> String {
+    if let Ok(bare) = SplitBlockBloomFilter::from_parquet_bitset(bytes) {
+        assert_eq!(
+            &*bare.bitset(),
+            bytes,
+            "a bare bitset does not read back as given"
+        );
+    }
+    match SplitBlockBloomFilter::from_parquet_bytes(bytes) {
+        Err(error) => format!("refused: {}", error_class(&error)),
+        Ok(filter) => {
+            let bitset = filter.bitset().into_owned();
+            assert!(
+                bytes.ends_with(&bitset),
+                "the bitset read is not the input's tail"
+            );
+            let written = filter.to_parquet_bytes().expect("a Parquet-hashed filter writes");
+            let again = SplitBlockBloomFilter::from_parquet_bytes(&written)
+                .unwrap_or_else(|error| panic!("its own Parquet bytes are refused: {error}"));
+            assert_eq!(again, filter, "Parquet bytes do not round-trip");
+            exercise_filter(Box::new(filter), 4);
             "opened".into()
         }
     }

@@ -955,3 +955,253 @@ fn generated_envelopes_reach_every_variant_parser() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Parquet's bloom-filter header (Thrift compact protocol)
+// ---------------------------------------------------------------------------------------
+
+/// A generated Thrift value: the compact types the header reader meets or skips.
+#[derive(Clone, Debug)]
+enum Thrift {
+    Bool(bool),
+    Byte(u8),
+    /// Compact type 4, 5 or 6 (i16, i32, i64) and the value, written as a zigzag varint.
+    Int(u8, i64),
+    Double(u64),
+    Binary(Vec<u8>),
+    /// A list of i32s.
+    List(Vec<i64>),
+    Struct(Vec<ThriftField>),
+}
+
+/// A field: its id (any i64, so that ids past Thrift's i16 are generated too), whether its
+/// header takes the long form (type, then the id) even where a delta would do, its value.
+#[derive(Clone, Debug)]
+struct ThriftField {
+    id: i64,
+    long: bool,
+    value: Thrift,
+}
+
+fn varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn zigzag(out: &mut Vec<u8>, value: i64) {
+    varint(out, ((value << 1) ^ (value >> 63)) as u64);
+}
+
+impl Thrift {
+    fn kind(&self) -> u8 {
+        match self {
+            Thrift::Bool(true) => 1,
+            Thrift::Bool(false) => 2,
+            Thrift::Byte(_) => 3,
+            Thrift::Int(kind, _) => *kind,
+            Thrift::Double(_) => 7,
+            Thrift::Binary(_) => 8,
+            Thrift::List(_) => 9,
+            Thrift::Struct(_) => 12,
+        }
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Thrift::Bool(_) => {}
+            Thrift::Byte(byte) => out.push(*byte),
+            Thrift::Int(_, value) => zigzag(out, *value),
+            Thrift::Double(bits) => out.extend_from_slice(&bits.to_le_bytes()),
+            Thrift::Binary(bytes) => {
+                varint(out, bytes.len() as u64);
+                out.extend_from_slice(bytes);
+            }
+            Thrift::List(values) => {
+                if values.len() < 15 {
+                    out.push(((values.len() as u8) << 4) | 5);
+                } else {
+                    out.push(0xf5);
+                    varint(out, values.len() as u64);
+                }
+                values.iter().for_each(|&value| zigzag(out, value));
+            }
+            Thrift::Struct(fields) => encode_fields(out, fields),
+        }
+    }
+
+    /// Whether every field id in it fits an i16 (the reader refuses the others).
+    fn ids_fit(&self) -> bool {
+        match self {
+            Thrift::Struct(fields) => fields
+                .iter()
+                .all(|field| i16::try_from(field.id).is_ok() && field.value.ids_fit()),
+            _ => true,
+        }
+    }
+}
+
+fn encode_fields(out: &mut Vec<u8>, fields: &[ThriftField]) {
+    let mut last = 0i64;
+    for field in fields {
+        let delta = field.id.wrapping_sub(last);
+        let kind = field.value.kind();
+        if !field.long && (1..=15).contains(&delta) {
+            out.push(((delta as u8) << 4) | kind);
+        } else {
+            out.push(kind);
+            zigzag(out, field.id);
+        }
+        field.value.encode(out);
+        last = field.id;
+    }
+    out.push(0);
+}
+
+/// Field ids: mostly small, often at or past the i16 limits and at the i64 ends.
+fn field_id() -> BoxedStrategy<i64> {
+    prop_oneof![
+        4 => -20i64..40,
+        1 => prop_oneof![Just(i16::MAX as i64), Just(i16::MIN as i64), Just(i16::MAX as i64 + 1)],
+        1 => prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(i64::MAX - 3)],
+        1 => any::<i64>(),
+    ]
+    .boxed()
+}
+
+fn thrift_value() -> BoxedStrategy<Thrift> {
+    let leaf = prop_oneof![
+        any::<bool>().prop_map(Thrift::Bool),
+        any::<u8>().prop_map(Thrift::Byte),
+        (4u8..=6, any::<i64>()).prop_map(|(kind, value)| Thrift::Int(kind, value)),
+        any::<u64>().prop_map(Thrift::Double),
+        proptest::collection::vec(any::<u8>(), 0..8).prop_map(Thrift::Binary),
+        proptest::collection::vec(any::<i64>(), 0..20).prop_map(Thrift::List),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        proptest::collection::vec((field_id(), any::<bool>(), inner), 0..4).prop_map(|fields| {
+            Thrift::Struct(
+                fields
+                    .into_iter()
+                    .map(|(id, long, value)| ThriftField { id, long, value })
+                    .collect(),
+            )
+        })
+    })
+    .boxed()
+}
+
+/// A Parquet bloom-filter header and bitset: the four fields Parquet writes (numBytes,
+/// and the algorithm, hash and compression unions, each member 1 an empty struct), each
+/// sometimes dropped, given another union member or long-form header, with generated
+/// fields between them; then a bitset of the announced length, sometimes not. Also
+/// returns what the reader must do with it.
+fn parquet_input() -> BoxedStrategy<(Vec<u8>, Expect)> {
+    let union = || {
+        (
+            prop_oneof![8 => Just(1i64), 1 => field_id()],
+            any::<bool>(),
+            prop_oneof![8 => Just(true), 1 => Just(false)],
+        )
+    };
+    let extra = proptest::collection::vec((field_id(), any::<bool>(), thrift_value()), 0..3);
+    (
+        prop_oneof![6 => (1u32..=32).prop_map(|blocks| i64::from(blocks) * 32), 1 => any::<i32>().prop_map(i64::from)],
+        [union(), union(), union()],
+        [extra.clone(), extra.clone(), extra],
+        [any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()],
+        prop_oneof![8 => Just(true), 1 => Just(false)],
+        prop_oneof![8 => Just(0i64), 1 => -3i64..3],
+        any::<u64>(),
+    )
+        .prop_map(|(num_bytes, unions, extras, long, keep_num_bytes, length_change, seed)| {
+            let mut fields = Vec::new();
+            let mut valid = true;
+            let mut either = false;
+            if keep_num_bytes {
+                fields.push(ThriftField {
+                    id: 1,
+                    long: long[0],
+                    value: Thrift::Int(5, num_bytes),
+                });
+            }
+            valid &= keep_num_bytes && num_bytes >= 32 && num_bytes % 32 == 0;
+            for (index, ((member, member_long, keep), extra)) in unions.into_iter().zip(extras).enumerate() {
+                for (id, long, value) in extra {
+                    // Another field: skipped (as Thrift skips a known id of another type),
+                    // unless it has a known field's id and type, which then replaces it.
+                    valid &= i16::try_from(id).is_ok() && value.ids_fit();
+                    let kind = value.kind();
+                    either |= (id == 1 && kind == 5) || ((2..=4).contains(&id) && kind == 12);
+                    fields.push(ThriftField { id, long, value });
+                }
+                if keep {
+                    let value = Thrift::Struct(vec![ThriftField {
+                        id: member,
+                        long: member_long,
+                        value: Thrift::Struct(Vec::new()),
+                    }]);
+                    fields.push(ThriftField {
+                        id: 2 + index as i64,
+                        long: long[1 + index],
+                        value,
+                    });
+                }
+                valid &= keep && member == 1;
+            }
+            let mut bytes = Vec::new();
+            encode_fields(&mut bytes, &fields);
+            let header_len = bytes.len();
+            let len = (num_bytes.clamp(0, 2048) + length_change).max(0) as usize;
+            bytes.extend_from_slice(&filler(seed, len));
+            valid &= length_change == 0 && num_bytes <= 2048;
+            let expect = match (valid, either) {
+                (true, false) => Expect::Accept(header_len),
+                (false, false) => Expect::Refuse,
+                (_, true) => Expect::Either,
+            };
+            (bytes, expect)
+        })
+        .boxed()
+}
+
+/// What the reader must do with a generated Parquet input.
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    /// Accept it, the bitset starting here.
+    Accept(usize),
+    Refuse,
+    /// Either (a generated field replaced a known one): only no panic.
+    Either,
+}
+
+proptest! {
+    #![proptest_config(config(20_000))]
+
+    /// Parquet bloom-filter bytes: parsed or refused without a panic (a field id past i16
+    /// once overflowed), accepted exactly when the header is one Parquet's readers accept,
+    /// and what opens holds the bitset given, writes it back and finds what is added.
+    #[test]
+    fn generated_parquet_bloom_filters_parse_or_are_refused_without_panic(
+        (bytes, expect) in parquet_input()
+    ) {
+        let parsed = SplitBlockBloomFilter::from_parquet_bytes(&bytes);
+        let _ = SplitBlockBloomFilter::from_parquet_bitset(&bytes);
+        match (expect, parsed) {
+            (Expect::Accept(header_len), Ok(mut filter)) => {
+                prop_assert_eq!(&*filter.bitset(), &bytes[header_len..]);
+                let written = filter.to_parquet_bytes().unwrap();
+                prop_assert_eq!(&SplitBlockBloomFilter::from_parquet_bytes(&written).unwrap(), &filter);
+                for item in ITEMS {
+                    filter.insert(item);
+                }
+                prop_assert!(ITEMS.iter().all(|item| filter.contains(item)));
+            }
+            (Expect::Refuse, Ok(_)) => prop_assert!(false, "accepted a header Parquet's readers refuse"),
+            (Expect::Accept(_), Err(error)) => prop_assert!(false, "refused a valid header: {}", error),
+            (Expect::Refuse | Expect::Either, Err(_)) | (Expect::Either, Ok(_)) => {}
+        }
+    }
+}
