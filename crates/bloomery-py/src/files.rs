@@ -16,6 +16,7 @@ use std::fs::{self, File, Metadata};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::file::TempFile;
@@ -86,20 +87,73 @@ fn regular(path: &Path, metadata: &Metadata) -> Result<()> {
     }
 }
 
+/// The error for a sealed payload whose checksum does not hold (the CLI's words).
+fn damaged_payload(path: &Path) -> FileError {
+    bytes_error(
+        path,
+        format!("invalid bloomery data: {}", FormatProblem::PayloadChecksum),
+    )
+}
+
+/// How often a header whose checksum fails is read again, and how long apart (the CLI's
+/// reader does the same): a writer updating the file in place rewrites its header with
+/// one small write, which a reader may see half done.
+const HEADER_READS: u32 = 5;
+const HEADER_READ_PAUSE: Duration = Duration::from_millis(2);
+
+/// Parses the header `read` reads, reading it again while its checksum fails, up to
+/// [`HEADER_READS`] times.
+fn parse_header_settled(
+    shown: &Path,
+    mut read: impl FnMut() -> Result<bloomery::Result<Header>>,
+) -> Result<Header> {
+    let mut attempt = 1;
+    loop {
+        match read()? {
+            Err(bloomery::Error::Format {
+                problem: FormatProblem::HeaderChecksum,
+                ..
+            }) if attempt < HEADER_READS => {
+                attempt += 1;
+                std::thread::sleep(HEADER_READ_PAUSE);
+            }
+            parsed => return parsed.map_err(|error| bytes_error(shown, error)),
+        }
+    }
+}
+
 /// A filter file mapped read-only, answering from the mapped bytes in place (classic,
 /// blocked and split-block files; the other variants are built in memory).
+///
+/// A classic, blocked or split-block file may be changed in place meanwhile by a writer
+/// (`bloomery add`, mode "a"), which marks it unsealed, sets bits and seals it again: the
+/// copies made of it ([`file_bytes`](Self::file_bytes),
+/// [`to_owned_filter`](Self::to_owned_filter)) are of the bits as they are read, with a
+/// checksum of their own, never of a header read before them and a payload read after.
 pub struct Mapped {
     /// Borrows `map`'s bytes; declared first so that it is dropped before them.
     view: Box<dyn FilterView + 'static>,
     map: Mmap,
+    /// The mapped file, read at explicit offsets for copies and checksums (so that the
+    /// pages read do not stay mapped).
+    file: File,
+    /// The header as it was on open: its variant, parameters and lengths are the file's
+    /// for as long as it is mapped (writers in place change only the payload's bits and
+    /// the header's mark and checksum).
+    header: Header,
+    shown: PathBuf,
 }
 
 impl Mapped {
     /// Maps `path` and checks its header (magic, version, checksum, length); with
-    /// `verify`, also the payload checksum (reading the whole file once).
+    /// `verify`, also the payload checksum (reading the whole file once) as the CLI's
+    /// readers check it: an unsealed file's bits are used (valid, the checksum stale), and
+    /// a mismatch is damage only if the header did not change meanwhile (otherwise a
+    /// writer in place changed the file while it was read, and its bits are valid).
     pub fn open(path: &Path, verify: bool) -> Result<Self> {
         let real = resolve(path)?;
-        let file = File::open(&real).io_at(path)?;
+        // Not blocking: a FIFO opened for reading would wait for a writer to open it.
+        let file = file::open_for_reading(&real).io_at(path)?;
         let metadata = file.metadata().io_at(path)?;
         regular(path, &metadata)?;
         // SAFETY: read-only map. Bloomery's writers replace a file by rename, or (classic,
@@ -110,32 +164,141 @@ impl Mapped {
         // Lookups touch a few places anywhere in the file: no read-ahead around them (a
         // hint; a kernel that refuses it reads ahead as usual).
         let _ = map.advise(memmap2::Advice::Random);
-        let header = Header::parse(&map).map_err(|error| bytes_error(path, error))?;
+        let header = parse_header_settled(path, || Ok(Header::parse(&map)))?;
         header
             .check_file_len(map.len() as u64)
             .map_err(|error| bytes_error(path, error))?;
-        let payload = &map[header.payload_offset..];
-        if verify {
-            header
-                .verify_payload(payload)
-                .map_err(|error| bytes_error(path, error))?;
-        }
-        let view = any::view(&header, payload).map_err(|error| bytes_error(path, error))?;
+        let view =
+            any::view(&header, &map[header.payload_offset..]).map_err(|error| bytes_error(path, error))?;
         // SAFETY: the view borrows the mapped pages, which stay where they are when the
         // `Mmap` handle moves, and `view` is dropped before `map` (field order); nothing
         // hands out the view with the longer lifetime.
         let view =
             unsafe { std::mem::transmute::<Box<dyn FilterView + '_>, Box<dyn FilterView + 'static>>(view) };
-        Ok(Self { view, map })
+        let mapped = Self {
+            view,
+            map,
+            file,
+            header,
+            shown: path.to_owned(),
+        };
+        if verify {
+            mapped.verify_payload()?;
+        }
+        Ok(mapped)
     }
 
     pub fn view(&self) -> &dyn FilterView {
         self.view.as_ref()
     }
 
-    /// The file's bytes (the envelope as stored).
-    pub fn bytes(&self) -> &[u8] {
-        &self.map
+    /// Whether the variant may be changed in place by a writer while it is mapped.
+    fn in_place(&self) -> bool {
+        in_place::updates_in_place(self.header.variant)
+    }
+
+    /// Checks the payload checksum as the CLI's readers do (`Mapped::verify_payload` in
+    /// crates/bloomery-cli/src/store.rs).
+    fn verify_payload(&self) -> Result<()> {
+        if self.header.unsealed && self.in_place() {
+            return Ok(());
+        }
+        if self.header.unsealed {
+            // The mark is not valid on this variant (docs/format.md).
+            return self
+                .header
+                .verify_payload(&[])
+                .map_err(|error| bytes_error(&self.shown, error));
+        }
+        let sum = file::checksum_of(
+            &self.file,
+            self.header.payload_offset as u64,
+            self.header.payload_len,
+        )
+        .io_at(&self.shown)?;
+        if sum == self.header.payload_checksum {
+            return Ok(());
+        }
+        match self.read_header() {
+            Ok(now) if now == self.header => Err(damaged_payload(&self.shown)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The header as the file holds it now (read again while its checksum fails).
+    fn read_header(&self) -> Result<Header> {
+        let mut bytes = vec![0u8; self.header.payload_offset];
+        self.read_header_into(&mut bytes)
+    }
+
+    fn read_header_into(&self, bytes: &mut [u8]) -> Result<Header> {
+        parse_header_settled(&self.shown, || {
+            self.file.read_exact_at(bytes, 0).io_at(&self.shown)?;
+            Ok(Header::parse(bytes))
+        })
+    }
+
+    /// The header's bytes and the payload as the file holds them (read, not through the
+    /// mapping), the header first; and whether they agree: a sealed header whose payload
+    /// checksum holds. When they do not, the payload's bits are valid and a superset of
+    /// the bits the file held when the header was read: the header was unsealed (a writer
+    /// in place is at work or was killed), or it changed while the payload was read (a
+    /// writer in place set bits meanwhile). A sealed header that did not change over a
+    /// payload whose checksum fails is damage, refused.
+    fn read_consistent(&self) -> Result<(Vec<u8>, Vec<u8>, bool)> {
+        let mut header_bytes = vec![0u8; self.header.payload_offset];
+        let header = self.read_header_into(&mut header_bytes)?;
+        if (header.payload_offset, header.payload_len)
+            != (self.header.payload_offset, self.header.payload_len)
+        {
+            return Err(bytes_error(
+                &self.shown,
+                "the file was rewritten in place with another shape while it was mapped",
+            ));
+        }
+        let mut payload = vec![0u8; header.payload_len as usize];
+        self.file
+            .read_exact_at(&mut payload, header.payload_offset as u64)
+            .io_at(&self.shown)?;
+        if header.unsealed {
+            return Ok((header_bytes, payload, false));
+        }
+        if header.verify_payload(&payload).is_ok() {
+            return Ok((header_bytes, payload, true));
+        }
+        match self.read_header() {
+            Ok(now) if now == header => Err(damaged_payload(&self.shown)),
+            _ => Ok((header_bytes, payload, false)),
+        }
+    }
+
+    /// The file's bytes as a copy of it must be: a sealed, valid envelope holding at least
+    /// every bit the file held when the copy began. A sealed file whose checksum holds is
+    /// copied as it is; an unsealed one, or one a writer changed while it was read, is
+    /// written again from the bits read, with their checksum (a classic version-1 file
+    /// then becomes version 2, as a writer in place seals it). Variants never changed in
+    /// place are copied as they are.
+    pub fn file_bytes(&self) -> Result<Vec<u8>> {
+        if !self.in_place() {
+            return Ok(self.map.to_vec());
+        }
+        let (mut header, payload, intact) = self.read_consistent()?;
+        if intact {
+            header.extend_from_slice(&payload);
+            Ok(header)
+        } else {
+            Ok(native::encode(self.header.variant, &self.header.params, &payload))
+        }
+    }
+
+    /// A copy of the filter in memory, from the bits as [`file_bytes`](Self::file_bytes)
+    /// reads them (the other variants' files loaded whole, every checksum checked).
+    pub fn to_owned_filter(&self) -> Result<Box<dyn DynFilter>> {
+        if !self.in_place() {
+            return any::open(&self.map).map_err(|error| bytes_error(&self.shown, error));
+        }
+        let (_, payload, _) = self.read_consistent()?;
+        any::from_parts(&self.header, &payload).map_err(|error| bytes_error(&self.shown, error))
     }
 }
 
@@ -147,7 +310,9 @@ fn lock_existing(path: &Path) -> Result<(File, PathBuf)> {
         let before = fs::metadata(&real).io_at(path)?;
         regular(path, &before)?;
         // If another writer replaced the name while we waited, lock the new file.
-        if let Some((file, _)) = file::lock_for_update(&real).io_at(path)? {
+        if let Some((file, metadata)) = file::lock_for_update(&real).io_at(path)? {
+            // What was opened, in case the name was given to something else meanwhile.
+            regular(path, &metadata)?;
             return Ok((file, real));
         }
     }
@@ -160,12 +325,22 @@ pub struct Locked {
 }
 
 impl Locked {
-    /// Opens and locks `path`, then reads and checks the filter whole.
+    /// Opens and locks `path`, then reads and checks the filter whole. An unsealed file (a
+    /// writer in place did not finish) is loaded from its bits, which are valid, as the
+    /// CLI's writers load it: its payload checksum is stale and cannot be checked; saving
+    /// it writes it sealed.
     pub fn open(path: &Path) -> Result<(Self, Box<dyn DynFilter>)> {
         let (mut file, real) = lock_existing(path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).io_at(path)?;
-        let filter = any::open(&bytes).map_err(|error| bytes_error(path, error))?;
+        let refused = |error| bytes_error(path, error);
+        let header = Header::parse(&bytes).map_err(refused)?;
+        let filter = if header.unsealed && in_place::updates_in_place(header.variant) {
+            header.check_file_len(bytes.len() as u64).map_err(refused)?;
+            any::from_parts(&header, &bytes[header.payload_offset..]).map_err(refused)?
+        } else {
+            any::open(&bytes).map_err(refused)?
+        };
         Ok((Self { file, real }, filter))
     }
 
@@ -178,7 +353,7 @@ impl Locked {
     /// it takes the name, so the lock is never let go.
     pub fn save(&mut self, envelope: &Envelope<'_>, shown: &Path) -> Result<()> {
         let old = self.file.metadata().io_at(shown)?;
-        let file = replace(&self.real, shown, Some(&old), true, |mut writer| {
+        let file = replace(&self.real, shown, &old, true, |mut writer| {
             envelope.write_to(&mut writer)
         })?;
         self.file = file;
@@ -241,10 +416,7 @@ impl InPlace {
             ));
         }
         if !file::payload_intact(&file, &header).io_at(path)? {
-            return Err(bytes_error(
-                path,
-                format!("invalid bloomery data: {}", FormatProblem::PayloadChecksum),
-            ));
+            return Err(damaged_payload(path));
         }
         file::allocate(&file, header.payload_offset as u64, header.payload_len).io_at(path)?;
         // SAFETY: `map` is a shared mapping of the whole file, which `Self` holds for as long
@@ -417,33 +589,45 @@ impl Drop for InPlace {
 }
 
 /// Writes what `write` produces to `path` atomically: an existing file is locked while it
-/// is replaced (keeping its mode and owner), a new one appears whole or not at all.
-pub fn save(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+/// is replaced (keeping its mode and owner), a new one appears whole or not at all. A new
+/// file takes the name only if no file has it (a hard link, as the CLI creates its
+/// outputs: `TempFile::link_as_new`): one that another program created meanwhile is then
+/// replaced as an existing file is, under its writers' lock (so `write` may be called
+/// twice).
+pub fn save(path: &Path, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     let real = resolve(path)?;
     match fs::metadata(&real) {
-        Ok(_) => {
-            let (file, real) = lock_existing(path)?;
-            let old = file.metadata().io_at(path)?;
-            replace(&real, path, Some(&old), false, write)?;
-            drop(file);
-            Ok(())
-        }
+        Ok(_) => replace_existing(path, &write),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            replace(&real, path, None, false, write)?;
-            Ok(())
+            let temporary = TempFile::beside(&real).io_at(path)?.fill(&write).io_at(path)?;
+            match temporary.link_as_new(&real) {
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => replace_existing(path, &write),
+                linked => linked.io_at(path),
+            }
         }
         Err(error) => Err(FileError::Io(error, path.to_owned())),
     }
 }
 
-/// A temporary file beside `real`, filled, synced, renamed over it; the directory synced.
+/// Replaces the existing file `path` names under its writers' lock, keeping its mode and
+/// owner.
+fn replace_existing(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let (file, real) = lock_existing(path)?;
+    let old = file.metadata().io_at(path)?;
+    replace(&real, path, &old, false, write)?;
+    drop(file);
+    Ok(())
+}
+
+/// A temporary file beside `real`, filled, synced, renamed over the existing file; the
+/// directory synced.
 /// The new file gets the permission bits and owner of `old` (the file it replaces), as the
 /// CLI's do: a writer who may not give it that owner is refused (`PermissionError`) rather
 /// than the file silently changing hands. Returns the new file (locked when `lock`).
 fn replace(
     real: &Path,
     shown: &Path,
-    old: Option<&Metadata>,
+    old: &Metadata,
     lock: bool,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<File> {
@@ -452,14 +636,12 @@ fn replace(
     if lock {
         file.lock().io_at(shown)?;
     }
-    if let Some(old) = old {
-        let new = file.metadata().io_at(shown)?;
-        if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
-            std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())).io_at(shown)?;
-        }
-        // After chown, which clears set-user-ID bits.
-        file.set_permissions(fs::Permissions::from_mode(old.permissions().mode() & 0o7777))
-            .io_at(shown)?;
+    let new = file.metadata().io_at(shown)?;
+    if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
+        std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())).io_at(shown)?;
     }
+    // After chown, which clears set-user-ID bits.
+    file.set_permissions(fs::Permissions::from_mode(old.permissions().mode() & 0o7777))
+        .io_at(shown)?;
     temporary.fill(write).io_at(shown)?.rename_over(real).io_at(shown)
 }

@@ -146,25 +146,29 @@ impl State {
     fn to_bytes(&self) -> PyResult<Vec<u8>> {
         match self {
             State::Owned(filter) => Ok(filter.envelope().to_vec()),
-            State::Mapped(mapped) => Ok(mapped.bytes().to_vec()),
+            State::Mapped(mapped) => mapped.file_bytes().map_err(file_error),
             State::InPlace(file) => file.envelope_bytes().map_err(file_error),
             State::Closed => Err(closed_error()),
         }
     }
 
-    /// A copy in memory (a mapped file is read whole and checked).
+    /// A copy in memory (a mapped file is read whole and checked, or, unsealed or being
+    /// changed in place, taken from its bits: `Mapped::to_owned_filter`).
     fn to_owned_filter(&self) -> PyResult<Box<dyn DynFilter>> {
         match self {
             State::Owned(filter) => Ok(filter.clone_box()),
-            State::Mapped(mapped) => any::open(mapped.bytes()).map_err(value_error),
+            State::Mapped(mapped) => mapped.to_owned_filter().map_err(file_error),
             State::InPlace(file) => file.to_owned_filter().map_err(file_error),
             State::Closed => Err(closed_error()),
         }
     }
 }
 
-/// Where the filter's file is, for `save()` without a path and for `repr`.
+/// Where the filter's file is, for `path` and `repr`. `save()` without a path goes to the
+/// file opened, as it was resolved then (`Locked`, `InPlace`), never to whatever `path`
+/// names later (another working directory, a symlink repointed).
 struct FileLink {
+    /// As the user gave it.
     path: PathBuf,
     /// Held from `open(path, "r+")` until `close()`.
     lock: Option<Locked>,
@@ -910,6 +914,14 @@ impl PyBloomFilter {
     /// too. Mode ``"a"`` only adds (items, and other filters' with ``|=``): ``clear``, ``remove``
     /// and ``&=`` need ``"r+"``.
     ///
+    /// An unsealed file (a writer in place was killed, or is at work) has valid bits and a
+    /// stale payload checksum: every mode uses its bits, as the CLI's readers and writers
+    /// do (``verify=True`` cannot check it, and does not call a file damaged whose header a
+    /// writer changed while it was read). Copies of a mapped file (``to_bytes``, pickle,
+    /// ``save(path)``, ``copy`` and the set operations) are sealed files of the bits read,
+    /// with every item the file held when the copy began, even while ``bloomery add``
+    /// changes it. Devices, FIFOs and directories are refused.
+    ///
     /// A mapped file must not be truncated or rewritten in place by another program while
     /// it is open: bloomery's writers replace files by rename, or only set bits in place
     /// (``add`` to a classic, blocked or split-block file, which a reader then sees), but a
@@ -966,29 +978,43 @@ impl PyBloomFilter {
     /// Writes the filter to ``path`` in the library's file format, atomically (a new file
     /// renamed over the old one, which readers and a crash see whole or not at all),
     /// locking an existing file against other writers meanwhile; the new file keeps the old
-    /// one's mode and owner, as the CLI's do. Without ``path``: back to the file opened with
-    /// mode ``"r+"``; a file opened with mode ``"a"``, whose items are already in it, is
-    /// sealed (its changed pages synced, its payload checksum written).
+    /// one's mode and owner, as the CLI's do; a new file takes the name only if no file has
+    /// it (one that another program created meanwhile is replaced under its lock). Without
+    /// ``path``: back to the file opened with mode ``"r+"`` (the file opened, even if its
+    /// name now names another: a changed working directory, a symlink repointed); a file
+    /// opened with mode ``"a"``, whose items are already in it, is sealed (its changed
+    /// pages synced, its payload checksum written).
     #[pyo3(signature = (path=None))]
     fn save(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<()> {
         let mut link = self.link(py);
-        let target = match (&path, link.as_ref()) {
-            (Some(path), _) => path.clone(),
-            (None, Some(link)) if link.mode == "r+" || link.mode == "a" => link.path.clone(),
+        // The file this filter updates in place, or holds the lock of: its real path, as
+        // resolved when it was opened.
+        let in_place = self.shared.read(py, |state| match state {
+            State::InPlace(file) => Some(file.real().to_owned()),
+            _ => None,
+        });
+        let locked_real = link
+            .as_ref()
+            .and_then(|link| link.lock.as_ref())
+            .map(|locked| locked.real().to_owned());
+        let (target, own_file) = match (&path, link.as_ref()) {
+            (Some(path), _) => {
+                let own_file = (in_place.is_some() || locked_real.is_some()) && {
+                    let real = files::resolve(path).map_err(file_error)?;
+                    in_place.as_ref() == Some(&real) || locked_real.as_ref() == Some(&real)
+                };
+                (path.clone(), own_file)
+            }
+            // Without a path: the file opened, whatever its name names now.
+            (None, Some(link)) if link.mode == "r+" || link.mode == "a" => (link.path.clone(), true),
             _ => {
                 return Err(PyValueError::new_err(
                     "save() needs a path: the filter was not opened with mode 'r+' or 'a'",
                 ));
             }
         };
-        // Back to the file this filter updates in place: sealed.
-        let in_place = self.shared.read(py, |state| match state {
-            State::InPlace(file) => Some(file.real().to_owned()),
-            _ => None,
-        });
-        if let Some(real) = in_place
-            && files::resolve(&target).map_err(file_error)? == real
-        {
+        if own_file && in_place.is_some() {
+            // Back to the file this filter updates in place: sealed.
             return self.shared.write_detached(py, |state| match state {
                 State::InPlace(file) => file.seal().map_err(file_error),
                 _ => Err(closed_error()),
@@ -998,7 +1024,9 @@ impl PyBloomFilter {
         let locked = match link.as_mut() {
             Some(FileLink {
                 lock: Some(locked), ..
-            }) if files::resolve(&target).map_err(file_error)? == locked.real() => Some(locked),
+            }) if own_file => Some(locked),
+            // Its file let go of (closed).
+            _ if own_file => return Err(closed_error()),
             _ => None,
         };
         self.shared.read_detached(py, |state| {
@@ -1007,7 +1035,9 @@ impl PyBloomFilter {
                 (State::Owned(filter), None) => {
                     files::save(&target, |writer| filter.envelope().write_to(writer))
                 }
-                (State::Mapped(mapped), _) => files::save(&target, |writer| writer.write_all(mapped.bytes())),
+                (State::Mapped(mapped), _) => mapped
+                    .file_bytes()
+                    .and_then(|bytes| files::save(&target, |writer| writer.write_all(&bytes))),
                 (State::InPlace(file), _) => file
                     .envelope_bytes()
                     .and_then(|bytes| files::save(&target, |writer| writer.write_all(&bytes))),

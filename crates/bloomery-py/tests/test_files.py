@@ -180,7 +180,12 @@ def test_open_verify_checks_the_payload(cli, tmp_path):
     data = bytearray(path.read_bytes())
     data[-1] ^= 0x80
     path.write_bytes(bytes(data))
-    BloomFilter.open(path).close()  # the header is fine; the payload is not read
+    with BloomFilter.open(path) as mapped:  # the header is fine; the payload is not read
+        # A copy checks the payload it copies: damage is never written out as sealed.
+        for copy in (mapped.to_bytes, mapped.copy, lambda: mapped.save(tmp_path / "copy.bloom")):
+            with pytest.raises(ValueError, match="payload checksum mismatch"):
+                copy()
+        assert not (tmp_path / "copy.bloom").exists()
     with pytest.raises(ValueError) as error:
         BloomFilter.open(path, verify=True)
     cli_error = cli("verify", path, check=False).stderr.decode().strip()
@@ -331,3 +336,137 @@ def test_pathlike_and_str_paths(tmp_path):
     f.save(str(tmp_path / "a.bloom"))
     f.save(tmp_path / "b.bloom")
     assert BloomFilter.open(str(tmp_path / "a.bloom")) == BloomFilter.open(tmp_path / "b.bloom")
+
+
+@pytest.mark.parametrize("mode", ["r+", "a"])
+def test_save_without_a_path_writes_the_file_opened_after_a_chdir(cli, tmp_path, monkeypatch, mode):
+    """`save()` and `close()` without a path write the file that was opened, not whatever
+    its relative name names in the working directory of the time."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    BloomFilter(100).save(first / "seen.bloom")
+    monkeypatch.chdir(first)
+    f = BloomFilter.open("seen.bloom", mode)
+    monkeypatch.chdir(second)
+    f.add("x")
+    f.save()
+    f.add("y")
+    f.close()
+    assert list(second.iterdir()) == []  # no stray copy
+    assert [p.name for p in first.iterdir()] == ["seen.bloom"]
+    assert cli("verify", first / "seen.bloom").returncode == 0
+    assert cli("check", first / "seen.bloom", "x", "y").returncode == 0
+
+
+@pytest.mark.parametrize("mode", ["r+", "a"])
+def test_save_without_a_path_writes_the_file_opened_after_its_symlink_is_repointed(cli, tmp_path, mode):
+    """A symlink repointed after `open` changes nothing: the file opened (and locked) is
+    the one saved back; the link's new target is left as it was."""
+    opened, other = tmp_path / "opened.bloom", tmp_path / "other.bloom"
+    BloomFilter(100).save(opened)
+    theirs = BloomFilter(100)
+    theirs.add("theirs")
+    theirs.save(other)
+    before = other.read_bytes()
+    link = tmp_path / "link.bloom"
+    link.symlink_to(opened)
+    f = BloomFilter.open(link, mode)
+    link.unlink()
+    link.symlink_to(other)
+    f.add("x")
+    f.save()
+    f.add("y")
+    f.close()
+    assert other.read_bytes() == before
+    assert link.is_symlink()
+    assert cli("verify", opened).returncode == 0
+    assert cli("check", opened, "x", "y").returncode == 0
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    """Opening a FIFO for reading would wait for a writer: every road refuses it at once,
+    in the words the write roads use (run in a child process, so that a regression fails
+    on the timeout rather than hanging the suite)."""
+    fifo = tmp_path / "f.bloom"
+    os.mkfifo(fifo)
+    script = f"""
+from bloomery import BloomFilter
+path = {str(fifo)!r}
+for mode in ("r", "r+", "a"):
+    for verify in (False, True):
+        try:
+            BloomFilter.open(path, mode, verify=verify)
+        except ValueError as error:
+            print(mode, error)
+        else:
+            print(mode, "opened")
+try:
+    BloomFilter(100).save(path)
+except ValueError as error:
+    print("save", error)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    refused = f"{fifo}: not a regular file, so not a filter file"
+    assert result.stdout.splitlines() == [
+        *(f"{mode} {refused}" for mode in ("r", "r", "r+", "r+", "a", "a")),
+        f"save {refused}",
+    ]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_save_to_a_new_path_never_replaces_a_file_created_meanwhile_without_its_lock(tmp_path):
+    """`save` to a path that did not exist puts its file there only if none appeared
+    meanwhile (a hard link, as the CLI creates files); a file that did appear is then
+    replaced as an existing one is: under its writers' lock, waiting for its writer. Here
+    another writer creates the file, locked, while the save fills its temporary file."""
+    import fcntl
+    import threading
+
+    theirs = BloomFilter(100)
+    theirs.add("theirs")
+    their_bytes = theirs.to_bytes()
+    mine = BloomFilter(40_000_000)  # some 48 MB: a temporary file that takes a while to fill
+    mine.add("mine")
+    for attempt in range(10):
+        path = tmp_path / f"new{attempt}.bloom"
+        prefix = f".{path.name}."
+        saved = threading.Event()
+        errors = []
+
+        def save(path=path, saved=saved, errors=errors):
+            try:
+                mine.save(path)
+            except BaseException as error:  # noqa: BLE001 - reported below
+                errors.append(error)
+            saved.set()
+
+        saver = threading.Thread(target=save)
+        saver.start()
+        while not saved.is_set() and not any(name.startswith(prefix) for name in os.listdir(tmp_path)):
+            pass
+        # Another writer's new file: written and locked under another name, then linked in.
+        staged = tmp_path / f"staged{attempt}"
+        fd = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, their_bytes)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            os.link(staged, path)
+        except FileExistsError:  # the save finished first: try again
+            os.close(fd)
+            saver.join()
+            continue
+        finally:
+            staged.unlink()
+        try:
+            assert not saved.wait(0.5), "the save replaced a file another writer held locked"
+            assert path.read_bytes() == their_bytes
+        finally:
+            os.close(fd)  # lets go of the lock
+            saver.join(timeout=60)
+        assert not errors, errors
+        assert "mine" in BloomFilter.open(path) and "theirs" not in BloomFilter.open(path)
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+        return
+    pytest.skip("the save always finished before the other writer's file appeared")

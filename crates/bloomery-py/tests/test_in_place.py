@@ -17,6 +17,18 @@ from bloomery import BloomFilter
 IN_PLACE_KINDS = ["blocked", "classic", "split-block"]
 
 
+def kill_after(body):
+    """Runs `body` (Python, with BloomFilter imported) in a child process and kills it
+    with SIGKILL once it has run, leaving whatever it opened as it was."""
+    script = f"import time\nfrom bloomery import BloomFilter\n{body}\nprint('done', flush=True)\ntime.sleep(60)\n"
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "done\n"
+        os.kill(writer.pid, signal.SIGKILL)
+    finally:
+        writer.wait(timeout=30)
+
+
 @pytest.mark.parametrize("kind", IN_PLACE_KINDS)
 def test_mode_a_sets_the_bits_a_load_and_save_would(cli, tmp_path, kind):
     """The same items added in place (mode "a") and through a load and save (mode "r+")
@@ -50,24 +62,14 @@ def test_mode_a_is_unsealed_while_it_changes_and_a_killed_writer_loses_nothing(c
     cli("create", path, "--items", "100000")
     items = [f"item {i}" for i in range(5000)]
     merged = [f"merged {i}" for i in range(1000)]
-    script = f"""
-import sys, time
-from bloomery import BloomFilter
+    kill_after(f"""
 f = BloomFilter.open({str(path)!r}, "a")
 f.update({items[:2500]!r})
 other = BloomFilter(100000)
 other.update({merged!r})
 f |= other
 f.update({items[2500:]!r})
-print("added", flush=True)
-time.sleep(60)
-"""
-    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert writer.stdout.readline() == "added\n"
-        os.kill(writer.pid, signal.SIGKILL)
-    finally:
-        writer.wait(timeout=30)
+""")
     verify = cli("verify", path, check=False)
     assert verify.returncode == 3 and b"unsealed" in verify.stdout + verify.stderr
     assert cli("check", "-q", path, *items, *merged).returncode == 0  # every item it added is there
@@ -257,3 +259,119 @@ def test_mode_a_lets_go_of_a_larger_files_pages_window_by_window(cli, tmp_path, 
             assert largest > 30 << 20, largest  # without the window: most of the file
     assert paths["whole"].read_bytes() == paths["windowed"].read_bytes()
     assert cli("verify", paths["windowed"]).returncode == 0
+
+
+def unsealed_file(path, kind, items):
+    """A file left unsealed by a writer in mode "a" killed after adding `items`."""
+    BloomFilter(100_000, kind=kind).save(path)
+    kill_after(f"""
+f = BloomFilter.open({str(path)!r}, "a")
+f.update({items!r})
+""")
+
+
+@pytest.mark.parametrize("kind", IN_PLACE_KINDS)
+def test_an_unsealed_file_is_read_from_its_bits_and_copied_sealed(cli, tmp_path, kind):
+    """A file a killed writer left unsealed has valid bits and a stale checksum: the
+    readers use its bits, as the CLI's do (docs/format.md, "Sealed and unsealed files"),
+    and every copy of it (bytes, pickle, save elsewhere, copy, union, intersection, Guava
+    bytes) is a sealed, valid file with its items. Mode "r+" loads it and saves it sealed."""
+    import pickle
+
+    path = tmp_path / "unsealed.bloom"
+    items = [f"item {i}" for i in range(1000)]
+    unsealed_file(path, kind, items)
+    before = path.read_bytes()
+    assert cli("verify", path, check=False).returncode == 3
+    with BloomFilter.open(path, verify=True) as f:
+        assert f.contains_many(items) == [True] * len(items)
+        copies = [BloomFilter.from_bytes(f.to_bytes()), pickle.loads(pickle.dumps(f)), f.copy(), f | f.copy(),
+                  f & f.copy(), f.union(), f.intersection()]  # fmt: skip
+        if kind == "classic":
+            copies.append(BloomFilter.from_guava_bytes(f.to_guava_bytes()))
+        for copy in copies:
+            assert copy.contains_many(items) == [True] * len(items)
+        assert copies[0] == f and f == copies[0]
+        f.save(tmp_path / "copy.bloom")
+    assert cli("verify", tmp_path / "copy.bloom").returncode == 0
+    assert cli("check", "-q", tmp_path / "copy.bloom", *items).returncode == 0
+    assert path.read_bytes() == before  # readers leave it as it is
+    with BloomFilter.open(path, "r+") as f:
+        assert f.contains_many(items) == [True] * len(items)
+        f.add("more")
+    assert cli("verify", path).returncode == 0
+    assert cli("check", "-q", path, "more", *items).returncode == 0
+
+
+def test_copies_of_a_mapped_file_an_add_changes_in_place_are_valid(cli, tmp_path):
+    """While `bloomery add` sets bits in a file in place (unsealing it, then sealing it
+    again, once per add), every copy of the file mapped read-only (bytes, pickle, save
+    elsewhere, copy) is a valid, sealed file holding every item of every add that finished
+    before the copy began; opening it with `verify=True` meanwhile (another thread) never
+    calls it damaged."""
+    import pickle
+    import threading
+
+    path = tmp_path / "live.bloom"
+    cli("create", path, "--items", "20000000", "--variant", "blocked")
+    assert path.stat().st_size > 20 << 20
+    batches = [[f"batch {b} item {i}" for i in range(50_000)] for b in range(24)]
+    finished = []  # how many adds had finished, appended as each one does
+    failures = []
+
+    def add_all():
+        try:
+            for number, batch in enumerate(batches):
+                items = tmp_path / f"items{number}.txt"
+                items.write_text("\n".join(batch) + "\n")
+                cli("add", path, "-i", items)
+                finished.append(number + 1)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    verified = []
+
+    def verify_all():
+        try:
+            while adder.is_alive():
+                BloomFilter.open(path, verify=True).close()
+                verified.append(True)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    f = BloomFilter.open(path)
+    adder = threading.Thread(target=add_all)
+    verifier = threading.Thread(target=verify_all)
+    adder.start()
+    verifier.start()
+    copies = []
+    roads = ["bytes", "pickle", "save", "copy"]
+    try:
+        while adder.is_alive():
+            done = len(finished)
+            road = roads[len(copies) % len(roads)]
+            if road == "bytes":
+                copy = f.to_bytes()
+            elif road == "pickle":
+                copy = pickle.dumps(f)
+            elif road == "save":
+                copy = tmp_path / f"copy{len(copies)}.bloom"
+                f.save(copy)
+            else:
+                copy = f.copy().to_bytes()
+            copies.append((done, road, copy))
+    finally:
+        adder.join()
+        verifier.join()
+    assert not failures, failures
+    assert len(copies) >= 10 and len(verified) >= 10, (len(copies), len(verified))
+    for done, road, copy in copies:
+        if road == "save":
+            assert cli("verify", copy).returncode == 0
+            copy = BloomFilter.open(copy)
+        elif road == "pickle":
+            copy = pickle.loads(copy)
+        else:
+            copy = BloomFilter.from_bytes(copy)  # both checksums checked
+        for batch in batches[:done]:
+            assert all(copy.contains_many(batch[::97])), (road, done)
