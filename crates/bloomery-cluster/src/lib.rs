@@ -28,6 +28,14 @@
 //! which the last error is returned. Sending a batch again is harmless for the filter (an
 //! item's bits are set once), but `add_hashes` then reports as old an item whose first
 //! send did reach the server (see docs/failure-model.md).
+//!
+//! With [`ShardedFilter::set_wait`], a batch of adds and its `WAIT` are one unit: a failure
+//! worth retrying in either sends both again, the batch first, on the new connections.
+//! Redis counts `WAIT` against the last write made on the connection it arrives on, so a
+//! `WAIT` sent alone on a new connection (which has made none) would answer at once with
+//! every connected replica, however far behind. The client waits for `WAIT`'s reply for
+//! its timeout plus [`WAIT_REPLY_MARGIN`] (at least the 10 s it waits for other replies),
+//! so a `WAIT` that runs its full time is answered, not cut off and retried.
 
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -132,6 +140,10 @@ enum Inner {
     Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
+/// How much longer than a `WAIT`'s own timeout the client waits for its reply (the server
+/// answers when the timeout passes; this covers the round trip and a busy server).
+pub const WAIT_REPLY_MARGIN: Duration = Duration::from_secs(5);
+
 /// A connection to a server or a cluster that reconnects, and sends again, on failures
 /// worth retrying (see the crate's documentation).
 pub struct Connection {
@@ -188,21 +200,40 @@ impl Connection {
     /// pipeline on failures worth retrying; replies in order. A command's error reply
     /// fails the whole call.
     pub fn pipeline(&mut self, commands: &[Cmd], context: &dyn Fn() -> String) -> Result<Vec<Value>> {
-        self.retrying(context, |inner| match inner {
-            Inner::Single(connection) => {
-                let mut pipe = redis::pipe();
-                for command in commands {
-                    pipe.add_command(command.clone());
-                }
-                pipe.query(connection)
-            }
-            Inner::Cluster(connection) => {
-                let mut pipe = redis::cluster::cluster_pipe();
-                for command in commands {
-                    pipe.add_command(command.clone());
-                }
-                pipe.query(connection)
-            }
+        self.retrying(context, |inner| send_pipeline(inner, commands))
+    }
+
+    /// Sends `commands` as one pipeline (as [`pipeline`](Self::pipeline)) and then, with
+    /// `wait` = `(replicas, timeout)`, `WAIT replicas timeout` on the same connections (on a
+    /// cluster, every primary), as one unit: a failure worth retrying in either sends the
+    /// pipeline and the `WAIT` again, together, on new connections, so the `WAIT` always
+    /// counts the writes of the pipeline sent just before it. The replies to `commands`,
+    /// and `WAIT`'s (the fewest replicas over the primaries) if asked.
+    pub fn pipeline_and_wait(
+        &mut self,
+        commands: &[Cmd],
+        wait: Option<(usize, Duration)>,
+        context: &dyn Fn() -> String,
+    ) -> Result<(Vec<Value>, Option<Value>)> {
+        let base = self.timeout;
+        self.retrying(context, |inner| {
+            let replies = send_pipeline(inner, commands)?;
+            let waited = match wait {
+                Some((replicas, timeout)) => Some(send_wait(inner, replicas, timeout, base)?),
+                None => None,
+            };
+            Ok((replies, waited))
+        })
+    }
+
+    /// `WAIT replicas timeout` on the current connections (on a cluster, every primary),
+    /// counting the writes made on them, and not retried: on a new connection a `WAIT`
+    /// would count no write and answer at once. To wait for a batch, send it with
+    /// [`pipeline_and_wait`](Self::pipeline_and_wait).
+    pub fn wait(&mut self, replicas: usize, timeout: Duration) -> Result<Value> {
+        send_wait(&mut self.inner, replicas, timeout, self.timeout).map_err(|source| Error::Redis {
+            context: "WAIT".into(),
+            source,
         })
     }
 
@@ -242,6 +273,75 @@ impl Connection {
             if let Ok(inner) = connect(&self.target, self.timeout) {
                 self.inner = inner;
             }
+        }
+    }
+}
+
+/// Sends `commands` as one pipeline (on a cluster, one per node).
+fn send_pipeline(inner: &mut Inner, commands: &[Cmd]) -> redis::RedisResult<Vec<Value>> {
+    match inner {
+        Inner::Single(connection) => {
+            let mut pipe = redis::pipe();
+            for command in commands {
+                pipe.add_command(command.clone());
+            }
+            pipe.query(connection)
+        }
+        Inner::Cluster(connection) => {
+            let mut pipe = redis::cluster::cluster_pipe();
+            for command in commands {
+                pipe.add_command(command.clone());
+            }
+            pipe.query(connection)
+        }
+    }
+}
+
+/// `WAIT`'s timeout argument: milliseconds, rounded up (`WAIT n 0` waits forever).
+fn wait_ms(timeout: Duration) -> u64 {
+    u64::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+/// How long to wait for the reply to a `WAIT` of `timeout`: its timeout plus
+/// [`WAIT_REPLY_MARGIN`], at least `base` (the timeout of other replies); no limit for a
+/// `WAIT` that waits forever (a zero timeout).
+fn wait_reply_timeout(timeout: Duration, base: Duration) -> Option<Duration> {
+    (wait_ms(timeout) > 0).then(|| base.max(timeout.saturating_add(WAIT_REPLY_MARGIN)))
+}
+
+/// `WAIT replicas timeout` on the connections of `inner`, waiting for its reply as long as
+/// [`wait_reply_timeout`] says, then back to `base` for other replies. On a cluster, the
+/// redis crate must not replace a node's connection meanwhile (it reconnects and sends the
+/// command again on its own after a lost connection): a `WAIT` on a new connection would
+/// count no write, so a lost connection is an error here, and the caller sends the batch
+/// and the `WAIT` again.
+fn send_wait(
+    inner: &mut Inner,
+    replicas: usize,
+    timeout: Duration,
+    base: Duration,
+) -> redis::RedisResult<Value> {
+    let mut wait = redis::cmd("WAIT");
+    wait.arg(replicas).arg(wait_ms(timeout));
+    let reply_timeout = wait_reply_timeout(timeout, base);
+    match inner {
+        Inner::Single(connection) => {
+            connection.set_read_timeout(reply_timeout)?;
+            let reply = wait.query(connection);
+            let restored = connection.set_read_timeout(Some(base));
+            let reply = reply?;
+            restored?;
+            Ok(reply)
+        }
+        Inner::Cluster(connection) => {
+            connection.set_read_timeout(reply_timeout)?;
+            connection.set_auto_reconnect(false);
+            let reply = wait.query(&mut **connection);
+            connection.set_auto_reconnect(true);
+            let restored = connection.set_read_timeout(Some(base));
+            let reply = reply?;
+            restored?;
+            Ok(reply)
         }
     }
 }
@@ -360,8 +460,10 @@ impl ShardedFilter {
     }
 
     /// After every batch of adds, `WAIT` for `replicas` replicas of every primary written
-    /// to, at most `timeout`; fewer is an error ([`Error::NotAcknowledged`]), and a batch
-    /// retried after a failure is waited for again. `add_hashes` then returns only what
+    /// to, at most `timeout` (zero: as long as it takes, as Redis's `WAIT n 0`); fewer is
+    /// an error ([`Error::NotAcknowledged`]). The batch and its `WAIT` are sent as one
+    /// unit: after a failure worth retrying in either, both are sent again on the new
+    /// connections ([`Connection::pipeline_and_wait`]). `add_hashes` then returns only what
     /// the replicas have too: what survives a failover (docs/failure-model.md).
     pub fn set_wait(&mut self, replicas: usize, timeout: Duration) {
         self.wait = Some((replicas, timeout)).filter(|&(replicas, _)| replicas > 0);
@@ -375,16 +477,28 @@ impl ShardedFilter {
     /// Adds items by their hashes ([`ShardPlan::hash`]); per hash, whether it was new (a
     /// bit changed). A hash repeated in `hashes` is new at most once, at its first place.
     pub fn add_hashes(&mut self, hashes: &[u64]) -> Result<Vec<bool>> {
-        let flags = self.run("BF.HASHADD", hashes)?;
-        if let Some((replicas, timeout)) = self.wait {
-            self.wait_for(replicas, timeout)?;
+        let command = "BF.HASHADD";
+        let (groups, commands) = self.commands(command, hashes);
+        let name = &self.name;
+        let (replies, waited) = self.connection.pipeline_and_wait(&commands, self.wait, &|| {
+            format!("{command} on sharded filter '{name}'")
+        })?;
+        let flags = answers(command, &groups, replies, hashes.len())?;
+        if let (Some((replicas, timeout)), Some(reply)) = (self.wait, waited) {
+            check_acknowledged(reply, replicas, timeout)?;
         }
         Ok(flags)
     }
 
     /// Looks items up by their hashes: per hash, whether it is probably present.
     pub fn contains_hashes(&mut self, hashes: &[u64]) -> Result<Vec<bool>> {
-        self.run("BF.HASHEXISTS", hashes)
+        let command = "BF.HASHEXISTS";
+        let (groups, commands) = self.commands(command, hashes);
+        let name = &self.name;
+        let replies = self
+            .connection
+            .pipeline(&commands, &|| format!("{command} on sharded filter '{name}'"))?;
+        answers(command, &groups, replies, hashes.len())
     }
 
     /// Adds items (hashed with the plan); as [`add_hashes`](Self::add_hashes).
@@ -399,32 +513,17 @@ impl ShardedFilter {
         self.contains_hashes(&hashes)
     }
 
-    /// `WAIT replicas timeout` on every primary this client wrote to.
+    /// `WAIT replicas timeout` on every primary this client wrote to, on its current
+    /// connections ([`Connection::wait`]: not retried, since a `WAIT` on a new connection
+    /// counts no write). [`set_wait`](Self::set_wait) is the way to wait for each batch.
     pub fn wait_for(&mut self, replicas: usize, timeout: Duration) -> Result<()> {
-        let mut wait = redis::cmd("WAIT");
-        wait.arg(replicas).arg(timeout.as_millis() as u64);
-        let got = match self.connection.query(&wait, &|| "WAIT".to_string())? {
-            Value::Int(got) => got.max(0) as usize,
-            other => {
-                return Err(Error::Reply {
-                    command: "WAIT",
-                    reply: format!("{other:?}"),
-                });
-            }
-        };
-        if got < replicas {
-            return Err(Error::NotAcknowledged {
-                wanted: replicas,
-                got,
-                timeout,
-            });
-        }
-        Ok(())
+        let reply = self.connection.wait(replicas, timeout)?;
+        check_acknowledged(reply, replicas, timeout)
     }
 
-    /// One command per shard that has hashes, pipelined; the per-hash answers in the
-    /// order of `hashes`.
-    fn run(&mut self, command: &'static str, hashes: &[u64]) -> Result<Vec<bool>> {
+    /// The shards that have hashes (with the positions of theirs), and one `command` for
+    /// each, to send pipelined.
+    fn commands(&self, command: &'static str, hashes: &[u64]) -> (Vec<(u32, Vec<usize>)>, Vec<Cmd>) {
         let groups = group_by_shard(&self.plan, hashes);
         let blocks = self.plan.blocks_per_shard();
         let seed = self.plan.seed();
@@ -443,26 +542,7 @@ impl ShardedFilter {
                 cmd
             })
             .collect();
-        let name = &self.name;
-        let replies = self
-            .connection
-            .pipeline(&commands, &|| format!("{command} on sharded filter '{name}'"))?;
-        let mut answers = vec![false; hashes.len()];
-        for ((_, positions), reply) in groups.iter().zip(replies) {
-            let bytes = match reply {
-                Value::BulkString(bytes) if bytes.len() == positions.len() => bytes,
-                other => {
-                    return Err(Error::Reply {
-                        command,
-                        reply: format!("{other:?}"),
-                    });
-                }
-            };
-            for (&position, &flag) in positions.iter().zip(&bytes) {
-                answers[position] = flag == 1;
-            }
-        }
-        Ok(answers)
+        (groups, commands)
     }
 
     /// The plan, how many shards exist, and the estimated number of items (each shard's
@@ -509,6 +589,53 @@ impl ShardedFilter {
     pub fn into_connection(self) -> Connection {
         self.connection
     }
+}
+
+/// The per-hash answers, in the order of the `count` hashes, from the replies to the
+/// commands of `groups` ([`ShardedFilter::commands`]).
+fn answers(
+    command: &'static str,
+    groups: &[(u32, Vec<usize>)],
+    replies: Vec<Value>,
+    count: usize,
+) -> Result<Vec<bool>> {
+    let mut answers = vec![false; count];
+    for ((_, positions), reply) in groups.iter().zip(replies) {
+        let bytes = match reply {
+            Value::BulkString(bytes) if bytes.len() == positions.len() => bytes,
+            other => {
+                return Err(Error::Reply {
+                    command,
+                    reply: format!("{other:?}"),
+                });
+            }
+        };
+        for (&position, &flag) in positions.iter().zip(&bytes) {
+            answers[position] = flag == 1;
+        }
+    }
+    Ok(answers)
+}
+
+/// `WAIT`'s reply: fewer than `replicas` is [`Error::NotAcknowledged`].
+fn check_acknowledged(reply: Value, replicas: usize, timeout: Duration) -> Result<()> {
+    let got = match reply {
+        Value::Int(got) => got.max(0) as usize,
+        other => {
+            return Err(Error::Reply {
+                command: "WAIT",
+                reply: format!("{other:?}"),
+            });
+        }
+    };
+    if got < replicas {
+        return Err(Error::NotAcknowledged {
+            wanted: replicas,
+            got,
+            timeout,
+        });
+    }
+    Ok(())
 }
 
 /// The positions of `hashes` per shard, shards in increasing order and positions in

@@ -140,12 +140,18 @@ fn write_filter_held(key: &RedisKeyWritable) -> Result<Option<HeldFilter<'_>>, R
     }
 }
 
-/// Parameters of a new filter.
+/// Parameters of a new filter. What a command does not give comes from this server's
+/// configuration (`bloomery.error-rate`, `-initial-size`, `-expansion`,
+/// `-redisbloom-layout`) as it is when the command runs; [`Reservation::replicate`] then
+/// spells every parameter out for replicas and the AOF, whose configuration may differ.
 pub(crate) struct Reservation {
     pub(crate) error_rate: f64,
     pub(crate) capacity: u64,
     expansion: u32,
     scaling: bool,
+    /// RedisBloom's chain (`Variant::RedisBloom`) rather than bloomery's scalable filter
+    /// of blocked sub-filters.
+    redisbloom: bool,
 }
 
 impl Default for Reservation {
@@ -155,15 +161,21 @@ impl Default for Reservation {
             capacity: limits::default_initial_size(),
             expansion: limits::default_expansion() as u32,
             scaling: true,
+            redisbloom: redisbloom_layout(),
         }
     }
 }
 
+/// `BF.RESERVE`'s `LAYOUT` values (a bloomery extension): RedisBloom's chain, or bloomery's
+/// scalable filter of blocked sub-filters.
+const LAYOUT_REDISBLOOM: &str = "redisbloom";
+const LAYOUT_BLOOMERY: &str = "bloomery";
+
 impl Reservation {
     /// The new filter, refused before allocating if its first sub-filter is over `cap`: a
-    /// RedisBloom-layout chain under `bloomery.redisbloom-layout`, else a scalable filter.
+    /// RedisBloom-layout chain, or a scalable filter of blocked sub-filters.
     fn create(&self, cap: Option<u64>) -> Result<Box<dyn DynFilter>, RedisError> {
-        let variant = if redisbloom_layout() {
+        let variant = if self.redisbloom {
             Variant::RedisBloom
         } else {
             Variant::ScalableBlocked
@@ -183,6 +195,35 @@ impl Reservation {
             return Err(RedisError::String(over_cap_message(bytes, cap)));
         }
         any::create(&spec).map_err(|error| RedisError::String(format!("ERR {error}")))
+    }
+
+    /// Replicates (and writes to the AOF) the creation of this filter at `key` as a
+    /// `BF.RESERVE` with every parameter spelled out: the error rate as the shortest text
+    /// that reads back as the same number, the capacity, `NONSCALING` if so, the
+    /// expansion (which a non-scaling filter records too) and the layout. A replica or an
+    /// AOF replay whose defaults differ from this server's (load arguments, redis.conf,
+    /// or a `CONFIG SET` here that a restart undoes) so makes the same filter, bit for bit,
+    /// where the command as given would make one from its own defaults.
+    fn replicate(&self, ctx: &Context, key: &RedisString) {
+        let rate = format!("{:?}", self.error_rate);
+        let capacity = self.capacity.to_string();
+        let expansion = self.expansion.to_string();
+        let layout = if self.redisbloom {
+            LAYOUT_REDISBLOOM
+        } else {
+            LAYOUT_BLOOMERY
+        };
+        let mut args: Vec<&[u8]> = vec![key.as_slice(), rate.as_bytes(), capacity.as_bytes()];
+        if !self.scaling {
+            args.push(b"NONSCALING");
+        }
+        args.extend([
+            b"EXPANSION".as_slice(),
+            expansion.as_bytes(),
+            b"LAYOUT",
+            layout.as_bytes(),
+        ]);
+        ctx.replicate("BF.RESERVE", &args[..]);
     }
 }
 
@@ -257,13 +298,24 @@ pub(crate) fn refuse_existing(redis_key: &RedisKeyWritable) -> Result<(), RedisE
     Err(RedisError::Str("ERR item exists"))
 }
 
-/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [LAYOUT redisbloom|bloomery]`
+///
+/// `LAYOUT` is a bloomery extension: the new filter's layout whatever
+/// `bloomery.redisbloom-layout` says, and with it `NONSCALING` may come with `EXPANSION n`,
+/// the growth factor a non-scaling filter records without using (RedisBloom records its
+/// default there). It is how every filter a command creates is replicated and written to
+/// the AOF ([`Reservation::replicate`]). Without `LAYOUT`, RedisBloom's arity (at most 7
+/// arguments), parsing and error replies are kept as they were.
 pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if crate::aging::reserve_has_aging_options(&args) {
         return crate::aging::reserve(ctx, &args);
     }
-    // RedisBloom's bound: key, rate, capacity and at most EXPANSION n and NONSCALING.
-    if args.len() < 4 || args.len() > 7 {
+    let options = args.get(4..).unwrap_or_default();
+    let layout_at = options.iter().position(|word| word_is(word, "LAYOUT"));
+    // RedisBloom's bound: key, rate, capacity and at most EXPANSION n and NONSCALING; two
+    // more with LAYOUT x.
+    let most = if layout_at.is_some() { 9 } else { 7 };
+    if args.len() < 4 || args.len() > most {
         return Err(RedisError::WrongArity);
     }
     let key = &args[1];
@@ -273,14 +325,25 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         capacity,
         ..Reservation::default()
     };
+    if let Some(at) = layout_at {
+        let value = options.get(at + 1);
+        reservation.redisbloom = if value.is_some_and(|value| word_is(value, LAYOUT_REDISBLOOM)) {
+            true
+        } else if value.is_some_and(|value| word_is(value, LAYOUT_BLOOMERY)) {
+            false
+        } else {
+            return Err(RedisError::Str(
+                "ERR bad layout: LAYOUT takes redisbloom or bloomery",
+            ));
+        };
+    }
     // As RedisBloom: NONSCALING anywhere, then EXPANSION's value (checked in this order,
-    // so `NONSCALING EXPANSION x` is refused for combining them whatever x is); other
-    // words are ignored.
-    let options = &args[4..];
+    // so `NONSCALING EXPANSION x` is refused for combining them whatever x is, unless
+    // LAYOUT is given); other words are ignored.
     reservation.scaling = !options.iter().any(|word| word_is(word, "NONSCALING"));
     if let Some(at) = options.iter().position(|word| word_is(word, "EXPANSION")) {
         let value = options.get(at + 1).ok_or(RedisError::Str("ERR no expansion"))?;
-        if !reservation.scaling {
+        if !reservation.scaling && layout_at.is_none() {
             return Err(RedisError::Str("Nonscaling filters cannot expand"));
         }
         let expansion = parse_i64(value).ok_or(RedisError::Str("ERR bad expansion"))?;
@@ -299,13 +362,15 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let cap = cap_for_command(&ctx.get_flags());
     set_new_filter(&redis_key, reservation.create(cap)?)?;
     accounting::after_write(&redis_key);
-    notify_and_replicate(ctx, c"bf.reserve", key);
+    notify(ctx, c"bf.reserve", key);
+    reservation.replicate(ctx, key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
 /// Stores a new filter at an empty key: a RedisBloom chain (`bloomery.redisbloom-layout`)
-/// as RedisBloom's own type, so an RDB or replica of this server loads into RedisBloom too;
-/// any other as bloomery's.
+/// as RedisBloom's own type, so an RDB of this server loads into RedisBloom too (a
+/// RedisBloom replica would refuse the replicated `BF.RESERVE ... LAYOUT`: see
+/// [`Reservation::replicate`]); any other as bloomery's.
 fn set_new_filter(redis_key: &RedisKeyWritable, filter: Box<dyn DynFilter>) -> Result<(), RedisError> {
     let redis_type = if filter.variant() == Variant::RedisBloom {
         &MBBLOOM_TYPE
@@ -324,7 +389,10 @@ pub(crate) const AT_MEMORY_LIMIT: &str = "ERR filter cannot grow: its next sub-f
 /// stays within the cap. What is replicated (and written to the AOF) is what happened: the
 /// command as given, or, after a refusal, `command` with only the items before it, so a
 /// replica or an AOF replay (which are not held to this server's cap) never adds an item
-/// refused here.
+/// refused here. A filter created here is replicated first as a fully specified
+/// `BF.RESERVE` ([`Reservation::replicate`]), then `command` with the items taken, so a
+/// replica or an AOF replay with other defaults makes the same filter; one that refused
+/// its first item is deleted, and nothing is replicated.
 fn add_items(
     ctx: &Context,
     command: &str,
@@ -339,6 +407,8 @@ fn add_items(
     let cap = cap_for_command(&flags);
     let redis_key = ctx.open_key_writable(key);
     let created = redis_key.is_empty();
+    // The reservation of a filter made here (to replicate), `None` for an existing one.
+    let mut made = None;
     let (filter, held) = match write_filter_held(&redis_key)? {
         Some(found) => found,
         None => {
@@ -346,6 +416,7 @@ fn add_items(
                 return Err(RedisError::Str("ERR not found"));
             };
             set_new_filter(&redis_key, reservation.create(cap)?)?;
+            made = Some(reservation);
             write_filter_held(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
     };
@@ -413,7 +484,14 @@ fn add_items(
             }
         }
     }
-    if accepted == items.len() {
+    if let Some(reservation) = made.filter(|_| accepted > 0) {
+        // The filter as made here, then the items it took (both through
+        // `RedisModule_Replicate`, which keeps them in this order, in one MULTI/EXEC).
+        notify(ctx, c"bf.add", key);
+        reservation.replicate(ctx, key);
+        let done: Vec<&RedisString> = args[1..items_at + accepted].iter().collect();
+        ctx.replicate(command, &done[..]);
+    } else if accepted == items.len() {
         notify_and_replicate(ctx, c"bf.add", key);
     } else if accepted > 0 {
         notify(ctx, c"bf.add", key);

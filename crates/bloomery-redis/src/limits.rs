@@ -39,7 +39,10 @@
 //! `ERROR_RATE` and `INITIAL_SIZE` are RedisBloom 2.6's load arguments. A bad value is
 //! refused with the reason: `CONFIG SET` answers an error and keeps the old value, a bad
 //! load argument stops the module from loading. A change applies to the filters created
-//! after it; existing filters keep the parameters they were created with.
+//! after it; existing filters keep the parameters they were created with. The defaults are
+//! this server's alone: a filter made from them is replicated and written to the AOF with
+//! every parameter spelled out (`BF.RESERVE ... LAYOUT`, `CBF.RESERVE`), so a replica or a
+//! replay with other defaults makes the same filter.
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
