@@ -37,7 +37,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::os::raw::c_void;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use bloomery::any::DynFilter;
+use bloomery::any::{DynFilter, Stats};
 use bloomery::counting::CountingBloomFilter;
 use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::retouched::RetouchedBloomFilter;
@@ -258,6 +258,39 @@ fn filter_figures(filter: &dyn DynFilter) -> Figures {
         .or_else(|| fixed::<RetouchedBloomFilter>(any))
         .or_else(|| fixed::<AllowlistedBloomFilter>(any))
         .unwrap_or_else(|| Figures::filter(filter.stats().memory_bytes, None))
+}
+
+/// A filter's stats without reading its bits, for what answers from counts and sizes on
+/// Redis's main thread (`BF.INFO`, `BF.CARD`, `MEMORY USAGE`, `UNLINK`'s effort): the chains
+/// the module creates keep all of them in fields, where their `stats()` also reads every
+/// bit for `expected_fpp` (a pass over a 1 GiB filter per call). Their `expected_fpp` here
+/// is NaN: not computed. Other variants are asked for their stats.
+pub fn counted_stats(filter: &dyn DynFilter) -> Stats {
+    let any = filter.as_any();
+    if let Some(chain) = any.downcast_ref::<ScalableBlockedBloomFilter>() {
+        let options = chain.options();
+        return Stats {
+            estimated_len: chain.len(),
+            expected_fpp: f64::NAN,
+            memory_bytes: chain.memory_bytes(),
+            capacity: Some(chain.capacity()),
+            refuses_beyond_capacity: !options.scaling,
+            sub_filters: chain.num_filters() as u64,
+            expansion: options.scaling.then_some(options.expansion),
+        };
+    }
+    if let Some(chain) = any.downcast_ref::<RedisBloomFilter>() {
+        return Stats {
+            estimated_len: chain.len(),
+            expected_fpp: f64::NAN,
+            memory_bytes: chain.bitmap_bytes(),
+            capacity: Some(chain.capacity()),
+            refuses_beyond_capacity: chain.is_nonscaling(),
+            sub_filters: chain.links().len() as u64,
+            expansion: (!chain.is_nonscaling()).then(|| chain.growth()),
+        };
+    }
+    filter.stats()
 }
 
 /// Reports the value at `key` after a write command: call it once, at the end of every

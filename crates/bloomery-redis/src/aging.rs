@@ -395,7 +395,7 @@ pub fn lookup(
 pub fn estimated_len(filter: &dyn DynFilter) -> u64 {
     match filter.as_any().downcast_ref::<RotatingBloomFilter>() {
         Some(aging) => aging.len_at(clock_ms()),
-        None => filter.stats().estimated_len,
+        None => crate::accounting::counted_stats(filter).estimated_len,
     }
 }
 

@@ -432,7 +432,7 @@ fn add_items(
     let refusal = |error: BloomError, filter: &dyn DynFilter| {
         RedisValue::StaticError(match error {
             // A scaling filter is "full" only where it cannot grow any further.
-            BloomError::Full { .. } if filter.stats().refuses_beyond_capacity => FULL,
+            BloomError::Full { .. } if accounting::counted_stats(filter).refuses_beyond_capacity => FULL,
             // With no cap configured, the limit was the machine's memory: RedisBloom's
             // answer to an allocation that fails.
             BloomError::MemoryLimit { .. } if crate::limits::uncapped() => {
@@ -774,7 +774,7 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if let Some(aging) = filter.as_any().downcast_ref::<RotatingBloomFilter>() {
         return crate::aging::info(ctx, aging, args.get(2));
     }
-    let stats = filter.stats();
+    let stats = accounting::counted_stats(filter);
     let expansion = stats.expansion.map_or(RedisValue::Null, |expansion| {
         RedisValue::Integer(i64::from(expansion))
     });

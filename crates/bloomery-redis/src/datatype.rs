@@ -100,12 +100,10 @@ fn into_reported_value(value: Stored) -> *mut c_void {
     pointer
 }
 
-/// Bytes held: the filter's, or the pieces received.
+/// Bytes held: the filter's, or the pieces received (from fields, reading no bits:
+/// `MEMORY USAGE` and `UNLINK` ask on the main thread).
 fn held_bytes(value: &Stored) -> u64 {
-    match value {
-        Stored::Filter(filter) => filter.stats().memory_bytes,
-        Stored::Loading(load) => load.received_bytes().len() as u64,
-    }
+    crate::accounting::figures_of(value, false).bytes
 }
 
 /// How much work freeing a value is, in Redis's units (roughly allocations): one per 64 KiB
@@ -115,7 +113,7 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
     // SAFETY: Redis passes a value of this type.
     let value = unsafe { stored(value) };
     let pieces = match value {
-        Stored::Filter(filter) => filter.stats().sub_filters,
+        Stored::Filter(filter) => crate::accounting::counted_stats(filter.as_ref()).sub_filters,
         Stored::Loading(_) => 1,
     };
     (held_bytes(value) / (64 << 10) + pieces) as usize
