@@ -27,7 +27,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bloomery::any::{DynFilter, FilterView, Spec};
+use bloomery::any::{DynFilter, Spec};
 use bloomery::format::native::Variant;
 use bloomery::rotating::MAX_GENERATIONS;
 use bloomery::{Error as BloomError, RotatingBloomFilter};
@@ -405,7 +405,8 @@ pub fn estimated_len(filter: &dyn DynFilter) -> u64 {
 /// over all generations.
 pub fn info(ctx: &Context, filter: &RotatingBloomFilter, wanted: Option<&RedisString>) -> RedisResult {
     let later = filter.max_generations() as u64 - 1;
-    let stats = FilterView::stats(filter);
+    // From fields (its stats would read every bit for a false-positive rate not shown).
+    let (memory_bytes, generations) = (filter.memory_bytes() as u64, filter.num_generations() as u64);
     let window_ms = filter.window_ms().map_or(0, |ms| ms.saturating_mul(later));
     let clamp = |value: u64| RedisValue::Integer(value.min(i64::MAX as u64) as i64);
     let fields = vec![
@@ -414,12 +415,8 @@ pub fn info(ctx: &Context, filter: &RotatingBloomFilter, wanted: Option<&RedisSt
             "CAPACITY",
             clamp(filter.items_per_generation().saturating_mul(later)),
         ),
-        (
-            "Size",
-            "SIZE",
-            clamp(redisbloom_size(stats.memory_bytes, stats.sub_filters)),
-        ),
-        ("Number of filters", "FILTERS", clamp(stats.sub_filters)),
+        ("Size", "SIZE", clamp(redisbloom_size(memory_bytes, generations))),
+        ("Number of filters", "FILTERS", clamp(generations)),
         (
             "Number of items inserted",
             "ITEMS",

@@ -836,7 +836,7 @@ pub fn debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let redis_key = ctx.open_key(&args[1]);
     let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
-    let stats = filter.stats();
+    let stats = accounting::counted_stats(filter);
     let mut lines = vec![format!("size:{}", stats.estimated_len)];
     let line = |num_bits: u64, num_hashes: u32, capacity: u64, len: u64, rate: f64| {
         format!(

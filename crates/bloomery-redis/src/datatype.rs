@@ -107,16 +107,12 @@ fn held_bytes(value: &Stored) -> u64 {
 }
 
 /// How much work freeing a value is, in Redis's units (roughly allocations): one per 64 KiB
-/// of bits, so that `UNLINK` (and lazy-free `DEL`) of a large filter frees it in the
-/// background (Redis does so above 64).
+/// of bytes held, plus one, so that `UNLINK` (and lazy-free `DEL`) of a large filter frees
+/// it in the background (Redis does so above 64). From fields: it reads no bits.
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     // SAFETY: Redis passes a value of this type.
     let value = unsafe { stored(value) };
-    let pieces = match value {
-        Stored::Filter(filter) => crate::accounting::counted_stats(filter.as_ref()).sub_filters,
-        Stored::Loading(_) => 1,
-    };
-    (held_bytes(value) / (64 << 10) + pieces) as usize
+    (held_bytes(value) / (64 << 10) + 1) as usize
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {

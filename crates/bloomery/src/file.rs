@@ -292,14 +292,57 @@ impl TempFile {
         Ok(file)
     }
 
-    /// Gives the file the name `target` only if no file has it (a hard link, which fails
-    /// with [`io::ErrorKind::AlreadyExists`] when the name exists), then drops the
-    /// temporary name and syncs the directory.
-    pub fn link_as_new(self, target: &Path) -> io::Result<()> {
-        fs::hard_link(&self.path, target)?;
+    /// Gives the file the name `target` only if no file has it, failing with
+    /// [`io::ErrorKind::AlreadyExists`] when the name exists, and syncs the directory: a
+    /// rename that does not replace (`renameat2` with `RENAME_NOREPLACE`), or where the
+    /// filesystem cannot do that, a hard link (the temporary name then dropped). Only a
+    /// filesystem with neither (some network and FUSE ones) refuses.
+    pub fn link_as_new(mut self, target: &Path) -> io::Result<()> {
+        match rename_no_replace(&self.path, target) {
+            Ok(()) => self.done = true,
+            Err(error)
+                if matches!(
+                    error.raw_os_error(),
+                    Some(libc::EINVAL | libc::ENOSYS | libc::ENOTSUP)
+                ) =>
+            {
+                fs::hard_link(&self.path, target)?;
+                // Drop removes the temporary name.
+            }
+            Err(error) => return Err(error),
+        }
         sync_directory(target)
-        // Drop removes the temporary name.
     }
+}
+
+/// Renames `from` to `to` unless `to` exists (then `EEXIST`).
+#[cfg(target_os = "linux")]
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let from = CString::new(from.as_os_str().as_bytes())?;
+    let to = CString::new(to.as_os_str().as_bytes())?;
+    // SAFETY: two NUL-terminated paths that outlive the call.
+    let renamed = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if renamed == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// No rename that refuses to replace here: callers fall back to a hard link.
+#[cfg(not(target_os = "linux"))]
+fn rename_no_replace(_from: &Path, _to: &Path) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 impl Drop for TempFile {
@@ -553,6 +596,15 @@ mod tests {
             .fill(|out| out.write_all(b"new"))
             .unwrap();
         assert!(placed.link_as_new(&target).unwrap_err().kind() == io::ErrorKind::AlreadyExists);
+        // A new name is taken, the temporary one gone.
+        let other = dir.path().join("g.bloom");
+        let placed = TempFile::beside(&other)
+            .unwrap()
+            .fill(|out| out.write_all(b"new"))
+            .unwrap();
+        placed.link_as_new(&other).unwrap();
+        assert_eq!(fs::read(&other).unwrap(), b"new");
+        fs::remove_file(&other).unwrap();
         let names: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .map(|entry| entry.unwrap().file_name())
