@@ -350,28 +350,6 @@ pub struct Mapped {
     path: PathBuf,
 }
 
-/// How often a header whose checksum fails is read again, and how long apart: a writer
-/// updating the file in place rewrites its header with one small write, which a reader
-/// mapping the file may see half done.
-const HEADER_READS: u32 = 5;
-const HEADER_READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
-
-fn parse_header_settled(bytes: &[u8]) -> bloomery::Result<Header> {
-    let mut attempt = 1;
-    loop {
-        match Header::parse(bytes) {
-            Err(bloomery::Error::Format {
-                problem: bloomery::FormatProblem::HeaderChecksum,
-                ..
-            }) if attempt < HEADER_READS => {
-                attempt += 1;
-                std::thread::sleep(HEADER_READ_PAUSE);
-            }
-            other => return other,
-        }
-    }
-}
-
 impl Mapped {
     /// Maps `path` (following symlinks) and checks its header (magic, version, header
     /// checksum, length).
@@ -387,7 +365,7 @@ impl Mapped {
         // checksum). A file truncated by another program while mapped raises SIGBUS, which
         // `sigbus::guard` turns into a one-line error and exit status 2.
         let map = unsafe { Mmap::map(&file) }.with_path(path)?;
-        let header = parse_header_settled(&map).with_path(path)?;
+        let header = file::parse_header_settled(|| Header::parse(&map)).with_path(path)?;
         header.check_file_len(map.len() as u64).with_path(path)?;
         Ok(Self {
             map,
@@ -414,7 +392,7 @@ impl Mapped {
         if sum == self.header.payload_checksum {
             return Ok(Payload::Sealed);
         }
-        match parse_header_settled(&self.map) {
+        match file::parse_header_settled(|| Header::parse(&self.map)) {
             Ok(now) if now == self.header => Err(damaged_payload(&self.path)),
             _ => Ok(Payload::Changing),
         }

@@ -16,7 +16,6 @@ use std::fs::{self, File, Metadata};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::file::TempFile;
@@ -95,31 +94,13 @@ fn damaged_payload(path: &Path) -> FileError {
     )
 }
 
-/// How often a header whose checksum fails is read again, and how long apart (the CLI's
-/// reader does the same): a writer updating the file in place rewrites its header with
-/// one small write, which a reader may see half done.
-const HEADER_READS: u32 = 5;
-const HEADER_READ_PAUSE: Duration = Duration::from_millis(2);
-
-/// Parses the header `read` reads, reading it again while its checksum fails, up to
-/// [`HEADER_READS`] times.
-fn parse_header_settled(
-    shown: &Path,
-    mut read: impl FnMut() -> Result<bloomery::Result<Header>>,
-) -> Result<Header> {
-    let mut attempt = 1;
-    loop {
-        match read()? {
-            Err(bloomery::Error::Format {
-                problem: FormatProblem::HeaderChecksum,
-                ..
-            }) if attempt < HEADER_READS => {
-                attempt += 1;
-                std::thread::sleep(HEADER_READ_PAUSE);
-            }
-            parsed => return parsed.map_err(|error| bytes_error(shown, error)),
-        }
-    }
+/// A header read by `read` ([`file::parse_header_settled`]: read again while its checksum
+/// fails, as the CLI's readers do), its errors in this module's terms.
+fn parse_header_settled(shown: &Path, read: impl FnMut() -> bloomery::Result<Header>) -> Result<Header> {
+    file::parse_header_settled(read).map_err(|error| match error {
+        bloomery::Error::Io(error) => FileError::Io(error, shown.to_owned()),
+        other => bytes_error(shown, other),
+    })
 }
 
 /// A filter file mapped read-only, answering from the mapped bytes in place (classic,
@@ -164,7 +145,7 @@ impl Mapped {
         // Lookups touch a few places anywhere in the file: no read-ahead around them (a
         // hint; a kernel that refuses it reads ahead as usual).
         let _ = map.advise(memmap2::Advice::Random);
-        let header = parse_header_settled(path, || Ok(Header::parse(&map)))?;
+        let header = parse_header_settled(path, || Header::parse(&map))?;
         header
             .check_file_len(map.len() as u64)
             .map_err(|error| bytes_error(path, error))?;
@@ -233,8 +214,8 @@ impl Mapped {
 
     fn read_header_into(&self, bytes: &mut [u8]) -> Result<Header> {
         parse_header_settled(&self.shown, || {
-            self.file.read_exact_at(bytes, 0).io_at(&self.shown)?;
-            Ok(Header::parse(bytes))
+            self.file.read_exact_at(bytes, 0)?;
+            Header::parse(bytes)
         })
     }
 

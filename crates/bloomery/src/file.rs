@@ -362,6 +362,32 @@ fn sync_directory(target: &Path) -> io::Result<()> {
     File::open(directory)?.sync_all()
 }
 
+/// How often [`parse_header_settled`] reads a header whose checksum fails, and how long
+/// apart: a writer updating a file in place rewrites its header with one small write,
+/// which a reader may see half done.
+pub const HEADER_READS: u32 = 5;
+/// See [`HEADER_READS`].
+pub const HEADER_READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// A header read and parsed by `parse` (which reads the file's first bytes afresh each
+/// time: a mapping, or a read at offset 0), read again while its header checksum fails, up
+/// to [`HEADER_READS`] times; then the last result.
+pub fn parse_header_settled(mut parse: impl FnMut() -> crate::Result<Header>) -> crate::Result<Header> {
+    let mut attempt = 1;
+    loop {
+        match parse() {
+            Err(crate::Error::Format {
+                problem: crate::FormatProblem::HeaderChecksum,
+                ..
+            }) if attempt < HEADER_READS => {
+                attempt += 1;
+                std::thread::sleep(HEADER_READ_PAUSE);
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Opens `real` for reading without waiting on it: opening a FIFO for reading would block
 /// until some process opened it for writing (`O_NONBLOCK`; a regular file then reads as
 /// usual). The caller checks that it is a regular file before reading.
