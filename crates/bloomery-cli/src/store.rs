@@ -328,18 +328,7 @@ pub fn damaged_payload(path: &Path) -> CliError {
     ))
 }
 
-/// What a reader found of a mapped file's payload checksum.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Payload {
-    /// Sealed, and the checksum holds.
-    Sealed,
-    /// Unsealed: the bits are valid, the checksum stale (an update in place did not
-    /// finish).
-    Unsealed,
-    /// A writer changed the file in place while it was being checked (its header changed
-    /// meanwhile): the bits are valid, a superset of what the header described.
-    Changing,
-}
+pub use bloomery::file::Payload;
 
 /// A filter file mapped read-only: the header is read and checked on open, the payload
 /// checksum when asked ([`Mapped::verify_payload`]).
@@ -380,22 +369,19 @@ impl Mapped {
     /// checked: its checksum is stale. A mismatch is damage only if the header is still the
     /// one read on open; otherwise a writer changed the file meanwhile.
     pub fn verify_payload(&self) -> Result<Payload> {
-        if self.header.unsealed {
-            return Ok(Payload::Unsealed);
-        }
-        let sum = bloomery::file::checksum_of(
-            &self.file,
-            self.header.payload_offset as u64,
-            self.header.payload_len,
+        let header = &self.header;
+        file::judge_payload(
+            header,
+            || {
+                Ok(
+                    file::checksum_of(&self.file, header.payload_offset as u64, header.payload_len)?
+                        == header.payload_checksum,
+                )
+            },
+            || file::parse_header_settled(|| Header::parse(&self.map)).ok(),
         )
-        .with_path(&self.path)?;
-        if sum == self.header.payload_checksum {
-            return Ok(Payload::Sealed);
-        }
-        match file::parse_header_settled(|| Header::parse(&self.map)) {
-            Ok(now) if now == self.header => Err(damaged_payload(&self.path)),
-            _ => Ok(Payload::Changing),
-        }
+        .with_path(&self.path)?
+        .ok_or_else(|| damaged_payload(&self.path))
     }
 
     /// The file's length.

@@ -181,29 +181,26 @@ impl Mapped {
     /// Checks the payload checksum as the CLI's readers do (`Mapped::verify_payload` in
     /// crates/bloomery-cli/src/store.rs).
     fn verify_payload(&self) -> Result<()> {
-        if self.header.unsealed && self.in_place() {
-            return Ok(());
-        }
-        if self.header.unsealed {
+        let header = &self.header;
+        if header.unsealed && !self.in_place() {
             // The mark is not valid on this variant (docs/format.md).
-            return self
-                .header
+            return header
                 .verify_payload(&[])
                 .map_err(|error| bytes_error(&self.shown, error));
         }
-        let sum = file::checksum_of(
-            &self.file,
-            self.header.payload_offset as u64,
-            self.header.payload_len,
+        file::judge_payload(
+            header,
+            || {
+                Ok(
+                    file::checksum_of(&self.file, header.payload_offset as u64, header.payload_len)?
+                        == header.payload_checksum,
+                )
+            },
+            || self.read_header().ok(),
         )
-        .io_at(&self.shown)?;
-        if sum == self.header.payload_checksum {
-            return Ok(());
-        }
-        match self.read_header() {
-            Ok(now) if now == self.header => Err(damaged_payload(&self.shown)),
-            _ => Ok(()),
-        }
+        .io_at(&self.shown)?
+        .map(drop)
+        .ok_or_else(|| damaged_payload(&self.shown))
     }
 
     /// The header as the file holds it now (read again while its checksum fails).
@@ -241,15 +238,15 @@ impl Mapped {
         self.file
             .read_exact_at(&mut payload, header.payload_offset as u64)
             .io_at(&self.shown)?;
-        if header.unsealed {
-            return Ok((header_bytes, payload, false));
-        }
-        if header.verify_payload(&payload).is_ok() {
-            return Ok((header_bytes, payload, true));
-        }
-        match self.read_header() {
-            Ok(now) if now == header => Err(damaged_payload(&self.shown)),
-            _ => Ok((header_bytes, payload, false)),
+        let judged = file::judge_payload(
+            &header,
+            || Ok(header.verify_payload(&payload).is_ok()),
+            || self.read_header().ok(),
+        )
+        .io_at(&self.shown)?;
+        match judged {
+            Some(state) => Ok((header_bytes, payload, state == file::Payload::Sealed)),
+            None => Err(damaged_payload(&self.shown)),
         }
     }
 

@@ -365,9 +365,9 @@ fn sync_directory(target: &Path) -> io::Result<()> {
 /// How often [`parse_header_settled`] reads a header whose checksum fails, and how long
 /// apart: a writer updating a file in place rewrites its header with one small write,
 /// which a reader may see half done.
-pub const HEADER_READS: u32 = 5;
+const HEADER_READS: u32 = 5;
 /// See [`HEADER_READS`].
-pub const HEADER_READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+const HEADER_READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// A header read and parsed by `parse` (which reads the file's first bytes afresh each
 /// time: a mapping, or a read at offset 0), read again while its header checksum fails, up
@@ -386,6 +386,38 @@ pub fn parse_header_settled(mut parse: impl FnMut() -> crate::Result<Header>) ->
             other => return other,
         }
     }
+}
+
+/// What a reader found of a payload it read after the file's header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// Sealed, and the checksum holds.
+    Sealed,
+    /// Unsealed: the bits are valid, the checksum stale (an update in place did not
+    /// finish, or is at work).
+    Unsealed,
+    /// A writer changed the file in place while it was being read (its header changed
+    /// meanwhile): the bits are valid, a superset of what the header described.
+    Changing,
+}
+
+/// Judges a payload read after `header` (every reader of a file that a writer may update
+/// in place): unsealed, or its checksum holds (`holds`, asked only for a sealed header),
+/// or, when it does not, the header read again (`header_now`, `None` when it cannot be
+/// read) tells a writer that changed the file meanwhile (another header) from damage (the
+/// same header: `None`).
+pub fn judge_payload(
+    header: &Header,
+    holds: impl FnOnce() -> io::Result<bool>,
+    header_now: impl FnOnce() -> Option<Header>,
+) -> io::Result<Option<Payload>> {
+    if header.unsealed {
+        return Ok(Some(Payload::Unsealed));
+    }
+    if holds()? {
+        return Ok(Some(Payload::Sealed));
+    }
+    Ok((header_now().as_ref() != Some(header)).then_some(Payload::Changing))
 }
 
 /// Opens `real` for reading without waiting on it: opening a FIFO for reading would block
