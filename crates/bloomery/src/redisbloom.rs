@@ -112,7 +112,7 @@ fn link_shape(entries: u64, error: f64) -> Result<(f64, u64, u32)> {
     if !(error > 0.0 && error < 1.0) {
         return Err(Error::Fpp { value: error });
     }
-    let bpe = (error.ln() / LN2_SQUARED).abs();
+    let (bpe, hashes) = bpe_and_hashes(error);
     let bits = entries as f64 * bpe;
     if !bits.is_finite() || bits >= (u64::MAX / 2) as f64 {
         return Err(Error::Sizing {
@@ -123,8 +123,13 @@ fn link_shape(entries: u64, error: f64) -> Result<(f64, u64, u32)> {
     }
     let bits = (bits as u64).max(1);
     let bytes = bits.div_ceil(64) * 8;
-    let hashes = (LN2 * bpe).ceil() as u32;
-    Ok((bpe, bytes, hashes))
+    Ok((bpe, bytes, hashes as u32))
+}
+
+/// RedisBloom's bits per entry and hash functions (a whole number) for error rate `error`.
+fn bpe_and_hashes(error: f64) -> (f64, f64) {
+    let bpe = (error.ln() / LN2_SQUARED).abs();
+    (bpe, (LN2 * bpe).ceil())
 }
 
 impl Link {
@@ -676,7 +681,7 @@ fn check_link(link: &RdbLink<'_>, bytes: u64) -> Result<()> {
     // Beyond RedisBloom's check: the hash functions its error rate makes (one more for
     // rounding), at most 1076 for any positive f64. A crafted dump could otherwise ask
     // for 4·10^9, each lookup of a full link then looping that often.
-    let most = (link.error.ln().abs() / LN2_SQUARED * LN2).ceil() + 1.0;
+    let most = bpe_and_hashes(link.error).1 + 1.0;
     if f64::from(link.hashes) > most {
         return Err(bad(format!(
             "a link's {} hash functions are more than its error rate {} makes ({most})",

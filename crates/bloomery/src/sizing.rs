@@ -233,16 +233,10 @@ impl SizedFor {
         }
     }
 
-    /// Checks a stored sizing: at least one item, fpp in (0, 1).
+    /// Checks a stored sizing: fpp in (0, 1) (its items are at least 1 when made by
+    /// [`new`](Self::new)).
     pub fn check(self) -> Result<Self> {
         check_fpp(self.fpp)?;
-        if self.expected_items == 0 {
-            return Err(Error::Parameter {
-                name: "expected_items",
-                value: "0".into(),
-                allowed: "at least 1",
-            });
-        }
         Ok(self)
     }
 }
