@@ -372,12 +372,7 @@ impl Mapped {
         let header = &self.header;
         file::judge_payload(
             header,
-            || {
-                Ok(
-                    file::checksum_of(&self.file, header.payload_offset as u64, header.payload_len)?
-                        == header.payload_checksum,
-                )
-            },
+            || file::payload_intact(&self.file, header),
             || file::parse_header_settled(|| Header::parse(&self.map)).ok(),
         )
         .with_path(&self.path)?

@@ -190,12 +190,7 @@ impl Mapped {
         }
         file::judge_payload(
             header,
-            || {
-                Ok(
-                    file::checksum_of(&self.file, header.payload_offset as u64, header.payload_len)?
-                        == header.payload_checksum,
-                )
-            },
+            || file::payload_intact(&self.file, header),
             || self.read_header().ok(),
         )
         .io_at(&self.shown)?
