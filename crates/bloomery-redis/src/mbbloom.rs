@@ -156,6 +156,9 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
         let error = raw::load_double(rdb).ok()?;
         let hashes = u32::try_from(raw::load_unsigned(rdb).ok()?).ok()?;
         let bpe = raw::load_double(rdb).ok()?;
+        // Version 0 stored no bit count: RedisBloom takes entries * bpe (its positions were
+        // taken modulo that), and the link check refuses it unless the buffer holds exactly
+        // those bits. Reading the buffer's bit count instead lost every item of such a link.
         let (bits, n2) = if version == 0 {
             ((entries as f64 * bpe) as u64, 0)
         } else {
@@ -168,12 +171,6 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
             return None;
         }
         let size = raw::load_unsigned(rdb).ok()?;
-        // Version 0 stored no bit count: the bits are the whole buffer's.
-        let bits = if version == 0 {
-            bitmap.len() as u64 * 8
-        } else {
-            bits
-        };
         links.push(RdbLink {
             entries,
             error,

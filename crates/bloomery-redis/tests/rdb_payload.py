@@ -2,6 +2,8 @@
 RDB length encoding, the module value's typed fields, the trailer (RDB version and the
 CRC64 Redis checks), and bloomery's envelope checksums (docs/format.md), so a test can
 change one field and still have Redis, and then the module, read what it sent."""
+import struct
+
 import xxhash
 
 # CRC-64/Jones as in redis src/crc64.c: polynomial 0xad93d23594c935a9, reflected, init 0.
@@ -24,7 +26,7 @@ def crc64(data: bytes) -> int:
 assert crc64(b"123456789") == 0xE9C6D914C4B8D9CA  # redis src/crc64.c's test vector
 
 # Module value opcodes (redis src/rdb.h).
-OPCODE_EOF, OPCODE_UINT, OPCODE_STRING = 0, 2, 5
+OPCODE_EOF, OPCODE_UINT, OPCODE_DOUBLE, OPCODE_STRING = 0, 2, 4, 5
 RDB_TYPE_MODULE_2 = 7
 
 
@@ -56,7 +58,8 @@ def decode_len(buf: bytes, pos: int):
 
 
 class Value:
-    """A module value: its type byte, module id and fields [("uint", n) | ("string", b)]."""
+    """A module value: its type byte, module id and fields [("uint", n) | ("double", x) |
+    ("string", b)]; the module id's low 10 bits are the type's encoding version."""
 
     def __init__(self, payload: bytes):
         body, version, crc = payload[:-10], payload[-10:-8], payload[-8:]
@@ -72,6 +75,9 @@ class Value:
             if opcode == OPCODE_UINT:
                 value, pos = decode_len(body, pos)
                 self.fields.append(("uint", value))
+            elif opcode == OPCODE_DOUBLE:  # 8 bytes, little-endian (rdbSaveBinaryDoubleValue)
+                self.fields.append(("double", struct.unpack("<d", body[pos:pos + 8])[0]))
+                pos += 8
             elif opcode == OPCODE_STRING:
                 length, pos = decode_len(body, pos)
                 self.fields.append(("string", body[pos:pos + length]))
@@ -86,6 +92,8 @@ class Value:
         for kind, value in self.fields if fields is None else fields:
             if kind == "uint":
                 out += encode_len(OPCODE_UINT, width) + encode_len(value, width)
+            elif kind == "double":
+                out += encode_len(OPCODE_DOUBLE, width) + struct.pack("<d", value)
             elif kind == "string":
                 out += encode_len(OPCODE_STRING, width) + encode_len(len(value), width) + value
             else:  # raw bytes, for a field made wrong on purpose

@@ -3,6 +3,7 @@
 and every filter in it finds every item added to it, with RedisBloom's counts; the keys
 keep RedisBloom's type (MBbloom--) through writes, restarts, replication and DUMP/RESTORE,
 so the data can also move back."""
+import math
 import shutil
 import struct
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, Server
+from rdb_payload import Value
 
 FIXTURES = ROOT / "crates/bloomery/tests/data/redisbloom"
 NAMES = ["scaled", "nonscaling", "expansion4", "tiny_error", "large_error", "capacity1", "defaults"]
@@ -185,5 +187,76 @@ def test_aof_rewrite_and_replay_keep_redisbloom_filters(tmp_path):
             assert client.type(name) == b"MBbloom--", name
             assert all(client.execute_command("BF.MEXISTS", name, *all_items(name))), name
         assert client.execute_command("BF.EXISTS", "scaled", "after the rewrite") == 1
+    finally:
+        server.stop()
+
+
+def murmur2_32(data: bytes, seed: int) -> int:
+    """MurmurHash2, 32-bit: RedisBloom's hash for filters without its FORCE64 option."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    h = (seed ^ len(data)) & mask
+    whole = len(data) // 4 * 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i:i + 4], "little") * m & mask
+        k = (k ^ (k >> 24)) * m & mask
+        h = (h * m & mask) ^ k
+    tail = data[whole:]
+    if tail:
+        for i, byte in enumerate(tail):
+            h ^= byte << (8 * i)
+        h = h * m & mask
+    h = (h ^ (h >> 13)) * m & mask
+    return h ^ (h >> 15)
+
+
+def encoding_0_link(entries: int, bpe: float, items: list[bytes]) -> list:
+    """One link of RedisBloom's RDB encoding 0 (no options word: 32-bit hashes; no bit
+    count: RedisBloom takes entries * bpe), with `items` set as RedisBloom sets them."""
+    bits = int(entries * bpe)
+    hashes = math.ceil(0.693147180559945 * bpe)
+    bitmap = bytearray((bits + 63) // 64 * 8)
+    for item in items:
+        a = murmur2_32(item, 0x9747B28C)
+        b = murmur2_32(item, a)
+        for i in range(hashes):
+            x = (a + i * b) % bits
+            bitmap[x >> 3] |= 1 << (x & 7)
+    return [("uint", entries), ("double", 0.01), ("uint", hashes), ("double", bpe),
+            ("string", bytes(bitmap)), ("uint", len(items))]
+
+
+def test_redisbloom_encoding_0_is_read_as_redisbloom_reads_it(tmp_path):
+    """RedisBloom's oldest RDB encoding stored no bit count: RedisBloom 2.6.28 takes
+    entries * bpe and refuses a link whose buffer holds more bits than that (the positions
+    were taken modulo the smaller count). Such a link is refused here too, rather than
+    read with the buffer's bit count, which lost items; a link whose counts agree loads,
+    with every item found."""
+    server = Server(tmp_path, "--rdbcompression", "no").start()
+    try:
+        client = server.client()
+        client.execute_command("BF.RESERVE", "probe", 0.01, 100, "LAYOUT", "redisbloom")
+        probe = Value(client.dump("probe"))
+        assert probe.module_id & 0x3FF == 4  # what the module writes: encoding 4
+        probe.module_id &= ~0x3FF  # MBbloom--, encoding version 0
+        items = [f"v0-item-{i}".encode() for i in range(60)]
+
+        # 64 entries at 9.625 bits: 616 bits, 77 bytes... rounded to 80 bytes (640 bits)
+        # by the writer, so RedisBloom refuses it; and 100 at 9.625: 962 bits in 968.
+        for entries in (64, 100):
+            link = encoding_0_link(entries, 9.625, items)
+            body = probe.body([("uint", len(items)), ("uint", 1), *link])
+            with pytest.raises(Exception, match="Bad data format"):
+                client.restore(f"v0-{entries}", 0, probe.payload(body))
+            assert not client.exists(f"v0-{entries}")
+
+        # 64 entries at 10 bits: 640 bits, exactly the 80 bytes.
+        link = encoding_0_link(64, 10.0, items)
+        body = probe.body([("uint", len(items)), ("uint", 1), *link])
+        client.restore("v0", 0, probe.payload(body))
+        assert client.type("v0") == b"MBbloom--"
+        assert all(client.execute_command("BF.MEXISTS", "v0", *items))
+        assert client.execute_command("BF.CARD", "v0") == len(items)
+        absent = client.execute_command("BF.MEXISTS", "v0", *[f"absent-{i}".encode() for i in range(200)])
+        assert sum(absent) < 20
     finally:
         server.stop()
