@@ -291,6 +291,25 @@ fn lock_existing(path: &Path) -> Result<(File, PathBuf)> {
     }
 }
 
+/// The file whose writers' lock a filter holds (opened with mode "r+" or "a"), by device
+/// and inode, so that a save to another name of it (a hard link) is made under that lock
+/// rather than waiting for it: `flock` locks belong to an open file, so this process
+/// waiting for the lock it holds through another would wait forever.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Held {
+    dev: u64,
+    ino: u64,
+}
+
+impl Held {
+    fn of(metadata: &Metadata) -> Self {
+        Self {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+        }
+    }
+}
+
 /// A filter file opened for update: locked against other writers until dropped.
 pub struct Locked {
     file: File,
@@ -320,6 +339,11 @@ impl Locked {
     /// The file's real path (symlinks followed).
     pub fn real(&self) -> &Path {
         &self.real
+    }
+
+    /// The file whose lock this holds.
+    pub fn held(&self) -> Result<Held> {
+        Ok(Held::of(&self.file.metadata().io_at(&self.real)?))
     }
 
     /// Replaces the file with `envelope`, keeping its mode and owner; the new file is locked before
@@ -429,6 +453,11 @@ impl InPlace {
     /// The file's real path (symlinks followed).
     pub fn real(&self) -> &Path {
         &self.real
+    }
+
+    /// The file whose lock this holds.
+    pub fn held(&self) -> Result<Held> {
+        Ok(Held::of(&self.file.metadata().io_at(&self.shown)?))
     }
 
     /// The filter as it is now, for lookups and statistics.
@@ -566,15 +595,18 @@ impl Drop for InPlace {
 /// file takes the name only if no file has it (a hard link, as the CLI creates its
 /// outputs: `TempFile::link_as_new`): one that another program created meanwhile is then
 /// replaced as an existing file is, under its writers' lock (so `write` may be called
-/// twice).
-pub fn save(path: &Path, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+/// twice). `held`: the file whose lock the caller holds; a name of it is replaced under
+/// that lock.
+pub fn save(path: &Path, held: Option<Held>, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     let real = resolve(path)?;
     match fs::metadata(&real) {
-        Ok(_) => replace_existing(path, &write),
+        Ok(_) => replace_existing(path, held, &write),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             let temporary = TempFile::beside(&real).io_at(path)?.fill(&write).io_at(path)?;
             match temporary.link_as_new(&real) {
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => replace_existing(path, &write),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                    replace_existing(path, held, &write)
+                }
                 linked => linked.io_at(path),
             }
         }
@@ -583,8 +615,20 @@ pub fn save(path: &Path, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Re
 }
 
 /// Replaces the existing file `path` names under its writers' lock, keeping its mode and
-/// owner.
-fn replace_existing(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+/// owner: the lock the caller holds when it is the `held` file (the name is one of its hard
+/// links), else taken here.
+fn replace_existing(
+    path: &Path,
+    held: Option<Held>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
+    let real = resolve(path)?;
+    let old = fs::metadata(&real).io_at(path)?;
+    if held == Some(Held::of(&old)) {
+        regular(path, &old)?;
+        replace(&real, path, &old, false, write)?;
+        return Ok(());
+    }
     let (file, real) = lock_existing(path)?;
     let old = file.metadata().io_at(path)?;
     replace(&real, path, &old, false, write)?;

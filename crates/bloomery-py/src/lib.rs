@@ -979,8 +979,9 @@ impl PyBloomFilter {
     /// renamed over the old one, which readers and a crash see whole or not at all),
     /// locking an existing file against other writers meanwhile; the new file keeps the old
     /// one's mode and owner, as the CLI's do; a new file takes the name only if no file has
-    /// it (one that another program created meanwhile is replaced under its lock). Without
-    /// ``path``: back to the file opened with mode ``"r+"`` (the file opened, even if its
+    /// it (one that another program created meanwhile is replaced under its lock); another
+    /// name of the file this filter holds the lock of (a hard link) is replaced under that
+    /// lock. Without ``path``: back to the file opened with mode ``"r+"`` (the file opened, even if its
     /// name now names another: a changed working directory, a symlink repointed); a file
     /// opened with mode ``"a"``, whose items are already in it, is sealed (its changed
     /// pages synced, its payload checksum written).
@@ -1020,6 +1021,14 @@ impl PyBloomFilter {
                 _ => Err(closed_error()),
             });
         }
+        // Another name of the file this filter holds the lock of (a hard link) is replaced
+        // under that lock, not waiting for it.
+        let held_lock = link
+            .as_ref()
+            .and_then(|link| link.lock.as_ref())
+            .map(Locked::held)
+            .transpose()
+            .map_err(file_error)?;
         // Back to the file this filter holds the lock of: replaced under that lock.
         let locked = match link.as_mut() {
             Some(FileLink {
@@ -1033,14 +1042,15 @@ impl PyBloomFilter {
             match (state, locked) {
                 (State::Owned(filter), Some(locked)) => locked.save(&filter.envelope(), &target),
                 (State::Owned(filter), None) => {
-                    files::save(&target, |writer| filter.envelope().write_to(writer))
+                    files::save(&target, held_lock, |writer| filter.envelope().write_to(writer))
                 }
                 (State::Mapped(mapped), _) => mapped
                     .file_bytes()
-                    .and_then(|bytes| files::save(&target, |writer| writer.write_all(&bytes))),
-                (State::InPlace(file), _) => file
-                    .envelope_bytes()
-                    .and_then(|bytes| files::save(&target, |writer| writer.write_all(&bytes))),
+                    .and_then(|bytes| files::save(&target, None, |writer| writer.write_all(&bytes))),
+                (State::InPlace(file), _) => file.held().and_then(|held| {
+                    file.envelope_bytes()
+                        .and_then(|bytes| files::save(&target, Some(held), |writer| writer.write_all(&bytes)))
+                }),
                 (State::Closed, _) => return Err(closed_error()),
             }
             .map_err(file_error)
@@ -1393,7 +1403,7 @@ impl PyConcurrentBloomFilter {
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| {
             let filter = self.filter.to_dyn();
-            files::save(&path, |writer| filter.envelope().write_to(writer))
+            files::save(&path, None, |writer| filter.envelope().write_to(writer))
         })
         .map_err(file_error)
     }

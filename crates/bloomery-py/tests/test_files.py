@@ -470,3 +470,28 @@ def test_a_save_to_a_new_path_never_replaces_a_file_created_meanwhile_without_it
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
         return
     pytest.skip("the save always finished before the other writer's file appeared")
+
+
+@pytest.mark.parametrize("mode", ["r+", "a"])
+def test_save_to_a_hard_link_of_the_file_held_open(tmp_path, mode):
+    """A filter that holds its file's writers' lock (mode "r+" or "a") saves to another
+    name of that file (a hard link) under the lock it holds: the name gets the filter, the
+    file opened is left to close(). Waiting for the lock instead waited for itself: flock
+    locks belong to an open file, and this process held it through another."""
+    opened, other = tmp_path / "opened.bloom", tmp_path / "other.bloom"
+    BloomFilter(100).save(opened)
+    os.link(opened, other)
+    script = f"""
+from bloomery import BloomFilter
+f = BloomFilter.open({str(opened)!r}, {mode!r})
+f.add("saved through the other name")
+f.save({str(other)!r})
+print("other", "saved through the other name" in BloomFilter.open({str(other)!r}))
+f.close()
+print("opened", "saved through the other name" in BloomFilter.open({str(opened)!r}))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["other", "True", "opened", "True"]
+    assert os.stat(opened).st_ino != os.stat(other).st_ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["opened.bloom", "other.bloom"]
