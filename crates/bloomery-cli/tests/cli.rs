@@ -254,6 +254,48 @@ fn dedup_prints_each_line_once_and_remembers_across_runs() {
 }
 
 #[test]
+fn dedup_over_a_rotating_filter_drops_lines_an_older_generation_holds() {
+    // 1,500 lines rotate through generations; lines 1-5 come again while the filter still
+    // holds them (in an older generation): they are duplicates, not new lines.
+    let dir = TempDir::new().unwrap();
+    let memory = dir.path().join("window.bloom");
+    bloomery()
+        .args([
+            "create",
+            "--items",
+            "1000",
+            "--fpp",
+            "0.001",
+            "--variant",
+            "rotating",
+        ])
+        .arg(&memory)
+        .assert()
+        .success();
+    let input: String = (1..=1500).chain(1..=5).map(|n| format!("{n}\n")).collect();
+    let out = stdout_of(
+        bloomery()
+            .arg("dedup")
+            .arg("--filter")
+            .arg(&memory)
+            .write_stdin(input),
+    );
+    for again in ["1", "2", "3", "4", "5"] {
+        assert!(
+            out.lines().filter(|line| *line == again).count() <= 1,
+            "{again} printed twice"
+        );
+    }
+    let held = stdout_of(
+        bloomery()
+            .arg("check")
+            .arg(&memory)
+            .args(["1", "2", "3", "4", "5"]),
+    );
+    assert_eq!(held.matches("probably present").count(), 5, "{held}");
+}
+
+#[test]
 fn merge_and_intersect_combine_compatible_files() {
     let dir = TempDir::new().unwrap();
     let a = create(&dir, "a.bloom", "blocked", 1000);

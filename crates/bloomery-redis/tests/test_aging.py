@@ -21,8 +21,12 @@ def info(client, key) -> dict:
 
 
 class Model:
-    """The rotating filter's generations, followed from the times and the add replies (1
-    when the item changed the newest generation's bits, which is what the filter counts)."""
+    """The rotating filter's generations, followed from the times and the add replies. A
+    reply is 1 for an item no generation within the window held; every item goes into the
+    newest generation, which counts it when its bits change there: for an item replied 1,
+    and for one replied 0 that an older generation held (the model's sets tell them apart,
+    a false positive of the newest generation aside: the inserts are seeded, so one would
+    show on every run, never as a flake)."""
 
     def __init__(self, generations, capacity, window_ms, start):
         self.g = generations
@@ -36,9 +40,10 @@ class Model:
         if length >= self.per_generation or expired:
             self.gens.append([at, 0, set()])
             del self.gens[: -self.g]
-        self.gens[-1][2].add(item)
-        if reply:
+        newest = self.gens[-1][2]
+        if reply or item not in newest:
             self.gens[-1][1] += 1
+        newest.add(item)
 
     def live(self, now):
         """The generations a lookup at `now` asks (RotatingBloomFilter::contains_at)."""
@@ -109,6 +114,26 @@ def test_reserve_options_info_and_errors(r):
     r.set("str", "v")
     assert error_of(r, "BF.RESERVE", "str", "0.01", "100", "WINDOW").startswith("WRONGTYPE")
     assert r.exists("c") == 0
+
+
+def test_an_item_an_older_generation_holds_is_not_new_and_stays(r):
+    """An item that comes again while an older generation holds it is answered 0 (not new:
+    a client deduplicating with the replies drops it), and is copied into the newest
+    generation, so that it stays as long as it keeps coming."""
+    # 3 generations of 100 items, by count.
+    r.execute_command("BF.RESERVE", "w", "0.01", "200", "WINDOW", "GENERATIONS", "3")
+    first = [f"first-{i}" for i in range(100)]
+    assert r.execute_command("BF.MADD", "w", *first) == [1] * 100
+    assert r.execute_command("BF.ADD", "w", "second") == 1  # starts the second generation
+    assert info(r, "w")["Number of filters"] == 2
+    assert r.execute_command("BF.MADD", "w", "first-0", "first-1") == [0, 0]
+    # 250 more: the second and third generations fill, a fourth starts and the first
+    # is dropped, with the items it alone held.
+    fresh = [f"fresh-{i}" for i in range(250)]
+    assert sum(r.execute_command("BF.MADD", "w", *fresh)) >= 245
+    assert info(r, "w")["Number of filters"] == 3
+    assert r.execute_command("BF.MEXISTS", "w", "first-0", "first-1", "second") == [1, 1, 1]
+    assert sum(r.execute_command("BF.MEXISTS", "w", *first[2:])) <= 5  # forgotten, false positives aside
 
 
 def test_insert_options_and_the_other_commands(r):

@@ -52,16 +52,17 @@ impl AllowlistedBloomFilter {
         }
     }
 
-    /// Adds `item` (and takes it off the list if it was there); returns whether a bit
-    /// changed.
+    /// Adds `item` (and takes it off the list if it was there); returns whether it was
+    /// new: a bit changed, or it was listed (it answered "absent" until now, though its
+    /// bits were all set).
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
-        if !self.allowed.is_empty() {
-            match item.contiguous_bytes() {
+        let listed = !self.allowed.is_empty()
+            && match item.contiguous_bytes() {
                 Some(bytes) => self.allowed.remove(bytes),
                 None => self.allowed.remove(&funnel_bytes(item)),
             };
-        }
-        self.filter.insert(item)
+        let changed = self.filter.insert(item);
+        changed || listed
     }
 
     /// Lists `item` as a known false positive: from now on it answers "absent". Returns

@@ -153,8 +153,9 @@ impl RotatingBloomFilter {
         Ok(())
     }
 
-    /// Adds `item` at the system clock's time; returns whether it was new to the newest
-    /// generation.
+    /// Adds `item` at the system clock's time; returns whether it was new: false when
+    /// [`contains_at`](Self::contains_at) answered present just before (in any generation
+    /// still within the window), as a deduplicating caller needs.
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
         self.insert_at(item, now_ms())
     }
@@ -184,15 +185,21 @@ impl RotatingBloomFilter {
         if newest.len >= self.items_per_generation || expired {
             self.start_generation(now_ms, memory_limit)?;
         }
+        let hash = hash_item(item);
+        // Seen within the window: an older generation's answer counts too (the item is
+        // still copied into the newest, so that it stays as long as it keeps coming).
+        let seen = self
+            .live_at(now_ms)
+            .any(|generation| generation.filter.contains_hash(hash));
         let newest = self.generations.back_mut().expect("at least one generation");
-        let changed = newest.filter.insert(item);
+        let changed = newest.filter.insert_hash(hash);
         // A branch, not an addition of the flag converted to an integer: this machine's
         // rustc 1.95 drops that update in release builds (rust-lang/rust#158206), and
         // `len` decides when to rotate.
         if changed {
             newest.len += 1;
         }
-        Ok(changed)
+        Ok(!seen)
     }
 
     /// Whether `item` might have been inserted within the kept generations.

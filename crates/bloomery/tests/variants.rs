@@ -280,7 +280,10 @@ proptest! {
             prop_assert!(!filter.contains(key));
         }
         for key in &late {
-            filter.insert(key);
+            // New exactly when it answered "absent": a listed item is new, though its
+            // bits were all set (a deduplicating caller would otherwise drop it).
+            let before = filter.contains(key);
+            prop_assert_eq!(filter.insert(key), !before);
         }
         for key in inserted.iter().chain(&late) {
             prop_assert!(filter.contains(key));
@@ -291,14 +294,24 @@ proptest! {
 
     #[test]
     fn rotating_filter_remembers_its_window(
-        keys in proptest::collection::vec(any::<u32>(), 0..2_000),
+        keys in proptest::collection::vec(0u32..400, 0..2_000),
         generations in 2usize..5,
         per_generation in 1u64..200,
     ) {
         let mut filter = RotatingBloomFilter::with_window(generations, per_generation, 0.01, Some(1_000), 0).unwrap();
         let mut history: Vec<u32> = Vec::new();
         for (time, key) in keys.iter().enumerate() {
-            filter.insert_at(key, time as u64);
+            let before = filter.contains_at(key, time as u64);
+            let new = filter.insert_at(key, time as u64);
+            // An item among the newest inserts is not new, whichever generation holds it
+            // (a deduplicating caller would otherwise let it through again); one that was
+            // absent is.
+            if history.iter().rev().take(per_generation as usize).any(|recent| recent == key) {
+                prop_assert!(!new, "{} was inserted within the window", key);
+            }
+            if !before {
+                prop_assert!(new);
+            }
             history.push(*key);
             // The newest `per_generation` distinct inserts are always within the window.
             let recent = history.iter().rev().take(per_generation as usize);
