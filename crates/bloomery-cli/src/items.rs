@@ -46,9 +46,12 @@ impl ItemFormat {
                 if !raw.len().is_multiple_of(2) {
                     return Err(bad("hexadecimal (an even number of digits 0-9, a-f)"));
                 }
+                // Digits only: `u8::from_str_radix` would also take a sign ("+f" as 0f).
+                let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
                 for pair in raw.chunks_exact(2) {
-                    let digits = std::str::from_utf8(pair).ok();
-                    let byte = digits.and_then(|digits| u8::from_str_radix(digits, 16).ok());
+                    let byte = digit(pair[0])
+                        .zip(digit(pair[1]))
+                        .map(|(high, low)| high << 4 | low);
                     buffer.push(byte.ok_or_else(|| bad("hexadecimal (an even number of digits 0-9, a-f)"))?);
                 }
             }
@@ -162,6 +165,7 @@ mod tests {
     fn each_format_gives_the_funnel_bytes() {
         assert_eq!(decoded(ItemFormat::Text, "apple").unwrap(), b"apple");
         assert_eq!(decoded(ItemFormat::Hex, "00ff10").unwrap(), [0, 255, 16]);
+        assert_eq!(decoded(ItemFormat::Hex, "A0fF").unwrap(), [160, 255]);
         assert_eq!(decoded(ItemFormat::Long, "-1").unwrap(), [255; 8]);
         assert_eq!(
             decoded(ItemFormat::Long, "18446744073709551615").unwrap(),
@@ -177,6 +181,10 @@ mod tests {
 
     #[test]
     fn a_bad_item_is_an_error_naming_it() {
+        // Two hex digits a byte, no sign: "+f+1" is not 0f 01.
+        for bad in ["+f+1", "-f", " f", "0g", "f"] {
+            assert!(decoded(ItemFormat::Hex, bad).is_err(), "{bad}");
+        }
         let message = decoded(ItemFormat::Long, "12x").unwrap_err().to_string();
         assert_eq!(message, "item '12x' is not a decimal 64-bit integer");
         assert!(decoded(ItemFormat::Int, "4294967296").is_err());

@@ -237,20 +237,31 @@ fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Re
     let mut hashes = Vec::with_capacity(remote.batch());
     let mut count = 0u64;
     let mut progress = Progress::new("adding");
-    for_each_item(&items.items, &items.inputs, items.format, |item, _| {
+    let mut sent = Ok(());
+    let read = for_each_item(&items.items, &items.inputs, items.format, |item, _| {
         hashes.push(sharded.hash(item));
         count += 1;
         progress.tick_by(1);
         if hashes.len() == remote.batch() {
-            sharded.add_hashes(&hashes).map_err(remote_error)?;
+            sent = sharded.add_hashes(&hashes).map(drop);
             hashes.clear();
         }
-        Ok(true)
-    })?;
+        Ok(sent.is_ok())
+    });
+    sent.map_err(remote_error)?;
+    // The items read before a bad one are added too, as a file's are.
     if !hashes.is_empty() {
         sharded.add_hashes(&hashes).map_err(remote_error)?;
     }
     progress.finish();
+    match read {
+        Err(error) if count > 0 => {
+            return Err(CliError::new(format!(
+                "{error}; the {count} items before it were added"
+            )));
+        }
+        other => other?,
+    }
     if count == 0 {
         return Err(CliError::new(format!(
             "{name}: no items given (as arguments, with --input, or on standard input)"
@@ -329,18 +340,20 @@ fn check(
         batch.clear();
         Ok(true)
     };
-    let mut keep_going = true;
-    for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
+    let mut keep_going = Ok(true);
+    let read = for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
         batch.push(sharded.hash(item), raw);
         count += 1;
         if batch.hashes.len() == remote.batch() {
-            keep_going = flush(&mut batch, &mut sharded)?;
+            keep_going = flush(&mut batch, &mut sharded);
         }
-        Ok(keep_going)
-    })?;
-    if keep_going && !batch.hashes.is_empty() {
+        Ok(matches!(keep_going, Ok(true)))
+    });
+    // The items read before a bad one are answered too.
+    if keep_going? && !batch.hashes.is_empty() {
         flush(&mut batch, &mut sharded)?;
     }
+    read?;
     if count == 0 {
         return Err(CliError::new(format!(
             "{name}: no items given (as arguments, with --input, or on standard input)"
@@ -384,15 +397,17 @@ fn dedup(
         batch.clear();
         Ok(true)
     };
-    let mut keep_going = true;
-    for_each_item(&[], inputs, format, |item, line| {
+    let mut keep_going = Ok(true);
+    let read = for_each_item(&[], inputs, format, |item, line| {
         progress.tick_by(1);
         batch.push(sharded.hash(item), line);
         if batch.hashes.len() == remote.batch() {
-            keep_going = flush(&mut batch, sharded)?;
+            keep_going = flush(&mut batch, sharded);
         }
-        Ok(keep_going)
-    })?;
+        Ok(matches!(keep_going, Ok(true)))
+    });
+    // The lines read before a bad one are added and printed too.
+    let mut keep_going = keep_going?;
     if keep_going && !batch.hashes.is_empty() {
         keep_going = flush(&mut batch, sharded)?;
     }
@@ -400,6 +415,7 @@ fn dedup(
     if keep_going && let Err(error) = out.flush() {
         stop_on(error)?;
     }
+    read?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -329,16 +329,24 @@ pub fn dedup(
         progress.tick_by(batch.len() as u64);
         new.clear();
         new.resize(batch.len(), false);
+        // A line the filter refuses (full) ends the run; the lines before it are printed
+        // and kept, as those of the batches before.
+        let mut refused = None;
         match (&mut store, &mut filter) {
             (Store::InPlace(writable), _) => writable.insert_reporting(&batch.hashes, &mut new)?,
             (_, Some(filter)) => {
-                for (index, slot) in new.iter_mut().enumerate() {
-                    *slot = filter.insert(batch.item(index)).map_err(|error| {
-                        CliError::new(format!(
-                            "line '{}': {error}",
-                            String::from_utf8_lossy(batch.raw(index))
-                        ))
-                    })?;
+                for index in 0..batch.len() {
+                    match filter.insert(batch.item(index)) {
+                        Ok(is_new) => new[index] = is_new,
+                        Err(error) => {
+                            refused = Some(CliError::new(format!(
+                                "line '{}': {error}",
+                                String::from_utf8_lossy(batch.raw(index))
+                            )));
+                            new.truncate(index);
+                            break;
+                        }
+                    }
                 }
             }
             _ => unreachable!("a filter in memory or in place"),
@@ -358,9 +366,10 @@ pub fn dedup(
         if written.is_ok() && matches!(store, Store::InPlace(_)) {
             written = out.flush();
         }
-        match written {
-            Ok(()) => Ok(true),
-            Err(error) => {
+        match (written, refused) {
+            (Ok(()), None) => Ok(true),
+            (Ok(()), Some(refused)) => Err(refused),
+            (Err(error), _) => {
                 write_error = Some(error);
                 Ok(false)
             }
@@ -381,19 +390,32 @@ pub fn dedup(
             Ok(()) => Ok(ExitCode::SUCCESS),
         };
     }
-    read?;
     match flushed {
         // The reader went away (`bloomery dedup | head`): stop quietly, and keep the
         // stored filter as it was, since not every line it now holds was printed.
-        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => return read.map(|()| ExitCode::SUCCESS),
         Err(error) => return Err(error).with_path(Path::new("<stdout>")),
         Ok(()) => {}
     }
+    // Every line the filter now holds was printed, those before a bad or refused line too:
+    // the filter is saved with them, so that the next run does not print them again.
     let filter = filter.expect("a filter in memory");
-    match store {
-        Store::None | Store::InPlace(_) => {}
-        Store::Existing(locked) => locked.save(filter.as_ref())?,
-        Store::New(output) => output.save(filter.as_ref())?,
+    let saved = match store {
+        Store::None | Store::InPlace(_) => false,
+        Store::Existing(locked) => {
+            locked.save(filter.as_ref())?;
+            true
+        }
+        Store::New(output) => {
+            output.save(filter.as_ref())?;
+            true
+        }
+    };
+    match read {
+        Err(error) if saved => Err(CliError::new(format!(
+            "{error}; the lines before it were printed, and the filter saved with them"
+        ))),
+        Err(error) => Err(error),
+        Ok(()) => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
 }

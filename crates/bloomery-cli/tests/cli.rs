@@ -296,6 +296,59 @@ fn dedup_over_a_rotating_filter_drops_lines_an_older_generation_holds() {
 }
 
 #[test]
+fn dedup_keeps_the_lines_it_printed_when_the_filter_fills_mid_run() {
+    // A filter of 4,500 that does not grow, given 5,000 lines (more than one batch): it
+    // refuses a line part way; the lines printed before it are saved in the filter, so a
+    // second run prints none of them again.
+    let dir = TempDir::new().unwrap();
+    let memory = dir.path().join("full.bloom");
+    bloomery()
+        .args([
+            "create",
+            "--items",
+            "4500",
+            "--fpp",
+            "0.0001",
+            "--variant",
+            "scalable",
+            "--nonscaling",
+        ])
+        .arg(&memory)
+        .assert()
+        .success();
+    let input: String = (1..=5000).map(|n| format!("{n}\n")).collect();
+    let output = bloomery()
+        .arg("dedup")
+        .arg("--filter")
+        .arg(&memory)
+        .write_stdin(input.clone())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("full") && stderr.contains("saved"), "{stderr}");
+    let printed = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        printed.lines().count() > 4096,
+        "{} lines",
+        printed.lines().count()
+    );
+    let again = bloomery()
+        .arg("dedup")
+        .arg("--filter")
+        .arg(&memory)
+        .write_stdin(printed)
+        .output()
+        .unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), "");
+}
+
+#[test]
 fn merge_and_intersect_combine_compatible_files() {
     let dir = TempDir::new().unwrap();
     let a = create(&dir, "a.bloom", "blocked", 1000);

@@ -164,3 +164,22 @@ def test_cli_dedup_prints_first_occurrences_in_order(server):
     other = subprocess.run([str(BLOOMERY), "dedup", "--redis", url, "--filter", "seen", "--items", "5000"],
                            input=b"x\n", capture_output=True, timeout=60)
     assert other.returncode == 2 and b"other parameters" in other.stderr
+
+
+def test_cli_a_bad_item_ends_the_run_after_the_items_before_it(server):
+    """A bad item (here not a decimal integer) ends `add`, `check` and `dedup` with an
+    error; the items read before it are still sent, in the batch under way too, as a
+    file's are: added, answered, printed."""
+    url = f"redis://127.0.0.1:{server.port}"
+    subprocess.run([str(BLOOMERY), "create", "--redis", url, "ints", "--items", "1000"], check=True, timeout=60)
+    add = subprocess.run([str(BLOOMERY), "add", "--redis", url, "--batch-items", "2", "-f", "long", "ints"],
+                         input=b"1\n2\n3\n4\n5\nxyz\n7\n", capture_output=True, timeout=60)
+    assert add.returncode == 2 and b"'xyz'" in add.stderr and b"the 5 items before it were added" in add.stderr
+    check = subprocess.run([str(BLOOMERY), "check", "--redis", url, "--batch-items", "2", "-f", "long", "ints"],
+                           input=b"1\n2\n3\n4\n5\nxyz\n", capture_output=True, timeout=60)
+    assert check.returncode == 2 and b"'xyz'" in check.stderr
+    assert check.stdout == b"".join(b"probably present\t%d\n" % n for n in range(1, 6))
+    dedup = subprocess.run([str(BLOOMERY), "dedup", "--redis", url, "--batch-items", "2", "--filter", "ints",
+                            "-f", "long"], input=b"5\n6\n7\nxyz\n", capture_output=True, timeout=60)
+    assert dedup.returncode == 2 and b"'xyz'" in dedup.stderr
+    assert dedup.stdout == b"6\n7\n"
