@@ -271,7 +271,8 @@ impl Spec {
             Variant::Scalable => {
                 crate::scalable::check_options(n, p, &self.scalable)?;
                 let (capacity, fpp) = crate::scalable::sub_filter_params(n, p, &self.scalable, 0);
-                classic_bytes(capacity, fpp)?
+                classic_bytes(capacity, fpp)
+                    .map_err(|error| crate::scalable::first_sub_filter_error(error, n, p, &self.scalable))?
             }
             Variant::Rotating => {
                 crate::rotating::check_generations(self.generations)?;

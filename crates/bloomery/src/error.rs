@@ -9,7 +9,7 @@ use std::io;
 #[non_exhaustive]
 pub enum Error {
     /// The false-positive probability is not strictly between 0 and 1 (or is NaN).
-    #[error("fpp (false-positive probability) must be in (0, 1), got {value}")]
+    #[error("fpp (false-positive probability) must be in (0, 1), got {}", Rate(*.value))]
     Fpp {
         /// The rejected value.
         value: f64,
@@ -36,7 +36,7 @@ pub enum Error {
     },
 
     /// No filter of the kind asked for can hold `expected_items` at `fpp`.
-    #[error("cannot size a filter for {expected_items} items at fpp {fpp}: {problem}")]
+    #[error("cannot size a filter for {expected_items} items at fpp {}: {problem}", Rate(*.fpp))]
     Sizing {
         /// The expected number of items asked for.
         expected_items: u64,
@@ -212,6 +212,21 @@ impl Error {
 /// A native envelope whose parameters and payload disagree.
 pub(crate) fn inconsistent(message: String) -> Error {
     Error::format("bloomery", FormatProblem::Inconsistent(message))
+}
+
+/// A rate as people read it: `0.01`, and `5e-324` rather than 324 decimal places (Rust's
+/// `Display` for floats never switches to an exponent).
+pub(crate) struct Rate(pub(crate) f64);
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let magnitude = self.0.abs();
+        if magnitude != 0.0 && magnitude.is_finite() && !(1e-4..1e16).contains(&magnitude) {
+            write!(f, "{:e}", self.0)
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
 }
 
 /// The library's result type.

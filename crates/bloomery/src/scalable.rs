@@ -114,7 +114,9 @@ impl ScalableBloomFilter {
             fpp,
             options,
         };
-        filter.push_sub_filter(None)?;
+        filter
+            .push_sub_filter(None)
+            .map_err(|error| first_sub_filter_error(error, capacity, fpp, &options))?;
         Ok(filter)
     }
 
@@ -298,6 +300,35 @@ pub(crate) fn sub_filter_params(
         fpp
     };
     (capacity, fpp)
+}
+
+/// An error sizing a scalable filter's first sub-filter, told in the caller's terms: the
+/// capacity and rate asked for, not the sub-filter's share of the rate (which the caller
+/// never gave, and which may have underflowed to 0).
+pub(crate) fn first_sub_filter_error(
+    error: Error,
+    capacity: u64,
+    fpp: f64,
+    options: &ScalableOptions,
+) -> Error {
+    let (_, share) = sub_filter_params(capacity, fpp, options, 0);
+    let share = crate::error::Rate(share);
+    match error {
+        Error::Fpp { .. } => Error::Sizing {
+            expected_items: capacity,
+            fpp,
+            problem: format!(
+                "the first sub-filter's share of the rate ({share}) is not a rate a filter can be \
+                 sized for; use a higher fpp"
+            ),
+        },
+        Error::Sizing { problem, .. } => Error::Sizing {
+            expected_items: capacity,
+            fpp,
+            problem: format!("{problem} (sizing the first sub-filter for its share of the rate, {share})"),
+        },
+        other => other,
+    }
 }
 
 pub(crate) fn check_options(capacity: u64, fpp: f64, options: &ScalableOptions) -> Result<()> {

@@ -39,7 +39,9 @@ use crate::BlockedBloomFilter;
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, xxh3_64_item};
-use crate::scalable::{MAX_SUB_FILTERS, ScalableOptions, check_options, sub_filter_params};
+use crate::scalable::{
+    MAX_SUB_FILTERS, ScalableOptions, check_options, first_sub_filter_error, sub_filter_params,
+};
 use crate::sizing::{BLOCK_BITS, blocked_num_blocks};
 
 /// Items hashed and prefetched ahead in the batch calls.
@@ -74,15 +76,19 @@ impl ScalableBlockedBloomFilter {
             options,
             seed,
         };
-        filter.push_link(None)?;
+        filter
+            .push_link(None)
+            .map_err(|error| first_sub_filter_error(error, capacity, fpp, &options))?;
         Ok(filter)
     }
 
     /// Bytes of the first sub-filter of [`new`](Self::new), without allocating.
     pub fn first_link_bytes(capacity: u64, fpp: f64, options: &ScalableOptions) -> Result<u64> {
         check_options(capacity, fpp, options)?;
-        let (capacity, fpp) = sub_filter_params(capacity, fpp, options, 0);
-        Ok(blocked_num_blocks(capacity, fpp)?.saturating_mul(BLOCK_BITS / 8))
+        let (first, share) = sub_filter_params(capacity, fpp, options, 0);
+        let blocks = blocked_num_blocks(first, share)
+            .map_err(|error| first_sub_filter_error(error, capacity, fpp, options))?;
+        Ok(blocks.saturating_mul(BLOCK_BITS / 8))
     }
 
     /// Adds the next sub-filter, unless it would take the filter past `memory_limit`.

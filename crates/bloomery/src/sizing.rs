@@ -373,6 +373,7 @@ pub fn blocked_num_blocks(expected_items: u64, fpp: f64) -> Result<u64> {
         fpp,
         MAX_NUM_BLOCKS,
         blocked_false_positive_rate,
+        "blocked",
         "a blocked filter has at most 2^32 blocks of 512 bits (256 GiB); \
          use fewer items per filter or a higher fpp",
     )
@@ -385,6 +386,7 @@ fn fewest_blocks(
     fpp: f64,
     max_blocks: u64,
     rate: fn(u64, u64) -> f64,
+    layout: &str,
     too_many: &str,
 ) -> Result<u64> {
     check_fpp(fpp)?;
@@ -392,10 +394,21 @@ fn fewest_blocks(
     let target = fpp * BLOCKED_HEADROOM;
     let (mut low, mut high) = (1u64, max_blocks);
     if rate(high, n) > target {
+        // Fewer items would not help when even one item at the largest size misses it.
+        let floor = rate(high, 1) / BLOCKED_HEADROOM;
+        let problem = if floor > fpp {
+            format!(
+                "a {layout} filter sets 8 bits per item, and reaches no rate below {} \
+                 (one item at its largest size); use a higher fpp or a classic filter",
+                crate::error::Rate(floor)
+            )
+        } else {
+            too_many.into()
+        };
         return Err(Error::Sizing {
             expected_items,
             fpp,
-            problem: too_many.into(),
+            problem,
         });
     }
     while low < high {
@@ -471,6 +484,7 @@ pub fn split_block_num_blocks(expected_items: u64, fpp: f64) -> Result<u64> {
         fpp,
         MAX_SPLIT_BLOCKS,
         split_block_false_positive_rate,
+        "split-block",
         "a split-block filter has at most 2^26 - 1 blocks of 256 bits (Parquet's i32 byte \
          count, 2 GiB); use fewer items per filter or a higher fpp",
     )

@@ -454,3 +454,27 @@ fn variant_readers_refuse_hostile_parameters_in_valid_envelopes() {
     let params = ParamWriter::new().u64(1_000).u32(3).finish();
     assert!(CountingBloomFilter::from_bytes(&encode(Variant::Counting, &params, &[0; 10])).is_err());
 }
+
+#[test]
+fn impossible_sizes_are_told_in_the_terms_given() {
+    use bloomery::any::Spec;
+    use bloomery::format::native::Variant;
+    let message = |variant, n, p| Spec::new(variant, n, p).memory_bytes().unwrap_err().to_string();
+    // The scalable layouts name the rate asked for, not the first sub-filter's share of it
+    // (which underflows to 0 here, and was reported as "fpp ... got 0").
+    let scalable = message(Variant::Scalable, 1, 5e-324);
+    assert!(scalable.contains("at fpp 5e-324") && scalable.contains("share of the rate"), "{scalable}");
+    let huge = message(Variant::Scalable, u64::MAX, 0.5);
+    assert!(huge.contains("at fpp 0.5:") && huge.contains("share of the rate, 0.25"), "{huge}");
+    assert!(ScalableBloomFilter::new(1, 5e-324).unwrap_err().to_string().contains("at fpp 5e-324"));
+    let blocked_chain = message(Variant::ScalableBlocked, 1, 1e-300);
+    assert!(blocked_chain.contains("at fpp 1e-300"), "{blocked_chain}");
+    // Below the blocked layouts' floor, fewer items would not help: the message says so
+    // rather than "use fewer items".
+    for variant in [Variant::Blocked, Variant::SplitBlock] {
+        let floor = message(variant, 1, 1e-300);
+        assert!(floor.contains("reaches no rate below") && !floor.contains("fewer items"), "{floor}");
+    }
+    let too_many = message(Variant::Blocked, 100_000_000_000_000, 0.01);
+    assert!(too_many.contains("fewer items"), "{too_many}");
+}
