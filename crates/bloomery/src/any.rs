@@ -202,7 +202,8 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// A spec with the defaults: seed 0, growth 2 with tightening 0.5, 2 generations.
+    /// A spec with the defaults: seed 0, growth 2 with tightening 0.5 (0.8 for a chain of
+    /// blocked sub-filters: [`ScalableOptions::for_blocked`]), 2 generations.
     pub fn new(variant: Variant, expected_items: u64, fpp: f64) -> Self {
         Self {
             variant,
@@ -210,7 +211,11 @@ impl Spec {
             fpp,
             seed: crate::blocked::DEFAULT_SEED,
             split_block_parquet: true,
-            scalable: ScalableOptions::default(),
+            scalable: if variant == Variant::ScalableBlocked {
+                ScalableOptions::for_blocked()
+            } else {
+                ScalableOptions::default()
+            },
             generations: 2,
         }
     }

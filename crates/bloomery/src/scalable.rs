@@ -46,6 +46,23 @@ impl Default for ScalableOptions {
     }
 }
 
+impl ScalableOptions {
+    /// The defaults for a chain of blocked sub-filters
+    /// ([`ScalableBlockedBloomFilter`](crate::scalable_blocked::ScalableBlockedBloomFilter)):
+    /// growth 2, tightening [`BLOCKED_TIGHTENING`](crate::scalable_blocked::BLOCKED_TIGHTENING).
+    ///
+    /// ```
+    /// let options = bloomery::ScalableOptions::for_blocked();
+    /// assert_eq!((options.expansion, options.tightening, options.scaling), (2, 0.8, true));
+    /// ```
+    pub fn for_blocked() -> Self {
+        Self {
+            tightening: crate::scalable_blocked::BLOCKED_TIGHTENING,
+            ..Self::default()
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct SubFilter {
     filter: BloomFilter,

@@ -137,3 +137,53 @@ fn the_file_format_keeps_the_chain_whole_and_refuses_inconsistent_parts() {
     // The version-1 envelope never had this variant.
     assert!(ScalableBlockedBloomFilter::from_parts_of_version(1, &params, &payload).is_err());
 }
+
+/// Memory of a chain from capacity `capacity` at 1% after `n` distinct inserts, or the
+/// error that stopped it under `limit` bytes.
+fn grown_bytes(capacity: u64, options: ScalableOptions, n: u64, limit: u64) -> Result<u64, Error> {
+    let mut filter = ScalableBlockedBloomFilter::new(capacity, 0.01, options, 3).unwrap();
+    for i in 0..n {
+        let hash = filter.hash(&i);
+        filter.insert_hash_within(hash, Some(limit))?;
+    }
+    Ok(filter.memory_bytes())
+}
+
+#[test]
+fn deep_chains_cost_less_at_the_blocked_tightening() {
+    // A blocked sub-filter sets 8 bits whatever its rate, so halving the rate at every link
+    // (classic chains' 0.5) makes deep links dear; 0.8 keeps them affordable.
+    let blocked = ScalableOptions::for_blocked();
+    let halving = ScalableOptions {
+        tightening: 0.5,
+        ..blocked
+    };
+    // 10^6 items from capacity 100: 14 links.
+    let (at_08, at_05) = (
+        grown_bytes(100, blocked, 1_000_000, u64::MAX).unwrap(),
+        grown_bytes(100, halving, 1_000_000, u64::MAX).unwrap(),
+    );
+    println!("10^6 items from capacity 100: {at_08} bytes at 0.8, {at_05} at 0.5");
+    assert!(at_08 * 2 < at_05, "{at_08} vs {at_05}");
+    // Growth 1: 64 links of 10 items fit in 64 KiB at 0.8; at 0.5 the deep links' rates
+    // near what 8 bits per item can reach, and a 64 MiB cap stops the chain.
+    let growth_1 = |options: ScalableOptions| ScalableOptions {
+        expansion: 1,
+        ..options
+    };
+    let fits = grown_bytes(10, growth_1(blocked), 640, 64 << 10).unwrap();
+    println!("64 links of 10 items at 0.8: {fits} bytes");
+    assert!(matches!(
+        grown_bytes(10, growth_1(halving), 640, 64 << 20),
+        Err(Error::MemoryLimit { .. })
+    ));
+    // A chain that stays at its first link pays for the lower first rate.
+    let single = |options| {
+        ScalableBlockedBloomFilter::new(1_000_000, 0.01, options, 3)
+            .unwrap()
+            .memory_bytes()
+    };
+    let (first_08, first_05) = (single(blocked), single(halving));
+    println!("one link of 10^6 items: {first_08} bytes at 0.8, {first_05} at 0.5");
+    assert!(first_08 < first_05 * 13 / 10, "{first_08} vs {first_05}");
+}
