@@ -36,13 +36,32 @@
 //! every connected replica, however far behind. The client waits for `WAIT`'s reply for
 //! its timeout plus [`WAIT_REPLY_MARGIN`] (at least the 10 s it waits for other replies),
 //! so a `WAIT` that runs its full time is answered, not cut off and retried.
+//!
+//! On a cluster, `WAIT` goes only to the primaries the batch wrote to: one `WAIT` per slot
+//! of a key written, routed by the redis crate's slot map to that slot's primary, as the
+//! batch's command for that key was. This relies on the redis crate's synchronous cluster
+//! connection (redis 1.8: `ClusterConnection`, one connection per node address, which its
+//! pipelines and `route_command` both take from the same map) replacing a node's
+//! connection only when it fails, and then sending the failed command again on the new
+//! one, or having this client send the whole unit again; so each `WAIT` arrives on the
+//! connection that carried that primary's last write of the batch. A primary that owns
+//! several slots written gets several `WAIT`s; once one has answered enough replicas the
+//! others answer at once (nothing was written since), and the first answer short of the
+//! replicas asked for ends the wait (so `WAIT` blocks at most once per primary). Not
+//! covered: a write that an `ASK` redirection (a slot half-way through moving) sent to the
+//! slot's new node, whose `WAIT` goes to the old one; and a connection that fails between
+//! its last reply and the `WAIT` and is replaced by a slot-map refresh the batch's
+//! redirections caused (the new connection has written nothing). (The redis crate's own
+//! routing of a keyless `WAIT` sends it to every primary and keeps the fewest replicas, so
+//! a primary that was not written to, with fewer replicas, would fail the batch.)
 
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use bloomery::Funnel;
 use bloomery::sharding::{ShardPlan, check_name, shard_key};
-use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Arg, Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +96,8 @@ pub enum Error {
     NotAcknowledged {
         /// Replicas asked for.
         wanted: usize,
-        /// Replicas that acknowledged (the fewest over the primaries written to).
+        /// Replicas that acknowledged (on a cluster, the fewest over the primaries written
+        /// to, up to the first that answered too few).
         got: usize,
         /// How long `WAIT` waited.
         timeout: Duration,
@@ -205,40 +225,67 @@ impl Connection {
 
     /// Sends `commands` as one pipeline (as [`pipeline`](Self::pipeline)) and then, with
     /// `wait` = `(replicas, timeout)`, `WAIT replicas timeout` on the same connections (on a
-    /// cluster, every primary), as one unit: a failure worth retrying in either sends the
-    /// pipeline and the `WAIT` again, together, on new connections, so the `WAIT` always
+    /// cluster, on the primaries of the commands' keys, a command's key being its first
+    /// argument, as for `BF.HASHADD`), as one unit: a failure worth retrying in either sends
+    /// the pipeline and the `WAIT` again, together, on new connections, so the `WAIT` always
     /// counts the writes of the pipeline sent just before it. The replies to `commands`,
-    /// and `WAIT`'s (the fewest replicas over the primaries) if asked.
+    /// and `WAIT`'s (on a cluster, the fewest replicas over those primaries, up to the first
+    /// that answered fewer than `replicas`) if asked; no `WAIT` when `commands` is empty.
     pub fn pipeline_and_wait(
         &mut self,
         commands: &[Cmd],
         wait: Option<(usize, Duration)>,
         context: &dyn Fn() -> String,
     ) -> Result<(Vec<Value>, Option<Value>)> {
+        self.pipeline_and_wait_also(commands, &[], wait, context)
+    }
+
+    /// [`pipeline_and_wait`](Self::pipeline_and_wait), the `WAIT` also going to the
+    /// primaries of the keys `earlier` (written before, on these connections).
+    fn pipeline_and_wait_also(
+        &mut self,
+        commands: &[Cmd],
+        earlier: &[&[u8]],
+        wait: Option<(usize, Duration)>,
+        context: &dyn Fn() -> String,
+    ) -> Result<(Vec<Value>, Option<Value>)> {
+        if commands.is_empty() {
+            return Ok((Vec::new(), None));
+        }
+        let keys = commands.iter().filter_map(first_key);
+        let written = routes(keys.chain(earlier.iter().copied()));
         let base = self.timeout;
         self.retrying(context, |inner| {
             let replies = send_pipeline(inner, commands)?;
             let waited = match wait {
-                Some((replicas, timeout)) => Some(send_wait(inner, replicas, timeout, base)?),
+                Some((replicas, timeout)) => Some(send_wait(inner, &written, replicas, timeout, base)?),
                 None => None,
             };
             Ok((replies, waited))
         })
     }
 
-    /// `WAIT replicas timeout` on the current connections (on a cluster, every primary),
-    /// counting the writes made on them, and not retried: on a new connection a `WAIT`
-    /// would count no write and answer at once. To wait for a batch, send it with
-    /// [`pipeline_and_wait`](Self::pipeline_and_wait).
-    pub fn wait(&mut self, replicas: usize, timeout: Duration) -> Result<Value> {
-        send_wait(&mut self.inner, replicas, timeout, self.timeout).map_err(|source| Error::Redis {
+    /// `WAIT replicas timeout` on the current connections (on a cluster, on the primaries
+    /// of the keys `written`, as [`pipeline_and_wait`](Self::pipeline_and_wait); with none,
+    /// no `WAIT`, and the answer is `replicas`), counting the writes made on them, and not
+    /// retried: on a new connection a `WAIT` would count no write and answer at once. To
+    /// wait for a batch, send it with [`pipeline_and_wait`](Self::pipeline_and_wait).
+    pub fn wait<K: AsRef<[u8]>>(
+        &mut self,
+        written: &[K],
+        replicas: usize,
+        timeout: Duration,
+    ) -> Result<Value> {
+        let written = routes(written.iter().map(AsRef::as_ref));
+        send_wait(&mut self.inner, &written, replicas, timeout, self.timeout).map_err(|source| Error::Redis {
             context: "WAIT".into(),
             source,
         })
     }
 
     /// Sends one command (on a cluster, routed by its key, or as the redis crate routes
-    /// keyless commands: `WAIT` goes to every primary and answers the fewest replicas).
+    /// keyless commands: `WAIT` goes to every primary and answers the fewest replicas;
+    /// [`wait`](Self::wait) waits on the primaries written to).
     pub fn query(&mut self, command: &Cmd, context: &dyn Fn() -> String) -> Result<Value> {
         self.retrying(context, |inner| match inner {
             Inner::Single(connection) => command.query(connection),
@@ -309,7 +356,26 @@ fn wait_reply_timeout(timeout: Duration, base: Duration) -> Option<Duration> {
     (wait_ms(timeout) > 0).then(|| base.max(timeout.saturating_add(WAIT_REPLY_MARGIN)))
 }
 
-/// `WAIT replicas timeout` on the connections of `inner`, waiting for its reply as long as
+/// A command's key, by the redis crate's rule for commands it does not know (as
+/// `BF.HASHADD`): its first argument.
+fn first_key(command: &Cmd) -> Option<&[u8]> {
+    match command.args_iter().nth(1)? {
+        Arg::Simple(key) => Some(key),
+        _ => None,
+    }
+}
+
+/// The routes to the primaries of the slots of `keys`: one per slot, in the order first
+/// met.
+fn routes<'a>(keys: impl Iterator<Item = &'a [u8]>) -> Vec<Route> {
+    let mut seen = std::collections::HashSet::new();
+    keys.map(|key| Route::with_key(key, SlotAddr::Master))
+        .filter(|route| seen.insert(*route))
+        .collect()
+}
+
+/// `WAIT replicas timeout` on the connections of `inner` (on a cluster, one per route in
+/// `written`, as [`wait_on_primaries`] says), waiting for its reply as long as
 /// [`wait_reply_timeout`] says, then back to `base` for other replies. On a cluster, the
 /// redis crate must not replace a node's connection meanwhile (it reconnects and sends the
 /// command again on its own after a lost connection): a `WAIT` on a new connection would
@@ -317,6 +383,7 @@ fn wait_reply_timeout(timeout: Duration, base: Duration) -> Option<Duration> {
 /// and the `WAIT` again.
 fn send_wait(
     inner: &mut Inner,
+    written: &[Route],
     replicas: usize,
     timeout: Duration,
     base: Duration,
@@ -336,7 +403,7 @@ fn send_wait(
         Inner::Cluster(connection) => {
             connection.set_read_timeout(reply_timeout)?;
             connection.set_auto_reconnect(false);
-            let reply = wait.query(&mut **connection);
+            let reply = wait_on_primaries(connection, &wait, written, replicas);
             connection.set_auto_reconnect(true);
             let restored = connection.set_read_timeout(Some(base));
             let reply = reply?;
@@ -344,6 +411,37 @@ fn send_wait(
             Ok(reply)
         }
     }
+}
+
+/// `wait` on the primary of each route in `written`, as the redis crate routes a command
+/// for a key of that slot (its slot map, primary; the same map, and the same connection
+/// per node, as the batch's pipeline used), in order: the fewest replicas answered, up to
+/// the first answer below `replicas` (a `WAIT` blocks at most once per primary: a second
+/// one on a primary that answered enough has nothing new to count and answers at once);
+/// `replicas` when `written` is empty. The redis crate's routing of a keyless `WAIT`
+/// would send it to every primary instead, and a primary not written to, with fewer
+/// replicas, would fail the batch.
+fn wait_on_primaries(
+    connection: &mut redis::cluster::ClusterConnection,
+    wait: &Cmd,
+    written: &[Route],
+    replicas: usize,
+) -> redis::RedisResult<Value> {
+    let wanted = i64::try_from(replicas).unwrap_or(i64::MAX);
+    let mut fewest: Option<i64> = None;
+    for &route in written {
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+        match connection.route_command(wait, routing)? {
+            Value::Int(got) => {
+                fewest = Some(fewest.map_or(got, |fewest| fewest.min(got)));
+                if got < wanted {
+                    break;
+                }
+            }
+            other => return Ok(other),
+        }
+    }
+    Ok(Value::Int(fewest.unwrap_or(wanted)))
 }
 
 fn describe(target: &Target) -> String {
@@ -380,6 +478,12 @@ pub struct ShardedFilter {
     plan: ShardPlan,
     keys: Vec<String>,
     wait: Option<(usize, Duration)>,
+    /// The keys this client wrote to (the metadata key if it created it, and the shards it
+    /// added to), for [`wait_for`](Self::wait_for).
+    written: std::collections::BTreeSet<String>,
+    /// Whether this client created the metadata key and no `WAIT` since has counted it:
+    /// the next batch's `WAIT` goes to its primary too.
+    metadata_unwaited: bool,
 }
 
 /// A sharded filter's state, as [`ShardedFilter::info`] finds it.
@@ -404,7 +508,11 @@ impl ShardedFilter {
         set.arg(name).arg(&text).arg("NX");
         let reply = connection.query(&set, &|| format!("creating sharded filter '{name}'"))?;
         let created = matches!(reply, Value::Okay) || matches!(&reply, Value::SimpleString(ok) if ok == "OK");
-        let filter = Self::open(connection, name)?;
+        let mut filter = Self::open(connection, name)?;
+        if created {
+            filter.written.insert(name.into());
+            filter.metadata_unwaited = true;
+        }
         if filter.plan != plan {
             return Err(Error::Mismatch(format!(
                 "sharded filter '{name}' exists with other parameters ({}); asked for {text}",
@@ -446,6 +554,8 @@ impl ShardedFilter {
             plan,
             keys,
             wait: None,
+            written: std::collections::BTreeSet::new(),
+            metadata_unwaited: false,
         })
     }
 
@@ -460,9 +570,12 @@ impl ShardedFilter {
     }
 
     /// After every batch of adds, `WAIT` for `replicas` replicas of every primary written
-    /// to, at most `timeout` (zero: as long as it takes, as Redis's `WAIT n 0`); fewer is
-    /// an error ([`Error::NotAcknowledged`]). The batch and its `WAIT` are sent as one
-    /// unit: after a failure worth retrying in either, both are sent again on the new
+    /// to (on a cluster, the primaries of the batch's shards, and, with the first batch
+    /// after [`create`](Self::create) wrote the metadata key, its primary too), at most
+    /// `timeout` (zero: as long as it takes, as Redis's `WAIT n 0`; on a cluster, per
+    /// primary); fewer is an error ([`Error::NotAcknowledged`]). The batch and its `WAIT`
+    /// are sent as one unit: after a failure worth retrying in either, both are sent again
+    /// on the new
     /// connections ([`Connection::pipeline_and_wait`]). `add_hashes` then returns only what
     /// the replicas have too: what survives a failover (docs/failure-model.md).
     pub fn set_wait(&mut self, replicas: usize, timeout: Duration) {
@@ -480,12 +593,26 @@ impl ShardedFilter {
         let command = "BF.HASHADD";
         let (groups, commands) = self.commands(command, hashes);
         let name = &self.name;
-        let (replies, waited) = self.connection.pipeline_and_wait(&commands, self.wait, &|| {
-            format!("{command} on sharded filter '{name}'")
-        })?;
+        // The metadata key this client created is waited for with the first batch after.
+        let earlier: &[&[u8]] = if self.metadata_unwaited {
+            &[name.as_bytes()]
+        } else {
+            &[]
+        };
+        let (replies, waited) =
+            self.connection
+                .pipeline_and_wait_also(&commands, earlier, self.wait, &|| {
+                    format!("{command} on sharded filter '{name}'")
+                })?;
+        for (shard, _) in &groups {
+            if !self.written.contains(&self.keys[*shard as usize]) {
+                self.written.insert(self.keys[*shard as usize].clone());
+            }
+        }
         let flags = answers(command, &groups, replies, hashes.len())?;
         if let (Some((replicas, timeout)), Some(reply)) = (self.wait, waited) {
             check_acknowledged(reply, replicas, timeout)?;
+            self.metadata_unwaited = false;
         }
         Ok(flags)
     }
@@ -513,12 +640,17 @@ impl ShardedFilter {
         self.contains_hashes(&hashes)
     }
 
-    /// `WAIT replicas timeout` on every primary this client wrote to, on its current
-    /// connections ([`Connection::wait`]: not retried, since a `WAIT` on a new connection
-    /// counts no write). [`set_wait`](Self::set_wait) is the way to wait for each batch.
+    /// `WAIT replicas timeout` on every primary this client wrote to (on a cluster, the
+    /// primaries of the shards it added to, and of the metadata key if it created it), on
+    /// its current connections ([`Connection::wait`]: not retried, since a `WAIT` on a new
+    /// connection counts no write). [`set_wait`](Self::set_wait) is the way to wait for
+    /// each batch.
     pub fn wait_for(&mut self, replicas: usize, timeout: Duration) -> Result<()> {
-        let reply = self.connection.wait(replicas, timeout)?;
-        check_acknowledged(reply, replicas, timeout)
+        let written: Vec<&str> = self.written.iter().map(String::as_str).collect();
+        let reply = self.connection.wait(&written, replicas, timeout)?;
+        check_acknowledged(reply, replicas, timeout)?;
+        self.metadata_unwaited = false;
+        Ok(())
     }
 
     /// The shards that have hashes (with the positions of theirs), and one `command` for

@@ -6,15 +6,20 @@
 //! client that sent `WAIT` alone on a new connection after a failure, or cut a long `WAIT`
 //! off at its own 10 s reply timeout and retried it, would be told the batch was on the
 //! replica when it was not.
+//!
+//! And against a real three-primary Redis Cluster (further down): `WAIT` goes to the
+//! primaries a batch wrote to, not to every primary.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bloomery::sharding::ShardPlan;
+use bloomery::sharding::{ShardPlan, shard_key};
 use bloomery_cluster::{Connection, Error, ShardedFilter, Target};
 
 /// What the server received: (connection number, command name), in order.
@@ -196,4 +201,335 @@ fn a_wait_longer_than_the_reply_timeout_is_answered_not_retried() {
     let sent = server.received(&["BF.HASHADD", "WAIT"]);
     assert!(sent.iter().all(|(connection, _)| *connection == 0), "{sent:?}");
     assert_eq!(sent.iter().filter(|(_, name)| name == "WAIT").count(), 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// On a real Redis Cluster: `WAIT` goes to the primaries written to, not to every primary.
+// Three primaries; a fourth server is a replica of the primary that owns the filter's one
+// shard key only. A waited add is acknowledged by that replica; a client that sent `WAIT`
+// to every primary (the redis crate's routing of a keyless `WAIT`, which keeps the lowest
+// answer) would be told 0 by the primaries that have no replica and report the add
+// unacknowledged. Needs redis-server (or $REDIS_SERVER) and the module built in release
+// (target/release/libbloomery_redis.so, or $BLOOMERY_REDIS_MODULE); skipped without them.
+
+/// The module: $BLOOMERY_REDIS_MODULE, else the workspace's release build.
+fn module() -> PathBuf {
+    std::env::var_os("BLOOMERY_REDIS_MODULE").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/libbloomery_redis.so"),
+        PathBuf::from,
+    )
+}
+
+fn redis_server() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
+}
+
+/// Why the real-cluster tests cannot run here, if they cannot.
+fn missing_prerequisite() -> Option<String> {
+    if !module().is_file() {
+        return Some(format!(
+            "no module at {} (cargo build --release -p bloomery-redis)",
+            module().display()
+        ));
+    }
+    match Command::new(redis_server()).arg("--version").output() {
+        Ok(output) if output.status.success() => None,
+        _ => Some(format!("no {} to run", redis_server())),
+    }
+}
+
+/// A free loopback port whose cluster bus port (port + 10000) is free too.
+fn free_port() -> u16 {
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let port = listener.local_addr().expect("bound").port();
+        if port <= 55_535 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// One cluster-enabled redis-server with the module, stopped when dropped.
+struct Node {
+    port: u16,
+    process: Child,
+    dir: PathBuf,
+}
+
+impl Node {
+    fn start(dir: &Path) -> Self {
+        std::fs::create_dir_all(dir).expect("a data directory");
+        let port = free_port();
+        let process = Command::new(redis_server())
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(dir)
+            .args(["--save", "", "--appendonly", "no", "--cluster-enabled", "yes"])
+            .args(["--cluster-config-file", "nodes.conf"])
+            .arg("--loadmodule")
+            .arg(module())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server started");
+        let mut node = Self {
+            port,
+            process,
+            dir: dir.to_path_buf(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut connection) = node.try_connect()
+                && redis::cmd("PING").query::<String>(&mut connection).is_ok()
+            {
+                return node;
+            }
+            assert!(
+                node.process.try_wait().expect("its status").is_none(),
+                "redis-server on port {port} exited (see {})",
+                dir.display()
+            );
+            assert!(
+                Instant::now() < deadline,
+                "redis-server on port {port} did not start"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(format!("redis://127.0.0.1:{}", self.port))?
+            .get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    fn query<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> T {
+        let mut connection = self.try_connect().expect("connected");
+        command.query(&mut connection).expect("a reply")
+    }
+
+    fn id(&self) -> String {
+        self.query(redis::cmd("CLUSTER").arg("MYID"))
+    }
+
+    /// A field of `INFO replication`.
+    fn replication(&self, field: &str) -> Option<String> {
+        let info: String = self.query(redis::cmd("INFO").arg("replication"));
+        info.lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .map(str::to_owned)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The slots of each of the three primaries.
+const RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
+
+/// Three primaries sharing the slots, no replicas yet.
+struct Cluster {
+    primaries: Vec<Node>,
+    root: PathBuf,
+}
+
+impl Cluster {
+    fn start(test: &str) -> Self {
+        let root = std::env::temp_dir().join(format!("bloomery-cluster-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let primaries: Vec<Node> = (0..3).map(|i| Node::start(&root.join(i.to_string()))).collect();
+        for (node, (first, last)) in primaries.iter().zip(RANGES) {
+            let _: String = node.query(redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(first).arg(last));
+        }
+        let cluster = Self { primaries, root };
+        for node in &cluster.primaries[1..] {
+            cluster.meet(node);
+        }
+        eventually("the cluster to be up", || {
+            cluster.primaries.iter().all(|node| {
+                let info: String = node.query(redis::cmd("CLUSTER").arg("INFO"));
+                info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3")
+            })
+        });
+        cluster
+    }
+
+    fn meet(&self, node: &Node) {
+        let _: String =
+            self.primaries[0].query(redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(node.port));
+    }
+
+    fn target(&self) -> Target {
+        let nodes: Vec<String> = self
+            .primaries
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port))
+            .collect();
+        format!("redis+cluster://{}", nodes.join(","))
+            .parse()
+            .expect("a target")
+    }
+
+    /// The primary that owns `key`'s slot.
+    fn owner(&self, key: &str) -> &Node {
+        let slot: u16 = self.primaries[0].query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key));
+        let index = RANGES
+            .iter()
+            .position(|&(first, last)| (first..=last).contains(&slot))
+            .expect("a covered slot");
+        &self.primaries[index]
+    }
+
+    /// Starts a server and makes it a replica of `primary`, once it has synced.
+    fn add_replica(&self, primary: &Node) -> Node {
+        let replica = Node::start(&self.root.join(format!("replica-of-{}", primary.port)));
+        self.meet(&replica);
+        let primary_id = primary.id();
+        eventually("the new node to learn the cluster", || {
+            let nodes: String = replica.query(redis::cmd("CLUSTER").arg("NODES"));
+            nodes.contains(&primary_id)
+        });
+        let _: String = replica.query(redis::cmd("CLUSTER").arg("REPLICATE").arg(&primary_id));
+        eventually("the replica to sync", || {
+            replica.replication("master_link_status").as_deref() == Some("up")
+                && primary.replication("connected_slaves").as_deref() == Some("1")
+        });
+        // Every primary lists the replica, so the client's slot map is the whole cluster.
+        let replica_id = replica.id();
+        eventually("the primaries to learn of the replica", || {
+            self.primaries.iter().all(|node| {
+                let nodes: String = node.query(redis::cmd("CLUSTER").arg("NODES"));
+                nodes
+                    .lines()
+                    .any(|line| line.starts_with(&replica_id) && line.contains(&primary_id))
+            })
+        });
+        replica
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in &mut self.primaries {
+            node.stop();
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// The filter `name`, created with `plan` by one client (which wrote its metadata key),
+/// opened by another that waits for `replicas` replicas, at most `wait`, after each batch.
+fn opened(cluster: &Cluster, name: &str, plan: ShardPlan, replicas: usize, wait: Duration) -> ShardedFilter {
+    let connection = Connection::open(&cluster.target()).expect("connected");
+    let (_, created) = ShardedFilter::create(connection, name, plan).expect("created");
+    assert!(created);
+    let connection = Connection::open(&cluster.target()).expect("connected");
+    let mut filter = ShardedFilter::open(connection, name).expect("opened");
+    filter.set_wait(replicas, wait);
+    filter
+}
+
+#[test]
+fn on_a_cluster_wait_goes_to_the_primaries_written_to() {
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cluster = Cluster::start("wait");
+    // One shard: every add goes to the primary that owns its key, and only that primary
+    // gets a replica; the other two (one of them holding the metadata key) have none.
+    let name = "urls";
+    let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
+    assert_eq!(plan.shards(), 1);
+    let owner = cluster.owner(&shard_key(name, 0));
+    assert_ne!(owner.port, cluster.owner(name).port);
+    let mut replica = cluster.add_replica(owner);
+
+    let mut filter = opened(&cluster, name, plan, 1, Duration::from_secs(5));
+    let hashes: Vec<u64> = ["a", "b", "c"].iter().map(|item| filter.hash(*item)).collect();
+    let started = Instant::now();
+    let added = filter.add_hashes(&hashes);
+    assert!(
+        matches!(&added, Ok(flags) if flags == &[true, true, true]),
+        "a waited add whose primary's replica has it: {added:?}"
+    );
+    // Answered when the replica acknowledged, not at the timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    // The replica holds the shard.
+    let mut on_replica = replica.try_connect().expect("connected to the replica");
+    let _: String = redis::cmd("READONLY").query(&mut on_replica).expect("READONLY");
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg(shard_key(name, 0))
+        .query(&mut on_replica)
+        .expect("EXISTS");
+    assert_eq!(exists, 1);
+    // wait_for waits on the same primary.
+    filter.wait_for(1, Duration::from_secs(5)).expect("acknowledged");
+
+    // A client that created the filter waits for its metadata key with its first batch:
+    // that key's primary has no replica.
+    let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
+    let connection = Connection::open(&cluster.target()).expect("connected");
+    let other = (0..)
+        .map(|i| format!("created{i}"))
+        .find(|other| {
+            cluster.owner(&shard_key(other, 0)).port == owner.port && cluster.owner(other).port != owner.port
+        })
+        .expect("a name");
+    let (mut creator, _) = ShardedFilter::create(connection, &other, plan).expect("created");
+    creator.set_wait(1, Duration::from_millis(300));
+    match creator.add_hashes(&hashes) {
+        Err(Error::NotAcknowledged {
+            wanted: 1, got: 0, ..
+        }) => {}
+        other => panic!("expected the metadata's primary's 0 acknowledgements, got {other:?}"),
+    }
+
+    // A filter whose shards are on every primary: the two without a replica answer 0.
+    let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 16).expect("a plan");
+    let mut spread = opened(&cluster, "spread", plan, 1, Duration::from_millis(300));
+    let hashes: Vec<u64> = (0..1_000u64).map(|i| spread.hash(&i)).collect();
+    match spread.add_hashes(&hashes) {
+        Err(Error::NotAcknowledged {
+            wanted: 1, got: 0, ..
+        }) => {}
+        other => panic!("expected 0 acknowledgements from the primaries without replicas, got {other:?}"),
+    }
+
+    // The written primary's replica stopped: the add is not acknowledged.
+    replica.stop();
+    eventually("the primary to see its replica gone", || {
+        owner.replication("connected_slaves").as_deref() == Some("0")
+    });
+    let wait = Duration::from_millis(300);
+    filter.set_wait(1, wait);
+    let hashes: Vec<u64> = ["d", "e"].iter().map(|item| filter.hash(*item)).collect();
+    match filter.add_hashes(&hashes) {
+        Err(Error::NotAcknowledged {
+            wanted: 1,
+            got: 0,
+            timeout,
+        }) => assert_eq!(timeout, wait),
+        other => panic!("expected the stopped replica's 0 acknowledgements, got {other:?}"),
+    }
 }
