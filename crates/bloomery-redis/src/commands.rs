@@ -245,8 +245,25 @@ fn yes_or_no(arg: &RedisString) -> Option<bool> {
     }
 }
 
+/// An integer argument as Redis reads one (`RedisModule_StringToLongLong`, which RedisBloom
+/// uses): an optional `-` and digits, no `+`, no leading zero (`0` itself aside), no
+/// spaces, within 64 bits. Rust's own parse also takes `+5` and `007`.
 pub(crate) fn parse_i64(arg: &RedisString) -> Option<i64> {
-    arg.try_as_str().ok()?.parse::<i64>().ok()
+    parse_redis_integer(arg.as_slice())
+}
+
+/// [`parse_i64`] on bytes.
+pub(crate) fn parse_redis_integer(text: &[u8]) -> Option<i64> {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    let canonical = match digits {
+        [b'0'] => digits.len() == text.len(),
+        [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    if !canonical {
+        return None;
+    }
+    std::str::from_utf8(text).ok()?.parse::<i64>().ok()
 }
 
 pub(crate) fn word_is(arg: &RedisString, word: &str) -> bool {
@@ -350,6 +367,12 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         if expansion < 1 {
             return Err(RedisError::Str("ERR expansion should be greater or equal to 1"));
         }
+        // A deliberate difference: RedisBloom takes `EXPANSION 4294967296` (and any value of
+        // 2^32 or more), keeps it truncated to 32 bits, and so makes a filter of growth 0
+        // that answers "problem inserting into filter" to every new item once full (or, for
+        // 2^32 + 1, growth 1). Such a value is refused here with the limit instead; the
+        // filters RedisBloom made that way still load and answer as RedisBloom's
+        // (`tests/test_redisbloom_data.py`).
         if expansion as u64 > MAX_EXPANSION {
             return Err(RedisError::String(format!(
                 "ERR expansion above the module's limit of {MAX_EXPANSION}"
@@ -380,13 +403,17 @@ fn set_new_filter(redis_key: &RedisKeyWritable, filter: Box<dyn DynFilter>) -> R
     redis_key.set_value(redis_type, Stored::Filter(filter))
 }
 
+/// RedisBloom's reply to an item it cannot add because a new link cannot be made.
+pub(crate) const PROBLEM_INSERTING: &str = "ERR problem inserting into filter";
+
 /// The reply to an item refused because the filter would grow past the cap.
 pub(crate) const AT_MEMORY_LIMIT: &str = "ERR filter cannot grow: its next sub-filter would take it past the module's limit per key (bloomery.max-filter-memory)";
 
 /// Adds `args[items_at..]` to the filter at `args[1]` (created from `reservation` if
 /// missing, unless it is `None`), giving `reply` one answer per item and stopping at the
-/// first refusal, as RedisBloom does. Every item goes through `insert_within`, so growth
-/// stays within the cap. What is replicated (and written to the AOF) is what happened: the
+/// first refusal, as RedisBloom does, except where RedisBloom answers every item: its
+/// chain that cannot add a link ("problem inserting into filter"). Every item goes
+/// through `insert_within`, so growth stays within the cap. What is replicated (and written to the AOF) is what happened: the
 /// command as given, or, after a refusal, `command` with only the items before it, so a
 /// replica or an AOF replay (which are not held to this server's cap) never adds an item
 /// refused here. A filter created here is replicated first as a fully specified
@@ -435,10 +462,11 @@ fn add_items(
             BloomError::Full { .. } if accounting::counted_stats(filter).refuses_beyond_capacity => FULL,
             // With no cap configured, the limit was the machine's memory: RedisBloom's
             // answer to an allocation that fails.
-            BloomError::MemoryLimit { .. } if crate::limits::uncapped() => {
-                "ERR problem inserting into filter"
-            }
+            BloomError::MemoryLimit { .. } if crate::limits::uncapped() => PROBLEM_INSERTING,
             BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
+            // RedisBloom's chain, where RedisBloom cannot add the link either (growth 0,
+            // an error rate halved to 0, a link too large to allocate).
+            _ if filter.as_any().is::<RedisBloomFilter>() => PROBLEM_INSERTING,
             _ => "ERR filter cannot grow any further",
         })
     };
@@ -478,7 +506,23 @@ fn add_items(
                     accepted += 1;
                 }
                 Err(error) => {
-                    reply(refusal(error, &**filter));
+                    let answer = refusal(error, &**filter);
+                    let cannot_grow = matches!(answer, RedisValue::StaticError(PROBLEM_INSERTING))
+                        && filter.as_any().is::<RedisBloomFilter>();
+                    reply(answer);
+                    if cannot_grow {
+                        // RedisBloom answers the rest too (it stops only at a full
+                        // NONSCALING filter): 0 for an item present, the same error for
+                        // any other, which would need the link it could not add. None
+                        // changes the filter, so what is replicated stays as it is.
+                        for item in &items[accepted + 1..] {
+                            reply(if filter.contains(item.as_slice()) {
+                                boolean(false)
+                            } else {
+                                RedisValue::StaticError(PROBLEM_INSERTING)
+                            });
+                        }
+                    }
                     break;
                 }
             }
@@ -890,20 +934,26 @@ pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    let iterator = parse_i64(&args[2])
-        .filter(|&iterator| iterator >= 0)
-        .ok_or(RedisError::Str("ERR invalid iterator"))?;
+    // RedisBloom's order and replies: the key first (not found, WRONGTYPE), then the
+    // iterator; one below 0 is past the end, `[0, ""]`.
     let redis_key = ctx.open_key(&args[1]);
     let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
+    let iterator = parse_i64(&args[2]).ok_or(RedisError::Str("Second argument must be numeric"))?;
+    let Ok(iterator) = u64::try_from(iterator) else {
+        return Ok(RedisValue::Array(vec![
+            RedisValue::Integer(0),
+            RedisValue::StringBuffer(Vec::new()),
+        ]));
+    };
     if let Some(redisbloom) = filter.as_any().downcast_ref::<RedisBloomFilter>()
         && redis_key
             .get_value::<Stored>(&MBBLOOM_TYPE)
             .is_ok_and(|value| value.is_some())
     {
         // A RedisBloom key dumps as RedisBloom dumps it.
-        return Ok(crate::mbbloom::scandump_reply(redisbloom, iterator as u64));
+        return Ok(crate::mbbloom::scandump_reply(redisbloom, iterator));
     }
-    let next = iterator as u64 + 1;
+    let next = iterator + 1;
     Ok(match dump_chunk(&filter.envelope(), next) {
         Some(chunk) => RedisValue::Array(vec![
             RedisValue::Integer(next as i64),
@@ -932,12 +982,17 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let reply = load_piece(ctx, &args);
     match reply {
         // `bloomery.redisbloom-errors yes`: RedisBloom's bare text for every refusal but
-        // WRONGTYPE (RedisBloom's flow tests compare the message exactly).
+        // its own other answers (RedisBloom's flow tests compare the message exactly).
         Err(RedisError::Str(message))
             if redisbloom_errors()
                 && !message.starts_with("WRONGTYPE")
-                && message != crate::mbbloom::INVALID_OFFSET
-                && message != crate::mbbloom::TOO_BIG =>
+                && ![
+                    crate::mbbloom::INVALID_OFFSET,
+                    crate::mbbloom::TOO_BIG,
+                    NOT_FOUND,
+                    NOT_NUMERIC,
+                ]
+                .contains(&message) =>
         {
             Err(RedisError::Str("ERR received bad data"))
         }
@@ -946,14 +1001,22 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
 }
 
-/// `BF.LOADCHUNK` after its arity check, with bloomery's error texts.
+/// RedisBloom's `BF.LOADCHUNK` answers to an iterator that is no integer, and to a piece
+/// other than the first for a missing key (given with `bloomery.redisbloom-errors yes`;
+/// bloomery's own explain themselves).
+const NOT_NUMERIC: &str = "ERR Second argument must be numeric";
+const NOT_FOUND: &str = "ERR not found";
+
+/// `BF.LOADCHUNK` after its arity check, with bloomery's error texts, in RedisBloom's
+/// order: the iterator must be an integer, then the key decides (WRONGTYPE for another
+/// type, "not found" for a missing key and a piece other than 1), then the piece.
 fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let key = &args[1];
-    let iterator = parse_i64(&args[2])
-        .and_then(|iterator| u64::try_from(iterator).ok())
-        .ok_or(RedisError::Str(
-            "ERR received bad data: the iterator is not a positive integer",
-        ))?;
+    let iterator = parse_i64(&args[2]).ok_or(RedisError::Str(if redisbloom_errors() {
+        NOT_NUMERIC
+    } else {
+        "ERR received bad data: the iterator is not an integer"
+    }))?;
     let data = args[3].as_slice();
     let cap = cap_for_command(&ctx.get_flags());
     let redis_key = ctx.open_key_writable(key);
@@ -978,16 +1041,18 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
             redis_key.set_value(&BLOOM_TYPE, value)?;
         }
         None => {
-            return Err(RedisError::Str(
-                "ERR received bad data: no load in progress at the key (the first piece has iterator 1)",
-            ));
+            return Err(RedisError::Str(if redisbloom_errors() {
+                NOT_FOUND
+            } else {
+                "ERR received bad data: no load in progress at the key (the first piece has iterator 1)"
+            }));
         }
         Some(Stored::Filter(_)) => {
             return Err(RedisError::Str(
                 "ERR received bad data: the key holds a filter; DEL it before loading another",
             ));
         }
-        Some(Stored::Loading(load)) if iterator != load.next_number() => {
+        Some(Stored::Loading(load)) if u64::try_from(iterator) != Ok(load.next_number()) => {
             return Err(RedisError::String(format!(
                 "ERR received bad data: piece {iterator} arrived where piece {} was expected (DEL the key to start over)",
                 load.next_number()
@@ -997,7 +1062,8 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
             let Stored::Loading(load) = &mut *stored else {
                 return Err(RedisError::Str("ERR no load in progress"));
             };
-            match load.push(iterator, data, cap) {
+            // The guard above took every other iterator.
+            match load.push(load.next_number(), data, cap) {
                 Ok(None) => {}
                 Ok(Some(filter)) => *stored = Stored::Filter(filter),
                 Err(error) => {

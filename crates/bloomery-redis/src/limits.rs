@@ -62,9 +62,10 @@ const CONFIG_NAME: &CStr = c"max-filter-memory";
 
 static MAX_FILTER_MEMORY: AtomicU64 = AtomicU64::new(DEFAULT_MAX_FILTER_MEMORY);
 
-/// `bloomery.redisbloom-errors`: whether `BF.LOADCHUNK` answers RedisBloom's bare
-/// `received bad data` instead of bloomery's explanations (default no). RedisBloom's flow
-/// tests compare the message exactly; people are better served by the explanation.
+/// `bloomery.redisbloom-errors`: whether `BF.LOADCHUNK` answers RedisBloom's bare texts
+/// (`received bad data`, `not found`, `Second argument must be numeric`) instead of
+/// bloomery's explanations (default no). RedisBloom's flow tests compare the message
+/// exactly; people are better served by the explanation.
 const COMPAT_CONFIG_NAME: &CStr = c"redisbloom-errors";
 
 static REDISBLOOM_ERRORS: AtomicBool = AtomicBool::new(false);

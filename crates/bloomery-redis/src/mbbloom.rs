@@ -129,6 +129,11 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
 /// Reads RedisBloom's encoding `version` (0 to 4). Every read is checked (the module
 /// handles IO errors), the bits are held to the memory cap as they arrive (a client's
 /// `RESTORE`), and the filter is checked whole before it becomes a value.
+///
+/// A value this refuses is still read to its end (its links' bits read and dropped), so
+/// that Redis, which then gives up the load (an RDB file, a full sync) or the `RESTORE`,
+/// finds the stream where the value ends and reports the value as one it cannot load,
+/// rather than as module data without its end marker. Only a read error stops early.
 fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter> {
     if !(0..=ENCODING_VERSION).contains(&version) {
         return None;
@@ -136,25 +141,28 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
     let cap = cap_for_rdb_load(load_flags(rdb));
     let size = raw::load_unsigned(rdb).ok()?;
     let count = raw::load_unsigned(rdb).ok()?;
-    if count == 0 || count > bloomery::redisbloom::MAX_LINKS as u64 {
-        return None;
-    }
     let options = if version >= OPTIONS_SINCE {
-        u32::try_from(raw::load_unsigned(rdb).ok()?).ok()?
+        raw::load_unsigned(rdb).ok()?
     } else {
         0
     };
     let growth = if version >= GROWTH_SINCE {
-        u32::try_from(raw::load_unsigned(rdb).ok()?).ok()?
+        raw::load_unsigned(rdb).ok()?
     } else {
         2
     };
-    let mut links = Vec::with_capacity(count as usize);
+    // RedisBloom refuses no link count but 0 (and cannot grow a chain past
+    // `REDISBLOOM_MOST_LINKS`); more than `MAX_LINKS` is read through and refused.
+    let mut refused = count == 0
+        || count > bloomery::redisbloom::MAX_LINKS as u64
+        || u32::try_from(options).is_err()
+        || u32::try_from(growth).is_err();
+    let mut links = Vec::with_capacity(if refused { 0 } else { count as usize });
     let mut held = 0u64;
     for _ in 0..count {
         let entries = raw::load_unsigned(rdb).ok()?;
         let error = raw::load_double(rdb).ok()?;
-        let hashes = u32::try_from(raw::load_unsigned(rdb).ok()?).ok()?;
+        let hashes = raw::load_unsigned(rdb).ok()?;
         let bpe = raw::load_double(rdb).ok()?;
         // Version 0 stored no bit count: RedisBloom takes entries * bpe (its positions were
         // taken modulo that), and the link check refuses it unless the buffer holds exactly
@@ -162,15 +170,21 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
         let (bits, n2) = if version == 0 {
             ((entries as f64 * bpe) as u64, 0)
         } else {
-            let bits = raw::load_unsigned(rdb).ok()?;
-            (bits, u8::try_from(raw::load_unsigned(rdb).ok()?).ok()?)
+            (raw::load_unsigned(rdb).ok()?, raw::load_unsigned(rdb).ok()?)
         };
-        let bitmap = raw::load_string_buffer(rdb).ok()?.as_ref().to_vec();
-        held = held.saturating_add(bitmap.len() as u64);
-        if cap.is_some_and(|cap| held > cap) {
-            return None;
-        }
+        let buffer = raw::load_string_buffer(rdb).ok()?;
         let size = raw::load_unsigned(rdb).ok()?;
+        held = held.saturating_add(buffer.as_ref().len() as u64);
+        refused |= cap.is_some_and(|cap| held > cap);
+        let (Ok(hashes), Ok(n2)) = (u32::try_from(hashes), u8::try_from(n2)) else {
+            refused = true;
+            continue;
+        };
+        if refused {
+            // Nothing more is kept: the rest is read only to reach the value's end.
+            links = Vec::new();
+            continue;
+        }
         links.push(RdbLink {
             entries,
             error,
@@ -178,11 +192,14 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
             bpe,
             bits,
             n2,
-            bitmap: Cow::Owned(bitmap),
+            bitmap: Cow::Owned(buffer.as_ref().to_vec()),
             size,
         });
     }
-    RedisBloomFilter::from_rdb_parts(size, options, growth, links).ok()
+    if refused {
+        return None;
+    }
+    RedisBloomFilter::from_rdb_parts(size, options as u32, growth as u32, links).ok()
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
@@ -258,7 +275,7 @@ pub fn scandump_reply(filter: &RedisBloomFilter, iterator: u64) -> RedisValue {
 /// and replicates), `Some(Err)` is the error to reply.
 pub fn loadchunk(
     redis_key: &RedisKeyWritable,
-    iterator: u64,
+    iterator: i64,
     data: &[u8],
     cap: Option<u64>,
 ) -> Option<Result<(), RedisError>> {
@@ -278,6 +295,12 @@ pub fn loadchunk(
             .as_any_mut()
             .downcast_mut::<RedisBloomFilter>()
             .expect("MBbloom-- values hold RedisBloom filters");
+        // RedisBloom: an iterator of 0 or less is bad data.
+        let Ok(iterator) = u64::try_from(iterator) else {
+            return Some(Err(RedisError::String(format!(
+                "ERR received bad data: iterator {iterator} is not a piece's"
+            ))));
+        };
         return Some(filter.load_scandump_chunk(iterator, data).map_err(bad));
     }
     if iterator != 1 || data.starts_with(&bloomery::format::native::MAGIC) || !redis_key.is_empty() {

@@ -3,6 +3,7 @@
 and every filter in it finds every item added to it, with RedisBloom's counts; the keys
 keep RedisBloom's type (MBbloom--) through writes, restarts, replication and DUMP/RESTORE,
 so the data can also move back."""
+import hashlib
 import math
 import shutil
 import struct
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Server
+from conftest import ROOT, Server, error_of
 from rdb_payload import Value
 
 FIXTURES = ROOT / "crates/bloomery/tests/data/redisbloom"
@@ -258,5 +259,134 @@ def test_redisbloom_encoding_0_is_read_as_redisbloom_reads_it(tmp_path):
         assert client.execute_command("BF.CARD", "v0") == len(items)
         absent = client.execute_command("BF.MEXISTS", "v0", *[f"absent-{i}".encode() for i in range(200)])
         assert sum(absent) < 20
+    finally:
+        server.stop()
+
+
+# What RedisBloom 2.6.28 answered to `BF.RESERVE big 0.01 10 EXPANSION 1` and `BF.MADD big
+# u0 ... u11999` (in batches of 500): each link halves the error rate until the halving
+# reaches 0, at 1067 links, and from item 11518 on every new item is refused. The DUMP's
+# body (with `--rdbcompression no`, less the RDB version and CRC64) as RedisBloom wrote it.
+LONG_CHAIN_INFO = [b"Capacity", 10670, b"Size", 1112760, b"Number of filters", 1067,
+                   b"Number of items inserted", 10670, b"Expansion rate", 1]
+LONG_CHAIN_REPLIES = {"added": 10670, "present": 890, "refused": 440, "first refused": 11518}
+LONG_CHAIN_BODY_SHA256 = "88f235025332b99a3f82c717ad9cbac73343519473c129f1a14e64cc9c858fde"
+
+
+def test_a_chain_of_more_than_1024_links_grows_dumps_and_loads_as_redisbloom_s(tmp_path):
+    """RedisBloom grows a chain until its error rate underflows: 1067 links here, which
+    bloomery refused to load (1024 at most: RESTORE said Bad data format, and an RDB holding
+    one kept the server from starting). The chain grows here as in RedisBloom, its DUMP is
+    RedisBloom's byte for byte, and it loads from RESTORE and from the RDB file."""
+    server = Server(tmp_path, "--rdbcompression", "no").start()
+    try:
+        client = server.client()
+        client.execute_command("BF.RESERVE", "big", "0.01", "10", "EXPANSION", "1", "LAYOUT", "redisbloom")
+        items = [f"u{i}".encode() for i in range(12000)]
+        replies = []
+        for start in range(0, len(items), 500):
+            replies += client.execute_command("BF.MADD", "big", *items[start:start + 500])
+        refused = [index for index, reply in enumerate(replies) if isinstance(reply, Exception)]
+        assert {str(replies[index]) for index in refused} == {"problem inserting into filter"}
+        assert {"added": replies.count(1), "present": replies.count(0), "refused": len(refused),
+                "first refused": refused[0]} == LONG_CHAIN_REPLIES
+        assert client.execute_command("BF.INFO", "big") == LONG_CHAIN_INFO
+        payload = client.dump("big")
+        assert hashlib.sha256(payload[:-10]).hexdigest() == LONG_CHAIN_BODY_SHA256
+        taken = [item for index, item in enumerate(items) if index not in set(refused)]
+        client.restore("restored", 0, payload)
+        assert client.execute_command("BF.INFO", "restored") == LONG_CHAIN_INFO
+        assert all(client.execute_command("BF.MEXISTS", "restored", *taken))
+        client.save()
+        server.stop()
+        server.start()
+        client = server.client()
+        for key in ("big", "restored"):
+            assert client.type(key) == b"MBbloom--"
+            assert client.execute_command("BF.INFO", key) == LONG_CHAIN_INFO
+            assert all(client.execute_command("BF.MEXISTS", key, *taken))
+    finally:
+        server.stop()
+
+
+def test_a_refused_value_is_read_to_its_end(tmp_path):
+    """A value the module refuses (more links than it takes, or bits over the memory cap)
+    is still read through, so Redis reports it as data the module cannot load, not as
+    module data missing its end marker (what stopping mid-value gave)."""
+    log = tmp_path / "redis.log"
+    server = Server(tmp_path, "--rdbcompression", "no", "--loglevel", "verbose", "--logfile", str(log)).start()
+    try:
+        client = server.client()
+        client.execute_command("BF.RESERVE", "probe", "0.01", "10", "LAYOUT", "redisbloom")
+        probe = Value(client.dump("probe"))
+        chain, link = probe.fields[2:4], probe.fields[4:]
+
+        def restore(key, count, link_fields):
+            body = probe.body([("uint", 0), ("uint", count), *chain, *link_fields * count])
+            client.restore(key, 0, probe.payload(body))
+
+        restore("most", 2048, link)  # MAX_LINKS links load
+        assert client.execute_command("BF.INFO", "most", "FILTERS") == [2048]
+        client.config_set("bloomery.max-filter-memory", "100")  # bytes: 13 links of 8
+        for key, count in (("too-many", 2049), ("over-cap", 20)):
+            before = log.read_text()
+            with pytest.raises(Exception, match="Bad data format"):
+                restore(key, count, link)
+            said = log.read_text()[len(before):]
+            assert "not able to load" in said, said
+            assert "EOF marker" not in said, said
+            assert not client.exists(key)
+    finally:
+        server.stop()
+
+
+def test_a_chain_of_growth_0_loads_and_refuses_to_grow_as_redisbloom_does(tmp_path):
+    """RedisBloom takes `BF.RESERVE g0 0.01 2 EXPANSION 4294967296`, truncating the growth
+    to 32 bits: 0. Such a chain loads here too (it was refused: RESTORE said Bad data
+    format), serves its items, and refuses new ones once full as RedisBloom does, with
+    "problem inserting into filter" for each item that would need a new link, and 0 for
+    those present (RedisBloom 2.6.28's replies, recorded). bloomery's own BF.RESERVE
+    refuses such an expansion instead (its limit is 32768)."""
+    server = Server(tmp_path, "--rdbcompression", "no").start()
+    try:
+        client = server.client()
+        client.execute_command("BF.RESERVE", "g0", "0.01", "2", "LAYOUT", "redisbloom")
+        value = Value(client.dump("g0"))
+        assert value.fields[3] == ("uint", 2)
+        value.fields[3] = ("uint", 0)
+        client.delete("g0")
+        client.restore("g0", 0, value.payload(value.body()))
+        assert client.execute_command("BF.INFO", "g0", "EXPANSION") == [0]
+        problem = "problem inserting into filter"
+        replies = client.execute_command("BF.MADD", "g0", "a", "b", "c", "a", "d", "b")
+        assert [str(reply) if isinstance(reply, Exception) else reply for reply in replies] == \
+            [1, 1, problem, 0, problem, 0]
+        with pytest.raises(Exception, match=problem):
+            client.execute_command("BF.ADD", "g0", "zz")
+        assert client.execute_command("BF.ADD", "g0", "a") == 0
+        replies = client.execute_command("BF.INSERT", "g0", "ITEMS", "q", "a", "r")
+        assert [str(reply) if isinstance(reply, Exception) else reply for reply in replies] == \
+            [problem, 0, problem]
+        assert client.execute_command("BF.INFO", "g0") == [
+            b"Capacity", 2, b"Size", 104, b"Number of filters", 1, b"Number of items inserted", 2,
+            b"Expansion rate", 0]
+        client.save()
+        server.stop()
+        server.start()
+        client = server.client()
+        assert client.execute_command("BF.INFO", "g0", "EXPANSION") == [0]
+        assert client.execute_command("BF.MEXISTS", "g0", "a", "b") == [1, 1]
+        # A NONSCALING chain loads with any growth.
+        client.execute_command("BF.RESERVE", "ns", "0.01", "2", "NONSCALING", "LAYOUT", "redisbloom")
+        value = Value(client.dump("ns"))
+        value.fields[3] = ("uint", 0)
+        client.restore("ns0", 0, value.payload(value.body()))
+        assert client.execute_command("BF.MADD", "ns0", "a", "b") == [1, 1]
+        # bloomery's own choice for such an expansion: refused, with its limit.
+        assert error_of(client, "BF.RESERVE", "own", "0.01", "100", "EXPANSION", "4294967296") == \
+            "expansion above the module's limit of 32768"
+        assert error_of(client, "BF.INSERT", "own", "EXPANSION", "4294967296", "ITEMS", "a") == \
+            "Bad argument received"
+        assert not client.exists("own")
     finally:
         server.stop()

@@ -5,10 +5,12 @@ and the option parse errors. redis-py with protocol=3 is the RESP3 client.
 RedisBloom's own figures (sizes, hash counts) hold for filters in RedisBloom's layout, so
 the tests that compare them run a server with `REDISBLOOM_LAYOUT yes` (the `rb` fixtures);
 the default layout (blocked sub-filters) has the same shapes and its own sizes."""
+import socket
+
 import pytest
 import redis
 
-from conftest import Server, error_of
+from conftest import Server, dump, error_of
 
 
 @pytest.fixture
@@ -160,7 +162,7 @@ def test_redisbloom_errors_config_gives_loadchunk_the_bare_text(r, tmp_path):
     r.config_set("bloomery.redisbloom-errors", "yes")
     assert error_of(r, "BF.LOADCHUNK", "bf", "1", "x") == "received bad data"
     assert error_of(r, "BF.LOADCHUNK", "new", "1", "garbage") == "received bad data"
-    assert error_of(r, "BF.LOADCHUNK", "new", "7", "garbage") == "received bad data"
+    assert error_of(r, "BF.LOADCHUNK", "new", "7", "garbage") == "not found"  # RedisBloom's
     r.set("str", "v")
     assert error_of(r, "BF.LOADCHUNK", "str", "1", "x").startswith("WRONGTYPE")
     r.config_set("bloomery.redisbloom-errors", "no")
@@ -173,7 +175,8 @@ def test_redisbloom_errors_load_argument(tmp_path):
     try:
         client = server.client()
         assert client.config_get("bloomery.redisbloom-errors") == {"bloomery.redisbloom-errors": "yes"}
-        assert error_of(client, "BF.LOADCHUNK", "new", "7", "garbage") == "received bad data"
+        assert error_of(client, "BF.LOADCHUNK", "new", "1", "garbage") == "received bad data"
+        assert error_of(client, "BF.LOADCHUNK", "new", "7", "garbage") == "not found"
     finally:
         server.stop()
 
@@ -233,3 +236,89 @@ def test_redisbloom_layout_grows_and_answers_as_redisbloom(tmp_path):
         assert client.execute_command("BF.INFO", "exp1", "FILTERS") == [23]
     finally:
         server.stop()
+
+
+# RedisBloom 2.6.28's replies (loaded into redis-server 7.0.15) after `SET str v`,
+# `BF.RESERVE k 0.01 100` and `BF.ADD k a`, as the bytes on the wire: RedisBloom checks
+# BF.SCANDUMP's key before its iterator and BF.LOADCHUNK's iterator before its key, reads
+# integers as Redis does (no `+`, no leading zero), dumps nothing past either end, and
+# places a RedisBloom piece only where a link is.
+REDISBLOOM_ORDER = [
+    (("BF.SCANDUMP", "missing", "abc"), b"-ERR not found"),
+    (("BF.SCANDUMP", "str", "abc"), b"-WRONGTYPE Operation against a key holding the wrong kind of value"),
+    (("BF.SCANDUMP", "k", "nan"), b"-Second argument must be numeric"),
+    (("BF.SCANDUMP", "k", "+1"), b"-Second argument must be numeric"),
+    (("BF.SCANDUMP", "k", "01"), b"-Second argument must be numeric"),
+    (("BF.SCANDUMP", "k", "-0"), b"-Second argument must be numeric"),
+    (("BF.SCANDUMP", "k", "9223372036854775808"), b"-Second argument must be numeric"),
+    (("BF.SCANDUMP", "k", "-1"), b"*2\r\n:0\r\n$0\r\n"),
+    (("BF.SCANDUMP", "k", "99999"), b"*2\r\n:0\r\n$0\r\n"),
+    (("BF.LOADCHUNK", "missing", "7", "x"), b"-ERR not found"),
+    (("BF.LOADCHUNK", "missing", "-1", "x"), b"-ERR not found"),
+    (("BF.LOADCHUNK", "missing", "abc", "x"), b"-ERR Second argument must be numeric"),
+    (("BF.LOADCHUNK", "str", "-1", "x"), b"-WRONGTYPE Operation against a key holding the wrong kind of value"),
+    (("BF.LOADCHUNK", "str", "abc", "x"), b"-ERR Second argument must be numeric"),
+    (("BF.LOADCHUNK", "k", "+2", "x"), b"-ERR Second argument must be numeric"),
+    (("BF.LOADCHUNK", "k", "1", "x"), b"-ERR invalid offset - no link found"),
+    (("BF.LOADCHUNK", "k", "99999", "x"), b"-ERR invalid offset - no link found"),
+    (("BF.LOADCHUNK", "k", "-1", "x"), b"-ERR received bad data"),
+    (("BF.LOADCHUNK", "k", "0", "x"), b"-ERR received bad data"),
+    (("BF.LOADCHUNK", "k", "150", "x" * 140), b"-ERR invalid chunk - Too big for current filter"),
+    (("BF.LOADCHUNK", "k", "2", "x"), b"+OK"),
+    (("BF.RESERVE", "p", "0.01", "+5"), b"-ERR bad capacity"),
+    (("BF.RESERVE", "p", "0.01", "05"), b"-ERR bad capacity"),
+    (("BF.RESERVE", "p", "0.01", "5", "EXPANSION", "+2"), b"-ERR bad expansion"),
+    (("BF.RESERVE", "p", "0.01", "5", "EXPANSION", "-0"), b"-ERR bad expansion"),
+    (("BF.INSERT", "p", "CAPACITY", "+5", "ITEMS", "a"), b"-Bad capacity"),
+    (("BF.INSERT", "p", "EXPANSION", "+5", "ITEMS", "a"), b"-Bad expansion"),
+]
+
+
+def raw_reply(port, *command) -> bytes:
+    """The reply's bytes as sent (an error's code, such as `ERR`, included), less the
+    final CRLF."""
+    words = [word.encode() if isinstance(word, str) else word for word in command]
+    request = b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%s\r\n" % (len(word), word) for word in words)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(request + b"PING\r\n")
+        received = b""
+        while not received.endswith(b"+PONG\r\n"):
+            received += connection.recv(65536)
+    return received[:-len(b"\r\n+PONG\r\n")]
+
+
+def test_scandump_loadchunk_and_integers_answer_as_redisbloom_does(tmp_path):
+    """With `REDISBLOOM_ERRORS yes` (and RedisBloom's layout), every reply of
+    `REDISBLOOM_ORDER` is RedisBloom's, byte for byte."""
+    server = Server(tmp_path, module_args=["REDISBLOOM_LAYOUT", "yes", "REDISBLOOM_ERRORS", "yes"]).start()
+    try:
+        client = server.client()
+        client.set("str", "v")
+        client.execute_command("BF.RESERVE", "k", "0.01", "100")
+        client.execute_command("BF.ADD", "k", "a")
+        answers = [(command, raw_reply(server.port, *command)) for command, _ in REDISBLOOM_ORDER]
+        assert answers == REDISBLOOM_ORDER
+        assert not client.exists("p")
+    finally:
+        server.stop()
+
+
+def test_scandump_and_loadchunk_check_in_redisbloom_s_order_by_default(r):
+    """Without `bloomery.redisbloom-errors`, bloomery's filters and its own explanations,
+    but RedisBloom's order: the key's type before the iterator's value, and BF.SCANDUMP's
+    replies (they are not BF.LOADCHUNK's refusals that the option is about)."""
+    r.set("str", "v")
+    r.execute_command("BF.RESERVE", "k", "0.01", "100")
+    assert error_of(r, "BF.SCANDUMP", "missing", "abc") == "not found"
+    assert error_of(r, "BF.SCANDUMP", "str", "abc").startswith("WRONGTYPE")
+    assert error_of(r, "BF.SCANDUMP", "k", "+1") == "Second argument must be numeric"
+    assert r.execute_command("BF.SCANDUMP", "k", "-1") == [0, b""]
+    assert error_of(r, "BF.LOADCHUNK", "str", "-1", "x").startswith("WRONGTYPE")
+    assert error_of(r, "BF.LOADCHUNK", "missing", "-1", "x") == \
+        "received bad data: no load in progress at the key (the first piece has iterator 1)"
+    assert error_of(r, "BF.LOADCHUNK", "k", "+1", "x") == "received bad data: the iterator is not an integer"
+    assert error_of(r, "BF.RESERVE", "p", "0.01", "+5") == "bad capacity"
+    # A dump still loads piece by piece.
+    for iterator, data in dump(r, "k"):
+        r.execute_command("BF.LOADCHUNK", "copy", iterator, data)
+    assert r.execute_command("BF.INFO", "copy") == r.execute_command("BF.INFO", "k")

@@ -20,9 +20,10 @@
 //! - Adding an item: if any link reports it present, nothing changes ("already added").
 //!   Otherwise, when the newest link holds `entries` items, a new link is added with
 //!   `entries · growth` capacity and half the error rate (unless the filter is
-//!   NONSCALING: then the add is refused), and the item is set in the newest link; it
-//!   counts as added (the link's and the filter's sizes grow by one) only if one of its
-//!   bits was 0.
+//!   NONSCALING: then the add is refused; RedisBloom cannot add the link either when the
+//!   growth is 0 or the halved error rate is 0, and neither can this), and the item is set
+//!   in the newest link; it counts as added (the link's and the filter's sizes grow by
+//!   one) only if one of its bits was 0.
 //! - A NONSCALING filter's first link has the requested error rate; a scaling filter's
 //!   first link has half of it.
 //!
@@ -80,9 +81,20 @@ const LINK_HEADER_BYTES: usize = 8 + 8 + 8 + 8 + 8 + 4 + 8 + 1;
 const CHAIN_OVERHEAD: u64 = 32;
 const LINK_OVERHEAD: u64 = 64;
 
-/// The most links a chain may have (RedisBloom sets no limit; each link doubles the error
-/// tightening, so past this the error rate underflows and the sizes overflow anyway).
-pub const MAX_LINKS: usize = 1024;
+/// The most links RedisBloom can grow a chain to: each new link has half the last one's
+/// error rate, and RedisBloom cannot add a link once that halving reaches 0. From any first
+/// error rate below 1 a double reaches 0 after at most 1075 halvings (through the
+/// subnormals: `BF.RESERVE k 0.01 10 EXPANSION 1` stops at 1067 links), and RedisBloom 1.x
+/// and 2.0 tightened faster. [`RedisBloomFilter::insert`] grows a chain exactly as far.
+pub const REDISBLOOM_MOST_LINKS: usize = 1075;
+
+/// The most links a chain may have when it is loaded: RedisBloom sets no limit on load
+/// (a crafted `BF.LOADCHUNK` header or RDB value may hold any number), so this is a bound
+/// on cost, well above [`REDISBLOOM_MOST_LINKS`]. With the hash count of each link held to
+/// what its error rate makes (at most 1076), a lookup probes at most 2048 × 1076 ≈ 2.2·10^6
+/// bits (the longest chain RedisBloom grows probes at most 578,350), and a chain's link
+/// records take at most 2048 × 53 bytes in a dump's header.
+pub const MAX_LINKS: usize = 2048;
 
 /// The format name in errors.
 const FORMAT: &str = "RedisBloom";
@@ -323,15 +335,36 @@ impl RedisBloomFilter {
                     capacity: self.capacity(),
                 });
             }
+            // Where RedisBloom cannot add the link either (it answers "problem inserting
+            // into filter" and keeps the chain as it was): growth 0, which RedisBloom keeps
+            // from an `EXPANSION` of 2^32 or more (it truncates the value to 32 bits), and
+            // an error rate halved to 0.
+            let cannot_grow = |problem: String| Error::Sizing {
+                expected_items: newest.entries,
+                fpp: newest.error,
+                problem,
+            };
+            if self.growth == 0 {
+                return Err(cannot_grow(
+                    "the chain's growth is 0, so a new link would hold no items".into(),
+                ));
+            }
             let entries = newest
                 .entries
                 .checked_mul(u64::from(self.growth))
-                .ok_or_else(|| Error::Sizing {
-                    expected_items: newest.entries,
-                    fpp: newest.error,
-                    problem: format!("the next link's capacity overflows (growth {})", self.growth),
+                .ok_or_else(|| {
+                    cannot_grow(format!(
+                        "the next link's capacity overflows (growth {})",
+                        self.growth
+                    ))
                 })?;
             let error = newest.error * TIGHTENING;
+            if error <= 0.0 {
+                return Err(cannot_grow(format!(
+                    "the next link's error rate, half of {:e}, is 0 in floating point",
+                    newest.error
+                )));
+            }
             if self.links.len() >= MAX_LINKS {
                 return Err(Error::Full {
                     capacity: self.capacity(),
@@ -542,23 +575,29 @@ impl RedisBloomFilter {
 
     /// Copies a `BF.SCANDUMP` piece into place, as `BF.LOADCHUNK key iterator data` does:
     /// `iterator` is the one `BF.SCANDUMP` returned with `data`, so the piece starts at
-    /// offset `iterator - 1 - data.len()`; it must lie inside one link.
+    /// offset `iterator - 1 - data.len()`; it must lie inside one link. As RedisBloom: an
+    /// iterator of 0 or below the piece's length is bad data, a start before the first
+    /// byte or past the last is "invalid offset - no link found", and an empty piece that
+    /// starts inside a link changes nothing.
     pub fn load_scandump_chunk(&mut self, iterator: u64, data: &[u8]) -> Result<()> {
         let start = iterator
             .checked_sub(data.len() as u64)
-            .and_then(|start| start.checked_sub(1))
-            .filter(|_| !data.is_empty())
+            .filter(|_| iterator > 0)
             .ok_or_else(|| {
                 bad(format!(
                     "iterator {iterator} cannot end a piece of {} bytes",
                     data.len()
                 ))
             })?;
-        let (link, offset) = self.link_at(start).ok_or_else(|| {
-            bad(format!(
-                "invalid offset - no link found (offset {start} is past the filter's bits)"
-            ))
-        })?;
+        let (link, offset) = start
+            .checked_sub(1)
+            .and_then(|start| self.link_at(start))
+            .ok_or_else(|| {
+                bad(format!(
+                    "invalid offset - no link found (the piece would start at offset {}, outside the filter's bits)",
+                    start as i128 - 1
+                ))
+            })?;
         let bitmap = &mut self.links[link].bitmap;
         if data.len() > bitmap.len() - offset {
             return Err(bad(format!(
@@ -576,7 +615,7 @@ impl RedisBloomFilter {
     /// bits, n2, the bit array, size), checked as RedisBloom checks them and for
     /// consistency.
     pub fn from_rdb_parts(size: u64, options: u32, growth: u32, links: Vec<RdbLink<'_>>) -> Result<Self> {
-        check_chain(links.len(), options, growth)?;
+        check_chain(links.len(), options)?;
         for link in &links {
             check_link(link, link.bitmap.len() as u64)?;
         }
@@ -635,19 +674,20 @@ fn parse_chain_header(header: &[u8]) -> Result<(u64, usize, u32, u32)> {
     let count = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
     let options = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
     let growth = u32::from_le_bytes(header[16..20].try_into().expect("4 bytes"));
-    check_chain(count, options, growth)?;
+    check_chain(count, options)?;
     Ok((size, count, options, growth))
 }
 
-fn check_chain(count: usize, options: u32, growth: u32) -> Result<()> {
+/// The chain's link count and options. Any growth loads, 0 included: RedisBloom keeps 0
+/// from `BF.RESERVE ... EXPANSION 4294967296` (its 64-bit value truncated to 32 bits) and
+/// loads it back; such a chain serves its items and only refuses to grow (see
+/// [`RedisBloomFilter::insert`]).
+fn check_chain(count: usize, options: u32) -> Result<()> {
     if count == 0 || count > MAX_LINKS {
         return Err(bad(format!("{count} links; 1..={MAX_LINKS} allowed")));
     }
     if options & !KNOWN_OPTIONS != 0 {
         return Err(bad(format!("unknown option bits {options:#x}")));
-    }
-    if options & OPT_NO_SCALING == 0 && growth == 0 {
-        return Err(bad("a scaling filter with growth 0".into()));
     }
     Ok(())
 }

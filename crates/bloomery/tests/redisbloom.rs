@@ -254,3 +254,152 @@ fn a_link_asking_for_more_hashes_than_its_error_rate_makes_is_refused() {
         assert!(filter.contains(b"anything"));
     }
 }
+
+/// The chain RedisBloom 2.6.28 makes of `BF.RESERVE big 0.01 10 EXPANSION 1` and
+/// `BF.MADD big u0 ... u11999`: each link halves the error rate until the halving reaches 0
+/// (the subnormals included), at 1067 links, where RedisBloom answers "problem inserting
+/// into filter" for every new item. Its figures as RedisBloom answered them (BF.INFO, and
+/// the replies: 10670 ones, 890 zeros, 440 errors from item 11518 on).
+#[test]
+fn a_chain_grown_until_its_error_rate_underflows_is_redisbloom_s_and_loads_back() {
+    let mut filter = RedisBloomFilter::new(10, 0.01, 1, false).unwrap();
+    let items: Vec<Vec<u8>> = (0..12000).map(|i| format!("u{i}").into_bytes()).collect();
+    let (mut ones, mut zeros, mut refused) = (0, 0, Vec::new());
+    for (index, item) in items.iter().enumerate() {
+        match filter.insert(item) {
+            Ok(true) => ones += 1,
+            Ok(false) => zeros += 1,
+            Err(error) => {
+                assert!(error.to_string().contains("is 0 in floating point"), "{error}");
+                refused.push(index);
+            }
+        }
+    }
+    assert_eq!((ones, zeros, refused.len(), refused[0]), (10670, 890, 440, 11518));
+    assert_eq!(filter.links().len(), 1067);
+    assert!(filter.links().len() <= bloomery::redisbloom::REDISBLOOM_MOST_LINKS);
+    assert_eq!(
+        (filter.capacity(), filter.redisbloom_size(), filter.len()),
+        (10670, 1112760, 10670)
+    );
+    let last = filter.links().last().unwrap();
+    assert_eq!(
+        (last.error(), last.hashes(), last.bits()),
+        (f64::from_bits(1), 1075, 15552)
+    );
+    // Refused items leave the chain as it was; present ones still answer 0.
+    let before = filter.clone();
+    assert!(filter.insert(b"never added").is_err());
+    assert!(!filter.insert(&items[0]).unwrap());
+    assert_eq!(filter, before);
+    // It comes back whole from RedisBloom's RDB fields, its BF.SCANDUMP pieces and the
+    // file format, and finds every item it took.
+    let from_rdb = RedisBloomFilter::from_rdb_parts(
+        filter.len(),
+        filter.options(),
+        filter.growth(),
+        filter.rdb_links(),
+    )
+    .unwrap();
+    assert_eq!(from_rdb, filter);
+    assert_eq!(load(&our_pieces(&filter)), filter);
+    assert_eq!(RedisBloomFilter::from_bytes(&filter.to_bytes()).unwrap(), filter);
+    for (index, item) in items.iter().enumerate() {
+        assert!(
+            from_rdb.contains(item) || refused.contains(&index),
+            "item {index}"
+        );
+    }
+}
+
+/// A chain header of `count` links, each of one item at error 0.01 (8 bytes of bits).
+fn header_of_links(count: u32) -> Vec<u8> {
+    let mut header = Vec::new();
+    header.extend_from_slice(&0u64.to_le_bytes()); // size
+    header.extend_from_slice(&count.to_le_bytes());
+    header.extend_from_slice(&5u32.to_le_bytes()); // options: FORCE64 | NOROUND
+    header.extend_from_slice(&2u32.to_le_bytes()); // growth
+    let bpe = (0.01f64.ln() / 0.480453013918201).abs();
+    for _ in 0..count {
+        header.extend_from_slice(&8u64.to_le_bytes()); // bytes
+        header.extend_from_slice(&64u64.to_le_bytes()); // bits
+        header.extend_from_slice(&0u64.to_le_bytes()); // size
+        header.extend_from_slice(&0.01f64.to_le_bytes());
+        header.extend_from_slice(&bpe.to_le_bytes());
+        header.extend_from_slice(&7u32.to_le_bytes()); // hashes
+        header.extend_from_slice(&1u64.to_le_bytes()); // entries
+        header.push(0); // n2
+    }
+    header
+}
+
+#[test]
+fn chains_load_up_to_max_links_and_no_further() {
+    use bloomery::redisbloom::MAX_LINKS;
+    let most = RedisBloomFilter::from_scandump_header(&header_of_links(MAX_LINKS as u32)).unwrap();
+    assert_eq!(most.links().len(), MAX_LINKS);
+    let message = RedisBloomFilter::from_scandump_header(&header_of_links(MAX_LINKS as u32 + 1))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("links; 1..="), "{message}");
+}
+
+/// RedisBloom keeps growth 0 from `BF.RESERVE g0 0.01 100 EXPANSION 4294967296` (its 64-bit
+/// value truncated to 32 bits): such a chain loads and serves its items, and only growing
+/// it is refused (RedisBloom: "problem inserting into filter").
+#[test]
+fn a_chain_of_growth_0_loads_and_refuses_only_to_grow() {
+    let mut made = RedisBloomFilter::new(2, 0.01, 2, false).unwrap();
+    made.insert(b"a").unwrap();
+    let mut header = made.scandump_header();
+    header[16..20].copy_from_slice(&0u32.to_le_bytes());
+    let mut pieces = our_pieces(&made);
+    pieces[0].1 = header;
+    let mut filter = load(&pieces);
+    assert_eq!(filter.growth(), 0);
+    let from_rdb = RedisBloomFilter::from_rdb_parts(made.len(), made.options(), 0, made.rdb_links()).unwrap();
+    assert_eq!(from_rdb, filter);
+    assert!(filter.contains(b"a"));
+    assert!(filter.insert(b"b").unwrap());
+    let full = filter.clone();
+    let message = filter.insert(b"c").unwrap_err().to_string();
+    assert!(message.contains("growth is 0"), "{message}");
+    assert!(!filter.insert(b"a").unwrap());
+    assert_eq!(filter, full);
+    assert_eq!(filter.links().len(), 1);
+    // Bloomery itself still makes no such chain.
+    assert!(RedisBloomFilter::new(2, 0.01, 0, false).is_err());
+    // NONSCALING with any growth loads too.
+    let nonscaling = RedisBloomFilter::new(2, 0.01, 2, true).unwrap();
+    assert!(RedisBloomFilter::from_rdb_parts(0, nonscaling.options(), 0, nonscaling.rdb_links()).is_ok());
+}
+
+/// `BF.LOADCHUNK` pieces are placed as RedisBloom places them: a piece that would start
+/// before the first byte has no link, and an empty piece inside a link is accepted.
+#[test]
+fn pieces_outside_the_links_are_an_invalid_offset_as_in_redisbloom() {
+    let mut filter = RedisBloomFilter::new(100, 0.01, 2, false).unwrap();
+    let message = filter.load_scandump_chunk(1, b"x").unwrap_err().to_string();
+    assert!(message.contains("invalid offset - no link found"), "{message}");
+    let message = filter.load_scandump_chunk(0, b"").unwrap_err().to_string();
+    assert!(!message.contains("invalid offset"), "{message}");
+    assert!(
+        filter
+            .load_scandump_chunk(3, b"xyz")
+            .unwrap_err()
+            .to_string()
+            .contains("invalid offset")
+    );
+    assert!(
+        filter
+            .load_scandump_chunk(2, b"xyz")
+            .unwrap_err()
+            .to_string()
+            .contains("cannot end")
+    );
+    let before = filter.clone();
+    filter.load_scandump_chunk(5, b"").unwrap();
+    assert_eq!(filter, before);
+    filter.load_scandump_chunk(2, b"x").unwrap();
+    assert_eq!(filter.links()[0].bitmap()[0], b'x');
+}

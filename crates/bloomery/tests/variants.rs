@@ -463,17 +463,31 @@ fn impossible_sizes_are_told_in_the_terms_given() {
     // The scalable layouts name the rate asked for, not the first sub-filter's share of it
     // (which underflows to 0 here, and was reported as "fpp ... got 0").
     let scalable = message(Variant::Scalable, 1, 5e-324);
-    assert!(scalable.contains("at fpp 5e-324") && scalable.contains("share of the rate"), "{scalable}");
+    assert!(
+        scalable.contains("at fpp 5e-324") && scalable.contains("share of the rate"),
+        "{scalable}"
+    );
     let huge = message(Variant::Scalable, u64::MAX, 0.5);
-    assert!(huge.contains("at fpp 0.5:") && huge.contains("share of the rate, 0.25"), "{huge}");
-    assert!(ScalableBloomFilter::new(1, 5e-324).unwrap_err().to_string().contains("at fpp 5e-324"));
+    assert!(
+        huge.contains("at fpp 0.5:") && huge.contains("share of the rate, 0.25"),
+        "{huge}"
+    );
+    assert!(
+        ScalableBloomFilter::new(1, 5e-324)
+            .unwrap_err()
+            .to_string()
+            .contains("at fpp 5e-324")
+    );
     let blocked_chain = message(Variant::ScalableBlocked, 1, 1e-300);
     assert!(blocked_chain.contains("at fpp 1e-300"), "{blocked_chain}");
     // Below the blocked layouts' floor, fewer items would not help: the message says so
     // rather than "use fewer items".
     for variant in [Variant::Blocked, Variant::SplitBlock] {
         let floor = message(variant, 1, 1e-300);
-        assert!(floor.contains("reaches no rate below") && !floor.contains("fewer items"), "{floor}");
+        assert!(
+            floor.contains("reaches no rate below") && !floor.contains("fewer items"),
+            "{floor}"
+        );
     }
     let too_many = message(Variant::Blocked, 100_000_000_000_000, 0.01);
     assert!(too_many.contains("fewer items"), "{too_many}");
