@@ -180,11 +180,13 @@ impl Reservation {
         } else {
             Variant::ScalableBlocked
         };
+        // The growth of the layout's chain: RedisBloom's halving for its own layout (its
+        // filter keeps that itself), blocked sub-filters' own tightening for the other.
         let spec = Spec {
             scalable: ScalableOptions {
                 expansion: self.expansion,
-                tightening: 0.5,
                 scaling: self.scaling,
+                ..ScalableOptions::for_blocked()
             },
             ..Spec::new(variant, self.capacity, self.error_rate)
         };

@@ -91,13 +91,13 @@ def test_error_rate_config_set_get_and_refusals(r):
     r.config_set("bloomery.error-rate", "0.001")
     assert config(r, "error-rate") == "0.001"
     assert r.info("bloomery")["bloomery_error_rate"] == 0.001
-    # A filter BF.ADD creates now is the one BF.RESERVE makes at 0.001 (sub-filter 1 is
-    # sized at half the rate: ratio 0.0005), not the default 0.01 one.
+    # A filter BF.ADD creates now is the one BF.RESERVE makes at 0.001 (sub-filter 1 of the
+    # blocked chain is sized at (1 - 0.8) of the rate: ratio 0.0002), not the default 0.01 one.
     r.execute_command("BF.ADD", "after", "x")
     r.execute_command("BF.RESERVE", "reserved", "0.001", "100")
     r.execute_command("BF.ADD", "reserved", "x")
     assert debug_lines(r, "after") == debug_lines(r, "reserved")
-    assert debug_lines(r, "after")[1].endswith("ratio:0.0005")
+    assert debug_lines(r, "after")[1].endswith("ratio:0.0002")
     assert debug_lines(r, "before") != debug_lines(r, "after")
     r.execute_command("BF.INSERT", "inserted", "ITEMS", "x")
     assert debug_lines(r, "inserted") == debug_lines(r, "after")
@@ -170,7 +170,7 @@ def test_load_arguments_and_the_command_line(tmp_path):
         client.execute_command("BF.ADD", "k", "x")
         assert bf_info(client, "k")["Capacity"] == 500
         assert bf_info(client, "k")["Expansion rate"] == 3
-        assert debug_lines(client, "k")[1].endswith("ratio:0.0005")
+        assert debug_lines(client, "k")[1].endswith("ratio:0.0002")
     finally:
         server.stop()
     # redis.conf or the command line, like any configuration; a load argument wins.
