@@ -138,6 +138,31 @@ fn link_shape(entries: u64, error: f64) -> Result<(f64, u64, u32)> {
     Ok((bpe, bytes, hashes as u32))
 }
 
+/// An error sizing a chain's first link, told in the caller's terms: the capacity and
+/// error rate asked for, not the link's half of it (which the caller never gave, and which
+/// may have underflowed to 0).
+fn first_link_error(error: Error, capacity: u64, error_rate: f64) -> Error {
+    match error {
+        Error::Fpp { value } => Error::Sizing {
+            expected_items: capacity,
+            fpp: error_rate,
+            problem: format!(
+                "the first link's error rate, half of it, is {}, not a rate a link can be sized for",
+                crate::error::Rate(value)
+            ),
+        },
+        Error::Sizing { problem, fpp, .. } if fpp != error_rate => Error::Sizing {
+            expected_items: capacity,
+            fpp: error_rate,
+            problem: format!(
+                "{problem} (sizing the first link for half the rate, {})",
+                crate::error::Rate(fpp)
+            ),
+        },
+        other => other,
+    }
+}
+
 /// RedisBloom's bits per entry and hash functions (a whole number) for error rate `error`.
 fn bpe_and_hashes(error: f64) -> (f64, f64) {
     let bpe = (error.ln() / LN2_SQUARED).abs();
@@ -289,11 +314,13 @@ impl RedisBloomFilter {
         if !(error_rate > 0.0 && error_rate < 1.0) {
             return Err(Error::Fpp { value: error_rate });
         }
+        let first = Link::new(capacity, first_error)
+            .map_err(|error| first_link_error(error, capacity, error_rate))?;
         Ok(Self {
             size: 0,
             options,
             growth,
-            links: vec![Link::new(capacity, first_error)?],
+            links: vec![first],
         })
     }
 
@@ -305,7 +332,9 @@ impl RedisBloomFilter {
         } else {
             error_rate * TIGHTENING
         };
-        Ok(link_shape(capacity, first_error)?.1)
+        link_shape(capacity, first_error)
+            .map(|(_, bytes, _)| bytes)
+            .map_err(|error| first_link_error(error, capacity, error_rate))
     }
 
     /// Whether the item might be present.

@@ -478,6 +478,16 @@ fn impossible_sizes_are_told_in_the_terms_given() {
             .to_string()
             .contains("at fpp 5e-324")
     );
+    let redisbloom = message(Variant::RedisBloom, 1, 5e-324);
+    assert!(
+        redisbloom.contains("at fpp 5e-324") && redisbloom.contains("half of it, is 0"),
+        "{redisbloom}"
+    );
+    let redisbloom_huge = message(Variant::RedisBloom, u64::MAX, 0.5);
+    assert!(
+        redisbloom_huge.contains("at fpp 0.5:") && redisbloom_huge.contains("half the rate, 0.25"),
+        "{redisbloom_huge}"
+    );
     let blocked_chain = message(Variant::ScalableBlocked, 1, 1e-300);
     assert!(blocked_chain.contains("at fpp 1e-300"), "{blocked_chain}");
     // Below the blocked layouts' floor, fewer items would not help: the message says so
