@@ -1070,17 +1070,35 @@ impl PyBloomFilter {
     /// Queries after ``close()`` raise ``ValueError``; a filter that is not a file's is left
     /// as it is.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let holds_lock = self.link(py).as_ref().is_some_and(|link| link.lock.is_some());
-        let in_place = self.mode(py) == Some("a");
-        if (holds_lock || in_place) && !self.closed(py) {
-            self.save(py, None)?;
-        }
         let mut link = self.link(py);
-        if let Some(link) = link.as_mut() {
-            link.lock = None;
-            self.shared.write(py, |state| *state = State::Closed);
-        }
-        Ok(())
+        let Some(file) = link.as_mut() else {
+            return Ok(());
+        };
+        let path = file.path.clone();
+        let lock = file.lock.take();
+        // Saved (or sealed) and closed in one step, under the write lock: an add from
+        // another thread waits for it and then finds the filter closed, where between a
+        // save and a close of their own it went into the filter after the save, so into
+        // no file, though add() had returned.
+        let (saved, lock) = self.shared.write_detached(py, move |state| {
+            let mut lock = lock;
+            let saved = match state {
+                State::Owned(filter) => match lock.as_mut() {
+                    Some(locked) => locked.save(&filter.envelope(), &path),
+                    None => Ok(()),
+                },
+                State::InPlace(file) => file.seal(),
+                State::Mapped(_) | State::Closed => Ok(()),
+            };
+            if saved.is_ok() {
+                *state = State::Closed;
+                lock = None;
+            }
+            (saved, lock)
+        });
+        // Not saved: still open, and still locked.
+        file.lock = lock;
+        saved.map_err(file_error)
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

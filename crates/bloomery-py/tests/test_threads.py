@@ -121,3 +121,37 @@ def test_union_in_two_threads_in_opposite_order_does_not_deadlock():
 
     run_threads(merge, 4)
     assert all(a.contains_many(range(100_000))) and all(b.contains_many(range(100_000)))
+
+
+@pytest.mark.parametrize("mode", ["r+", "a"])
+def test_close_while_another_thread_adds_keeps_every_add_that_returned(tmp_path, mode):
+    """close() saves (mode "r+") or seals (mode "a") and closes in one step: an add() in
+    another thread either returns before it, and its item is in the file, or raises
+    ValueError after it. Saving and then closing let adds in between return, their items
+    in neither the file nor a usable filter."""
+    path = tmp_path / "f.bloom"
+    BloomFilter(2_000_000, kind="classic").save(path)  # a save that takes a while
+    f = BloomFilter.open(path, mode)
+    added = []
+    started = threading.Event()
+
+    def adder():
+        i = 0
+        while True:
+            try:
+                f.add(f"item{i}")
+            except ValueError:
+                return
+            added.append(f"item{i}")
+            i += 1
+            if i == 1000:
+                started.set()
+
+    thread = threading.Thread(target=adder)
+    thread.start()
+    started.wait()
+    f.close()
+    thread.join()
+    with BloomFilter.open(path) as g:
+        missing = [item for item in added if item not in g]
+    assert not missing, f"{len(missing)} of {len(added)} adds that returned are not in the file"
