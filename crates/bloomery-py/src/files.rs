@@ -383,6 +383,9 @@ pub struct InPlace {
     release_every: usize,
     /// Items inserted since the pages were last let go of.
     pending: usize,
+    /// The process that opened it: a child made by `fork()` holds a copy of this value
+    /// (and of the mapping) but is not the file's writer (see `unseal` and `seal`).
+    owner: u32,
 }
 
 impl InPlace {
@@ -447,6 +450,7 @@ impl InPlace {
             window,
             release_every,
             pending: 0,
+            owner: std::process::id(),
         })
     }
 
@@ -533,7 +537,18 @@ impl InPlace {
     }
 
     /// Marks the file unsealed before its first bit changes; nothing when it is already.
+    /// Refused in a child made by `fork()`: its copy of the header's state may be stale
+    /// (the parent may have sealed the file since), and its inserts would race the
+    /// parent's on the shared pages.
     fn unseal(&mut self) -> Result<()> {
+        if std::process::id() != self.owner {
+            return Err(FileError::Bytes(format!(
+                "{}: opened with mode 'a' by process {}; a child made by fork() cannot change \
+                 it (open it again in the child)",
+                self.shown.display(),
+                self.owner
+            )));
+        }
         if !self.header.unsealed {
             file::mark_unsealed(&self.file, &self.header).io_at(&self.shown)?;
             self.header.unsealed = true;
@@ -544,7 +559,10 @@ impl InPlace {
     /// Seals the file if it is unsealed: every changed page synced, then the payload
     /// checksum and the sealed header written and synced.
     pub fn seal(&mut self) -> Result<()> {
-        if self.header.unsealed {
+        // A child made by `fork()` leaves sealing to the file's writer: sealing under it
+        // would leave the file sealed while the parent, believing it unsealed, goes on
+        // changing bits (its checksum then stale: "damaged").
+        if self.header.unsealed && std::process::id() == self.owner {
             self.header.payload_checksum =
                 file::seal(&self.file, &self.map, &self.header).io_at(&self.shown)?;
             self.header.unsealed = false;

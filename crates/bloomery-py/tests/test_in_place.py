@@ -375,3 +375,38 @@ def test_copies_of_a_mapped_file_an_add_changes_in_place_are_valid(cli, tmp_path
             copy = BloomFilter.from_bytes(copy)  # both checksums checked
         for batch in batches[:done]:
             assert all(copy.contains_many(batch[::97])), (road, done)
+
+
+def test_a_forked_child_neither_changes_nor_seals_its_parents_file(cli, tmp_path):
+    """A child made by fork() holds a copy of a mode-"a" filter: its adds are refused, and
+    its exit does not seal the file under its parent (which, believing it still unsealed,
+    would go on changing bits under a sealed header: a checksum mismatch, "damaged"). The
+    parent, killed after more adds, leaves it unsealed with every item."""
+    path = tmp_path / "forked.bloom"
+    cli("create", path, "--items", "100000")
+    items = [f"item {i}" for i in range(1000)]
+    script = f"""
+import os, signal, sys
+from bloomery import BloomFilter
+f = BloomFilter.open({str(path)!r}, "a")
+f.add("before")
+child = os.fork()
+if child == 0:
+    try:
+        f.add("from the child")
+        print("child added")
+    except ValueError as error:
+        print("child refused" if "fork()" in str(error) else error)
+    sys.stdout.flush()
+    sys.exit(0)
+os.waitpid(child, 0)
+f.update({items!r})
+print("parent added", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    assert result.stdout.split("\n")[:2] == ["child refused", "parent added"], result.stdout
+    verify = cli("verify", path, check=False)
+    assert verify.returncode == 3 and b"unsealed" in verify.stdout + verify.stderr, verify
+    assert cli("check", "-q", path, "before", *items).returncode == 0
