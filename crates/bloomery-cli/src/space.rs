@@ -13,6 +13,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use bloomery::any::Spec;
+// 90% of what the kernel estimates is available: a 23.9 GB filter on this 24 GB machine
+// (MemAvailable 24.7 GB) does fit, and leaves the machine nothing.
+use bloomery::file::memory_available;
 
 use crate::error::{CliError, Result};
 
@@ -24,17 +27,6 @@ pub struct Limits {
     /// Skip the memory and disk checks (a deliberately big filter on a machine with swap
     /// or overcommit).
     pub no_space_check: bool,
-}
-
-/// The memory a filter may take: 90% of what the kernel estimates is available for new
-/// allocations without swapping (`MemAvailable` in /proc/meminfo), if known. The tenth
-/// kept back is for everything else on the machine: a 23.9 GB filter on this 24 GB machine
-/// (MemAvailable 24.7 GB) does fit, and leaves the machine nothing.
-fn memory_available() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|line| line.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024) / 10 * 9)
 }
 
 /// Bytes an unprivileged user may still write in the file system holding `directory`.

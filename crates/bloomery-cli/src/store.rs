@@ -90,6 +90,8 @@ fn regular(path: &Path, metadata: &Metadata) -> Result<()> {
 /// variant updated in place) is loaded from its bits, which are valid, with a note on
 /// stderr: its payload checksum is stale and cannot be checked.
 fn open_bytes(path: &Path, file: &mut File, len: u64) -> Result<Box<dyn DynFilter>> {
+    // The header first: a large file of something else costs one header's read.
+    file::read_header(file, len).with_path(path)?.with_path(path)?;
     space::check_memory_for(path, len)?;
     let mut bytes = Vec::with_capacity(len as usize);
     file.read_to_end(&mut bytes).with_path(path)?;

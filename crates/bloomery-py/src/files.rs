@@ -29,6 +29,21 @@ use memmap2::{Mmap, MmapMut};
 pub enum FileError {
     Io(io::Error, PathBuf),
     Bytes(String),
+    /// More than the memory a filter may take (`MemoryError`).
+    Memory(String),
+}
+
+/// Refuses `bytes` of new filter or loaded file that would not fit in the memory a filter
+/// may take ([`file::memory_available`]): a failed allocation would abort the interpreter.
+pub fn check_memory(bytes: u64, what: impl FnOnce() -> String) -> Result<()> {
+    match file::memory_available() {
+        Some(available) if bytes > available => Err(FileError::Memory(format!(
+            "{} takes {bytes} bytes, more than the memory a filter may use (90% of the available, \
+             {available} bytes)",
+            what()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 pub type Result<T> = std::result::Result<T, FileError>;
@@ -323,9 +338,13 @@ impl Locked {
     /// it writes it sealed.
     pub fn open(path: &Path) -> Result<(Self, Box<dyn DynFilter>)> {
         let (mut file, real) = lock_existing(path)?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).io_at(path)?;
         let refused = |error| bytes_error(path, error);
+        // The header first: a large file of something else costs one header's read.
+        let len = file.metadata().io_at(path)?.len();
+        file::read_header(&file, len).io_at(path)?.map_err(refused)?;
+        check_memory(len, || format!("{}: loading the file", path.display()))?;
+        let mut bytes = Vec::with_capacity(len as usize);
+        file.read_to_end(&mut bytes).io_at(path)?;
         let header = Header::parse(&bytes).map_err(refused)?;
         let filter = if header.unsealed && in_place::updates_in_place(header.variant) {
             header.check_file_len(bytes.len() as u64).map_err(refused)?;

@@ -49,6 +49,7 @@ fn file_error(error: FileError) -> PyErr {
             }
         }
         FileError::Bytes(message) => PyValueError::new_err(message),
+        FileError::Memory(message) => pyo3::exceptions::PyMemoryError::new_err(message),
     }
 }
 
@@ -528,7 +529,7 @@ impl PyBloomFilter {
         spec.seed = seed;
         spec.generations = generations;
         spec.scalable.scaling = scaling;
-        let filter = py.detach(|| any::create(&spec)).map_err(value_error)?;
+        let filter = create_within_memory(py, &spec, 1)?;
         Ok(Self::from_owned(filter, Some(spec)))
     }
 
@@ -1130,6 +1131,21 @@ impl PyBloomFilter {
     }
 }
 
+/// A new filter for `spec`, refused with `MemoryError` before anything is allocated when
+/// `copies` of it would not fit in the memory a filter may use (a failed allocation would
+/// abort the interpreter), with `ValueError` when it cannot be sized.
+fn create_within_memory(py: Python<'_>, spec: &Spec, copies: u64) -> PyResult<Box<dyn DynFilter>> {
+    let bytes = spec.memory_bytes().map_err(value_error)?;
+    files::check_memory(bytes.saturating_mul(copies), || {
+        format!(
+            "a {} filter for {} items at fpp {}",
+            spec.variant, spec.expected_items, spec.fpp
+        )
+    })
+    .map_err(file_error)?;
+    py.detach(|| any::create(spec)).map_err(value_error)
+}
+
 /// Whether every bit of `small` is set in `large`: `small`'s bits are what is left of them
 /// after the intersection with `large`.
 fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyResult<bool> {
@@ -1279,7 +1295,8 @@ impl PyConcurrentBloomFilter {
         }
         let mut spec = Spec::new(variant, expected_items, fpp);
         spec.seed = seed;
-        let filter = py.detach(|| any::create(&spec)).map_err(value_error)?;
+        // Made, then copied into atomic words: twice its size for a moment.
+        let filter = create_within_memory(py, &spec, 2)?;
         Ok(Self {
             filter: Atomic::from_dyn(filter.as_ref())?,
         })

@@ -495,3 +495,55 @@ print("opened", "saved through the other name" in BloomFilter.open({str(opened)!
     assert result.stdout.split() == ["other", "True", "opened", "True"]
     assert os.stat(opened).st_ino != os.stat(other).st_ino
     assert sorted(p.name for p in tmp_path.iterdir()) == ["opened.bloom", "other.bloom"]
+
+
+def memory_a_filter_may_use() -> int:
+    with open("/proc/meminfo") as meminfo:
+        kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable:"))
+    return kib * 1024 // 10 * 9
+
+
+def test_a_filter_larger_than_memory_is_a_memory_error_not_an_abort():
+    """A new filter that would not fit is refused with MemoryError before anything is
+    allocated: a failed allocation aborts the interpreter (SIGABRT), which no except
+    clause catches. Run in a subprocess, so that an abort shows as one."""
+    from bloomery import ConcurrentBloomFilter  # noqa: F401 - the script imports it
+
+    items = 10**11  # a blocked filter of some 127 GB
+    if memory_a_filter_may_use() > 140 * 10**9:
+        pytest.skip("this machine could hold the filter")
+    script = f"""
+from bloomery import BloomFilter, ConcurrentBloomFilter
+for make in (lambda: BloomFilter({items}), lambda: BloomFilter({items} // 10, kind="counting"),
+             lambda: ConcurrentBloomFilter({items})):
+    try:
+        make()
+        print("made")
+    except MemoryError as error:
+        print("MemoryError", "more than the memory" in str(error))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:3] == ["MemoryError True"] * 3, result.stdout
+
+
+def test_opening_a_large_file_of_something_else_for_update_reads_only_its_header(tmp_path):
+    """Mode "r+" loads the file whole, but checks its header first: a 2 GB file of zeros
+    (sparse) is refused as not a filter's without being read into memory."""
+    path = tmp_path / "zeros.bin"
+    with open(path, "wb") as f:
+        f.truncate(2 << 30)
+    script = f"""
+import resource
+from bloomery import BloomFilter
+try:
+    BloomFilter.open({str(path)!r}, "r+")
+except ValueError as error:
+    print("ValueError", "magic" in str(error))
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    refused, peak = result.stdout.split("\n")[:2]
+    assert refused == "ValueError True"
+    assert int(peak) < 256 << 20, f"peak RSS {int(peak)} bytes"

@@ -420,6 +420,42 @@ pub fn judge_payload(
     Ok((header_now().as_ref() != Some(header)).then_some(Payload::Changing))
 }
 
+/// The header of the filter file `file`, `len` bytes long, read alone (at most one
+/// header's worth, 64 KiB and a little) and checked against the file's length: what a
+/// reader that loads files whole checks first, so that a large file of something else, or
+/// a filter file cut short, is refused for the cost of one header rather than of reading
+/// (and holding) the whole file. The outer error is the read's, the inner the header's.
+///
+/// ```
+/// use std::io::Write;
+///
+/// let path = std::env::temp_dir().join(format!("bloomery-read-header-{}.bin", std::process::id()));
+/// std::fs::File::create(&path)?.write_all(&vec![7u8; 1 << 20])?;
+/// let file = std::fs::File::open(&path)?;
+/// let refused = bloomery::file::read_header(&file, 1 << 20)?.unwrap_err();
+/// assert!(refused.to_string().contains("magic"), "{refused}");
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_header(file: &File, len: u64) -> io::Result<crate::Result<Header>> {
+    let most = crate::format::native::header_len(crate::format::native::MAX_PARAMS_LEN) as u64;
+    let mut prefix = vec![0; len.min(most) as usize];
+    file.read_exact_at(&mut prefix, 0)?;
+    Ok(Header::parse(&prefix).and_then(|header| header.check_file_len(len).map(|()| header)))
+}
+
+/// The memory a new filter, or a file loaded whole, may take: 90% of what the kernel
+/// estimates is available for new allocations without swapping (`MemAvailable` in
+/// /proc/meminfo), if known. The tenth kept back is for everything else on the machine.
+/// Tools check a size against it before allocating, to refuse with an error where the
+/// allocation would abort the process (a Rust allocation failure is not recoverable).
+pub fn memory_available() -> Option<u64> {
+    let meminfo = fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|line| line.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024) / 10 * 9)
+}
+
 /// Opens `real` for reading without waiting on it: opening a FIFO for reading would block
 /// until some process opened it for writing (`O_NONBLOCK`; a regular file then reads as
 /// usual). The caller checks that it is a regular file before reading.
