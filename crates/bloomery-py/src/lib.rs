@@ -1166,8 +1166,13 @@ fn bytes_of(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(bytes) = data.cast::<PyBytes>() {
         return Ok(bytes.as_bytes().to_vec());
     }
-    if data.is_instance_of::<pyo3::types::PyString>() {
-        return Err(pyo3::exceptions::PyTypeError::new_err("expected bytes, not str"));
+    // Bytes-like objects only (bytearray, memoryview, ...): an int or a str is an item,
+    // not a filter's bytes.
+    if pyo3::buffer::PyUntypedBuffer::get(data).is_err() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "expected a bytes-like object, not {}",
+            data.get_type().name()?
+        )));
     }
     with_item(data, <[u8]>::to_vec)
 }

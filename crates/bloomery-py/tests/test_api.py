@@ -473,8 +473,14 @@ def test_from_bytes_refuses_damaged_bytes_with_the_librarys_words():
         BloomFilter.from_bytes(bytes(data))
     with pytest.raises(ValueError, match="^invalid bloomery data: truncated"):
         BloomFilter.from_bytes(b"BLOOMERY")
-    with pytest.raises(TypeError, match="expected bytes, not str"):
-        BloomFilter.from_bytes("BLOOMERY")
+    # A filter's bytes are a bytes-like object; an int or a str is refused as the wrong type
+    # (an int was read as its 8 bytes: "truncated").
+    for wrong in ("BLOOMERY", 123, True, 1.5):
+        with pytest.raises(TypeError, match="expected a bytes-like object, not "):
+            BloomFilter.from_bytes(wrong)
+        with pytest.raises(TypeError, match="expected a bytes-like object, not "):
+            BloomFilter.from_guava_bytes(wrong)
+    assert BloomFilter.from_bytes(memoryview(BloomFilter(10).to_bytes())) == BloomFilter(10)
 
 
 def test_guava_bytes_out_and_in():
