@@ -77,14 +77,16 @@ pub fn resolve(path: &Path) -> Result<PathBuf> {
                     link.display()
                 )));
             }
-            let name = path.file_name().ok_or_else(|| {
-                FileError::Io(io::Error::from(io::ErrorKind::InvalidInput), path.to_owned())
-            })?;
+            // No name (an empty path): ENOENT, as Python's open('') says.
+            let name = path
+                .file_name()
+                .ok_or_else(|| FileError::Io(io::Error::from_raw_os_error(2), path.to_owned()))?;
             let parent = match path.parent() {
                 Some(parent) if !parent.as_os_str().is_empty() => parent,
                 _ => Path::new("."),
             };
-            Ok(fs::canonicalize(parent).io_at(parent)?.join(name))
+            // A missing directory is told with the path given, as open() tells it.
+            Ok(fs::canonicalize(parent).io_at(path)?.join(name))
         }
         Err(error) => Err(FileError::Io(error, path.to_owned())),
     }

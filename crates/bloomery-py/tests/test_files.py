@@ -206,8 +206,14 @@ def test_file_errors_are_os_errors_and_bad_files_value_errors_in_the_clis_words(
         BloomFilter.open(tmp_path / "missing.bloom", "r+")
     with pytest.raises(IsADirectoryError):
         BloomFilter.open(tmp_path)
-    with pytest.raises(FileNotFoundError):
-        BloomFilter(100).save(tmp_path / "no" / "such" / "dir.bloom")
+    # A missing directory, or no path at all, is told with the path given, as open() tells it.
+    for missing in (tmp_path / "no" / "such" / "dir.bloom", ""):
+        with pytest.raises(FileNotFoundError) as error:
+            BloomFilter(100).save(missing)
+        assert error.value.filename == str(missing)
+        with pytest.raises(FileNotFoundError) as error:
+            BloomFilter.open(missing)
+        assert error.value.filename == str(missing)
     bad = tmp_path / "bad.bloom"
     bad.write_bytes(b"garbage\n")
     with pytest.raises(ValueError) as error:
