@@ -23,9 +23,9 @@
 //! is a cluster, reached through any of the listed nodes (list several: a node that is down
 //! is skipped). Redirections while slots move (`MOVED`, `ASK`) are followed by the redis
 //! crate's cluster client; a lost connection, `CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`,
-//! `READONLY` or `LOADING` (a failover under way) make this client reconnect and send the
-//! whole batch again, for at most [`Connection::set_retry_for`] (30 s by default), after
-//! which the last error is returned. Sending a batch again is harmless for the filter (an
+//! `READONLY`, `LOADING` or a `WAIT` refused by a replica (a failover under way) make this
+//! client reconnect and send the whole batch again, for at most
+//! [`Connection::set_retry_for`] (30 s by default), after which the last error is returned. Sending a batch again is harmless for the filter (an
 //! item's bits are set once), but `add_hashes` then reports as old an item whose first
 //! send did reach the server (see docs/failure-model.md).
 //!
@@ -176,7 +176,15 @@ pub struct Connection {
 /// Whether an error may go away by itself: connections lost or refused, a cluster
 /// reconfiguring (failover, slots moving), a replica not yet promoted, a server loading.
 fn worth_retrying(error: &RedisError) -> bool {
-    error.is_io_error()
+    // A `WAIT` that reached a primary demoted by a failover since the batch (Redis has no
+    // code for it: "ERR WAIT cannot be used with replica instances"): as READONLY is for
+    // the writes, the batch and its `WAIT` go again, to the new primary.
+    let wait_on_a_replica = error.kind() == ErrorKind::Server(ServerErrorKind::ResponseError)
+        && error
+            .detail()
+            .is_some_and(|detail| detail.starts_with("WAIT cannot be used with replica"));
+    wait_on_a_replica
+        || error.is_io_error()
         || error.is_cluster_error()
         || error.is_connection_dropped()
         || error.is_timeout()

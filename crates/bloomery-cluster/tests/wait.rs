@@ -57,17 +57,28 @@ fn bulk(bytes: &[u8]) -> Vec<u8> {
     reply
 }
 
+/// What the server does with the first `WAIT` it receives.
+#[derive(Clone, Copy, PartialEq)]
+enum FirstWait {
+    /// Answers it as every other.
+    Answered,
+    /// Closes its connection instead (the connection lost mid-`WAIT`, as in a failover or
+    /// a network cut).
+    Dropped,
+    /// Answers Redis's error for a `WAIT` sent to a replica (a primary demoted by a
+    /// failover between the batch and its `WAIT`).
+    OnAReplica,
+}
+
 impl FakeRedis {
-    /// Serves `plan` at every key `GET` asks for. When `drop_first_wait` is set, the first
-    /// `WAIT` the server receives closes its connection instead of being answered (the
-    /// connection lost mid-`WAIT`, as in a failover or a network cut).
-    fn start(plan: &ShardPlan, drop_first_wait: bool) -> Self {
+    /// Serves `plan` at every key `GET` asks for; the first `WAIT` as `first_wait` says.
+    fn start(plan: &ShardPlan, first_wait: FirstWait) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let port = listener.local_addr().expect("bound").port();
         let log: Log = Arc::default();
         let plan_text = plan.to_text();
         let connections = Arc::new(AtomicUsize::new(0));
-        let dropped = Arc::new(AtomicBool::new(!drop_first_wait));
+        let dropped = Arc::new(AtomicBool::new(first_wait == FirstWait::Answered));
         let server_log = Arc::clone(&log);
         thread::spawn(move || {
             for stream in listener.incoming() {
@@ -75,7 +86,7 @@ impl FakeRedis {
                 let number = connections.fetch_add(1, Ordering::SeqCst);
                 let (log, plan_text, dropped) =
                     (Arc::clone(&server_log), plan_text.clone(), Arc::clone(&dropped));
-                thread::spawn(move || serve(stream, number, &log, &plan_text, &dropped));
+                thread::spawn(move || serve(stream, number, &log, &plan_text, &dropped, first_wait));
             }
         });
         Self { port, log }
@@ -97,7 +108,14 @@ impl FakeRedis {
     }
 }
 
-fn serve(stream: TcpStream, number: usize, log: &Log, plan_text: &str, dropped: &AtomicBool) {
+fn serve(
+    stream: TcpStream,
+    number: usize,
+    log: &Log,
+    plan_text: &str,
+    dropped: &AtomicBool,
+    first_wait: FirstWait,
+) {
     let mut writer = stream.try_clone().expect("a second handle");
     let mut reader = BufReader::new(stream);
     // Whether this connection has written (then its WAIT waits for the replica, which is
@@ -114,6 +132,10 @@ fn serve(stream: TcpStream, number: usize, log: &Log, plan_text: &str, dropped: 
             }
             "WAIT" => {
                 if !dropped.swap(true, Ordering::SeqCst) {
+                    if first_wait == FirstWait::OnAReplica {
+                        let _ = writer.write_all(b"-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n");
+                        continue;
+                    }
                     let _ = writer.shutdown(Shutdown::Both);
                     return;
                 }
@@ -148,7 +170,7 @@ fn filter(server: &FakeRedis, wait: Duration) -> (ShardedFilter, Vec<u64>) {
 
 #[test]
 fn a_connection_lost_during_wait_sends_the_batch_again_before_waiting() {
-    let server = FakeRedis::start(&plan(), true);
+    let server = FakeRedis::start(&plan(), FirstWait::Dropped);
     let (mut filter, hashes) = filter(&server, Duration::from_millis(300));
     match filter.add_hashes(&hashes) {
         Err(Error::NotAcknowledged {
@@ -182,10 +204,27 @@ fn a_connection_lost_during_wait_sends_the_batch_again_before_waiting() {
 }
 
 #[test]
+fn a_wait_that_meets_a_demoted_primary_sends_the_batch_again() {
+    // A failover between the batch and its WAIT: the node is a replica now, and Redis
+    // refuses WAIT there. Worth retrying, as READONLY is for the writes: the batch and its
+    // WAIT go again (here to the same server, which answers this time).
+    let server = FakeRedis::start(&plan(), FirstWait::OnAReplica);
+    let (mut filter, hashes) = filter(&server, Duration::from_millis(100));
+    match filter.add_hashes(&hashes) {
+        Err(Error::NotAcknowledged {
+            wanted: 1, got: 0, ..
+        }) => {}
+        other => panic!("expected the retried WAIT's 0 acknowledgements, got {other:?}"),
+    }
+    let waits = server.received(&["WAIT"]);
+    assert_eq!(waits.len(), 2, "{waits:?}");
+}
+
+#[test]
 fn a_wait_longer_than_the_reply_timeout_is_answered_not_retried() {
     // Longer than the 10 s the client waits for other replies.
     let wait = Duration::from_millis(10_500);
-    let server = FakeRedis::start(&plan(), false);
+    let server = FakeRedis::start(&plan(), FirstWait::Answered);
     let (mut filter, hashes) = filter(&server, wait);
     let started = Instant::now();
     match filter.add_hashes(&hashes) {
