@@ -349,6 +349,19 @@ fn dedup_keeps_the_lines_it_printed_when_the_filter_fills_mid_run() {
 }
 
 #[test]
+fn a_large_file_of_something_else_is_refused_by_its_header_not_loaded() {
+    // 1 TiB of zeros (sparse): more than any memory here, so a load that read it first
+    // (or held it to the memory available first) would say so; the header is read first.
+    let dir = TempDir::new().unwrap();
+    let zeros = dir.path().join("zeros.bin");
+    fs::File::create(&zeros).unwrap().set_len(1 << 40).unwrap();
+    let verify = error_of(bloomery().arg("verify").arg(&zeros));
+    assert!(verify.contains("wrong magic bytes"), "{verify}");
+    let export = error_of(bloomery().arg("export").arg(&zeros).arg(dir.path().join("out")));
+    assert!(export.contains("wrong magic bytes"), "{export}");
+}
+
+#[test]
 fn merge_and_intersect_combine_compatible_files() {
     let dir = TempDir::new().unwrap();
     let a = create(&dir, "a.bloom", "blocked", 1000);
