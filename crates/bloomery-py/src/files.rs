@@ -331,6 +331,24 @@ impl Held {
 pub struct Locked {
     file: File,
     real: PathBuf,
+    /// The process that opened it (see [`not_forked`]).
+    owner: u32,
+}
+
+/// Refuses a change to a file that process `owner` opened for update, from a child it made
+/// with `fork()`: the child holds copies of the parent's objects (and shares its lock), but
+/// is not the file's writer; what it wrote would race the parent's writes, or replace the
+/// file under it.
+fn not_forked(owner: u32, mode: &str, shown: &Path) -> Result<()> {
+    if std::process::id() == owner {
+        Ok(())
+    } else {
+        Err(FileError::Bytes(format!(
+            "{}: opened with mode '{mode}' by process {owner}; a child made by fork() cannot \
+             change, save or seal it (open it again in the child)",
+            shown.display()
+        )))
+    }
 }
 
 impl Locked {
@@ -344,7 +362,10 @@ impl Locked {
         // The header first: a large file of something else costs one header's read.
         let len = file.metadata().io_at(path)?.len();
         file::read_header(&file, len).io_at(path)?.map_err(refused)?;
-        check_memory(len, || format!("{}: loading the file", path.display()))?;
+        // The file's bytes, then the filter made from them: twice its size for a moment.
+        check_memory(len.saturating_mul(2), || {
+            format!("{}: loading the file", path.display())
+        })?;
         let mut bytes = Vec::with_capacity(len as usize);
         file.read_to_end(&mut bytes).io_at(path)?;
         let header = Header::parse(&bytes).map_err(refused)?;
@@ -354,7 +375,8 @@ impl Locked {
         } else {
             any::open(&bytes).map_err(refused)?
         };
-        Ok((Self { file, real }, filter))
+        let owner = std::process::id();
+        Ok((Self { file, real, owner }, filter))
     }
 
     /// The file's real path (symlinks followed).
@@ -370,6 +392,7 @@ impl Locked {
     /// Replaces the file with `envelope`, keeping its mode and owner; the new file is locked before
     /// it takes the name, so the lock is never let go.
     pub fn save(&mut self, envelope: &Envelope<'_>, shown: &Path) -> Result<()> {
+        not_forked(self.owner, "r+", shown)?;
         let old = self.file.metadata().io_at(shown)?;
         let file = replace(&self.real, shown, &old, true, |mut writer| {
             envelope.write_to(&mut writer)
@@ -562,14 +585,7 @@ impl InPlace {
     /// (the parent may have sealed the file since), and its inserts would race the
     /// parent's on the shared pages.
     fn unseal(&mut self) -> Result<()> {
-        if std::process::id() != self.owner {
-            return Err(FileError::Bytes(format!(
-                "{}: opened with mode 'a' by process {}; a child made by fork() cannot change \
-                 it (open it again in the child)",
-                self.shown.display(),
-                self.owner
-            )));
-        }
+        not_forked(self.owner, "a", &self.shown)?;
         if !self.header.unsealed {
             file::mark_unsealed(&self.file, &self.header).io_at(&self.shown)?;
             self.header.unsealed = true;
@@ -582,8 +598,10 @@ impl InPlace {
     pub fn seal(&mut self) -> Result<()> {
         // A child made by `fork()` leaves sealing to the file's writer: sealing under it
         // would leave the file sealed while the parent, believing it unsealed, goes on
-        // changing bits (its checksum then stale: "damaged").
-        if self.header.unsealed && std::process::id() == self.owner {
+        // changing bits (its checksum then stale: "damaged"). Refused, so that its save()
+        // or close() does not say it sealed; its drop ignores the refusal.
+        not_forked(self.owner, "a", &self.shown)?;
+        if self.header.unsealed {
             self.header.payload_checksum =
                 file::seal(&self.file, &self.map, &self.header).io_at(&self.shown)?;
             self.header.unsealed = false;

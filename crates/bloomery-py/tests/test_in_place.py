@@ -392,11 +392,13 @@ f = BloomFilter.open({str(path)!r}, "a")
 f.add("before")
 child = os.fork()
 if child == 0:
-    try:
-        f.add("from the child")
-        print("child added")
-    except ValueError as error:
-        print("child refused" if "fork()" in str(error) else error)
+    refused = []
+    for change in (lambda: f.add("from the child"), f.save, f.close):
+        try:
+            change()
+        except ValueError as error:
+            refused.append("fork()" in str(error))
+    print("child refused" if refused == [True] * 3 else refused)
     sys.stdout.flush()
     sys.exit(0)
 os.waitpid(child, 0)
@@ -410,3 +412,35 @@ os.kill(os.getpid(), signal.SIGKILL)
     verify = cli("verify", path, check=False)
     assert verify.returncode == 3 and b"unsealed" in verify.stdout + verify.stderr, verify
     assert cli("check", "-q", path, "before", *items).returncode == 0
+
+
+def test_a_forked_child_cannot_save_over_its_parents_r_plus_file(cli, tmp_path):
+    """A child made by fork() holds a copy of a filter opened "r+" (and shares its lock):
+    its save() and close() are refused rather than replacing the file under its parent,
+    whose close() then saves what it added."""
+    path = tmp_path / "forked.bloom"
+    cli("create", path, "--items", "1000", "--variant", "scalable")
+    script = f"""
+import os, sys
+from bloomery import BloomFilter
+f = BloomFilter.open({str(path)!r}, "r+")
+f.add("parent")
+child = os.fork()
+if child == 0:
+    f.add("child")  # its own copy, in memory
+    refused = []
+    for change in (f.save, f.close):
+        try:
+            change()
+        except ValueError as error:
+            refused.append("fork()" in str(error))
+    print("child refused" if refused == [True, True] else refused, flush=True)
+    sys.exit(0)
+os.waitpid(child, 0)
+f.close()
+g = BloomFilter.open({str(path)!r})
+print("parent" in g, "child" in g)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["child refused", "True False"], result.stdout

@@ -9,12 +9,14 @@
 //!
 //! The filter keeps `g` generations (default [`DEFAULT_GENERATIONS`]) of
 //! `ceil(capacity / (g - 1))` items each, at a per-generation rate `p` chosen so that the
-//! rate over all of them, `1 - (1 - p)^g`, is `error_rate`. Items go into the newest
-//! generation; a new one starts (the oldest dropped when `g` are kept) when the newest holds
-//! its items, or, with `SECONDS t`, when it is `t / (g - 1)` seconds old. An item is found
-//! for at least `g - 1` whole generations after its own: by count alone, every one of the
-//! last `capacity` new items (those an add answered 1 for); with `SECONDS t`, every item of
-//! the last `t` seconds while no generation fills before its time, and none older than
+//! rate over all of them, `1 - (1 - p)^g`, is `error_rate`. An add answers 1 when no
+//! generation within the window holds the item; either way the item goes into the newest
+//! generation, and counts towards its items unless it was there already. A new generation
+//! starts (the oldest dropped when `g` are kept) when the newest holds its items, or, with
+//! `SECONDS t`, when it is `t / (g - 1)` seconds old. An item is found for at least `g - 1`
+//! whole generations after its own: by count alone, the item of every one of the last
+//! `capacity` adds, whatever each answered; with `SECONDS t`, every item of the last `t`
+//! seconds while no generation fills before its time, and none older than
 //! `t * g / (g - 1)` seconds. Lookups skip the generations time has retired even when
 //! nobody writes ([`RotatingBloomFilter::contains_at`]).
 //!

@@ -178,6 +178,14 @@ impl RotatingBloomFilter {
         now_ms: u64,
         memory_limit: Option<u64>,
     ) -> Result<bool> {
+        let hash = hash_item(item);
+        // Seen within the window, as `contains_at` answers just before: an older
+        // generation's answer counts too, that of one this insert rotates out included (the
+        // item is copied into the newest all the same, so that it stays as long as it keeps
+        // coming).
+        let seen = self
+            .live_at(now_ms)
+            .any(|generation| generation.filter.contains_hash(hash));
         let newest = self.generations.back().expect("at least one generation");
         let expired = self
             .window_ms
@@ -185,12 +193,6 @@ impl RotatingBloomFilter {
         if newest.len >= self.items_per_generation || expired {
             self.start_generation(now_ms, memory_limit)?;
         }
-        let hash = hash_item(item);
-        // Seen within the window: an older generation's answer counts too (the item is
-        // still copied into the newest, so that it stays as long as it keeps coming).
-        let seen = self
-            .live_at(now_ms)
-            .any(|generation| generation.filter.contains_hash(hash));
         let newest = self.generations.back_mut().expect("at least one generation");
         let changed = newest.filter.insert_hash(hash);
         // A branch, not an addition of the flag converted to an integer: this machine's

@@ -300,23 +300,22 @@ proptest! {
     ) {
         let mut filter = RotatingBloomFilter::with_window(generations, per_generation, 0.01, Some(1_000), 0).unwrap();
         let mut history: Vec<u32> = Vec::new();
+        // What the filter keeps: every item of the last (g - 1) generations' worth of adds,
+        // whatever each add answered (each counts at most once towards a generation's
+        // items; time here is one add per millisecond, so a 1,000 ms window never ends a
+        // generation sooner than its count does).
+        let kept = (generations as u64 - 1) * per_generation;
         for (time, key) in keys.iter().enumerate() {
+            // New exactly when a lookup just before said absent: an item an older
+            // generation holds is not new (a deduplicating caller would otherwise let it
+            // through again), that of a generation this insert rotates out included.
             let before = filter.contains_at(key, time as u64);
             let new = filter.insert_at(key, time as u64);
-            // An item among the newest inserts is not new, whichever generation holds it
-            // (a deduplicating caller would otherwise let it through again); one that was
-            // absent is.
-            if history.iter().rev().take(per_generation as usize).any(|recent| recent == key) {
-                prop_assert!(!new, "{} was inserted within the window", key);
-            }
-            if !before {
-                prop_assert!(new);
-            }
+            prop_assert_eq!(new, !before, "item {} at {}", key, time);
             history.push(*key);
-            // The newest `per_generation` distinct inserts are always within the window.
-            let recent = history.iter().rev().take(per_generation as usize);
-            for key in recent {
+            for key in history.iter().rev().take(kept as usize) {
                 prop_assert!(filter.contains(key));
+                prop_assert!(filter.contains_at(key, time as u64));
             }
         }
         prop_assert!(filter.num_generations() <= generations);
