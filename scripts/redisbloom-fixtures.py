@@ -14,8 +14,16 @@ Files written to OUT_DIR, per filter NAME:
   NAME.more.items, NAME.more.scandump, NAME.more.info
                     the same after further items (items RedisBloom refused, such as those
                     past a NONSCALING filter's capacity, are not listed)
-and dump.rdb, the server's RDB file holding every filter in its final state.
+and dump.rdb, the server's RDB file holding every filter in its final state. Then, after
+that file is written, a chain grown until RedisBloom cannot add a link (`BF.RESERVE
+long_chain 0.01 10 EXPANSION 1`, `BF.MADD long_chain u0 ... u11999` in batches of 500):
+  long_chain.info     its BF.INFO, as NAME.info
+  long_chain.replies  "added N", "present N", "refused N", "first_refused INDEX",
+                      "refusal TEXT" (the error of every refused item) and
+                      "dump_body_sha256 HEX" (SHA-256 of its DUMP with rdbcompression no,
+                      less the RDB version and CRC64 that end it), one per line
 """
+import hashlib
 import shutil
 import socket
 import struct
@@ -87,6 +95,24 @@ def add(client, key, items):
     return accepted
 
 
+def long_chain(client, out):
+    """The chain that grows until its error rate, halved at each link, reaches 0."""
+    client.execute_command("BF.RESERVE", "long_chain", "0.01", "10", "EXPANSION", "1")
+    items = [f"u{i}" for i in range(12000)]
+    replies = []
+    for start in range(0, len(items), 500):
+        replies += client.execute_command("BF.MADD", "long_chain", *items[start:start + 500])
+    refused = [index for index, reply in enumerate(replies) if isinstance(reply, redis.ResponseError)]
+    (refusal,) = {str(replies[index]) for index in refused}
+    client.config_set("rdbcompression", "no")
+    body = client.dump("long_chain")[:-10]
+    lines = [f"added {replies.count(1)}", f"present {replies.count(0)}", f"refused {len(refused)}",
+             f"first_refused {refused[0]}", f"refusal {refusal}",
+             f"dump_body_sha256 {hashlib.sha256(body).hexdigest()}"]
+    Path(out / "long_chain.replies").write_text("\n".join(lines) + "\n")
+    write_info(out / "long_chain.info", client, "long_chain")
+
+
 def main():
     module, out = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
@@ -123,11 +149,12 @@ def main():
             write_info(out / f"{name}.more.info", client, name)
         client.save()
         shutil.copy(work / "dump.rdb", out / "dump.rdb")
+        long_chain(client, out)
     finally:
         server.terminate()
         server.wait()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"wrote {len(FILTERS)} filters and dump.rdb to {out}")
+    print(f"wrote {len(FILTERS)} filters, dump.rdb and the long chain to {out}")
 
 
 if __name__ == "__main__":
