@@ -214,6 +214,33 @@ pub(crate) fn inconsistent(message: String) -> Error {
     Error::format("bloomery", FormatProblem::Inconsistent(message))
 }
 
+/// An error sizing a chain's first sub-filter (a scalable filter's, a RedisBloom link),
+/// told in the caller's terms: the capacity and rate asked for, not `share`, the
+/// sub-filter's share of that rate (which the caller never gave, and which may have
+/// underflowed to 0).
+pub(crate) fn first_sub_filter_error(error: Error, capacity: u64, fpp: f64, share: f64) -> Error {
+    match error {
+        Error::Fpp { .. } => Error::Sizing {
+            expected_items: capacity,
+            fpp,
+            problem: format!(
+                "the first sub-filter's share of the rate ({}) is not a rate a filter can be \
+                 sized for; use a higher fpp",
+                Rate(share)
+            ),
+        },
+        Error::Sizing { problem, .. } if share != fpp => Error::Sizing {
+            expected_items: capacity,
+            fpp,
+            problem: format!(
+                "{problem} (sizing the first sub-filter for its share of the rate, {})",
+                Rate(share)
+            ),
+        },
+        other => other,
+    }
+}
+
 /// A rate as people read it: `0.01`, and `5e-324` rather than 324 decimal places (Rust's
 /// `Display` for floats never switches to an exponent).
 pub(crate) struct Rate(pub(crate) f64);

@@ -48,7 +48,7 @@
 
 use std::borrow::Cow;
 
-use crate::error::{Error, Result, inconsistent};
+use crate::error::{Error, Result, first_sub_filter_error, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{murmur2_32, murmur64a};
 
@@ -136,31 +136,6 @@ fn link_shape(entries: u64, error: f64) -> Result<(f64, u64, u32)> {
     let bits = (bits as u64).max(1);
     let bytes = bits.div_ceil(64) * 8;
     Ok((bpe, bytes, hashes as u32))
-}
-
-/// An error sizing a chain's first link, told in the caller's terms: the capacity and
-/// error rate asked for, not the link's half of it (which the caller never gave, and which
-/// may have underflowed to 0).
-fn first_link_error(error: Error, capacity: u64, error_rate: f64) -> Error {
-    match error {
-        Error::Fpp { value } => Error::Sizing {
-            expected_items: capacity,
-            fpp: error_rate,
-            problem: format!(
-                "the first link's error rate, half of it, is {}, not a rate a link can be sized for",
-                crate::error::Rate(value)
-            ),
-        },
-        Error::Sizing { problem, fpp, .. } if fpp != error_rate => Error::Sizing {
-            expected_items: capacity,
-            fpp: error_rate,
-            problem: format!(
-                "{problem} (sizing the first link for half the rate, {})",
-                crate::error::Rate(fpp)
-            ),
-        },
-        other => other,
-    }
 }
 
 /// RedisBloom's bits per entry and hash functions (a whole number) for error rate `error`.
@@ -315,7 +290,7 @@ impl RedisBloomFilter {
             return Err(Error::Fpp { value: error_rate });
         }
         let first = Link::new(capacity, first_error)
-            .map_err(|error| first_link_error(error, capacity, error_rate))?;
+            .map_err(|error| first_sub_filter_error(error, capacity, error_rate, first_error))?;
         Ok(Self {
             size: 0,
             options,
@@ -334,7 +309,7 @@ impl RedisBloomFilter {
         };
         link_shape(capacity, first_error)
             .map(|(_, bytes, _)| bytes)
-            .map_err(|error| first_link_error(error, capacity, error_rate))
+            .map_err(|error| first_sub_filter_error(error, capacity, error_rate, first_error))
     }
 
     /// Whether the item might be present.

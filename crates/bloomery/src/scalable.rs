@@ -319,9 +319,8 @@ pub(crate) fn sub_filter_params(
     (capacity, fpp)
 }
 
-/// An error sizing a scalable filter's first sub-filter, told in the caller's terms: the
-/// capacity and rate asked for, not the sub-filter's share of the rate (which the caller
-/// never gave, and which may have underflowed to 0).
+/// [`crate::error::first_sub_filter_error`] for the first sub-filter of a chain grown with
+/// `options`.
 pub(crate) fn first_sub_filter_error(
     error: Error,
     capacity: u64,
@@ -329,23 +328,7 @@ pub(crate) fn first_sub_filter_error(
     options: &ScalableOptions,
 ) -> Error {
     let (_, share) = sub_filter_params(capacity, fpp, options, 0);
-    let share = crate::error::Rate(share);
-    match error {
-        Error::Fpp { .. } => Error::Sizing {
-            expected_items: capacity,
-            fpp,
-            problem: format!(
-                "the first sub-filter's share of the rate ({share}) is not a rate a filter can be \
-                 sized for; use a higher fpp"
-            ),
-        },
-        Error::Sizing { problem, .. } => Error::Sizing {
-            expected_items: capacity,
-            fpp,
-            problem: format!("{problem} (sizing the first sub-filter for its share of the rate, {share})"),
-        },
-        other => other,
-    }
+    crate::error::first_sub_filter_error(error, capacity, fpp, share)
 }
 
 pub(crate) fn check_options(capacity: u64, fpp: f64, options: &ScalableOptions) -> Result<()> {

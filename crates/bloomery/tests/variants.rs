@@ -479,12 +479,12 @@ fn impossible_sizes_are_told_in_the_terms_given() {
     );
     let redisbloom = message(Variant::RedisBloom, 1, 5e-324);
     assert!(
-        redisbloom.contains("at fpp 5e-324") && redisbloom.contains("half of it, is 0"),
+        redisbloom.contains("at fpp 5e-324") && redisbloom.contains("share of the rate (0)"),
         "{redisbloom}"
     );
     let redisbloom_huge = message(Variant::RedisBloom, u64::MAX, 0.5);
     assert!(
-        redisbloom_huge.contains("at fpp 0.5:") && redisbloom_huge.contains("half the rate, 0.25"),
+        redisbloom_huge.contains("at fpp 0.5:") && redisbloom_huge.contains("share of the rate, 0.25"),
         "{redisbloom_huge}"
     );
     let blocked_chain = message(Variant::ScalableBlocked, 1, 1e-300);
