@@ -21,6 +21,17 @@ impl Display for CliError {
 
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
 
+/// What an add that read `count` items and then stopped at `read`'s error did: the error
+/// says that the items before it were added (an add sends what it read before a bad item).
+pub fn items_before_added(read: Result<()>, count: u64) -> Result<()> {
+    match read {
+        Err(error) if count > 0 => Err(CliError(format!(
+            "{error}; the {count} items before it were added"
+        ))),
+        other => other,
+    }
+}
+
 /// Prefixes an error with the file it concerns.
 pub trait Context<T> {
     fn with_path(self, path: &Path) -> Result<T>;

@@ -13,7 +13,7 @@ use bloomery::sharding::ShardPlan;
 use bloomery_cluster::{Connection, ShardedFilter, Target};
 use clap::{ArgMatches, Args};
 
-use crate::error::{CliError, Context, Result};
+use crate::error::{CliError, Context, Result, items_before_added};
 use crate::items::{ItemFormat, for_each_item};
 use crate::progress::Progress;
 use crate::{Command, ItemArgs, SizeArgs, SpaceArgs, given_size_options};
@@ -254,14 +254,7 @@ fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Re
         sharded.add_hashes(&hashes).map_err(remote_error)?;
     }
     progress.finish();
-    match read {
-        Err(error) if count > 0 => {
-            return Err(CliError::new(format!(
-                "{error}; the {count} items before it were added"
-            )));
-        }
-        other => other?,
-    }
+    items_before_added(read, count)?;
     if count == 0 {
         return Err(CliError::new(format!(
             "{name}: no items given (as arguments, with --input, or on standard input)"

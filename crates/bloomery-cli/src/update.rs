@@ -14,7 +14,7 @@ use bloomery::any::{self, DynFilter};
 use bloomery::in_place;
 
 use crate::batch::{self, Keep, for_each_batch};
-use crate::error::{CliError, Context, Result};
+use crate::error::{CliError, Context, Result, items_before_added};
 use crate::inplace::{self, Writable};
 use crate::items::{ItemFormat, for_each_item};
 use crate::progress::Progress;
@@ -135,14 +135,7 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
             "{error}; of the {count} items read, some or all were not added: add them again"
         )));
     }
-    match added {
-        Err(error) if count > 0 => {
-            return Err(CliError::new(format!(
-                "{error}; the {count} items before it were added"
-            )));
-        }
-        other => other?,
-    }
+    items_before_added(added, count)?;
     if count == 0 {
         return Err(no_items(path));
     }
