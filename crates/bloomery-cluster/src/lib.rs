@@ -486,9 +486,10 @@ pub struct ShardedFilter {
     plan: ShardPlan,
     keys: Vec<String>,
     wait: Option<(usize, Duration)>,
-    /// The keys this client wrote to (the metadata key if it created it, and the shards it
-    /// added to), for [`wait_for`](Self::wait_for).
-    written: std::collections::BTreeSet<String>,
+    /// Whether this client created the metadata key, and, per shard, whether it added to
+    /// it: the keys it wrote to, for [`wait_for`](Self::wait_for).
+    created: bool,
+    added_to: Vec<bool>,
     /// Whether this client created the metadata key and no `WAIT` since has counted it:
     /// the next batch's `WAIT` goes to its primary too.
     metadata_unwaited: bool,
@@ -518,7 +519,7 @@ impl ShardedFilter {
         let created = matches!(reply, Value::Okay) || matches!(&reply, Value::SimpleString(ok) if ok == "OK");
         let mut filter = Self::open(connection, name)?;
         if created {
-            filter.written.insert(name.into());
+            filter.created = true;
             filter.metadata_unwaited = true;
         }
         if filter.plan != plan {
@@ -555,14 +556,16 @@ impl ShardedFilter {
                 "key '{name}' is not a sharded filter's metadata: {error}"
             ))
         })?;
-        let keys = (0..plan.shards()).map(|shard| shard_key(name, shard)).collect();
+        let keys: Vec<String> = (0..plan.shards()).map(|shard| shard_key(name, shard)).collect();
+        let added_to = vec![false; keys.len()];
         Ok(Self {
             connection,
             name: name.into(),
             plan,
             keys,
             wait: None,
-            written: std::collections::BTreeSet::new(),
+            created: false,
+            added_to,
             metadata_unwaited: false,
         })
     }
@@ -613,9 +616,7 @@ impl ShardedFilter {
                     format!("{command} on sharded filter '{name}'")
                 })?;
         for (shard, _) in &groups {
-            if !self.written.contains(&self.keys[*shard as usize]) {
-                self.written.insert(self.keys[*shard as usize].clone());
-            }
+            self.added_to[*shard as usize] = true;
         }
         let flags = answers(command, &groups, replies, hashes.len())?;
         if let (Some((replicas, timeout)), Some(reply)) = (self.wait, waited) {
@@ -654,7 +655,10 @@ impl ShardedFilter {
     /// connection counts no write). [`set_wait`](Self::set_wait) is the way to wait for
     /// each batch.
     pub fn wait_for(&mut self, replicas: usize, timeout: Duration) -> Result<()> {
-        let written: Vec<&str> = self.written.iter().map(String::as_str).collect();
+        let metadata = self.created.then_some(self.name.as_str());
+        let shards = self.keys.iter().zip(&self.added_to);
+        let added = shards.filter(|(_, added)| **added).map(|(key, _)| key.as_str());
+        let written: Vec<&str> = metadata.into_iter().chain(added).collect();
         let reply = self.connection.wait(&written, replicas, timeout)?;
         check_acknowledged(reply, replicas, timeout)?;
         self.metadata_unwaited = false;
