@@ -361,14 +361,14 @@ impl Locked {
         let refused = |error| bytes_error(path, error);
         // The header first: a large file of something else costs one header's read.
         let len = file.metadata().io_at(path)?.len();
-        file::read_header(&file, len).io_at(path)?.map_err(refused)?;
+        // Locked: no writer changes it meanwhile, so this header is the file's.
+        let header = file::read_header(&file, len).io_at(path)?.map_err(refused)?;
         // The file's bytes, then the filter made from them: twice its size for a moment.
         check_memory(len.saturating_mul(2), || {
             format!("{}: loading the file", path.display())
         })?;
         let mut bytes = Vec::with_capacity(len as usize);
         file.read_to_end(&mut bytes).io_at(path)?;
-        let header = Header::parse(&bytes).map_err(refused)?;
         let filter = if header.unsealed && in_place::updates_in_place(header.variant) {
             header.check_file_len(bytes.len() as u64).map_err(refused)?;
             any::from_parts(&header, &bytes[header.payload_offset..]).map_err(refused)?
