@@ -156,6 +156,19 @@ fn serve(
     }
 }
 
+/// The timeout of the error `result` must be: none of the 1 replica asked for acknowledged
+/// (`whose`: whose 0 acknowledgements were expected, for the failure's message).
+fn none_acknowledged<T: std::fmt::Debug>(result: Result<T, Error>, whose: &str) -> Duration {
+    match result {
+        Err(Error::NotAcknowledged {
+            wanted: 1,
+            got: 0,
+            timeout,
+        }) => timeout,
+        other => panic!("expected {whose} 0 acknowledgements, got {other:?}"),
+    }
+}
+
 fn plan() -> ShardPlan {
     ShardPlan::new(10_000, 0.01, 1 << 20, 4).expect("a plan")
 }
@@ -172,12 +185,7 @@ fn filter(server: &FakeRedis, wait: Duration) -> (ShardedFilter, Vec<u64>) {
 fn a_connection_lost_during_wait_sends_the_batch_again_before_waiting() {
     let server = FakeRedis::start(&plan(), FirstWait::Dropped);
     let (mut filter, hashes) = filter(&server, Duration::from_millis(300));
-    match filter.add_hashes(&hashes) {
-        Err(Error::NotAcknowledged {
-            wanted: 1, got: 0, ..
-        }) => {}
-        other => panic!("expected the replica's 0 acknowledgements, got {other:?}"),
-    }
+    none_acknowledged(filter.add_hashes(&hashes), "the replica's");
     let sent = server.received(&["BF.HASHADD", "WAIT"]);
     let shards = sent
         .iter()
@@ -210,12 +218,7 @@ fn a_wait_that_meets_a_demoted_primary_sends_the_batch_again() {
     // WAIT go again (here to the same server, which answers this time).
     let server = FakeRedis::start(&plan(), FirstWait::OnAReplica);
     let (mut filter, hashes) = filter(&server, Duration::from_millis(100));
-    match filter.add_hashes(&hashes) {
-        Err(Error::NotAcknowledged {
-            wanted: 1, got: 0, ..
-        }) => {}
-        other => panic!("expected the retried WAIT's 0 acknowledgements, got {other:?}"),
-    }
+    none_acknowledged(filter.add_hashes(&hashes), "the retried WAIT's");
     let waits = server.received(&["WAIT"]);
     assert_eq!(waits.len(), 2, "{waits:?}");
 }
@@ -227,14 +230,10 @@ fn a_wait_longer_than_the_reply_timeout_is_answered_not_retried() {
     let server = FakeRedis::start(&plan(), FirstWait::Answered);
     let (mut filter, hashes) = filter(&server, wait);
     let started = Instant::now();
-    match filter.add_hashes(&hashes) {
-        Err(Error::NotAcknowledged {
-            wanted: 1,
-            got: 0,
-            timeout,
-        }) => assert_eq!(timeout, wait),
-        other => panic!("expected the replica's 0 acknowledgements, got {other:?}"),
-    }
+    assert_eq!(
+        none_acknowledged(filter.add_hashes(&hashes), "the replica's"),
+        wait
+    );
     assert!(started.elapsed() >= wait);
     // One connection: the WAIT was answered, not cut off and sent again.
     let sent = server.received(&["BF.HASHADD", "WAIT"]);
@@ -537,23 +536,13 @@ fn on_a_cluster_wait_goes_to_the_primaries_written_to() {
         .expect("a name");
     let (mut creator, _) = ShardedFilter::create(connection, &other, plan).expect("created");
     creator.set_wait(1, Duration::from_millis(300));
-    match creator.add_hashes(&hashes) {
-        Err(Error::NotAcknowledged {
-            wanted: 1, got: 0, ..
-        }) => {}
-        other => panic!("expected the metadata's primary's 0 acknowledgements, got {other:?}"),
-    }
+    none_acknowledged(creator.add_hashes(&hashes), "the metadata's primary's");
 
     // A filter whose shards are on every primary: the two without a replica answer 0.
     let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 16).expect("a plan");
     let mut spread = opened(&cluster, "spread", plan, 1, Duration::from_millis(300));
     let hashes: Vec<u64> = (0..1_000u64).map(|i| spread.hash(&i)).collect();
-    match spread.add_hashes(&hashes) {
-        Err(Error::NotAcknowledged {
-            wanted: 1, got: 0, ..
-        }) => {}
-        other => panic!("expected 0 acknowledgements from the primaries without replicas, got {other:?}"),
-    }
+    none_acknowledged(spread.add_hashes(&hashes), "the primaries without replicas'");
 
     // The written primary's replica stopped: the add is not acknowledged.
     replica.stop();
@@ -563,12 +552,8 @@ fn on_a_cluster_wait_goes_to_the_primaries_written_to() {
     let wait = Duration::from_millis(300);
     filter.set_wait(1, wait);
     let hashes: Vec<u64> = ["d", "e"].iter().map(|item| filter.hash(*item)).collect();
-    match filter.add_hashes(&hashes) {
-        Err(Error::NotAcknowledged {
-            wanted: 1,
-            got: 0,
-            timeout,
-        }) => assert_eq!(timeout, wait),
-        other => panic!("expected the stopped replica's 0 acknowledgements, got {other:?}"),
-    }
+    assert_eq!(
+        none_acknowledged(filter.add_hashes(&hashes), "the stopped replica's"),
+        wait
+    );
 }
