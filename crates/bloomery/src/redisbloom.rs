@@ -83,9 +83,11 @@ const LINK_OVERHEAD: u64 = 64;
 
 /// The most links RedisBloom can grow a chain to: each new link has half the last one's
 /// error rate, and RedisBloom cannot add a link once that halving reaches 0. From any first
-/// error rate below 1 a double reaches 0 after at most 1075 halvings (through the
-/// subnormals: `BF.RESERVE k 0.01 10 EXPANSION 1` stops at 1067 links), and RedisBloom 1.x
-/// and 2.0 tightened faster. [`RedisBloomFilter::insert`] grows a chain exactly as far.
+/// link's error rate below 1 that makes at most 1075 links (the halvings run through the
+/// subnormals; 1074 from `BF.RESERVE`'s first links, at most half a rate below 1, and
+/// `BF.RESERVE k 0.01 10 EXPANSION 1` stops at 1067 links: the test
+/// `halving_a_first_rate_below_1_reaches_0_within_redisbloom_most_links`), and RedisBloom
+/// 1.x and 2.0 tightened faster. [`RedisBloomFilter::insert`] grows a chain exactly as far.
 pub const REDISBLOOM_MOST_LINKS: usize = 1075;
 
 /// The most links a chain may have when it is loaded: RedisBloom sets no limit on load

@@ -425,3 +425,24 @@ fn pieces_outside_the_links_are_an_invalid_offset_as_in_redisbloom() {
     filter.load_scandump_chunk(2, b"x").unwrap();
     assert_eq!(filter.links()[0].bitmap()[0], b'x');
 }
+
+/// The bound `REDISBLOOM_MOST_LINKS` states: the links a chain has when each halves the last
+/// one's error rate until the halving is 0 in floating point.
+#[test]
+fn halving_a_first_rate_below_1_reaches_0_within_redisbloom_most_links() {
+    use bloomery::redisbloom::REDISBLOOM_MOST_LINKS;
+    let links = |mut error: f64| {
+        let mut links = 1;
+        while error * 0.5 > 0.0 {
+            error *= 0.5;
+            links += 1;
+        }
+        links
+    };
+    let below_1 = 1.0 - f64::EPSILON / 2.0;
+    assert_eq!(links(below_1), REDISBLOOM_MOST_LINKS);
+    assert!((1..1000).all(|i| links(f64::from(i) / 1000.0) <= REDISBLOOM_MOST_LINKS));
+    // BF.RESERVE's first link takes half the rate.
+    assert_eq!(links(below_1 * 0.5), 1074);
+    assert_eq!(links(0.01 * 0.5), 1067);
+}
