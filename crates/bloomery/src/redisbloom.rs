@@ -94,8 +94,7 @@ pub const REDISBLOOM_MOST_LINKS: usize = 1075;
 /// (a crafted `BF.LOADCHUNK` header or RDB value may hold any number), so this is a bound
 /// on cost, well above [`REDISBLOOM_MOST_LINKS`]. With the hash count of each link held to
 /// what its error rate makes (at most 1076), a lookup probes at most 2048 × 1076 ≈ 2.2·10^6
-/// bits (the longest chain RedisBloom grows probes at most 578,350), and a chain's link
-/// records take at most 2048 × 53 bytes in a dump's header.
+/// bits, and a chain's link records take at most 2048 × 53 bytes in a dump's header.
 pub const MAX_LINKS: usize = 2048;
 
 /// The format name in errors.
