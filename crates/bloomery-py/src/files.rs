@@ -12,10 +12,12 @@
 //! [`any::open`], [`Envelope::write_to`], [`in_place::view_mut`] and the sealing protocol
 //! of [`bloomery::file`].
 
-use std::fs::{self, File, Metadata};
+use std::fs::{self, File, Metadata, TryLockError};
 use std::io::{self, Read, Write};
+use std::ops::Deref;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::file::TempFile;
@@ -31,6 +33,14 @@ pub enum FileError {
     Bytes(String),
     /// More than the memory a filter may take (`MemoryError`).
     Memory(String),
+    /// The filter was closed (`ValueError`).
+    Closed,
+    /// A signal came while a call waited for a writers' lock ([`wait_for_lock`]): the
+    /// caller runs the signal handlers, which may raise, and calls again.
+    Interrupted,
+    /// A writers' lock that another filter of this process holds, with no other thread
+    /// to let go of it ([`wait_for_lock`]): `OSError(EDEADLK)`.
+    HeldHere(PathBuf),
 }
 
 /// Refuses `bytes` of new filter or loaded file that would not fit in the memory a filter
@@ -292,20 +302,58 @@ impl Mapped {
     }
 }
 
-/// Opens the existing `path` for update and waits for its writers' lock; if a writer
-/// replaced the file meanwhile, locks the new one instead.
-fn lock_existing(path: &Path) -> Result<(File, PathBuf)> {
+/// Opens the existing `path` for update and waits for its writers' lock
+/// ([`wait_for_lock`]); if a writer replaced the file meanwhile, locks the new one instead.
+fn lock_existing(path: &Path, alone: bool) -> Result<(File, PathBuf)> {
     loop {
         let real = resolve(path)?;
         let before = fs::metadata(&real).io_at(path)?;
         regular(path, &before)?;
+        let wait = |file: &File| wait_for_lock(file, alone);
+        let locked = file::lock_for_update_with(&real, wait).map_err(|waited| match waited {
+            Waited::Io(error) if error.kind() == io::ErrorKind::Interrupted => FileError::Interrupted,
+            Waited::Io(error) => FileError::Io(error, path.to_owned()),
+            Waited::HeldHere => FileError::HeldHere(path.to_owned()),
+        })?;
         // If another writer replaced the name while we waited, lock the new file.
-        if let Some((file, metadata)) = file::lock_for_update(&real).io_at(path)? {
+        if let Some((file, metadata)) = locked {
             // What was opened, in case the name was given to something else meanwhile.
             regular(path, &metadata)?;
             return Ok((file, real));
         }
     }
+}
+
+/// Why [`wait_for_lock`] did not lock.
+enum Waited {
+    Io(io::Error),
+    HeldHere,
+}
+
+impl From<io::Error> for Waited {
+    fn from(error: io::Error) -> Self {
+        Self::Io(error)
+    }
+}
+
+/// Waits for the writers' lock of `file` (without the GIL), and lets a signal end the wait
+/// (`Interrupted`): the caller then runs the handlers with the GIL, whose exception (Ctrl-C's
+/// `KeyboardInterrupt`, an alarm's timeout) ends the call, and otherwise calls again, as
+/// blocking calls do in Python (PEP 475). Not here: the GIL is not taken back while a
+/// filter's state is locked (`Shared`). A lock that another filter of this process holds
+/// ([`HeldLock`]) is refused at once when the caller is `alone` (no other Python thread,
+/// which could close that filter): it would wait for itself forever (`flock` locks belong
+/// to an open file, not to the process). With other threads, it waits for one of them.
+fn wait_for_lock(file: &File, alone: bool) -> std::result::Result<(), Waited> {
+    match file.try_lock() {
+        Ok(()) => return Ok(()),
+        Err(TryLockError::WouldBlock) => {}
+        Err(TryLockError::Error(error)) => return Err(error.into()),
+    }
+    if alone && held_here(Held::of(&file.metadata()?)) {
+        return Err(Waited::HeldHere);
+    }
+    Ok(file.lock()?)
 }
 
 /// The file whose writers' lock a filter holds (opened with mode "r+" or "a"), by device
@@ -327,9 +375,60 @@ impl Held {
     }
 }
 
+/// The writers' locks this process holds through its filters ([`HeldLock`]), with the
+/// process that took each: a child made by `fork()` inherits the list but not the
+/// filters' files as its own, so it waits for those as for another process's.
+static HELD_HERE: Mutex<Vec<(u32, Held)>> = Mutex::new(Vec::new());
+
+/// Whether a filter of this process holds the writers' lock of `file`.
+fn held_here(file: Held) -> bool {
+    let process = std::process::id();
+    HELD_HERE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains(&(process, file))
+}
+
+/// A locked file that a filter holds until closed (modes "r+" and "a"), listed in
+/// [`HELD_HERE`] until dropped.
+struct HeldLock {
+    file: File,
+    held: Held,
+    process: u32,
+}
+
+impl HeldLock {
+    fn new(file: File, shown: &Path) -> Result<Self> {
+        let held = Held::of(&file.metadata().io_at(shown)?);
+        let process = std::process::id();
+        HELD_HERE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((process, held));
+        Ok(Self { file, held, process })
+    }
+}
+
+impl Deref for HeldLock {
+    type Target = File;
+
+    fn deref(&self) -> &File {
+        &self.file
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        let mut held = HELD_HERE.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = held.iter().position(|&entry| entry == (self.process, self.held)) {
+            held.swap_remove(at);
+        }
+    }
+}
+
 /// A filter file opened for update: locked against other writers until dropped.
 pub struct Locked {
-    file: File,
+    file: HeldLock,
     real: PathBuf,
     /// The process that opened it (see [`not_forked`]).
     owner: u32,
@@ -356,8 +455,8 @@ impl Locked {
     /// writer in place did not finish) is loaded from its bits, which are valid, as the
     /// CLI's writers load it: its payload checksum is stale and cannot be checked; saving
     /// it writes it sealed.
-    pub fn open(path: &Path) -> Result<(Self, Box<dyn DynFilter>)> {
-        let (mut file, real) = lock_existing(path)?;
+    pub fn open(path: &Path, alone: bool) -> Result<(Self, Box<dyn DynFilter>)> {
+        let (mut file, real) = lock_existing(path, alone)?;
         let refused = |error| bytes_error(path, error);
         // The header first: a large file of something else costs one header's read.
         let len = file.metadata().io_at(path)?.len();
@@ -376,6 +475,7 @@ impl Locked {
             any::open(&bytes).map_err(refused)?
         };
         let owner = std::process::id();
+        let file = HeldLock::new(file, path)?;
         Ok((Self { file, real, owner }, filter))
     }
 
@@ -385,8 +485,8 @@ impl Locked {
     }
 
     /// The file whose lock this holds.
-    pub fn held(&self) -> Result<Held> {
-        Ok(Held::of(&self.file.metadata().io_at(&self.real)?))
+    pub fn held(&self) -> Held {
+        self.file.held
     }
 
     /// Replaces the file with `envelope`, keeping its mode and owner; the new file is locked before
@@ -397,7 +497,7 @@ impl Locked {
         let file = replace(&self.real, shown, &old, true, |mut writer| {
             envelope.write_to(&mut writer)
         })?;
-        self.file = file;
+        self.file = HeldLock::new(file, shown)?;
         Ok(())
     }
 }
@@ -415,7 +515,7 @@ pub struct InPlace {
     map: MmapMut,
     header: Header,
     /// Holds the writers' lock.
-    file: File,
+    file: HeldLock,
     real: PathBuf,
     shown: PathBuf,
     /// The payload's pages, let go of every `release_every` items inserted when the file
@@ -437,8 +537,8 @@ impl InPlace {
     /// checked first (reading the file once, not through the mapping), as every load for
     /// update checks it; an unsealed file's bits are used as they are, and sealed when this
     /// writer is done. Other variants are refused: they change more than bits on insert.
-    pub fn open(path: &Path) -> Result<Self> {
-        let (file, real) = lock_existing(path)?;
+    pub fn open(path: &Path, alone: bool) -> Result<Self> {
+        let (file, real) = lock_existing(path, alone)?;
         let len = file.metadata().io_at(path)?.len();
         // SAFETY: the file is locked against bloomery's writers (this package, the CLI),
         // which change a locked file only under the lock; readers map it read-only. A
@@ -477,6 +577,7 @@ impl InPlace {
         // file is read at explicit offsets.
         let filter =
             unsafe { std::mem::transmute::<Box<dyn FilterMut + '_>, Box<dyn FilterMut + 'static>>(filter) };
+        let file = HeldLock::new(file, path)?;
         let window = file::window_bytes();
         let release_every = if header.payload_len > window {
             file::items_per_release(window, filter.locality())
@@ -504,8 +605,8 @@ impl InPlace {
     }
 
     /// The file whose lock this holds.
-    pub fn held(&self) -> Result<Held> {
-        Ok(Held::of(&self.file.metadata().io_at(&self.shown)?))
+    pub fn held(&self) -> Held {
+        self.file.held
     }
 
     /// The filter as it is now, for lookups and statistics.
@@ -653,16 +754,21 @@ impl Drop for InPlace {
 /// outputs: `TempFile::link_as_new`): one that another program created meanwhile is then
 /// replaced as an existing file is, under its writers' lock (so `write` may be called
 /// twice). `held`: the file whose lock the caller holds; a name of it is replaced under
-/// that lock.
-pub fn save(path: &Path, held: Option<Held>, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+/// that lock. `alone`: no other Python thread runs ([`wait_for_lock`]).
+pub fn save(
+    path: &Path,
+    held: Option<Held>,
+    alone: bool,
+    write: impl Fn(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
     let real = resolve(path)?;
     match fs::metadata(&real) {
-        Ok(_) => replace_existing(path, held, &write),
+        Ok(_) => replace_existing(path, held, alone, &write),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             let temporary = TempFile::beside(&real).io_at(path)?.fill(&write).io_at(path)?;
             match temporary.link_as_new(&real) {
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-                    replace_existing(path, held, &write)
+                    replace_existing(path, held, alone, &write)
                 }
                 linked => linked.io_at(path),
             }
@@ -677,6 +783,7 @@ pub fn save(path: &Path, held: Option<Held>, write: impl Fn(&mut dyn Write) -> i
 fn replace_existing(
     path: &Path,
     held: Option<Held>,
+    alone: bool,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<()> {
     let real = resolve(path)?;
@@ -686,7 +793,7 @@ fn replace_existing(
         replace(&real, path, &old, false, write)?;
         return Ok(());
     }
-    let (file, real) = lock_existing(path)?;
+    let (file, real) = lock_existing(path, alone)?;
     let old = file.metadata().io_at(path)?;
     replace(&real, path, &old, false, write)?;
     drop(file);

@@ -20,7 +20,7 @@ use bloomery::format::native::Variant;
 use bloomery::{
     AtomicBlockedBloomFilter, AtomicBloomFilter, BlockedBloomFilter, BloomFilter as ClassicBloomFilter,
 };
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyInterruptedError, PyOSError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
@@ -50,6 +50,32 @@ fn file_error(error: FileError) -> PyErr {
         }
         FileError::Bytes(message) => PyValueError::new_err(message),
         FileError::Memory(message) => pyo3::exceptions::PyMemoryError::new_err(message),
+        // Only after the handlers ran without raising (`waiting_for_locks`).
+        FileError::Closed => closed_error(),
+        FileError::Interrupted => PyInterruptedError::new_err("interrupted by a signal"),
+        FileError::HeldHere(path) => PyOSError::new_err((
+            libc::EDEADLK,
+            "another filter of this process holds its writers' lock (opened with mode 'r+' \
+             or 'a'), and no other thread could let go of it: close that filter first, or use it",
+            path.display().to_string(),
+        )),
+    }
+}
+
+/// Runs `call`, which may wait for files' writers' locks without the GIL, as blocking calls
+/// run in Python (PEP 475): a signal ends the wait, its handler runs here, and an exception
+/// it raises (Ctrl-C's `KeyboardInterrupt`, an alarm's timeout) ends the call; otherwise
+/// the call is made again. `call` is given whether this thread runs alone (no other Python
+/// thread could close a filter of this process that holds the lock it waits for: then
+/// it is refused, not waited for forever). `call` must be safe to repeat: it is
+/// interrupted only while it waits for a lock, before it changes anything.
+fn waiting_for_locks<T>(py: Python<'_>, mut call: impl FnMut(bool) -> files::Result<T>) -> PyResult<T> {
+    loop {
+        let threads: usize = py.import("threading")?.call_method0("active_count")?.extract()?;
+        match call(threads <= 1) {
+            Err(FileError::Interrupted) => py.check_signals()?,
+            done => return done.map_err(file_error),
+        }
     }
 }
 
@@ -923,6 +949,13 @@ impl PyBloomFilter {
     /// with every item the file held when the copy began, even while ``bloomery add``
     /// changes it. Devices, FIFOs and directories are refused.
     ///
+    /// Modes ``"r+"`` and ``"a"``, and ``save()`` over an existing file, wait for another
+    /// writer's lock (a signal handler that raises, Ctrl-C's ``KeyboardInterrupt`` among
+    /// them, ends the wait with its exception). The lock that another filter of this
+    /// process holds is waited for only while other threads run, which could close that
+    /// filter; a thread alone gets ``OSError`` (``errno.EDEADLK``) at once, not a wait
+    /// for itself.
+    ///
     /// A mapped file must not be truncated or rewritten in place by another program while
     /// it is open: bloomery's writers replace files by rename, or only set bits in place
     /// (``add`` to a classic, blocked or split-block file, which a reader then sees), but a
@@ -954,11 +987,14 @@ impl PyBloomFilter {
                 "r",
             ),
             "r+" => {
-                let (locked, filter) = py.detach(|| Locked::open(&path)).map_err(file_error)?;
+                let (locked, filter) =
+                    waiting_for_locks(py, |alone| py.detach(|| Locked::open(&path, alone)))?;
                 (State::Owned(filter), Some(locked), "r+")
             }
             "a" => (
-                State::InPlace(py.detach(|| InPlace::open(&path)).map_err(file_error)?),
+                State::InPlace(waiting_for_locks(py, |alone| {
+                    py.detach(|| InPlace::open(&path, alone))
+                })?),
                 None,
                 "a",
             ),
@@ -1027,9 +1063,7 @@ impl PyBloomFilter {
         let held_lock = link
             .as_ref()
             .and_then(|link| link.lock.as_ref())
-            .map(Locked::held)
-            .transpose()
-            .map_err(file_error)?;
+            .map(Locked::held);
         // Back to the file this filter holds the lock of: replaced under that lock.
         let locked = match link.as_mut() {
             Some(FileLink {
@@ -1039,22 +1073,24 @@ impl PyBloomFilter {
             _ if own_file => return Err(closed_error()),
             _ => None,
         };
-        self.shared.read_detached(py, |state| {
-            match (state, locked) {
-                (State::Owned(filter), Some(locked)) => locked.save(&filter.envelope(), &target),
-                (State::Owned(filter), None) => {
-                    files::save(&target, held_lock, |writer| filter.envelope().write_to(writer))
-                }
-                (State::Mapped(mapped), _) => mapped
-                    .file_bytes()
-                    .and_then(|bytes| files::save(&target, None, |writer| writer.write_all(&bytes))),
-                (State::InPlace(file), _) => file.held().and_then(|held| {
-                    file.envelope_bytes()
-                        .and_then(|bytes| files::save(&target, Some(held), |writer| writer.write_all(&bytes)))
-                }),
-                (State::Closed, _) => return Err(closed_error()),
-            }
-            .map_err(file_error)
+        let mut locked = locked;
+        waiting_for_locks(py, |alone| {
+            self.shared
+                .read_detached(py, |state| match (state, locked.as_deref_mut()) {
+                    (State::Owned(filter), Some(locked)) => locked.save(&filter.envelope(), &target),
+                    (State::Owned(filter), None) => files::save(&target, held_lock, alone, |writer| {
+                        filter.envelope().write_to(writer)
+                    }),
+                    (State::Mapped(mapped), _) => mapped.file_bytes().and_then(|bytes| {
+                        files::save(&target, None, alone, |writer| writer.write_all(&bytes))
+                    }),
+                    (State::InPlace(file), _) => file.envelope_bytes().and_then(|bytes| {
+                        files::save(&target, Some(file.held()), alone, |writer| {
+                            writer.write_all(&bytes)
+                        })
+                    }),
+                    (State::Closed, _) => Err(FileError::Closed),
+                })
         })?;
         if link.is_none() {
             *link = Some(FileLink {
@@ -1441,11 +1477,12 @@ impl PyConcurrentBloomFilter {
 
     /// Writes ``snapshot()`` to ``path`` atomically (as ``BloomFilter.save``).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        py.detach(|| {
-            let filter = self.filter.to_dyn();
-            files::save(&path, None, |writer| filter.envelope().write_to(writer))
+        waiting_for_locks(py, |alone| {
+            py.detach(|| {
+                let filter = self.filter.to_dyn();
+                files::save(&path, None, alone, |writer| filter.envelope().write_to(writer))
+            })
         })
-        .map_err(file_error)
     }
 
     fn __repr__(&self) -> String {

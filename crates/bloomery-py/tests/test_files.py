@@ -553,3 +553,110 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     refused, peak = result.stdout.split("\n")[:2]
     assert refused == "ValueError True"
     assert int(peak) < 256 << 20, f"peak RSS {int(peak)} bytes"
+
+
+def run_script(script: str) -> list[str]:
+    """Runs `script` in a new interpreter (a hang or a crash shows as one), its lines out."""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+@pytest.mark.parametrize("mode", ["r+", "a"])
+def test_a_lock_another_filter_of_this_process_holds_is_refused_when_no_thread_could_free_it(tmp_path, mode):
+    """flock locks belong to an open file, so a second filter of this process waiting for
+    the lock its first holds (mode "r+" or "a") waits forever when no other thread could
+    close the first: refused at once with EDEADLK, for opening with either mode and for
+    saving another filter over the file. Once the first is closed, both work."""
+    path = tmp_path / "held.bloom"
+    BloomFilter(1000).save(path)
+    script = f"""
+import errno
+from bloomery import BloomFilter
+held = BloomFilter.open({str(path)!r}, {mode!r})
+held.add("held")
+for attempt in ["r+", "a", "save"]:
+    try:
+        if attempt == "save":
+            BloomFilter(10).save({str(path)!r})
+        else:
+            BloomFilter.open({str(path)!r}, attempt)
+        print(attempt, "went through")
+    except OSError as error:
+        print(attempt, "EDEADLK" if error.errno == errno.EDEADLK else error.errno, error.filename)
+held.close()
+with BloomFilter.open({str(path)!r}, "a") as again:
+    print("after close", "held" in again)
+"""
+    assert run_script(script) == [
+        f"r+ EDEADLK {path}",
+        f"a EDEADLK {path}",
+        f"save EDEADLK {path}",
+        "after close True",
+    ]
+
+
+def test_with_another_thread_the_lock_of_this_process_is_waited_for(tmp_path):
+    """Another thread may close the filter that holds the lock: then a second filter
+    waits for it, as for another process's, and sees what the first saved."""
+    path = tmp_path / "shared.bloom"
+    BloomFilter(1000).save(path)
+    script = f"""
+import threading, time
+from bloomery import BloomFilter
+held = BloomFilter.open({str(path)!r}, "r+")
+held.add("held")
+closer = threading.Timer(0.5, held.close)
+closer.start()
+started = time.monotonic()
+with BloomFilter.open({str(path)!r}, "a") as second:
+    print("waited", time.monotonic() - started >= 0.4, "held" in second)
+closer.join()
+"""
+    assert run_script(script) == ["waited True True"]
+
+
+@pytest.mark.parametrize("call", ["open r+", "open a", "save"])
+def test_a_signal_while_waiting_for_a_lock(tmp_path, call):
+    """Waiting for another writer's lock, a call answers signals as Python's own blocking
+    calls do (PEP 475): a handler that raises ends the wait with its exception (here an
+    alarm's TimeoutError; Ctrl-C's KeyboardInterrupt alike), one that returns lets the
+    wait go on. Before, the wait failed with InterruptedError on any signal with a
+    handler, and Ctrl-C's KeyboardInterrupt was lost."""
+    import fcntl
+
+    path = tmp_path / "busy.bloom"
+    BloomFilter(1000).save(path)
+    action = {
+        "open r+": f"BloomFilter.open({str(path)!r}, 'r+').close()",
+        "open a": f"BloomFilter.open({str(path)!r}, 'a').close()",
+        "save": f"BloomFilter(10).save({str(path)!r})",
+    }[call]
+    script = f"""
+import fcntl, os, signal, threading
+from bloomery import BloomFilter
+other_writer = os.open({str(path)!r}, os.O_RDWR)  # another open file: another writer's lock
+fcntl.flock(other_writer, fcntl.LOCK_EX)
+
+def time_out(signum, frame):
+    raise TimeoutError("waited too long")
+
+signal.signal(signal.SIGALRM, time_out)
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+try:
+    {action}
+    print("went through")
+except TimeoutError as error:
+    print("TimeoutError", error)
+
+alarms = []
+signal.signal(signal.SIGALRM, lambda signum, frame: alarms.append(signum))
+signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+releaser = threading.Timer(1.0, os.close, [other_writer])
+releaser.start()
+{action}
+signal.setitimer(signal.ITIMER_REAL, 0)
+releaser.join()
+print("then went through after", len(alarms) >= 5, "alarms")
+"""
+    assert run_script(script) == ["TimeoutError waited too long", "then went through after True alarms"]

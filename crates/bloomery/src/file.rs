@@ -475,8 +475,41 @@ pub fn open_for_reading(real: &Path) -> io::Result<File> {
 /// ([`remove_stale_temporaries`]). Opening for writing refuses a file this user may not
 /// write, as a change in place would be refused (a rename needs only the directory).
 pub fn lock_for_update(real: &Path) -> io::Result<Option<(File, fs::Metadata)>> {
+    lock_for_update_with(real, File::lock)
+}
+
+/// [`lock_for_update`], with `wait` taking the lock of the file opened: for a caller that
+/// waits its own way (the Python package answers signals and refuses to wait for a lock
+/// its own process holds). `wait` returns once the file is locked, or with an error.
+///
+/// ```
+/// use std::fs::{File, TryLockError};
+/// use std::io;
+///
+/// let dir = std::env::temp_dir().join(format!("bloomery-lock-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("f.bloom");
+/// std::fs::write(&path, b"a filter")?;
+/// // Locks at once, or says so rather than waiting.
+/// let try_now = |file: &File| match file.try_lock() {
+///     Ok(()) => Ok(()),
+///     Err(TryLockError::WouldBlock) => Err(io::Error::from(io::ErrorKind::WouldBlock)),
+///     Err(TryLockError::Error(error)) => Err(error),
+/// };
+/// let (held, _) = bloomery::file::lock_for_update_with(&path, try_now)?.expect("not replaced");
+/// let busy = bloomery::file::lock_for_update_with(&path, try_now).unwrap_err();
+/// assert_eq!(busy.kind(), io::ErrorKind::WouldBlock);
+/// drop(held);
+/// assert!(bloomery::file::lock_for_update_with(&path, try_now)?.is_some());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), io::Error>(())
+/// ```
+pub fn lock_for_update_with<E: From<io::Error>>(
+    real: &Path,
+    wait: impl FnOnce(&File) -> Result<(), E>,
+) -> Result<Option<(File, fs::Metadata)>, E> {
     let file = OpenOptions::new().read(true).write(true).open(real)?;
-    file.lock()?;
+    wait(&file)?;
     let metadata = file.metadata()?;
     match fs::metadata(real) {
         Ok(now) if now.dev() == metadata.dev() && now.ino() == metadata.ino() => {
