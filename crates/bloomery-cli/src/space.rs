@@ -94,11 +94,13 @@ pub fn check_new_filter(
     Ok(())
 }
 
-/// Refuses to load a file that would not fit in memory.
+/// Refuses to load a file that would not fit in memory: its bytes, then the filter made
+/// from them, take twice its size for a moment (as the Python package counts them).
 pub fn check_memory_for(path: &Path, len: u64) -> Result<()> {
+    let needed = len.saturating_mul(2);
     match memory_available() {
-        Some(available) if len > available => Err(CliError::new(format!(
-            "{}: the file is {len} bytes, more than the memory it may use (90% of the available, {available} bytes) to load it",
+        Some(available) if needed > available => Err(CliError::new(format!(
+            "{}: the file is {len} bytes; loading it takes twice that for a moment, more than the memory it may use (90% of the available, {available} bytes)",
             path.display()
         ))),
         _ => Ok(()),
