@@ -89,7 +89,8 @@ fn group_by_top_bits(hashes: &[ItemHash], shift: u32, out: &mut Vec<ItemHash>) {
 
 /// Reads and checks the header at the start of `file` (`len` bytes long).
 pub fn read_header(file: &File, len: u64, shown: &Path) -> Result<Header> {
-    let want = (len as usize).min(MAX_HEADER_LEN);
+    // Not `len as usize` first: on a 32-bit target a 12 GB file's length wraps, to 0 for one.
+    let want = len.min(MAX_HEADER_LEN as u64) as usize;
     let mut bytes = vec![0u8; want];
     file.read_exact_at(&mut bytes, 0).with_path(shown)?;
     let header = Header::parse(&bytes).with_path(shown)?;
@@ -127,19 +128,23 @@ fn spill_files(wanted: u64) -> u64 {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return wanted;
     }
+    // `rlim_t` is u64 here, u32 on 32-bit glibc targets.
+    #[allow(clippy::useless_conversion)]
+    let (mut current, most) = (u64::from(limit.rlim_cur), u64::from(limit.rlim_max));
     let needed = wanted + OTHER_OPEN_FILES;
-    if limit.rlim_cur < needed {
+    if current < needed {
         let raised = libc::rlimit {
-            rlim_cur: needed.min(limit.rlim_max),
+            // At most the hard limit, which is an `rlim_t`.
+            rlim_cur: libc::rlim_t::try_from(needed.min(most)).unwrap_or(limit.rlim_max),
             rlim_max: limit.rlim_max,
         };
         // SAFETY: setrlimit reads only the struct it is given; a soft limit up to the hard
         // one needs no privilege.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            limit.rlim_cur = raised.rlim_cur;
+            current = needed.min(most);
         }
     }
-    let room = limit.rlim_cur.saturating_sub(OTHER_OPEN_FILES).max(1);
+    let room = current.saturating_sub(OTHER_OPEN_FILES).max(1);
     if room >= wanted { wanted } else { 1 << room.ilog2() }
 }
 
@@ -234,8 +239,12 @@ impl Writable {
             unsealed: header.unsealed,
             header,
         };
-        // Every parameter checked against the payload now, before anything changes.
-        writable.filter()?;
+        // Every parameter checked against the payload now, before anything changes. A
+        // payload this platform cannot view in place (a big-endian one: the file's words
+        // are little-endian) takes the other variants' road: loaded, changed, saved whole.
+        if writable.filter_in_place()?.is_none() {
+            return Ok(Err(writable.locked));
+        }
         Ok(Ok(writable))
     }
 
@@ -257,7 +266,14 @@ impl Writable {
         self.header.payload_len
     }
 
-    /// The filter over the mapped payload.
+    /// The filter over the mapped payload, if this platform can view it in place.
+    fn filter_in_place(&mut self) -> Result<Option<Box<dyn FilterMut + '_>>> {
+        let offset = self.header.payload_offset;
+        in_place::view_mut(&self.header, &mut self.map[offset..]).with_path(self.locked.shown())
+    }
+
+    /// The filter over the mapped payload (which [`open`](Self::open) found this platform
+    /// can view in place).
     pub fn filter(&mut self) -> Result<Box<dyn FilterMut + '_>> {
         let offset = self.header.payload_offset;
         let shown = self.locked.shown();

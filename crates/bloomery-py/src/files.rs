@@ -568,7 +568,13 @@ impl InPlace {
         let region = unsafe { file::Region::of(&map, header.payload_offset) };
         let filter = in_place::view_mut(&header, &mut map[header.payload_offset..])
             .map_err(|error| bytes_error(path, error))?
-            .ok_or_else(|| bytes_error(path, "the payload cannot be mapped in place"))?;
+            .ok_or_else(|| {
+                // A big-endian platform: the file's words are little-endian.
+                bytes_error(
+                    path,
+                    "this platform cannot update the file's bits in place: open it with mode 'r+'",
+                )
+            })?;
         // SAFETY: the filter borrows the mapped pages, which stay where they are when the
         // `MmapMut` handle moves; `filter` is dropped before `map` (field order), and
         // nothing else reaches the payload while it lives: the mapping is only flushed

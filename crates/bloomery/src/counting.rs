@@ -42,6 +42,17 @@ pub struct CountingBloomFilter {
     modulus: Modulus,
 }
 
+/// The most counters a counting filter holds: the classic filter's most bits, and on a
+/// 32-bit target fewer, two counters a byte in at most `isize::MAX` bytes.
+const MAX_COUNTERS: u64 = {
+    let addressable = isize::MAX as u64 * 2;
+    if crate::sizing::MAX_NUM_BITS < addressable {
+        crate::sizing::MAX_NUM_BITS
+    } else {
+        addressable
+    }
+};
+
 impl CountingBloomFilter {
     /// A filter for `expected_items` at `fpp`, with the classic filter's shape.
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
@@ -52,6 +63,13 @@ impl CountingBloomFilter {
     /// A filter of `num_counters` counters and `num_hashes` hashes.
     pub fn with_counters(num_counters: u64, num_hashes: u32) -> Result<Self> {
         ClassicShape::new(num_counters, num_hashes)?;
+        if num_counters > MAX_COUNTERS {
+            return Err(Error::NumBits {
+                value: num_counters.into(),
+                max: MAX_COUNTERS,
+                why: "counters take 4 bits each, and the address space holds isize::MAX bytes",
+            });
+        }
         Ok(Self {
             counters: CounterVec::zeroed(num_counters),
             num_hashes,

@@ -630,9 +630,11 @@ pub fn checksum_of(file: &File, offset: u64, len: u64) -> io::Result<u64> {
 #[cfg(target_os = "linux")]
 fn next_data(file: &File, from: u64, end: u64) -> (u64, u64) {
     let seek = |at: u64, whence| {
+        // An offset `off_t` cannot hold (32-bit without large files): asked of no one.
+        let at = libc::off_t::try_from(at).map_err(|_| io::Error::from(io::ErrorKind::FileTooLarge))?;
         // SAFETY: lseek on an open descriptor; the functions here read and write the file
         // only at explicit offsets, so moving its cursor changes nothing else.
-        let at = unsafe { libc::lseek(file.as_raw_fd(), at as libc::off_t, whence) };
+        let at = unsafe { libc::lseek(file.as_raw_fd(), at, whence) };
         u64::try_from(at).map_err(|_| io::Error::last_os_error())
     };
     let data = match seek(from, libc::SEEK_DATA) {
@@ -661,8 +663,13 @@ pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
     if len == 0 {
         return Ok(());
     }
+    // `off_t` is 32 bits on 32-bit targets built without large-file support: a range past
+    // it is refused, not truncated to another.
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::Error::from(io::ErrorKind::FileTooLarge));
+    };
     // SAFETY: fallocate with mode 0 on an open descriptor only allocates blocks.
-    let result = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as libc::off_t, len as libc::off_t) };
+    let result = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset, len) };
     if result == 0 {
         return Ok(());
     }
