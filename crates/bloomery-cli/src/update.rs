@@ -176,7 +176,11 @@ fn add_by_copy(path: &Path, mut locked: Locked, items: &ItemArgs) -> Result<Exit
         return Err(no_items(path));
     }
     locked.save(filter.as_ref())?;
-    warn_if_overfull(path, &filter.stats());
+    // A rotating filter is never past its capacity: it starts a generation instead (its
+    // count is of every generation kept, its capacity one generation's).
+    if filter.variant() != bloomery::format::native::Variant::Rotating {
+        warn_if_overfull(path, &filter.stats());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -805,6 +805,27 @@ fn an_overfilled_filter_says_so() {
         "{info}"
     );
     assert!(!info.contains("18446744073709551615"), "{info}");
+    // A rotating filter starts a generation when one is full: never overfull, however
+    // many items its generations hold together.
+    let path = dir.path().join("rotating.bloom");
+    ok(bloomery()
+        .args([
+            "create",
+            "--variant",
+            "rotating",
+            "--items",
+            "20",
+            "--generations",
+            "4",
+        ])
+        .arg(&path));
+    let items: Vec<String> = (0..78).map(|i| format!("item {i}")).collect();
+    let output = ok(bloomery().arg("add").arg(&path).args(&items));
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[test]

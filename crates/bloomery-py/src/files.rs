@@ -554,7 +554,7 @@ impl InPlace {
                 path,
                 format!(
                     "mode 'a' adds items in place to classic, blocked and split-block files; \
-                     this is a {} filter: open it with mode 'r+'",
+                     this file's variant is {}: open it with mode 'r+'",
                     header.variant.name()
                 ),
             ));

@@ -390,7 +390,7 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
         return Ok(each(&array.to_vec()));
     }
     if let Ok(buffer) = PyUntypedBuffer::get(value) {
-        return Ok(each(&buffer_bytes(&buffer)?));
+        return Ok(each(&buffer_bytes(&one_item_buffer(buffer)?)?));
     }
     if value.hasattr("__index__")? {
         // SAFETY: GIL held; PyNumber_Index returns a new reference to an int, or NULL
@@ -399,6 +399,26 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
         return Ok(each(&int_bytes(&index)?));
     }
     Err(not_an_item(value))
+}
+
+/// A buffer given as one item: a buffer of bytes (`memoryview`, `array.array('B')`, a
+/// uint8 array). A buffer of wider elements (a numpy int32 array, even of one element) is
+/// refused: taken as its raw bytes, its elements would not be found as the int items they
+/// look like, which the batch calls make of them.
+fn one_item_buffer(buffer: PyUntypedBuffer) -> PyResult<PyUntypedBuffer> {
+    let format = buffer.format().to_bytes();
+    let code = match format {
+        [b'@' | b'=' | b'<' | b'>' | b'!', code] | [code] => Some(*code),
+        _ => None,
+    };
+    if matches!(code, Some(b'B' | b'b' | b'c')) {
+        return Ok(buffer);
+    }
+    Err(PyTypeError::new_err(format!(
+        "a buffer of '{}' elements is not one item: add_many() and contains_many() take its \
+         elements as int items, and bytes() of it is one item of its raw bytes",
+        String::from_utf8_lossy(format)
+    )))
 }
 
 /// A buffer's bytes (a memoryview item), which must be contiguous.
@@ -565,7 +585,8 @@ fn element_of(buffer: &PyUntypedBuffer, item_size: Option<usize>) -> PyResult<El
     match code {
         b'b' | b'B' | b'c' => Err(PyValueError::new_err(
             "a buffer of bytes needs item_size= to say how many bytes make an item \
-             (or pass a list of bytes objects)",
+             (or pass a list of bytes objects); for 8-bit integers as int items, pass \
+             the array as int64 (numpy: a.astype('int64'))",
         )),
         b'h' | b'i' | b'l' | b'q' | b'n' if matches!(size, 2 | 4 | 8) => Ok(Element::Int {
             size,

@@ -1192,7 +1192,16 @@ fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyRes
     let theirs = large.snapshot(py)?;
     py.detach(|| {
         let mut both = mine.clone_box();
-        both.intersection(theirs.as_ref()).map_err(value_error)?;
+        both.intersection(theirs.as_ref()).map_err(|error| {
+            // Said of what was asked, not of the intersection it is made of.
+            value_error(match error {
+                bloomery::Error::Unsupported { variant, .. } => bloomery::Error::Unsupported {
+                    variant,
+                    operation: "subset checks",
+                },
+                other => other,
+            })
+        })?;
         Ok(both.envelope().to_vec() == mine.envelope().to_vec())
     })
 }

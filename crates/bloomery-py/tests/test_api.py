@@ -246,6 +246,26 @@ def test_negative_and_large_numpy_values_match_python_ints():
     assert -5 in h
 
 
+def test_an_array_of_wider_elements_is_not_one_item():
+    """A numpy int32 array (even of one element) given to add or in: its raw bytes as one
+    item would never be found as the int items its elements look like, which add_many
+    makes of them; refused. Byte buffers are one item of their bytes."""
+    f = BloomFilter(1000)
+    for one in [np.array([36], dtype=np.int32), np.array([1, 2], dtype=np.int64), array.array("i", [7])]:
+        with pytest.raises(TypeError, match="not one item: add_many"):
+            f.add(one)
+        with pytest.raises(TypeError, match="not one item"):
+            one in f  # noqa: B015
+    assert len(f) == 0
+    f.add_many(np.array([36], dtype=np.int32))
+    assert 36 in f
+    for raw in [np.frombuffer(b"raw", dtype=np.uint8), np.frombuffer(b"raw", dtype=np.int8), array.array("b", b"raw")]:
+        f.add(raw)
+        assert b"raw" in f and raw in f
+    with pytest.raises(ValueError, match="astype"):
+        f.add_many(np.array([5], dtype=np.int8))
+
+
 def test_array_module_and_strided_arrays():
     f = BloomFilter(1000)
     f.add_many(array.array("q", [1, 2, 3]))
@@ -342,8 +362,10 @@ def test_subset_checks(kind):
 
 
 def test_subset_needs_compatible_filters():
-    with pytest.raises(ValueError, match="scalable filters do not support intersection"):
+    with pytest.raises(ValueError, match="scalable filters do not support subset checks"):
         BloomFilter(10, kind="scalable").issubset(BloomFilter(10, kind="scalable"))
+    with pytest.raises(ValueError, match="counting filters do not support subset checks"):
+        BloomFilter(10, kind="counting") >= BloomFilter(10, kind="counting")  # noqa: B015
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -143,7 +143,7 @@ def test_mode_a_only_adds_and_only_to_variants_that_change_in_place(cli, tmp_pat
         BloomFilter.open(counting, "a")
     assert str(error.value) == (
         f"{counting}: mode 'a' adds items in place to classic, blocked and split-block files; "
-        "this is a counting filter: open it with mode 'r+'"
+        "this file's variant is counting: open it with mode 'r+'"
     )
     assert counting.read_bytes() == before
     path = tmp_path / "blocked.bloom"
