@@ -16,11 +16,12 @@ cargo test --workspace --locked --release
 # checks; the `dependent` profile in Cargo.toml).
 cargo test -p bloomery --locked --profile dependent
 cargo build --release --locked -p bloomery-redis -p bloomery-cli
-target/venv/bin/pytest -q crates/bloomery-redis/tests crates/bloomery-cli/tests/reader
-# The Python package (crates/bloomery-py), built from this tree into the venv, and its
-# suite (which also drives the CLI built above).
+# The Python package (crates/bloomery-py), built from this tree into the venv first: the
+# Redis suite reads RedisBloom's dumps with it too.
 VIRTUAL_ENV="$PWD/target/venv" target/venv/bin/maturin develop --release --locked -q \
   -m crates/bloomery-py/Cargo.toml
+target/venv/bin/pytest -q crates/bloomery-redis/tests crates/bloomery-cli/tests/reader
+# The Python package's suite (which also drives the CLI built above).
 target/venv/bin/pytest -q crates/bloomery-py/tests
 # A short fuzzing smoke run of every parser target (20 s each; skipped, saying so, where
 # no nightly toolchain is installed). The long campaigns: scripts/fuzz.sh, docs/fuzzing.md.

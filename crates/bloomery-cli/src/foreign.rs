@@ -10,10 +10,14 @@
 //!   file is checked and merged here, and one built here can be written into a file.
 //! - `parquet-sbbf-bitset`: the bitset alone (what some APIs take, e.g. the parquet
 //!   crate's `Sbbf::new`).
+//! - `redisbloom-scandump`: a RedisBloom filter's `BF.SCANDUMP` pieces joined in order (its
+//!   chain header, then every link's bits), as RedisBloom's migration loop gives them from
+//!   a RedisBloom server or the module's RedisBloom-layout keys: the `redisbloom` variant.
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::{BloomFilter, SplitBlockBloomFilter};
 
 use crate::error::{Context, Result};
@@ -30,6 +34,8 @@ pub enum ForeignFormat {
     ParquetSbbf,
     /// Parquet's split-block bitset alone, without the header (split-block filters).
     ParquetSbbfBitset,
+    /// RedisBloom's BF.SCANDUMP pieces joined in order (redisbloom filters).
+    RedisbloomScandump,
 }
 
 pub fn export(path: &Path, output: &Path, format: ForeignFormat, force: bool) -> Result<ExitCode> {
@@ -39,6 +45,7 @@ pub fn export(path: &Path, output: &Path, format: ForeignFormat, force: bool) ->
         ForeignFormat::Guava => bloomery::any::to_guava_bytes(filter.as_ref()),
         ForeignFormat::ParquetSbbf => bloomery::any::to_parquet_bytes(filter.as_ref(), true),
         ForeignFormat::ParquetSbbfBitset => bloomery::any::to_parquet_bytes(filter.as_ref(), false),
+        ForeignFormat::RedisbloomScandump => bloomery::any::to_redisbloom_scandump(filter.as_ref()),
     }
     .with_path(path)?;
     output.write(|file| file.write_all(&bytes))?;
@@ -55,6 +62,9 @@ pub fn import(input: &Path, output: &Path, format: ForeignFormat, force: bool) -
         }
         ForeignFormat::ParquetSbbfBitset => {
             output.save(&SplitBlockBloomFilter::from_parquet_bitset(&bytes).with_path(input)?)
+        }
+        ForeignFormat::RedisbloomScandump => {
+            output.save(&RedisBloomFilter::from_scandump_stream(&bytes).with_path(input)?)
         }
     }?;
     Ok(ExitCode::SUCCESS)

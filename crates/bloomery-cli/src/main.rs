@@ -257,10 +257,12 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Write a classic filter as Guava's BloomFilter.writeTo bytes, or a split-block
-    /// filter as Parquet's bloom-filter bytes (--format parquet-sbbf).
+    /// Write a classic filter as Guava's BloomFilter.writeTo bytes, a split-block filter
+    /// as Parquet's bloom-filter bytes (--format parquet-sbbf), or a redisbloom filter as
+    /// its BF.SCANDUMP pieces joined (--format redisbloom-scandump).
     Export {
-        /// The filter file (classic for guava, split-block for parquet-sbbf).
+        /// The filter file (classic for guava, split-block for parquet-sbbf, redisbloom
+        /// for redisbloom-scandump).
         file: PathBuf,
         /// Where to write the bytes ("-" for standard output).
         output: PathBuf,
@@ -271,10 +273,11 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Make a filter file from Guava's BloomFilter.writeTo bytes, or from Parquet's
-    /// bloom-filter bytes (--format parquet-sbbf); "-" for standard input.
+    /// Make a filter file from Guava's BloomFilter.writeTo bytes, Parquet's bloom-filter
+    /// bytes (--format parquet-sbbf), or a RedisBloom filter's BF.SCANDUMP pieces joined
+    /// in order (--format redisbloom-scandump); "-" for standard input.
     Import {
-        /// The Guava or Parquet bytes.
+        /// The Guava, Parquet or RedisBloom bytes.
         input: PathBuf,
         /// The filter file to write.
         output: PathBuf,

@@ -679,6 +679,70 @@ fn parquet_sbbf_export_and_import_round_trip() {
         .success();
 }
 
+/// A filter RedisBloom 2.6.28 made (its `BF.SCANDUMP` pieces, each framed as iterator and
+/// length, 8 bytes little-endian each, then the data), moved to a file and back:
+/// `import --format redisbloom-scandump` reads the pieces joined, as RedisBloom's migration
+/// loop gives them, and the file answers for every item RedisBloom was given;
+/// `export` gives the same bytes back.
+#[test]
+fn a_redisbloom_filter_s_scandump_pieces_import_and_export() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bloomery/tests/data/redisbloom");
+    let dir = TempDir::new().unwrap();
+    for name in ["scaled", "expansion4", "nonscaling"] {
+        let framed = fs::read(fixtures.join(format!("{name}.more.scandump"))).unwrap();
+        let (mut rest, mut joined) = (&framed[..], Vec::new());
+        while !rest.is_empty() {
+            let len = u64::from_le_bytes(rest[8..16].try_into().unwrap()) as usize;
+            joined.extend_from_slice(&rest[16..16 + len]);
+            rest = &rest[16 + len..];
+        }
+        let stream = dir.path().join(format!("{name}.scandump"));
+        fs::write(&stream, &joined).unwrap();
+        let file = dir.path().join(format!("{name}.bloom"));
+        bloomery()
+            .args(["import", "--format", "redisbloom-scandump"])
+            .arg(&stream)
+            .arg(&file)
+            .assert()
+            .success();
+        let items = fs::read(fixtures.join(format!("{name}.items"))).unwrap();
+        bloomery()
+            .args(["check", "-q", "-i", "-"])
+            .arg(&file)
+            .write_stdin(items)
+            .assert()
+            .success();
+        assert!(stdout_of(bloomery().arg("info").arg(&file)).contains("redisbloom"));
+        let output = bloomery()
+            .args(["export", "--format", "redisbloom-scandump"])
+            .arg(&file)
+            .arg("-")
+            .output()
+            .unwrap();
+        assert_eq!(output.stdout, joined, "{name}");
+        // A stream cut short is refused, naming the file.
+        fs::write(&stream, &joined[..joined.len() - 1]).unwrap();
+        let message = error_of(
+            bloomery()
+                .args(["import", "--force", "--format", "redisbloom-scandump"])
+                .arg(&stream)
+                .arg(&file),
+        );
+        assert!(
+            message.contains(&*stream.to_string_lossy()) && message.contains("announces"),
+            "{message}"
+        );
+    }
+    let blocked = create(&dir, "b.bloom", "blocked", 100);
+    let message = error_of(
+        bloomery()
+            .args(["export", "--format", "redisbloom-scandump"])
+            .arg(&blocked)
+            .arg(dir.path().join("b.out")),
+    );
+    assert!(message.contains("only redisbloom filters"), "{message}");
+}
+
 fn guava_data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../bloomery/tests/data/guava/filters")

@@ -17,6 +17,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockW
 
 use bloomery::any::{self, DynFilter, FilterView, Spec};
 use bloomery::format::native::Variant;
+use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::{
     AtomicBlockedBloomFilter, AtomicBloomFilter, BlockedBloomFilter, BloomFilter as ClassicBloomFilter,
 };
@@ -922,6 +923,42 @@ impl PyBloomFilter {
         let data: Vec<u8> = bytes_of(data)?;
         let filter = py
             .detach(|| ClassicBloomFilter::from_guava_bytes(&data))
+            .map_err(value_error)?;
+        Ok(Self::from_owned(Box::new(filter), None))
+    }
+
+    /// A ``kind="redisbloom"`` filter's ``BF.SCANDUMP`` pieces joined in order (its chain
+    /// header, then every link's bits), which ``from_redisbloom_scandump`` reads back.
+    ///
+    /// >>> f = BloomFilter(100, kind="redisbloom"); f.add("x")
+    /// True
+    /// >>> g = BloomFilter.from_redisbloom_scandump(f.to_redisbloom_scandump())
+    /// >>> "x" in g, g == f
+    /// (True, True)
+    fn to_redisbloom_scandump<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.shared.read_detached(py, |state| match state {
+            State::Owned(filter) => any::to_redisbloom_scandump(filter.as_ref()).map_err(value_error),
+            _ => any::to_redisbloom_scandump(state.to_owned_filter()?.as_ref()).map_err(value_error),
+        })?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A ``kind="redisbloom"`` filter from a RedisBloom filter's ``BF.SCANDUMP`` pieces
+    /// joined in order, as RedisBloom's migration loop gives them (from a RedisBloom
+    /// server, or the bloomery module's RedisBloom-layout keys)::
+    ///
+    ///     pieces, iterator = [], 0
+    ///     while True:
+    ///         iterator, data = r.execute_command("BF.SCANDUMP", key, iterator)
+    ///         if iterator == 0:
+    ///             break
+    ///         pieces.append(data)
+    ///     f = BloomFilter.from_redisbloom_scandump(b"".join(pieces))
+    #[staticmethod]
+    fn from_redisbloom_scandump(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let data: Vec<u8> = bytes_of(data)?;
+        let filter = py
+            .detach(|| RedisBloomFilter::from_scandump_stream(&data))
             .map_err(value_error)?;
         Ok(Self::from_owned(Box::new(filter), None))
     }

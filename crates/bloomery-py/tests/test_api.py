@@ -2,6 +2,7 @@
 
 import array
 import copy
+import os
 import struct
 import sys
 
@@ -561,3 +562,32 @@ def test_a_list_that_grows_and_changes_while_it_is_read():
     items[3] = Growing()
     answers = BloomFilter(20_000, 0.001).contains_many(items)
     assert len(answers) == len(items)
+
+
+REDISBLOOM_FIXTURES = os.path.join(os.path.dirname(__file__), "../../bloomery/tests/data/redisbloom")
+
+
+@pytest.mark.parametrize("name", ["scaled", "expansion4", "tiny_error"])
+def test_a_filter_redisbloom_made_comes_from_its_scandump_pieces(name):
+    """RedisBloom 2.6.28's own BF.SCANDUMP pieces (framed in the fixture as iterator and
+    length, 8 bytes little-endian each), joined as its migration loop gives them: a
+    kind="redisbloom" filter that finds every item RedisBloom was given, and gives the
+    same pieces back."""
+    with open(os.path.join(REDISBLOOM_FIXTURES, f"{name}.more.scandump"), "rb") as framed:
+        data = framed.read()
+    pieces, at = [], 0
+    while at < len(data):
+        length = int.from_bytes(data[at + 8 : at + 16], "little")
+        pieces.append(data[at + 16 : at + 16 + length])
+        at += 16 + length
+    joined = b"".join(pieces)
+    f = BloomFilter.from_redisbloom_scandump(joined)
+    assert f.kind == "redisbloom"
+    with open(os.path.join(REDISBLOOM_FIXTURES, f"{name}.items"), "rb") as items:
+        assert all(f.contains_many([line for line in items.read().split(b"\n") if line]))
+    assert f.to_redisbloom_scandump() == joined
+    assert BloomFilter.from_bytes(f.to_bytes()).to_redisbloom_scandump() == joined
+    with pytest.raises(ValueError, match="announces"):
+        BloomFilter.from_redisbloom_scandump(joined[:-1])
+    with pytest.raises(ValueError, match="only redisbloom filters"):
+        BloomFilter(100).to_redisbloom_scandump()

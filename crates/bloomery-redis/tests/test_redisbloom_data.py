@@ -159,6 +159,33 @@ def test_live_migration_scandump_pieces_load_with_loadchunk(tmp_path):
         server.stop()
 
 
+def test_scandump_pieces_joined_become_a_file_for_the_cli_and_python(loaded, tmp_path):
+    """RedisBloom's filters (the RDB it wrote), dumped by the migration loop and joined:
+    `bloomery import --format redisbloom-scandump` and Python's from_redisbloom_scandump
+    make of them filters that find every item, and give the same bytes back."""
+    import os
+    import subprocess
+
+    from bloomery import BloomFilter
+
+    cli = Path(os.environ.get("BLOOMERY_CLI", ROOT / "target/release/bloomery"))
+    client = loaded.client()
+    for name in NAMES:
+        joined = b"".join(data for _, data in scandump(client, name))
+        stream, file = tmp_path / f"{name}.scandump", tmp_path / f"{name}.bloom"
+        stream.write_bytes(joined)
+        subprocess.run([cli, "import", "--format", "redisbloom-scandump", stream, file], check=True)
+        checked = subprocess.run([cli, "check", "-q", "-i", "-", file], input=b"\n".join(all_items(name)) + b"\n")
+        assert checked.returncode == 0, name
+        exported = subprocess.run(
+            [cli, "export", "--format", "redisbloom-scandump", file, "-"], check=True, capture_output=True
+        )
+        assert exported.stdout == joined, name
+        f = BloomFilter.from_redisbloom_scandump(joined)
+        assert all(f.contains_many(all_items(name))), name
+        assert f == BloomFilter.open(file), name
+
+
 def test_aof_rewrite_and_replay_keep_redisbloom_filters(tmp_path):
     """The AOF rewrite emits RedisBloom's LOADCHUNK pieces for these keys; a restart from
     the AOF alone brings every filter back."""

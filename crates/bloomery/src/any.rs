@@ -415,6 +415,18 @@ pub fn to_parquet_bytes(filter: &dyn DynFilter, with_header: bool) -> Result<Vec
     }
 }
 
+/// A RedisBloom-layout filter's `BF.SCANDUMP` pieces joined
+/// ([`RedisBloomFilter::scandump_stream`]); an error for other variants.
+pub fn to_redisbloom_scandump(filter: &dyn DynFilter) -> Result<Vec<u8>> {
+    match filter.as_any().downcast_ref::<RedisBloomFilter>() {
+        Some(chain) => Ok(chain.scandump_stream()),
+        None => Err(unsupported(
+            filter.variant(),
+            "RedisBloom's BF.SCANDUMP pieces (only redisbloom filters have them)",
+        )),
+    }
+}
+
 /// The stats of a single-array filter.
 fn stats_of(filter: &impl FilterStats) -> Stats {
     Stats {

@@ -562,6 +562,67 @@ impl RedisBloomFilter {
         })
     }
 
+    /// The filter whose `BF.SCANDUMP` pieces, in order, are `stream`: the header (piece
+    /// 1), then every link's bits. That is the pieces RedisBloom's migration loop
+    /// (`BF.SCANDUMP key iterator` from 0 until it answers iterator 0) gives, joined, from a
+    /// RedisBloom server or from the bloomery module's RedisBloom-layout keys. Every field
+    /// is checked as [`from_scandump_header`](Self::from_scandump_header) checks it, and
+    /// the bits must be exactly the ones the header announces.
+    ///
+    /// ```
+    /// use bloomery::redisbloom::RedisBloomFilter;
+    ///
+    /// let mut filter = RedisBloomFilter::new(100, 0.01, 2, false)?;
+    /// filter.insert(b"apple")?;
+    /// let stream = filter.scandump_stream();
+    /// let back = RedisBloomFilter::from_scandump_stream(&stream)?;
+    /// assert!(back.contains(b"apple") && back == filter);
+    /// assert!(RedisBloomFilter::from_scandump_stream(&stream[..stream.len() - 1]).is_err());
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn from_scandump_stream(stream: &[u8]) -> Result<Self> {
+        let (_, count, _, _) = parse_chain_header(stream)?;
+        let header_len = CHAIN_HEADER_BYTES + LINK_HEADER_BYTES * count;
+        if stream.len() < header_len {
+            return Err(bad(format!(
+                "a header of {count} links is {header_len} bytes, the stream has {}",
+                stream.len()
+            )));
+        }
+        let (header, bits) = stream.split_at(header_len);
+        Self::from_header_and_bits(header, bits)
+    }
+
+    /// The `BF.SCANDUMP` pieces of this filter joined: the header, then every link's bits
+    /// (read back by [`from_scandump_stream`](Self::from_scandump_stream)). To load it into
+    /// RedisBloom, `BF.LOADCHUNK key 1 HEADER`, then the bits in pieces, each with the
+    /// iterator 1 + (its end's offset in the bits), a piece not crossing a link's end.
+    pub fn scandump_stream(&self) -> Vec<u8> {
+        let mut out = self.scandump_header();
+        for link in &self.links {
+            out.extend_from_slice(&link.bitmap);
+        }
+        out
+    }
+
+    /// The filter from its `BF.SCANDUMP` header and every link's bits after it.
+    fn from_header_and_bits(header: &[u8], mut bits: &[u8]) -> Result<Self> {
+        let announced = Self::scandump_header_bytes(header)?;
+        if announced != bits.len() as u64 {
+            return Err(inconsistent(format!(
+                "the header announces {announced} bytes of bits, found {}",
+                bits.len()
+            )));
+        }
+        let mut filter = Self::from_scandump_header(header)?;
+        for link in &mut filter.links {
+            let (mine, rest) = bits.split_at(link.bitmap.len());
+            link.bitmap.copy_from_slice(mine);
+            bits = rest;
+        }
+        Ok(filter)
+    }
+
     /// Bytes of bits a `BF.SCANDUMP` header announces, checked as
     /// [`from_scandump_header`](Self::from_scandump_header) checks it but without
     /// allocating (for a caller that holds the filter to a memory cap first).
@@ -783,21 +844,8 @@ impl Persist for RedisBloomFilter {
                 payload.len()
             )));
         }
-        let (header, mut bits) = payload.split_at(header_len);
-        let announced = Self::scandump_header_bytes(header)?;
-        if announced != bits.len() as u64 {
-            return Err(inconsistent(format!(
-                "the header announces {announced} bytes of bits, the payload has {}",
-                bits.len()
-            )));
-        }
-        let mut filter = Self::from_scandump_header(header)?;
-        for link in &mut filter.links {
-            let (mine, rest) = bits.split_at(link.bitmap.len());
-            link.bitmap.copy_from_slice(mine);
-            bits = rest;
-        }
-        Ok(filter)
+        let (header, bits) = payload.split_at(header_len);
+        Self::from_header_and_bits(header, bits)
     }
 
     fn from_parts_of_version(version: u16, params: &[u8], payload: &[u8]) -> Result<Self> {

@@ -189,6 +189,29 @@ fn the_file_format_keeps_a_redisbloom_filter_whole() {
 }
 
 #[test]
+fn redisbloom_s_own_pieces_joined_are_a_scandump_stream() {
+    // RedisBloom's migration loop, its pieces joined in order, is what `import --format
+    // redisbloom-scandump` and Python's `from_redisbloom_scandump` read.
+    for (name, ..) in FIXTURES {
+        let pieces = pieces(&format!("{name}.more.scandump"));
+        let stream: Vec<u8> = pieces.iter().flat_map(|(_, data)| data.iter().copied()).collect();
+        let filter = RedisBloomFilter::from_scandump_stream(&stream).unwrap();
+        assert_eq!(filter, load(&pieces), "{name}");
+        assert_eq!(filter.scandump_stream(), stream, "{name}");
+        for item in items(&format!("{name}.items")) {
+            assert!(filter.contains(&item), "{name}");
+        }
+        // Bits short or over, or a header cut, are refused.
+        for bad in [&stream[..stream.len() - 1], &stream[..30]] {
+            assert!(RedisBloomFilter::from_scandump_stream(bad).is_err(), "{name}");
+        }
+        let mut longer = stream.clone();
+        longer.push(0);
+        assert!(RedisBloomFilter::from_scandump_stream(&longer).is_err(), "{name}");
+    }
+}
+
+#[test]
 fn damaged_headers_are_refused_not_trusted() {
     let header = load(&pieces("scaled.more.scandump")).scandump_header();
     // Every single-byte change of the header is either refused or yields a filter whose
