@@ -189,15 +189,25 @@ fn add_by_copy(path: &Path, mut locked: Locked, items: &ItemArgs) -> Result<Exit
 /// and left as it is.
 pub fn seal(path: &Path) -> Result<ExitCode> {
     let locked = Locked::open(path)?;
-    let writable = match Writable::open(locked)? {
-        Ok(writable) => writable,
-        Err(_) => {
-            // Written whole, so always sealed; `verify` checks it.
-            return crate::query::verify(path);
+    let was_unsealed = match Writable::open(locked)? {
+        Ok(writable) => {
+            let was_unsealed = writable.was_unsealed;
+            writable.seal()?;
+            was_unsealed
+        }
+        Err(mut locked) => {
+            let header = inplace::read_header(locked.file(), locked.len(), path)?;
+            if !header.unsealed {
+                // Written whole, so sealed; `verify` checks it.
+                return crate::query::verify(path);
+            }
+            // Unsealed, where this platform cannot view the payload in place (big-endian):
+            // loaded from its bits, which are valid, and written whole, sealed.
+            let filter = locked.load()?;
+            locked.save(filter.as_ref())?;
+            true
         }
     };
-    let was_unsealed = writable.was_unsealed;
-    writable.seal()?;
     let message = if was_unsealed {
         "sealed (payload checksum written; the bits were valid)"
     } else {

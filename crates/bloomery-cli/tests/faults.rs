@@ -503,27 +503,19 @@ fn a_full_disk_leaves_the_old_file_and_no_temporary_file() {
     verify(&path);
 }
 
-/// 90% of `MemAvailable`: what the tools let a filter take (`bloomery::file::memory_available`).
-fn memory_a_filter_may_use() -> u64 {
-    let meminfo = fs::read_to_string("/proc/meminfo").expect("/proc/meminfo");
-    let line = meminfo
-        .lines()
-        .find(|line| line.starts_with("MemAvailable:"))
-        .expect("MemAvailable");
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024 / 10 * 9
-}
-
 #[test]
 fn a_file_whose_load_takes_more_than_memory_is_refused_before_reading() {
-    // A blocked filter file of some 70% of the memory a filter may use, sparse: loading
-    // it whole (`export`, `merge`) holds its bytes and the filter made from them, 140%.
+    // A blocked filter file of some 75% of the memory a filter may use, sparse: loading
+    // it whole (`export`, `merge`) holds its bytes and the filter made from them, 150%
+    // (refused while the tool finds less than 1.5 times what this test found).
     // Refused before reading; the check once counted the file once, and the load read it
     // all, then needed as much again.
     let dir = open_dir();
     let path = dir.path().join("big.bloom");
-    let may_use = memory_a_filter_may_use();
-    let items = (may_use / 10 * 7 * 8 / 11).to_string();
+    let Some(may_use) = bloomery::file::memory_available() else {
+        return; // No /proc/meminfo: the tool checks nothing either.
+    };
+    let items = (may_use / 4 * 3 * 8 / 11).to_string();
     let created = bloomery()
         .args(["create", "--no-space-check", "--items", &items])
         .arg(&path)

@@ -304,7 +304,7 @@ impl Mapped {
 
 /// Opens the existing `path` for update and waits for its writers' lock
 /// ([`wait_for_lock`]); if a writer replaced the file meanwhile, locks the new one instead.
-fn lock_existing(path: &Path, alone: bool) -> Result<(File, PathBuf)> {
+fn lock_existing(path: &Path, alone: bool) -> Result<(File, PathBuf, Held)> {
     loop {
         let real = resolve(path)?;
         let before = fs::metadata(&real).io_at(path)?;
@@ -319,7 +319,7 @@ fn lock_existing(path: &Path, alone: bool) -> Result<(File, PathBuf)> {
         if let Some((file, metadata)) = locked {
             // What was opened, in case the name was given to something else meanwhile.
             regular(path, &metadata)?;
-            return Ok((file, real));
+            return Ok((file, real, Held::of(&metadata)));
         }
     }
 }
@@ -375,18 +375,18 @@ impl Held {
     }
 }
 
-/// The writers' locks this process holds through its filters ([`HeldLock`]), with the
-/// process that took each: a child made by `fork()` inherits the list but not the
-/// filters' files as its own, so it waits for those as for another process's.
-static HELD_HERE: Mutex<Vec<(u32, Held)>> = Mutex::new(Vec::new());
+/// The writers' locks this process holds through its filters ([`HeldLock`]). A child made
+/// by `fork()` inherits the list with the filters, whose descriptors it shares: it holds
+/// those locks with its parent (`flock` locks belong to the open file) until it drops its
+/// copies, so a wait of its own for one would never end either.
+static HELD_HERE: Mutex<Vec<Held>> = Mutex::new(Vec::new());
 
 /// Whether a filter of this process holds the writers' lock of `file`.
 fn held_here(file: Held) -> bool {
-    let process = std::process::id();
     HELD_HERE
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .contains(&(process, file))
+        .contains(&file)
 }
 
 /// A locked file that a filter holds until closed (modes "r+" and "a"), listed in
@@ -394,18 +394,16 @@ fn held_here(file: Held) -> bool {
 struct HeldLock {
     file: File,
     held: Held,
-    process: u32,
 }
 
 impl HeldLock {
-    fn new(file: File, shown: &Path) -> Result<Self> {
-        let held = Held::of(&file.metadata().io_at(shown)?);
-        let process = std::process::id();
+    /// `file`, locked, whose device and inode are `held`.
+    fn new(file: File, held: Held) -> Self {
         HELD_HERE
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((process, held));
-        Ok(Self { file, held, process })
+            .push(held);
+        Self { file, held }
     }
 }
 
@@ -420,7 +418,7 @@ impl Deref for HeldLock {
 impl Drop for HeldLock {
     fn drop(&mut self) {
         let mut held = HELD_HERE.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(at) = held.iter().position(|&entry| entry == (self.process, self.held)) {
+        if let Some(at) = held.iter().position(|&entry| entry == self.held) {
             held.swap_remove(at);
         }
     }
@@ -444,7 +442,8 @@ fn not_forked(owner: u32, mode: &str, shown: &Path) -> Result<()> {
     } else {
         Err(FileError::Bytes(format!(
             "{}: opened with mode '{mode}' by process {owner}; a child made by fork() cannot \
-             change, save or seal it (open it again in the child)",
+             change, save or seal it (its copy shares the parent's lock: delete it, then open \
+             the file again in the child, which waits for the parent to close it)",
             shown.display()
         )))
     }
@@ -456,7 +455,7 @@ impl Locked {
     /// CLI's writers load it: its payload checksum is stale and cannot be checked; saving
     /// it writes it sealed.
     pub fn open(path: &Path, alone: bool) -> Result<(Self, Box<dyn DynFilter>)> {
-        let (mut file, real) = lock_existing(path, alone)?;
+        let (mut file, real, held) = lock_existing(path, alone)?;
         let refused = |error| bytes_error(path, error);
         // The header first: a large file of something else costs one header's read.
         let len = file.metadata().io_at(path)?.len();
@@ -475,7 +474,7 @@ impl Locked {
             any::open(&bytes).map_err(refused)?
         };
         let owner = std::process::id();
-        let file = HeldLock::new(file, path)?;
+        let file = HeldLock::new(file, held);
         Ok((Self { file, real, owner }, filter))
     }
 
@@ -494,10 +493,10 @@ impl Locked {
     pub fn save(&mut self, envelope: &Envelope<'_>, shown: &Path) -> Result<()> {
         not_forked(self.owner, "r+", shown)?;
         let old = self.file.metadata().io_at(shown)?;
-        let file = replace(&self.real, shown, &old, true, |mut writer| {
+        let (file, held) = replace(&self.real, shown, &old, true, |mut writer| {
             envelope.write_to(&mut writer)
         })?;
-        self.file = HeldLock::new(file, shown)?;
+        self.file = HeldLock::new(file, held);
         Ok(())
     }
 }
@@ -538,7 +537,7 @@ impl InPlace {
     /// update checks it; an unsealed file's bits are used as they are, and sealed when this
     /// writer is done. Other variants are refused: they change more than bits on insert.
     pub fn open(path: &Path, alone: bool) -> Result<Self> {
-        let (file, real) = lock_existing(path, alone)?;
+        let (file, real, held) = lock_existing(path, alone)?;
         let len = file.metadata().io_at(path)?.len();
         // SAFETY: the file is locked against bloomery's writers (this package, the CLI),
         // which change a locked file only under the lock; readers map it read-only. A
@@ -583,7 +582,7 @@ impl InPlace {
         // file is read at explicit offsets.
         let filter =
             unsafe { std::mem::transmute::<Box<dyn FilterMut + '_>, Box<dyn FilterMut + 'static>>(filter) };
-        let file = HeldLock::new(file, path)?;
+        let file = HeldLock::new(file, held);
         let window = file::window_bytes();
         let release_every = if header.payload_len > window {
             file::items_per_release(window, filter.locality())
@@ -799,7 +798,7 @@ fn replace_existing(
         replace(&real, path, &old, false, write)?;
         return Ok(());
     }
-    let (file, real) = lock_existing(path, alone)?;
+    let (file, real, _) = lock_existing(path, alone)?;
     let old = file.metadata().io_at(path)?;
     replace(&real, path, &old, false, write)?;
     drop(file);
@@ -810,14 +809,15 @@ fn replace_existing(
 /// directory synced.
 /// The new file gets the permission bits and owner of `old` (the file it replaces), as the
 /// CLI's do: a writer who may not give it that owner is refused (`PermissionError`) rather
-/// than the file silently changing hands. Returns the new file (locked when `lock`).
+/// than the file silently changing hands. Returns the new file (locked when `lock`) and
+/// its device and inode.
 fn replace(
     real: &Path,
     shown: &Path,
     old: &Metadata,
     lock: bool,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<File> {
+) -> Result<(File, Held)> {
     let temporary = TempFile::beside(real).io_at(shown)?;
     let file = temporary.file();
     if lock {
@@ -830,5 +830,11 @@ fn replace(
     // After chown, which clears set-user-ID bits.
     file.set_permissions(fs::Permissions::from_mode(old.permissions().mode() & 0o7777))
         .io_at(shown)?;
-    temporary.fill(write).io_at(shown)?.rename_over(real).io_at(shown)
+    let held = Held::of(&new);
+    let file = temporary
+        .fill(write)
+        .io_at(shown)?
+        .rename_over(real)
+        .io_at(shown)?;
+    Ok((file, held))
 }

@@ -414,9 +414,17 @@ fn one_item_buffer(buffer: PyUntypedBuffer) -> PyResult<PyUntypedBuffer> {
     if matches!(code, Some(b'B' | b'b' | b'c')) {
         return Ok(buffer);
     }
+    let elements = if matches!(
+        code,
+        Some(b'h' | b'i' | b'l' | b'q' | b'n' | b'H' | b'I' | b'L' | b'Q' | b'N')
+    ) {
+        "add_many() and contains_many() take its elements as int items, and "
+    } else {
+        ""
+    };
     Err(PyTypeError::new_err(format!(
-        "a buffer of '{}' elements is not one item: add_many() and contains_many() take its \
-         elements as int items, and bytes() of it is one item of its raw bytes",
+        "a buffer of '{}' elements is not one item: {elements}bytes() of it is one item of \
+         its raw bytes",
         String::from_utf8_lossy(format)
     )))
 }

@@ -11,7 +11,7 @@ mod files;
 mod items;
 
 use std::cell::UnsafeCell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -51,8 +51,8 @@ fn file_error(error: FileError) -> PyErr {
         }
         FileError::Bytes(message) => PyValueError::new_err(message),
         FileError::Memory(message) => pyo3::exceptions::PyMemoryError::new_err(message),
-        // Only after the handlers ran without raising (`waiting_for_locks`).
         FileError::Closed => closed_error(),
+        // Only after the handlers ran without raising (`waiting_for_locks`).
         FileError::Interrupted => PyInterruptedError::new_err("interrupted by a signal"),
         FileError::HeldHere(path) => PyOSError::new_err((
             libc::EDEADLK,
@@ -68,16 +68,30 @@ fn file_error(error: FileError) -> PyErr {
 /// it raises (Ctrl-C's `KeyboardInterrupt`, an alarm's timeout) ends the call; otherwise
 /// the call is made again. `call` is given whether this thread runs alone (no other Python
 /// thread could close a filter of this process that holds the lock it waits for: then
-/// it is refused, not waited for forever). `call` must be safe to repeat: it is
-/// interrupted only while it waits for a lock, before it changes anything.
-fn waiting_for_locks<T>(py: Python<'_>, mut call: impl FnMut(bool) -> files::Result<T>) -> PyResult<T> {
+/// it is refused, not waited for forever). `call` must be safe to repeat (it is
+/// interrupted only while it waits for a lock, before it changes anything) and must hold
+/// none of the filter's locks when it returns: the handlers may use the filter.
+fn waiting_for_locks<T>(
+    py: Python<'_>,
+    mut call: impl FnMut(bool) -> PyResult<files::Result<T>>,
+) -> PyResult<T> {
     loop {
-        let threads: usize = py.import("threading")?.call_method0("active_count")?.extract()?;
-        match call(threads <= 1) {
+        match call(alone(py))? {
             Err(FileError::Interrupted) => py.check_signals()?,
             done => return done.map_err(file_error),
         }
     }
+}
+
+/// Whether no other Python thread runs (`threading`'s count: threads it does not know of
+/// run no Python code, so close no filter). Where that cannot be told (the interpreter
+/// shutting down), not alone: the call waits, as it did before there was a check.
+fn alone(py: Python<'_>) -> bool {
+    let threads = py
+        .import("threading")
+        .and_then(|threading| threading.call_method0("active_count"))
+        .and_then(|count| count.extract::<usize>());
+    matches!(threads, Ok(0 | 1))
 }
 
 fn lock_read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
@@ -389,6 +403,86 @@ pub struct PyBloomFilter {
 }
 
 impl PyBloomFilter {
+    /// One try of `save` (see there), given whether this thread runs alone; a wait for a
+    /// lock that a signal interrupted is `Ok(Err(Interrupted))`, with every lock let go of.
+    fn save_once(&self, py: Python<'_>, path: Option<&Path>, alone: bool) -> PyResult<files::Result<()>> {
+        let mut link = self.link(py);
+        // The file this filter updates in place, or holds the lock of: its real path, as
+        // resolved when it was opened.
+        let in_place = self.shared.read(py, |state| match state {
+            State::InPlace(file) => Some(file.real().to_owned()),
+            _ => None,
+        });
+        let locked_real = link
+            .as_ref()
+            .and_then(|link| link.lock.as_ref())
+            .map(|locked| locked.real().to_owned());
+        let (target, own_file) = match (path, link.as_ref()) {
+            (Some(path), _) => {
+                let own_file = (in_place.is_some() || locked_real.is_some()) && {
+                    let real = files::resolve(path).map_err(file_error)?;
+                    in_place.as_ref() == Some(&real) || locked_real.as_ref() == Some(&real)
+                };
+                (path.to_path_buf(), own_file)
+            }
+            // Without a path: the file opened, whatever its name names now.
+            (None, Some(link)) if link.mode == "r+" || link.mode == "a" => (link.path.clone(), true),
+            _ => {
+                return Err(PyValueError::new_err(
+                    "save() needs a path: the filter was not opened with mode 'r+' or 'a'",
+                ));
+            }
+        };
+        if own_file && in_place.is_some() {
+            // Back to the file this filter updates in place: sealed.
+            return Ok(self.shared.write_detached(py, |state| match state {
+                State::InPlace(file) => file.seal(),
+                _ => Err(FileError::Closed),
+            }));
+        }
+        // Another name of the file this filter holds the lock of (a hard link) is replaced
+        // under that lock, not waiting for it.
+        let held_lock = link
+            .as_ref()
+            .and_then(|link| link.lock.as_ref())
+            .map(Locked::held);
+        // Back to the file this filter holds the lock of: replaced under that lock.
+        let locked = match link.as_mut() {
+            Some(FileLink {
+                lock: Some(locked), ..
+            }) if own_file => Some(locked),
+            // Its file let go of (closed).
+            _ if own_file => return Err(closed_error()),
+            _ => None,
+        };
+        let saved = self.shared.read_detached(py, |state| match (state, locked) {
+            (State::Owned(filter), Some(locked)) => locked.save(&filter.envelope(), &target),
+            (State::Owned(filter), None) => files::save(&target, held_lock, alone, |writer| {
+                filter.envelope().write_to(writer)
+            }),
+            (State::Mapped(mapped), _) => mapped
+                .file_bytes()
+                .and_then(|bytes| files::save(&target, None, alone, |writer| writer.write_all(&bytes))),
+            (State::InPlace(file), _) => file.envelope_bytes().and_then(|bytes| {
+                files::save(&target, Some(file.held()), alone, |writer| {
+                    writer.write_all(&bytes)
+                })
+            }),
+            (State::Closed, _) => Err(FileError::Closed),
+        });
+        if let Err(error) = saved {
+            return Ok(Err(error));
+        }
+        if link.is_none() {
+            *link = Some(FileLink {
+                path: target,
+                lock: None,
+                mode: "w",
+            });
+        }
+        Ok(Ok(()))
+    }
+
     fn from_owned(filter: Box<dyn DynFilter>, spec: Option<Spec>) -> Self {
         Self {
             shared: Shared::new(State::Owned(filter)),
@@ -1025,12 +1119,12 @@ impl PyBloomFilter {
             ),
             "r+" => {
                 let (locked, filter) =
-                    waiting_for_locks(py, |alone| py.detach(|| Locked::open(&path, alone)))?;
+                    waiting_for_locks(py, |alone| Ok(py.detach(|| Locked::open(&path, alone))))?;
                 (State::Owned(filter), Some(locked), "r+")
             }
             "a" => (
                 State::InPlace(waiting_for_locks(py, |alone| {
-                    py.detach(|| InPlace::open(&path, alone))
+                    Ok(py.detach(|| InPlace::open(&path, alone)))
                 })?),
                 None,
                 "a",
@@ -1061,82 +1155,7 @@ impl PyBloomFilter {
     /// pages synced, its payload checksum written).
     #[pyo3(signature = (path=None))]
     fn save(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<()> {
-        let mut link = self.link(py);
-        // The file this filter updates in place, or holds the lock of: its real path, as
-        // resolved when it was opened.
-        let in_place = self.shared.read(py, |state| match state {
-            State::InPlace(file) => Some(file.real().to_owned()),
-            _ => None,
-        });
-        let locked_real = link
-            .as_ref()
-            .and_then(|link| link.lock.as_ref())
-            .map(|locked| locked.real().to_owned());
-        let (target, own_file) = match (&path, link.as_ref()) {
-            (Some(path), _) => {
-                let own_file = (in_place.is_some() || locked_real.is_some()) && {
-                    let real = files::resolve(path).map_err(file_error)?;
-                    in_place.as_ref() == Some(&real) || locked_real.as_ref() == Some(&real)
-                };
-                (path.clone(), own_file)
-            }
-            // Without a path: the file opened, whatever its name names now.
-            (None, Some(link)) if link.mode == "r+" || link.mode == "a" => (link.path.clone(), true),
-            _ => {
-                return Err(PyValueError::new_err(
-                    "save() needs a path: the filter was not opened with mode 'r+' or 'a'",
-                ));
-            }
-        };
-        if own_file && in_place.is_some() {
-            // Back to the file this filter updates in place: sealed.
-            return self.shared.write_detached(py, |state| match state {
-                State::InPlace(file) => file.seal().map_err(file_error),
-                _ => Err(closed_error()),
-            });
-        }
-        // Another name of the file this filter holds the lock of (a hard link) is replaced
-        // under that lock, not waiting for it.
-        let held_lock = link
-            .as_ref()
-            .and_then(|link| link.lock.as_ref())
-            .map(Locked::held);
-        // Back to the file this filter holds the lock of: replaced under that lock.
-        let locked = match link.as_mut() {
-            Some(FileLink {
-                lock: Some(locked), ..
-            }) if own_file => Some(locked),
-            // Its file let go of (closed).
-            _ if own_file => return Err(closed_error()),
-            _ => None,
-        };
-        let mut locked = locked;
-        waiting_for_locks(py, |alone| {
-            self.shared
-                .read_detached(py, |state| match (state, locked.as_deref_mut()) {
-                    (State::Owned(filter), Some(locked)) => locked.save(&filter.envelope(), &target),
-                    (State::Owned(filter), None) => files::save(&target, held_lock, alone, |writer| {
-                        filter.envelope().write_to(writer)
-                    }),
-                    (State::Mapped(mapped), _) => mapped.file_bytes().and_then(|bytes| {
-                        files::save(&target, None, alone, |writer| writer.write_all(&bytes))
-                    }),
-                    (State::InPlace(file), _) => file.envelope_bytes().and_then(|bytes| {
-                        files::save(&target, Some(file.held()), alone, |writer| {
-                            writer.write_all(&bytes)
-                        })
-                    }),
-                    (State::Closed, _) => Err(FileError::Closed),
-                })
-        })?;
-        if link.is_none() {
-            *link = Some(FileLink {
-                path: target,
-                lock: None,
-                mode: "w",
-            });
-        }
-        Ok(())
+        waiting_for_locks(py, |alone| self.save_once(py, path.as_deref(), alone))
     }
 
     /// Lets go of a file: a mapped file is unmapped, a file opened with ``"r+"`` is
@@ -1524,10 +1543,10 @@ impl PyConcurrentBloomFilter {
     /// Writes ``snapshot()`` to ``path`` atomically (as ``BloomFilter.save``).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         waiting_for_locks(py, |alone| {
-            py.detach(|| {
+            Ok(py.detach(|| {
                 let filter = self.filter.to_dyn();
                 files::save(&path, None, alone, |writer| filter.envelope().write_to(writer))
-            })
+            }))
         })
     }
 

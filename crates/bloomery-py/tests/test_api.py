@@ -265,6 +265,8 @@ def test_an_array_of_wider_elements_is_not_one_item():
         assert b"raw" in f and raw in f
     with pytest.raises(ValueError, match="astype"):
         f.add_many(np.array([5], dtype=np.int8))
+    with pytest.raises(TypeError, match=r"^a buffer of 'd' elements is not one item: bytes\(\) of it"):
+        f.add(np.array([1.5]))
 
 
 def test_array_module_and_strided_arrays():

@@ -660,3 +660,66 @@ releaser.join()
 print("then went through after", len(alarms) >= 5, "alarms")
 """
     assert run_script(script) == ["TimeoutError waited too long", "then went through after True alarms"]
+
+
+def test_a_signal_handler_may_use_the_filter_whose_save_waits(tmp_path):
+    """The handlers run with none of the filter's locks held: one that reads the filter's
+    path and repr, or closes it, while its save waits for another writer's lock, works
+    (it waited forever for the lock that save held)."""
+    path = tmp_path / "busy.bloom"
+    BloomFilter(1000).save(path)
+    script = f"""
+import fcntl, os, signal
+from bloomery import BloomFilter
+other_writer = os.open({str(path)!r}, os.O_RDWR)
+fcntl.flock(other_writer, fcntl.LOCK_EX)
+f = BloomFilter.open({str(path)!r})  # mode "r": save() to a path takes no lock of its own
+seen = []
+
+def look(signum, frame):
+    seen.append((f.path, repr(f).startswith("<bloomery.BloomFilter")))
+    if len(seen) == 3:
+        f.close()
+        raise TimeoutError("closed by the handler")
+
+signal.signal(signal.SIGALRM, look)
+signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+try:
+    f.save({str(path)!r})
+except TimeoutError as error:
+    print(error, len(seen), seen[0] == ({str(path)!r}, True), f.closed)
+"""
+    assert run_script(script) == ["closed by the handler 3 True True"]
+
+
+def test_a_forked_child_is_refused_the_lock_its_copy_shares(tmp_path):
+    """A child made by fork() shares its copy's descriptor, so it holds the parent's lock
+    with it: a child alone opening the file for update again is refused (EDEADLK) rather
+    than waiting for itself; once it deleted its copy, it waits for the parent as for
+    another process, and opens the file once the parent closed it."""
+    path = tmp_path / "forked.bloom"
+    BloomFilter(1000).save(path)
+    script = f"""
+import errno, os, sys, time
+from bloomery import BloomFilter
+f = BloomFilter.open({str(path)!r}, "r+")
+f.add("parent")
+read_end, write_end = os.pipe()
+child = os.fork()
+if child == 0:
+    try:
+        BloomFilter.open({str(path)!r}, "r+")
+        print("child opened", flush=True)
+    except OSError as error:
+        print("child refused", error.errno == errno.EDEADLK, flush=True)
+    del f
+    os.write(write_end, b"x")
+    with BloomFilter.open({str(path)!r}, "a") as again:
+        print("child then opened", "parent" in again, flush=True)
+    os._exit(0)
+os.read(read_end, 1)
+time.sleep(0.3)  # the child waits for the parent's lock
+f.close()
+os.waitpid(child, 0)
+"""
+    assert run_script(script) == ["child refused True", "child then opened True"]

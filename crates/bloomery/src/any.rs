@@ -359,7 +359,10 @@ pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>>
 /// A read-only filter over a checked header and its payload, for example a memory-mapped
 /// file: the classic, blocked and split-block variants answer from the payload in place (nothing is
 /// copied, only the pages a lookup touches are read, and the payload checksum is not
-/// computed); the others are built in memory, after the payload checksum is checked.
+/// computed); the others are built in memory, after the payload checksum is checked. So
+/// are those three where the payload cannot be viewed where it lies (big-endian, or
+/// misaligned), but for an unsealed one (a writer in place did not finish): its bits
+/// are valid and its checksum stale, so it is copied unchecked, as the view answers.
 pub fn view<'a>(header: &Header, payload: &'a [u8]) -> Result<Box<dyn FilterView + 'a>> {
     let in_place: Option<Box<dyn FilterView + 'a>> = match header.variant {
         Variant::Classic => BloomFilterView::from_parts(&header.params, payload)?
@@ -1056,12 +1059,18 @@ mod tests {
             file.extend_from_slice(&after[header.payload_offset..]);
             let unsealed = Header::parse(&file).unwrap();
             assert!(unsealed.unsealed);
-            let mut misaligned = vec![0u8; file.len() + 1];
-            misaligned[1..].copy_from_slice(&file);
-            for (how, payload) in [
-                ("in place", &file[unsealed.payload_offset..]),
-                ("copied", &misaligned[1 + unsealed.payload_offset..]),
-            ] {
+            // The file copied where its payload starts `shift` bytes past a 64-byte boundary
+            // (a block's alignment, which a map's pages have; the payload offset is a
+            // multiple of 64): 0 is viewed in place, 1 copied.
+            let placed = |shift: usize| {
+                let mut buffer = vec![0u8; file.len() + 128];
+                let start = buffer.as_ptr().align_offset(64) + shift;
+                buffer[start..start + file.len()].copy_from_slice(&file);
+                (buffer, start + unsealed.payload_offset..start + file.len())
+            };
+            for (how, shift) in [("in place", 0), ("copied", 1)] {
+                let (buffer, range) = placed(shift);
+                let payload = &buffer[range];
                 let view =
                     view(&unsealed, payload).unwrap_or_else(|error| panic!("{variant:?} {how}: {error}"));
                 assert!(

@@ -590,6 +590,15 @@ impl RedisBloomFilter {
             )));
         }
         let (header, bits) = stream.split_at(header_len);
+        // Said as RedisBloom's data (the header's own errors are): a stream of the header
+        // piece alone, or of some pieces missing, is the likely mistake.
+        let announced = Self::scandump_header_bytes(header)?;
+        if announced != bits.len() as u64 {
+            return Err(bad(format!(
+                "the header announces {announced} bytes of bits, the pieces after it hold {}",
+                bits.len()
+            )));
+        }
         Self::from_header_and_bits(header, bits)
     }
 
