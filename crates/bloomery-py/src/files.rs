@@ -38,6 +38,9 @@ pub enum FileError {
     /// A signal came while a call waited for a writers' lock ([`wait_for_lock`]): the
     /// caller runs the signal handlers, which may raise, and calls again.
     Interrupted,
+    /// The name a save was made ready for changed meanwhile ([`SaveTarget::write`]):
+    /// nothing was replaced; the caller makes it ready again.
+    Again,
     /// A writers' lock that another filter of this process holds, with no other thread
     /// to let go of it ([`wait_for_lock`]): `OSError(EDEADLK)`.
     HeldHere(PathBuf),
@@ -766,43 +769,82 @@ pub fn save(
     alone: bool,
     write: impl Fn(&mut dyn Write) -> io::Result<()>,
 ) -> Result<()> {
-    let real = resolve(path)?;
-    match fs::metadata(&real) {
-        Ok(_) => replace_existing(path, held, alone, &write),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            let temporary = TempFile::beside(&real).io_at(path)?.fill(&write).io_at(path)?;
-            match temporary.link_as_new(&real) {
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-                    replace_existing(path, held, alone, &write)
-                }
-                linked => linked.io_at(path),
-            }
+    loop {
+        match SaveTarget::prepare(path, held, alone)?.write(&write) {
+            Err(FileError::Again) => {}
+            done => return done,
         }
-        Err(error) => Err(FileError::Io(error, path.to_owned())),
     }
 }
 
-/// Replaces the existing file `path` names under its writers' lock, keeping its mode and
-/// owner: the lock the caller holds when it is the `held` file (the name is one of its hard
-/// links), else taken here.
-fn replace_existing(
-    path: &Path,
-    held: Option<Held>,
-    alone: bool,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<()> {
-    let real = resolve(path)?;
-    let old = fs::metadata(&real).io_at(path)?;
-    if held == Some(Held::of(&old)) {
-        regular(path, &old)?;
-        replace(&real, path, &old, false, write)?;
-        return Ok(());
+/// Where [`save`] writes, made ready first: an existing file locked (its writers waited
+/// for), another name of the file the caller holds the lock of, or a name no file has. A
+/// caller that reads its filter under a lock of its own prepares the target before taking
+/// that lock, so that the wait for another writer holds nothing of the filter.
+pub enum SaveTarget<'a> {
+    /// An existing file, locked: replaced under that lock.
+    Locked {
+        path: &'a Path,
+        file: File,
+        real: PathBuf,
+    },
+    /// A name of the file whose lock the caller holds: replaced under that lock.
+    Held { path: &'a Path, held: Held },
+    /// A name no file had.
+    New { path: &'a Path },
+}
+
+impl<'a> SaveTarget<'a> {
+    /// The target `path` is, its existing file locked (see [`save`]).
+    pub fn prepare(path: &'a Path, held: Option<Held>, alone: bool) -> Result<Self> {
+        let real = resolve(path)?;
+        match fs::metadata(&real) {
+            Ok(old) if held == Some(Held::of(&old)) => {
+                regular(path, &old)?;
+                Ok(Self::Held {
+                    path,
+                    held: Held::of(&old),
+                })
+            }
+            Ok(_) => {
+                let (file, real, _) = lock_existing(path, alone)?;
+                Ok(Self::Locked { path, file, real })
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Self::New { path }),
+            Err(error) => Err(FileError::Io(error, path.to_owned())),
+        }
     }
-    let (file, real, _) = lock_existing(path, alone)?;
-    let old = file.metadata().io_at(path)?;
-    replace(&real, path, &old, false, write)?;
-    drop(file);
-    Ok(())
+
+    /// Writes what `write` produces there. [`FileError::Again`] when the name changed
+    /// since [`prepare`](Self::prepare) (another program created the new name, or gave
+    /// the held file's name to another): nothing was replaced; prepare again.
+    pub fn write(self, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+        match self {
+            Self::Locked { path, file, real } => {
+                let old = file.metadata().io_at(path)?;
+                replace(&real, path, &old, false, write)?;
+                drop(file);
+                Ok(())
+            }
+            Self::Held { path, held } => {
+                let real = resolve(path)?;
+                let old = fs::metadata(&real).io_at(path)?;
+                if Held::of(&old) != held {
+                    return Err(FileError::Again);
+                }
+                replace(&real, path, &old, false, write)?;
+                Ok(())
+            }
+            Self::New { path } => {
+                let real = resolve(path)?;
+                let temporary = TempFile::beside(&real).io_at(path)?.fill(&write).io_at(path)?;
+                match temporary.link_as_new(&real) {
+                    Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Err(FileError::Again),
+                    linked => linked.io_at(path),
+                }
+            }
+        }
+    }
 }
 
 /// A temporary file beside `real`, filled, synced, renamed over the existing file; the

@@ -52,6 +52,8 @@ fn file_error(error: FileError) -> PyErr {
         FileError::Bytes(message) => PyValueError::new_err(message),
         FileError::Memory(message) => pyo3::exceptions::PyMemoryError::new_err(message),
         FileError::Closed => closed_error(),
+        // Only out of `SaveTarget::write`, whose callers make the target ready again.
+        FileError::Again => PyOSError::new_err("the file's name changed during the save"),
         // Only after the handlers ran without raising (`waiting_for_locks`).
         FileError::Interrupted => PyInterruptedError::new_err("interrupted by a signal"),
         FileError::HeldHere(path) => PyOSError::new_err((
@@ -78,6 +80,7 @@ fn waiting_for_locks<T>(
     loop {
         match call(alone(py))? {
             Err(FileError::Interrupted) => py.check_signals()?,
+            Err(FileError::Again) => {}
             done => return done.map_err(file_error),
         }
     }
@@ -440,12 +443,15 @@ impl PyBloomFilter {
                 _ => Err(FileError::Closed),
             }));
         }
-        // Another name of the file this filter holds the lock of (a hard link) is replaced
-        // under that lock, not waiting for it.
-        let held_lock = link
-            .as_ref()
-            .and_then(|link| link.lock.as_ref())
-            .map(Locked::held);
+        // The file whose lock this filter holds (mode "r+", or "a"): another name of it (a
+        // hard link) is replaced under that lock, not waited for.
+        let held = match link.as_ref().and_then(|link| link.lock.as_ref()) {
+            Some(locked) => Some(locked.held()),
+            None => self.shared.read(py, |state| match state {
+                State::InPlace(file) => Some(file.held()),
+                _ => None,
+            }),
+        };
         // Back to the file this filter holds the lock of: replaced under that lock.
         let locked = match link.as_mut() {
             Some(FileLink {
@@ -455,21 +461,32 @@ impl PyBloomFilter {
             _ if own_file => return Err(closed_error()),
             _ => None,
         };
-        let saved = self.shared.read_detached(py, |state| match (state, locked) {
-            (State::Owned(filter), Some(locked)) => locked.save(&filter.envelope(), &target),
-            (State::Owned(filter), None) => files::save(&target, held_lock, alone, |writer| {
-                filter.envelope().write_to(writer)
-            }),
-            (State::Mapped(mapped), _) => mapped
-                .file_bytes()
-                .and_then(|bytes| files::save(&target, None, alone, |writer| writer.write_all(&bytes))),
-            (State::InPlace(file), _) => file.envelope_bytes().and_then(|bytes| {
-                files::save(&target, Some(file.held()), alone, |writer| {
-                    writer.write_all(&bytes)
-                })
-            }),
-            (State::Closed, _) => Err(FileError::Closed),
-        });
+        // Elsewhere, the target is made ready first, before the state is locked: a wait
+        // for another writer's lock holds nothing of this filter (other threads add to it
+        // meanwhile, and what they added is saved).
+        let target_ready = match locked {
+            Some(_) => None,
+            None => match py.detach(|| files::SaveTarget::prepare(&target, held, alone)) {
+                Ok(ready) => Some(ready),
+                Err(error) => return Ok(Err(error)),
+            },
+        };
+        let saved = self
+            .shared
+            .read_detached(py, |state| match (state, locked, target_ready) {
+                (State::Owned(filter), Some(locked), _) => locked.save(&filter.envelope(), &target),
+                (State::Owned(filter), None, Some(ready)) => {
+                    ready.write(|writer| filter.envelope().write_to(writer))
+                }
+                (State::Mapped(mapped), None, Some(ready)) => mapped
+                    .file_bytes()
+                    .and_then(|bytes| ready.write(|writer| writer.write_all(&bytes))),
+                (State::InPlace(file), None, Some(ready)) => file
+                    .envelope_bytes()
+                    .and_then(|bytes| ready.write(|writer| writer.write_all(&bytes))),
+                // Closed meanwhile (or, from another thread, changed in state).
+                _ => Err(FileError::Closed),
+            });
         if let Err(error) = saved {
             return Ok(Err(error));
         }

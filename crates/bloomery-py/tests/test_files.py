@@ -723,3 +723,30 @@ f.close()
 os.waitpid(child, 0)
 """
     assert run_script(script) == ["child refused True", "child then opened True"]
+
+
+def test_a_save_waiting_for_another_writer_leaves_the_filter_to_other_threads(tmp_path):
+    """save() waits for the target's lock before it reads the filter: meanwhile another
+    thread adds to the filter at once (it waited for the save to end), and the save,
+    made once the lock is let go of, holds what was added."""
+    path = tmp_path / "busy.bloom"
+    BloomFilter(1000).save(path)
+    script = f"""
+import fcntl, os, threading, time
+from bloomery import BloomFilter
+other_writer = os.open({str(path)!r}, os.O_RDWR)
+fcntl.flock(other_writer, fcntl.LOCK_EX)
+f = BloomFilter(1000)
+f.add("before")
+saver = threading.Thread(target=f.save, args=({str(path)!r},))
+saver.start()
+time.sleep(0.3)  # the save waits for the lock
+threading.Timer(2.0, os.close, [other_writer]).start()
+started = time.monotonic()
+f.add("during")
+added_in = time.monotonic() - started
+saver.join()
+g = BloomFilter.open({str(path)!r})
+print(added_in < 1.0, "before" in g, "during" in g)
+"""
+    assert run_script(script) == ["True True True"]
