@@ -24,7 +24,7 @@ use bloomery::{
 use pyo3::exceptions::{PyInterruptedError, PyOSError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
+use pyo3::sync::{MutexExt, RwLockExt};
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::files::{FileError, InPlace, Locked, Mapped};
@@ -228,8 +228,10 @@ struct FileLink {
 /// here run Rust code only, never Python code that could let the GIL go). Calls that
 /// release the GIL (batches, whole-filter work) count themselves in `detached` while they
 /// still hold it and take `lock`; while any is at work, holders of the GIL take `lock`
-/// too. So single-item calls cost no atomic read-modify-write, and batch calls run in
-/// parallel with other Python threads.
+/// too, waiting for it without the GIL and taking the GIL back before they touch the
+/// state (so the GIL still orders them among themselves, and the lock against the calls
+/// without it; other threads run while they wait). So single-item calls cost no atomic
+/// read-modify-write, and batch calls run in parallel with other Python threads.
 struct Shared {
     state: UnsafeCell<State>,
     lock: RwLock<()>,
@@ -275,14 +277,20 @@ impl Shared {
             // SAFETY: no GIL-free call is at work and none can start (see `Shared`).
             read(unsafe { &*self.state.get() })
         } else {
-            self.read_locked(read)
+            self.read_locked(_py, read)
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn read_locked<R>(&self, read: impl FnOnce(&State) -> R) -> R {
-        let _guard = lock_read(&self.lock);
+    fn read_locked<R>(&self, py: Python<'_>, read: impl FnOnce(&State) -> R) -> R {
+        // Waiting without the GIL, which is taken back before `read` runs: other threads
+        // run meanwhile (a long save or batch holds the lock), and one that must run for
+        // the holder to finish can.
+        let _guard = self
+            .lock
+            .read_py_attached(py)
+            .unwrap_or_else(PoisonError::into_inner);
         // SAFETY: under the read lock, which every writer takes.
         read(unsafe { &*self.state.get() })
     }
@@ -295,14 +303,18 @@ impl Shared {
             // SAFETY: as in `read`; the GIL makes this the only access.
             write(unsafe { &mut *self.state.get() })
         } else {
-            self.write_locked(write)
+            self.write_locked(_py, write)
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn write_locked<R>(&self, write: impl FnOnce(&mut State) -> R) -> R {
-        let _guard = lock_write(&self.lock);
+    fn write_locked<R>(&self, py: Python<'_>, write: impl FnOnce(&mut State) -> R) -> R {
+        // Waiting without the GIL, as in `read_locked`.
+        let _guard = self
+            .lock
+            .write_py_attached(py)
+            .unwrap_or_else(PoisonError::into_inner);
         // SAFETY: under the write lock, which every other access takes.
         write(unsafe { &mut *self.state.get() })
     }

@@ -155,3 +155,38 @@ def test_close_while_another_thread_adds_keeps_every_add_that_returned(tmp_path,
     with BloomFilter.open(path) as g:
         missing = [item for item in added if item not in g]
     assert not missing, f"{len(missing)} of {len(added)} adds that returned are not in the file"
+
+
+def test_a_thread_waiting_for_a_filter_lets_the_others_run():
+    """A thread whose single add waits for another's long call on the same filter (here a
+    save of some 60 MB) waits without the GIL: the other Python threads run meanwhile. It
+    held the GIL while it waited, so every thread stopped until the save ended."""
+    import os
+    import tempfile
+
+    f = BloomFilter(50_000_000)
+    f.add_many(range(0, 50_000_000, 7))
+    ticks, stop = [], threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.005)
+
+    with tempfile.TemporaryDirectory() as directory:
+        saver = threading.Thread(target=f.save, args=(os.path.join(directory, "big.bloom"),))
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        saver.start()
+        time.sleep(0.02)
+        started = time.monotonic()
+        f.add("during")
+        waited = (started, time.monotonic())
+        saver.join()
+        stop.set()
+        ticker.join()
+    if waited[1] - waited[0] < 0.05:
+        pytest.skip(f"the save ended before the add had to wait ({waited[1] - waited[0]:.3f} s)")
+    during = [at for at in ticks if waited[0] < at < waited[1]]
+    assert len(during) >= 3, (waited[1] - waited[0], len(during))
+    assert "during" in f
