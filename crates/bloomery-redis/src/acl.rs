@@ -14,7 +14,7 @@
 use std::ffi::CString;
 use std::os::raw::c_int;
 
-use redis_module::{Context, Status, raw};
+use redis_module::{Context, Status, commands, raw};
 
 /// The category the module adds.
 const CATEGORY: &std::ffi::CStr = c"bloom";
@@ -90,4 +90,90 @@ pub fn register(ctx: &Context, table: &[(&str, &str)]) -> Status {
         }
     }
     Status::Ok
+}
+
+/// Gives each `(command, flags)` of `table` one key spec, its key at argument 1, with the
+/// key-spec flags named in `flags` (`RO`/`RW`, and `ACCESS`, `INSERT`, `UPDATE` or
+/// `DELETE`: what the command does with the value, as Redis flags its own commands). Redis
+/// checks per-key ACL permissions (`%R~`, `%W~`) against them: without specs, every
+/// command's key was "RW access update", so a user who may only read keys could not run
+/// `BF.EXISTS`, nor one who may only write, `BF.ADD`. Redis 7.0 and later; older servers
+/// (no key specs) get a notice in the log.
+pub fn register_key_specs(ctx: &Context, table: &[(&str, &str)]) -> Status {
+    // SAFETY: reading function pointers Redis filled in when the module was loaded.
+    let (Some(get_command), Some(set_info)) = (unsafe { raw::RedisModule_GetCommand }, unsafe {
+        raw::RedisModule_SetCommandInfo
+    }) else {
+        ctx.log_notice("bloomery: this Redis (before 7.0) has no key specs for module commands");
+        return Status::Ok;
+    };
+    const VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
+        version: 1,
+        sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+        sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+        sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+    };
+    for &(name, flags) in table {
+        let Some(flags) = key_spec_flags(flags) else {
+            ctx.log_warning(&format!(
+                "bloomery: the key-spec table gives {name} unknown flags {flags}"
+            ));
+            return Status::Err;
+        };
+        let Ok(c_name) = CString::new(name) else {
+            return Status::Err;
+        };
+        // SAFETY: called within OnLoad with the module's context and a C string.
+        let command = unsafe { get_command(ctx.ctx, c_name.as_ptr()) };
+        if command.is_null() {
+            ctx.log_warning(&format!(
+                "bloomery: the key-spec table names {name}, which is not one of the module's commands"
+            ));
+            return Status::Err;
+        }
+        // One key, at argument 1 (a range of one key, from there), and the zeroed end.
+        let mut specs = commands::get_redis_key_spec(vec![commands::KeySpec::new(
+            None,
+            flags,
+            commands::BeginSearch::new_index(1),
+            commands::FindKeys::new_range(0, 1, 0),
+        )]);
+        let info = raw::RedisModuleCommandInfo {
+            version: &VERSION,
+            summary: std::ptr::null(),
+            complexity: std::ptr::null(),
+            since: std::ptr::null(),
+            history: std::ptr::null_mut(),
+            tips: std::ptr::null(),
+            // 0: the arity the command was created with (the command checks its own).
+            arity: 0,
+            key_specs: specs.as_mut_ptr(),
+            args: std::ptr::null_mut(),
+        };
+        // SAFETY: `command` is the module's, looked up above within OnLoad; `info` and the
+        // specs it points to live through the call, which copies them.
+        if unsafe { set_info(command, &info) } != raw::REDISMODULE_OK as c_int {
+            ctx.log_warning(&format!("bloomery: could not set the key spec of {name}"));
+            return Status::Err;
+        }
+    }
+    Status::Ok
+}
+
+/// The key-spec flags named in `words` (`RO ACCESS`, `RW INSERT`, ...).
+fn key_spec_flags(words: &str) -> Option<commands::KeySpecFlags> {
+    words
+        .split_whitespace()
+        .try_fold(commands::KeySpecFlags::empty(), |flags, word| {
+            let flag = match word {
+                "RO" => commands::KeySpecFlags::READ_ONLY,
+                "RW" => commands::KeySpecFlags::READ_WRITE,
+                "ACCESS" => commands::KeySpecFlags::ACCESS,
+                "INSERT" => commands::KeySpecFlags::INSERT,
+                "UPDATE" => commands::KeySpecFlags::UPDATE,
+                "DELETE" => commands::KeySpecFlags::DELETE,
+                _ => return None,
+            };
+            Some(flags | flag)
+        })
 }

@@ -22,8 +22,8 @@
 //! server has ACL categories for module commands, every command is in `@bloom` and in the
 //! categories of [`ACL_CATEGORIES`] (Redis 7.4+; 7.2 without `@bloom`; 7.0 none: `acl.rs`).
 //!
-//! Adding a command: a line in the command list below, a line in [`ACL_CATEGORIES`], and,
-//! for a write command, [`accounting::after_write`] on its key before it returns.
+//! Adding a command: a line in the command list below, a line in [`ACL_CATEGORIES`] and
+//! in [`KEY_SPECS`], and, for a write command, [`accounting::after_write`] on its key before it returns.
 
 pub mod accounting;
 mod acl;
@@ -72,11 +72,44 @@ pub const ACL_CATEGORIES: &[(&str, &str)] = &[
     ("cbf.info", "read fast"),
 ];
 
+/// Each command's key spec ([`acl::register_key_specs`]): `RO` or `RW`, and what the
+/// command does with the key's data, as Redis flags its own commands (`ACCESS`: returns or
+/// uses it, as `SISMEMBER`; `INSERT`: adds to it, as `SADD`; `UPDATE`; `DELETE`), which
+/// per-key ACL permissions are checked against (`%R~` for `ACCESS`, `%W~` for the writes;
+/// `RO` alone, metadata such as `BF.CARD`, needs neither). Every command has a line.
+pub const KEY_SPECS: &[(&str, &str)] = &[
+    ("bf.reserve", "RW INSERT"),
+    ("bf.add", "RW INSERT"),
+    ("bf.madd", "RW INSERT"),
+    ("bf.insert", "RW INSERT"),
+    ("bf.exists", "RO ACCESS"),
+    ("bf.mexists", "RO ACCESS"),
+    ("bf.card", "RO"),
+    ("bf.info", "RO"),
+    ("bf.debug", "RO"),
+    ("bf.scandump", "RO ACCESS"),
+    ("bf.loadchunk", "RW UPDATE"),
+    ("bf.hashadd", "RW INSERT"),
+    ("bf.hashexists", "RO ACCESS"),
+    ("cbf.reserve", "RW INSERT"),
+    ("cbf.add", "RW INSERT"),
+    ("cbf.madd", "RW INSERT"),
+    ("cbf.del", "RW DELETE"),
+    ("cbf.exists", "RO ACCESS"),
+    ("cbf.mexists", "RO ACCESS"),
+    ("cbf.count", "RO ACCESS"),
+    ("cbf.card", "RO"),
+    ("cbf.info", "RO"),
+];
+
 /// The module's OnLoad, after its types and the commands of the list below: configuration
 /// and load arguments, the commands registered directly ([`direct`]: `BF.ADD` and
 /// `BF.EXISTS`), then every command's ACL categories.
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
-    if commands::configure(ctx, args) == Status::Err || direct::register(ctx) == Status::Err {
+    if commands::configure(ctx, args) == Status::Err
+        || direct::register(ctx) == Status::Err
+        || acl::register_key_specs(ctx, KEY_SPECS) == Status::Err
+    {
         return Status::Err;
     }
     acl::register(ctx, ACL_CATEGORIES)

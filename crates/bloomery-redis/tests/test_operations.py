@@ -466,3 +466,40 @@ def test_the_module_commands_are_all_in_the_table(r):
     table = set(re.findall(r'^\s*\("((?:bf|cbf)\.[a-z]+)", "', source, re.MULTILINE))
     listed = {name.decode() for name in r.command_list(module="bloomery")}
     assert listed == table
+
+
+def test_key_specs_give_per_key_acl_permissions_their_meaning(r, server):
+    """Every command's key spec (KEY_SPECS in lib.rs): the reads that use the filter's
+    data need read permission on the key (%R~), the writes write permission (%W~), and
+    metadata (BF.CARD, BF.INFO) either. Without specs every key was 'RW access update', so
+    a user who may only read keys could not run BF.EXISTS, nor a write-only one BF.ADD."""
+    if version(r) < (7, 0):
+        pytest.skip("key specs and per-key permissions came with Redis 7.0")
+    source = (ROOT / "crates/bloomery-redis/src/lib.rs").read_text()
+    table = dict(re.findall(r'^\s*\("((?:bf|cbf)\.[a-z]+)", "([A-Z ]+)"\),', source, re.MULTILINE))
+    listed = {name.decode() for name in r.command_list(module="bloomery")}
+    assert set(table) == listed
+    for name, flags in table.items():
+        # The key at argument 1; enough arguments for any command's arity.
+        reply = r.command_getkeysandflags(name, "k", "1", "2", "3")
+        assert [key for key, _ in reply] == [b"k"], (name, reply)
+        got = {flag.decode().upper() for flag in reply[0][1]}
+        assert got == set(flags.split()), (name, got, flags)
+
+    r.execute_command("BF.ADD", "f", "x")
+    r.execute_command("CBF.ADD", "c", "x")
+    r.acl_setuser("reader", enabled=True, nopass=True, commands=["+@all"], keys=["%R~*"])
+    r.acl_setuser("writer", enabled=True, nopass=True, commands=["+@all"], keys=["%W~*"])
+    reader = redis.Redis(host="127.0.0.1", port=server.port, username="reader", password="")
+    writer = redis.Redis(host="127.0.0.1", port=server.port, username="writer", password="")
+    assert reader.execute_command("BF.EXISTS", "f", "x") == 1
+    assert reader.execute_command("BF.MEXISTS", "f", "x", "y") == [1, 0]
+    assert reader.execute_command("CBF.COUNT", "c", "x") == 1
+    assert reader.execute_command("BF.CARD", "f") == 1
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        reader.execute_command("BF.ADD", "f", "y")
+    assert writer.execute_command("BF.ADD", "f", "y") == 1
+    assert writer.execute_command("CBF.DEL", "c", "x") == 1
+    assert writer.execute_command("BF.CARD", "f") == 2
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        writer.execute_command("BF.EXISTS", "f", "y")
