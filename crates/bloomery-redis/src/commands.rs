@@ -1072,6 +1072,7 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
                     // The load is spent: remove it, and tell replicas and the AOF so
                     // (a replica is not held to this server's cap, so it might not refuse).
                     redis_key.delete()?;
+                    notify(ctx, c"del", key);
                     ctx.replicate("DEL", &[key][..]);
                     return Err(refused(error));
                 }

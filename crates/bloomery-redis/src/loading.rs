@@ -136,7 +136,16 @@ impl Load {
             Assembled::NeedMore(assembler) => Progress::Loading(Load {
                 assembler: Some(assembler),
             }),
-            Assembled::Complete(bytes) => Progress::Complete(open_within(&bytes, cap)?),
+            Assembled::Complete(bytes) => Progress::Complete(open_within(&bytes, cap).map_err(|error| {
+                match error {
+                    // Pieces that are each whole but not of one filter: it changed between
+                    // its BF.SCANDUMP calls (damage is the other cause).
+                    LoadError::BadData(why) if why.contains("payload checksum mismatch") => LoadError::BadData(
+                        format!("{why}, or the filter changed between its BF.SCANDUMP pieces (dump it again with no write in between)"),
+                    ),
+                    other => other,
+                }
+            })?),
         })
     }
 }

@@ -5,7 +5,7 @@ import time
 import pytest
 import redis
 
-from conftest import Server, dump
+from conftest import Server, dump, error_of
 
 
 def load(client, key, chunks):
@@ -130,6 +130,32 @@ def test_writes_raise_keyspace_notifications(r):
     r.execute_command("BF.ADD", "watched", "x")
     message = pubsub.get_message(timeout=2)
     assert message is not None and message["data"] == b"bf.add"
+    pubsub.close()
+
+
+def test_a_load_refused_part_way_is_deleted_with_a_del_event(r):
+    """A piece that spoils a load in progress (here: its checksum fails) ends the load: the
+    key goes, with the `del` event a DEL gives (it went without one), and the reply says
+    the pieces may be of a filter written to between them."""
+    r.execute_command("BF.RESERVE", "source", "0.01", "15000000")  # two pieces, about 18 MB
+    r.execute_command("BF.ADD", "source", "x")
+    pieces = dump(r, "source")
+    assert len(pieces) == 2
+    r.config_set("notify-keyspace-events", "KEA")
+    pubsub = r.pubsub()
+    pubsub.psubscribe("__keyspace@0__:copy")
+    assert pubsub.get_message(timeout=2)["type"] == "psubscribe"
+    (first, data), (second, rest) = pieces
+    assert r.execute_command("BF.LOADCHUNK", "copy", first, data) == b"OK"
+    damaged = bytes([rest[0] ^ 1]) + rest[1:]
+    message = error_of(r, "BF.LOADCHUNK", "copy", second, damaged)
+    # Damage, or a filter that changed between its pieces: the reply names both.
+    assert "payload checksum mismatch" in message and "changed between its BF.SCANDUMP pieces" in message
+    assert r.exists("copy") == 0
+    events = []
+    while (message := pubsub.get_message(timeout=2)) is not None:
+        events.append(message["data"])
+    assert events == [b"bf.loadchunk", b"del"], events
     pubsub.close()
 
 
