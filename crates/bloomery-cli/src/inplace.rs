@@ -432,22 +432,21 @@ impl Writable {
         Ok(())
     }
 
-    /// Adds a batch of hashes in order, saying for each whether it set a bit (`dedup`);
-    /// marks the file unsealed first. A payload larger than the resident window is let go
-    /// of after each window's worth of pages.
-    pub fn insert_reporting(&mut self, hashes: &[ItemHash], new: &mut [bool]) -> Result<()> {
-        self.unseal()?;
+    /// Says for each hash of a batch whether its item might be present, changing nothing
+    /// (`dedup` prints a batch's new lines before it adds them). A payload larger than the
+    /// resident window is let go of after each window's worth of pages.
+    pub fn contains_reporting(&mut self, hashes: &[ItemHash], present: &mut [bool]) -> Result<()> {
         let window = window_bytes();
         let payload_len = self.header.payload_len;
         let region = self.region();
-        let mut filter = self.filter()?;
+        let filter = self.filter()?;
         if payload_len <= window {
-            filter.insert_hashes_reporting(hashes, new);
+            filter.contains_hashes(hashes, present);
             return Ok(());
         }
         let per_slice = items_per_release(window, filter.locality());
-        for (slice, answers) in hashes.chunks(per_slice).zip(new.chunks_mut(per_slice)) {
-            filter.insert_hashes_reporting(slice, answers);
+        for (slice, answers) in hashes.chunks(per_slice).zip(present.chunks_mut(per_slice)) {
+            filter.contains_hashes(slice, answers);
             region.release(0, payload_len);
         }
         Ok(())

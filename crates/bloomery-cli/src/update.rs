@@ -332,6 +332,8 @@ pub fn dedup(
     let mut write_error = None;
     let mut progress = Progress::new("deduplicating");
     let mut new = Vec::new();
+    // A file updated in place: the batch's hashes already seen in it, and in the batch.
+    let (mut seen_in_batch, mut scratch) = (std::collections::HashSet::new(), Vec::new());
     let read = for_each_batch(&[], inputs, format, keep, batch::BATCH, |batch| {
         progress.tick_by(batch.len() as u64);
         new.clear();
@@ -340,7 +342,15 @@ pub fn dedup(
         // and kept, as those of the batches before.
         let mut refused = None;
         match (&mut store, &mut filter) {
-            (Store::InPlace(writable), _) => writable.insert_reporting(&batch.hashes, &mut new)?,
+            (Store::InPlace(writable), _) => {
+                // Looked up, not added: the batch goes in once its new lines are printed.
+                writable.contains_reporting(&batch.hashes, &mut new)?;
+                seen_in_batch.clear();
+                for (is_new, hash) in new.iter_mut().zip(&batch.hashes) {
+                    // Absent from the file, and the first of its hash in the batch.
+                    *is_new = !*is_new && seen_in_batch.insert(*hash);
+                }
+            }
             (_, Some(filter)) => {
                 for index in 0..batch.len() {
                     match filter.insert(batch.item(index)) {
@@ -368,10 +378,17 @@ pub fn dedup(
                 break;
             }
         }
-        // A file updated in place holds this batch's lines already: print them now, so
-        // that a reader going away leaves at most one batch held but not printed.
-        if written.is_ok() && matches!(store, Store::InPlace(_)) {
+        // A file updated in place keeps the batch only once its new lines are printed
+        // (written through to the reader): a reader going away, or a full device, leaves
+        // every line the file holds printed. A crash between the two prints the batch's
+        // lines again next run rather than never.
+        if written.is_ok()
+            && let Store::InPlace(writable) = &mut store
+        {
             written = out.flush();
+            if written.is_ok() {
+                writable.insert(&batch.hashes, &mut scratch)?;
+            }
         }
         match (written, refused) {
             (Ok(()), None) => Ok(true),

@@ -117,6 +117,11 @@ pub trait FilterMut: Send + Sync {
     /// differ.
     fn insert_hashes_reporting(&mut self, hashes: &[ItemHash], new: &mut [bool]);
 
+    /// Whether each hash's item might be present, as the bits are now, changing nothing:
+    /// for a caller that acts on the answers before the bits change (`bloomery dedup`
+    /// prints a line before it keeps it, so that a line kept was printed).
+    fn contains_hashes(&self, hashes: &[ItemHash], present: &mut [bool]);
+
     /// Adds the item with these bytes; returns whether it set a bit (a caller's single
     /// inserts: hashed and inserted in one call, without a batch around it).
     fn insert(&mut self, item: &[u8]) -> bool;
@@ -341,6 +346,14 @@ macro_rules! block_filter_mut {
                 });
             }
 
+            fn contains_hashes(&self, hashes: &[ItemHash], present: &mut [bool]) {
+                assert_eq!(hashes.len(), present.len(), "one answer per hash");
+                let view = $filter::view(self);
+                for (slot, hash) in present.iter_mut().zip(hashes) {
+                    *slot = view.contains_hash(hash[0]);
+                }
+            }
+
             fn insert(&mut self, item: &[u8]) -> bool {
                 let [hash, _] = FilterMut::hasher(self).hash(item);
                 self.insert_hash(hash)
@@ -433,6 +446,14 @@ impl FilterMut for BloomFilterMut<'_> {
         assert_eq!(hashes.len(), new.len(), "one answer per hash");
         for (slot, &[h1, h2]) in new.iter_mut().zip(hashes) {
             *slot = self.insert_hash((h1, h2));
+        }
+    }
+
+    fn contains_hashes(&self, hashes: &[ItemHash], present: &mut [bool]) {
+        assert_eq!(hashes.len(), present.len(), "one answer per hash");
+        let view = BloomFilterMut::view(self);
+        for (slot, &[h1, h2]) in present.iter_mut().zip(hashes) {
+            *slot = view.contains_hash((h1, h2));
         }
     }
 
