@@ -379,13 +379,19 @@ fn dedup(
     let mut progress = Progress::new("deduplicating");
     // Lines are printed once their batch is added, in input order: the first time an item
     // is seen, as the filter answers (a repeat within one batch is new only at its first
-    // place, which the module reports).
+    // place, which the module reports). Added first, then printed: the add's answer is
+    // what makes a line new once across every process deduplicating into the filter at
+    // once, so a reader gone, or a full device, loses the lines of the batch being printed
+    // (each batch is written through before the next is added, so at most that one).
     let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<bool> {
         let new = sharded.add_hashes(&batch.hashes).map_err(remote_error)?;
         for (line, new) in batch.lines().zip(new) {
             if new && let Err(error) = out.write_all(line).and_then(|()| out.write_all(b"\n")) {
                 return stop_on(error);
             }
+        }
+        if let Err(error) = out.flush() {
+            return stop_on(error);
         }
         batch.clear();
         Ok(true)
