@@ -135,8 +135,12 @@ fn run(remote: &RemoteArgs, target: &Target, command: &Command, matches: &ArgMat
         }
         Command::Add { file, items } => add(remote, target, &name_of(file)?, items),
         Command::Check {
-            file, items, quiet, ..
-        } => check(remote, target, &name_of(file)?, items, *quiet),
+            file,
+            items,
+            quiet,
+            count,
+            ..
+        } => check(remote, target, &name_of(file)?, items, *quiet, *count),
         Command::Dedup {
             filter,
             size,
@@ -305,16 +309,19 @@ fn check(
     name: &str,
     items: &ItemArgs,
     quiet: bool,
+    counts: bool,
 ) -> Result<ExitCode> {
     let mut sharded = open(remote, target, name)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut batch = Batch::new(remote.batch());
     let mut count = 0u64;
+    let mut found = 0u64;
     let mut all_present = true;
     let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<bool> {
         let present = sharded.contains_hashes(&batch.hashes).map_err(remote_error)?;
         all_present &= present.iter().all(|&present| present);
-        if !quiet {
+        found += present.iter().filter(|&&present| present).count() as u64;
+        if !quiet && !counts {
             for (line, present) in batch.lines().zip(present) {
                 let label: &[u8] = if present {
                     b"probably present\t"
@@ -351,6 +358,14 @@ fn check(
         return Err(CliError::new(format!(
             "{name}: no items given (as arguments, with --input, or on standard input)"
         )));
+    }
+    // As for a file: the counts only (measuring a false-positive rate over fresh items).
+    if counts {
+        let written =
+            writeln!(out, "{found} probably present, {} absent", count - found).and_then(|()| out.flush());
+        if let Err(error) = written {
+            stop_on(error)?;
+        }
     }
     Ok(if all_present {
         ExitCode::SUCCESS

@@ -166,6 +166,23 @@ def test_cli_dedup_prints_first_occurrences_in_order(server):
     assert other.returncode == 2 and b"other parameters" in other.stderr
 
 
+def test_cli_dedup_to_a_full_device_loses_at_most_the_batch_being_printed(server):
+    """Over a shared filter a batch is added, then its new lines printed (the add's answer
+    is what makes a line new once across processes); each batch is written through before
+    the next is added, so a full device loses one batch's lines, not every batch a 64 KiB
+    buffer held (some 6,000 lines here)."""
+    url = f"redis://127.0.0.1:{server.port}"
+    lines = b"".join(b"line %d\n" % i for i in range(10_000))
+    with open("/dev/full", "wb") as full:
+        run = subprocess.run([str(BLOOMERY), "dedup", "--redis", url, "--filter", "lost", "--items", "100000",
+                              "--batch-items", "100"], input=lines, stdout=full, stderr=subprocess.PIPE, timeout=60)
+    assert run.returncode == 2 and b"No space left" in run.stderr, run.stderr
+    count = subprocess.run([str(BLOOMERY), "check", "--redis", url, "--count", "lost"], input=lines,
+                           capture_output=True, timeout=60)
+    present = int(count.stdout.split()[0])
+    assert present <= 100, count.stdout
+
+
 def test_cli_a_bad_item_ends_the_run_after_the_items_before_it(server):
     """A bad item (here not a decimal integer) ends `add`, `check` and `dedup` with an
     error; the items read before it are still sent, in the batch under way too, as a
