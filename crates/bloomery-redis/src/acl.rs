@@ -34,17 +34,9 @@ pub fn register(ctx: &Context, table: &[(&str, &str)]) -> Status {
     let mut commands = Vec::with_capacity(table.len());
     if let Some(get_command) = get_command {
         for &(name, categories) in table {
-            let Ok(c_name) = CString::new(name) else {
+            let Some(command) = command_named(ctx, get_command, name, "ACL") else {
                 return Status::Err;
             };
-            // SAFETY: called within OnLoad with the module's context and a C string.
-            let command = unsafe { get_command(ctx.ctx, c_name.as_ptr()) };
-            if command.is_null() {
-                ctx.log_warning(&format!(
-                    "bloomery: the ACL table names {name}, which is not one of the module's commands"
-                ));
-                return Status::Err;
-            }
             commands.push((command, name, categories));
         }
     }
@@ -120,17 +112,9 @@ pub fn register_key_specs(ctx: &Context, table: &[(&str, &str)]) -> Status {
             ));
             return Status::Err;
         };
-        let Ok(c_name) = CString::new(name) else {
+        let Some(command) = command_named(ctx, get_command, name, "key-spec") else {
             return Status::Err;
         };
-        // SAFETY: called within OnLoad with the module's context and a C string.
-        let command = unsafe { get_command(ctx.ctx, c_name.as_ptr()) };
-        if command.is_null() {
-            ctx.log_warning(&format!(
-                "bloomery: the key-spec table names {name}, which is not one of the module's commands"
-            ));
-            return Status::Err;
-        }
         // One key, at argument 1 (a range of one key, from there), and the zeroed end.
         let mut specs = commands::get_redis_key_spec(vec![commands::KeySpec::new(
             None,
@@ -159,6 +143,32 @@ pub fn register_key_specs(ctx: &Context, table: &[(&str, &str)]) -> Status {
     }
     Status::Ok
 }
+
+/// The module's command `name`, which the `table` (its kind, for the log) names; `None`,
+/// logged, when there is none: a wrong name in a table stops the module from loading.
+fn command_named(
+    ctx: &Context,
+    get_command: GetCommand,
+    name: &str,
+    table: &str,
+) -> Option<*mut raw::RedisModuleCommand> {
+    let c_name = CString::new(name).ok()?;
+    // SAFETY: called within OnLoad with the module's context and a C string.
+    let command = unsafe { get_command(ctx.ctx, c_name.as_ptr()) };
+    if command.is_null() {
+        ctx.log_warning(&format!(
+            "bloomery: the {table} table names {name}, which is not one of the module's commands"
+        ));
+        return None;
+    }
+    Some(command)
+}
+
+/// `RedisModule_GetCommand`.
+type GetCommand = unsafe extern "C" fn(
+    *mut raw::RedisModuleCtx,
+    *const std::os::raw::c_char,
+) -> *mut raw::RedisModuleCommand;
 
 /// The key-spec flags named in `words` (`RO ACCESS`, `RW INSERT`, ...).
 fn key_spec_flags(words: &str) -> Option<commands::KeySpecFlags> {
