@@ -183,7 +183,13 @@ impl State {
     fn insert_batch(&mut self, items: &[&[u8]]) -> PyResult<()> {
         match self {
             State::InPlace(file) => file.insert(items).map_err(file_error),
-            _ => self.owned()?.insert_batch(items).map_err(value_error),
+            _ => self.owned()?.insert_batch(items).map_err(|error| match error {
+                // A batch stops at the refused item: say what became of the others.
+                bloomery::Error::Full { .. } => PyValueError::new_err(format!(
+                    "{error}; the items of this call before the refused one were added, the rest were not"
+                )),
+                other => value_error(other),
+            }),
         }
     }
 

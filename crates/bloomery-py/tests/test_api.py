@@ -468,6 +468,11 @@ def test_constructor_options():
     with pytest.raises(ValueError, match="filter is full: it holds its capacity of 10 items and does not grow"):
         for i in range(1000):
             s.add(i)
+    # A batch says what became of its items: those before the refused one went in.
+    batch = BloomFilter(10, kind="scalable", scaling=False)
+    with pytest.raises(ValueError, match="the items of this call before the refused one were added"):
+        batch.update(str(i) for i in range(20))
+    assert all(str(i) in batch for i in range(10)) and len(batch) == 10
     with pytest.raises(ValueError, match=r"fpp \(false-positive probability\) must be in \(0, 1\), got 2"):
         BloomFilter(100, 2.0)
     with pytest.raises(ValueError, match="unknown variant 'nope': one of classic, blocked, counting"):
