@@ -316,10 +316,8 @@ fn check(
     let mut batch = Batch::new(remote.batch());
     let mut count = 0u64;
     let mut found = 0u64;
-    let mut all_present = true;
     let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<bool> {
         let present = sharded.contains_hashes(&batch.hashes).map_err(remote_error)?;
-        all_present &= present.iter().all(|&present| present);
         found += present.iter().filter(|&&present| present).count() as u64;
         if !quiet && !counts {
             for (line, present) in batch.lines().zip(present) {
@@ -367,7 +365,7 @@ fn check(
             stop_on(error)?;
         }
     }
-    Ok(if all_present {
+    Ok(if found == count {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -1041,6 +1041,16 @@ mod tests {
             .collect()
     }
 
+    /// `file` copied where its payload (at `payload_offset`, a multiple of 64) starts
+    /// `shift` bytes past a 64-byte boundary (a block's alignment, which a map's pages
+    /// have): 0 is viewed in place, 1 copied. The copy and the payload's range in it.
+    fn placed(file: &[u8], payload_offset: usize, shift: usize) -> (Vec<u8>, std::ops::Range<usize>) {
+        let mut buffer = vec![0u8; file.len() + 128];
+        let start = buffer.as_ptr().align_offset(64) + shift;
+        buffer[start..start + file.len()].copy_from_slice(file);
+        (buffer, start + payload_offset..start + file.len())
+    }
+
     #[test]
     fn an_unsealed_payload_answers_alike_in_place_and_copied() {
         // An in-place writer's file: the header marked unsealed before the bits changed,
@@ -1059,17 +1069,8 @@ mod tests {
             file.extend_from_slice(&after[header.payload_offset..]);
             let unsealed = Header::parse(&file).unwrap();
             assert!(unsealed.unsealed);
-            // The file copied where its payload starts `shift` bytes past a 64-byte boundary
-            // (a block's alignment, which a map's pages have; the payload offset is a
-            // multiple of 64): 0 is viewed in place, 1 copied.
-            let placed = |shift: usize| {
-                let mut buffer = vec![0u8; file.len() + 128];
-                let start = buffer.as_ptr().align_offset(64) + shift;
-                buffer[start..start + file.len()].copy_from_slice(&file);
-                (buffer, start + unsealed.payload_offset..start + file.len())
-            };
             for (how, shift) in [("in place", 0), ("copied", 1)] {
-                let (buffer, range) = placed(shift);
+                let (buffer, range) = placed(&file, unsealed.payload_offset, shift);
                 let payload = &buffer[range];
                 let view =
                     view(&unsealed, payload).unwrap_or_else(|error| panic!("{variant:?} {how}: {error}"));
@@ -1081,12 +1082,8 @@ mod tests {
             // Sealed with a wrong checksum (damage), the copy is still refused.
             let mut damaged = header.to_bytes(header.payload_checksum, false);
             damaged.extend_from_slice(&after[header.payload_offset..]);
-            let mut misaligned = vec![0u8; damaged.len() + 1];
-            misaligned[1..].copy_from_slice(&damaged);
-            assert!(
-                view(&header, &misaligned[1 + header.payload_offset..]).is_err(),
-                "{variant:?}"
-            );
+            let (buffer, range) = placed(&damaged, header.payload_offset, 1);
+            assert!(view(&header, &buffer[range]).is_err(), "{variant:?}");
         }
     }
 

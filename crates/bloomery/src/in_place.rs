@@ -548,6 +548,18 @@ mod tests {
                 .map(|(_, &n)| n)
                 .collect();
             assert_eq!(reported, expected_new, "{variant:?}");
+            // Lookups by hash change nothing and answer as the view does (every item added
+            // so far present; items never added as the view says).
+            let probes: Vec<Vec<u8>> = (0..4_000u32).map(|i| format!("item {i}").into_bytes()).collect();
+            let probe_hashes: Vec<ItemHash> =
+                probes.iter().map(|item| in_place.hasher().hash(item)).collect();
+            let mut present = vec![false; probes.len()];
+            in_place.contains_hashes(&probe_hashes, &mut present);
+            assert!(present[..3_000].iter().all(|&present| present), "{variant:?}");
+            let view = in_place.view();
+            let expected: Vec<bool> = probes.iter().map(|item| view.contains(item)).collect();
+            drop(view);
+            assert_eq!(present, expected, "{variant:?}");
             // Single inserts, new items and items already in: the owned filter's answers.
             for i in (0..4_000u32).step_by(3) {
                 let item = format!("item {i}").into_bytes();

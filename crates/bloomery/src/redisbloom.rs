@@ -592,14 +592,11 @@ impl RedisBloomFilter {
         let (header, bits) = stream.split_at(header_len);
         // Said as RedisBloom's data (the header's own errors are): a stream of the header
         // piece alone, or of some pieces missing, is the likely mistake.
-        let announced = Self::scandump_header_bytes(header)?;
-        if announced != bits.len() as u64 {
-            return Err(bad(format!(
-                "the header announces {announced} bytes of bits, the pieces after it hold {}",
-                bits.len()
-            )));
-        }
-        Self::from_header_and_bits(header, bits)
+        Self::from_header_and_bits(header, bits, |announced, found| {
+            bad(format!(
+                "the header announces {announced} bytes of bits, the pieces after it hold {found}"
+            ))
+        })
     }
 
     /// The `BF.SCANDUMP` pieces of this filter joined: the header, then every link's bits
@@ -614,14 +611,16 @@ impl RedisBloomFilter {
         out
     }
 
-    /// The filter from its `BF.SCANDUMP` header and every link's bits after it.
-    fn from_header_and_bits(header: &[u8], mut bits: &[u8]) -> Result<Self> {
+    /// The filter from its `BF.SCANDUMP` header and every link's bits after it;
+    /// `mismatch(announced, found)` is the error when the bits are not the header's.
+    fn from_header_and_bits(
+        header: &[u8],
+        mut bits: &[u8],
+        mismatch: impl FnOnce(u64, usize) -> Error,
+    ) -> Result<Self> {
         let announced = Self::scandump_header_bytes(header)?;
         if announced != bits.len() as u64 {
-            return Err(inconsistent(format!(
-                "the header announces {announced} bytes of bits, found {}",
-                bits.len()
-            )));
+            return Err(mismatch(announced, bits.len()));
         }
         let mut filter = Self::from_scandump_header(header)?;
         for link in &mut filter.links {
@@ -854,7 +853,11 @@ impl Persist for RedisBloomFilter {
             )));
         }
         let (header, bits) = payload.split_at(header_len);
-        Self::from_header_and_bits(header, bits)
+        Self::from_header_and_bits(header, bits, |announced, found| {
+            inconsistent(format!(
+                "the header announces {announced} bytes of bits, the payload has {found}"
+            ))
+        })
     }
 
     fn from_parts_of_version(version: u16, params: &[u8], payload: &[u8]) -> Result<Self> {
