@@ -756,31 +756,14 @@ impl Drop for InPlace {
     }
 }
 
-/// Writes what `write` produces to `path` atomically: an existing file is locked while it
-/// is replaced (keeping its mode and owner), a new one appears whole or not at all. A new
-/// file takes the name only if no file has it (a hard link, as the CLI creates its
-/// outputs: `TempFile::link_as_new`): one that another program created meanwhile is then
-/// replaced as an existing file is, under its writers' lock (so `write` may be called
-/// twice). `held`: the file whose lock the caller holds; a name of it is replaced under
-/// that lock. `alone`: no other Python thread runs ([`wait_for_lock`]).
-pub fn save(
-    path: &Path,
-    held: Option<Held>,
-    alone: bool,
-    write: impl Fn(&mut dyn Write) -> io::Result<()>,
-) -> Result<()> {
-    loop {
-        match SaveTarget::prepare(path, held, alone)?.write(&write) {
-            Err(FileError::Again) => {}
-            done => return done,
-        }
-    }
-}
-
-/// Where [`save`] writes, made ready first: an existing file locked (its writers waited
-/// for), another name of the file the caller holds the lock of, or a name no file has. A
-/// caller that reads its filter under a lock of its own prepares the target before taking
-/// that lock, so that the wait for another writer holds nothing of the filter.
+/// Where a save writes what a filter's `write` produces, atomically, made ready first
+/// ([`prepare`](Self::prepare)), then written ([`write`](Self::write)): an existing file
+/// is locked and replaced under that lock (keeping its mode and owner); a new one appears
+/// whole or not at all, taking the name only if no file has it (a hard link, as the CLI
+/// creates its outputs: `TempFile::link_as_new`); another name of the file whose lock the
+/// caller holds (a hard link) is replaced under that lock. A caller that reads its filter
+/// under a lock of its own prepares the target before taking that lock, so that the wait
+/// for another writer holds nothing of the filter.
 pub enum SaveTarget<'a> {
     /// An existing file, locked: replaced under that lock.
     Locked {
@@ -795,7 +778,9 @@ pub enum SaveTarget<'a> {
 }
 
 impl<'a> SaveTarget<'a> {
-    /// The target `path` is, its existing file locked (see [`save`]).
+    /// The target `path` is, its existing file locked (waiting for its writers: `alone`,
+    /// no other Python thread runs, [`wait_for_lock`]); `held`: the file whose lock the
+    /// caller holds.
     pub fn prepare(path: &'a Path, held: Option<Held>, alone: bool) -> Result<Self> {
         let real = resolve(path)?;
         match fs::metadata(&real) {
@@ -817,8 +802,9 @@ impl<'a> SaveTarget<'a> {
 
     /// Writes what `write` produces there. [`FileError::Again`] when the name changed
     /// since [`prepare`](Self::prepare) (another program created the new name, or gave
-    /// the held file's name to another): nothing was replaced; prepare again.
-    pub fn write(self, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    /// the held file's name to another): nothing was replaced; prepare again (the new
+    /// name is then an existing file, replaced under its writers' lock).
+    pub fn write(self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
         match self {
             Self::Locked { path, file, real } => {
                 let old = file.metadata().io_at(path)?;
@@ -837,7 +823,7 @@ impl<'a> SaveTarget<'a> {
             }
             Self::New { path } => {
                 let real = resolve(path)?;
-                let temporary = TempFile::beside(&real).io_at(path)?.fill(&write).io_at(path)?;
+                let temporary = TempFile::beside(&real).io_at(path)?.fill(write).io_at(path)?;
                 match temporary.link_as_new(&real) {
                     Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Err(FileError::Again),
                     linked => linked.io_at(path),

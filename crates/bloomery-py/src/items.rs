@@ -407,17 +407,11 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
 /// look like, which the batch calls make of them.
 fn one_item_buffer(buffer: PyUntypedBuffer) -> PyResult<PyUntypedBuffer> {
     let format = buffer.format().to_bytes();
-    let code = match format {
-        [b'@' | b'=' | b'<' | b'>' | b'!', code] | [code] => Some(*code),
-        _ => None,
-    };
-    if matches!(code, Some(b'B' | b'b' | b'c')) {
+    if matches!(order_and_code(format), (_, b'B' | b'b' | b'c')) {
         return Ok(buffer);
     }
-    let elements = if matches!(
-        code,
-        Some(b'h' | b'i' | b'l' | b'q' | b'n' | b'H' | b'I' | b'L' | b'Q' | b'N')
-    ) {
+    // Elements the batch calls take as int items.
+    let elements = if element_of(&buffer, None).is_ok() {
         "add_many() and contains_many() take its elements as int items, and "
     } else {
         ""
@@ -427,6 +421,16 @@ fn one_item_buffer(buffer: PyUntypedBuffer) -> PyResult<PyUntypedBuffer> {
          its raw bytes",
         String::from_utf8_lossy(format)
     )))
+}
+
+/// A buffer format's byte order and element code (struct module syntax; `@`, native, when
+/// it gives none, and code 0 for a format of more than one element).
+fn order_and_code(format: &[u8]) -> (u8, u8) {
+    match format {
+        [order @ (b'@' | b'=' | b'<' | b'>' | b'!'), code] => (*order, *code),
+        [code] => (b'@', *code),
+        _ => (b'@', 0),
+    }
 }
 
 /// A buffer's bytes (a memoryview item), which must be contiguous.
@@ -579,11 +583,7 @@ fn element_of(buffer: &PyUntypedBuffer, item_size: Option<usize>) -> PyResult<El
         }
         return Ok(Element::Raw { item_size });
     }
-    let (order, code) = match format.as_bytes() {
-        [order @ (b'@' | b'=' | b'<' | b'>' | b'!'), code] => (*order, *code),
-        [code] => (b'@', *code),
-        _ => (b'@', 0),
-    };
+    let (order, code) = order_and_code(format.as_bytes());
     let big_endian = match order {
         b'>' | b'!' => true,
         b'<' => false,

@@ -278,12 +278,12 @@ impl Shared {
     /// unlocked road is then one load and one branch in the caller, with no call of its
     /// own; the locked road stays out of line.
     #[inline(always)]
-    fn read<R>(&self, _py: Python<'_>, read: impl FnOnce(&State) -> R) -> R {
+    fn read<R>(&self, py: Python<'_>, read: impl FnOnce(&State) -> R) -> R {
         if self.detached.load(Ordering::Acquire) == 0 {
             // SAFETY: no GIL-free call is at work and none can start (see `Shared`).
             read(unsafe { &*self.state.get() })
         } else {
-            self.read_locked(_py, read)
+            self.read_locked(py, read)
         }
     }
 
@@ -304,12 +304,12 @@ impl Shared {
     /// Changes the state with the GIL held; `write` must not call into Python. Inlined
     /// as `read` is.
     #[inline(always)]
-    fn write<R>(&self, _py: Python<'_>, write: impl FnOnce(&mut State) -> R) -> R {
+    fn write<R>(&self, py: Python<'_>, write: impl FnOnce(&mut State) -> R) -> R {
         if self.detached.load(Ordering::Acquire) == 0 {
             // SAFETY: as in `read`; the GIL makes this the only access.
             write(unsafe { &mut *self.state.get() })
         } else {
-            self.write_locked(_py, write)
+            self.write_locked(py, write)
         }
     }
 
@@ -428,11 +428,11 @@ impl PyBloomFilter {
     /// lock that a signal interrupted is `Ok(Err(Interrupted))`, with every lock let go of.
     fn save_once(&self, py: Python<'_>, path: Option<&Path>, alone: bool) -> PyResult<files::Result<()>> {
         let mut link = self.link(py);
-        // The file this filter updates in place, or holds the lock of: its real path, as
-        // resolved when it was opened.
-        let in_place = self.shared.read(py, |state| match state {
-            State::InPlace(file) => Some(file.real().to_owned()),
-            _ => None,
+        // The file this filter updates in place: its real path, as resolved when it was
+        // opened, and the file whose lock it holds.
+        let (in_place, in_place_held) = self.shared.read(py, |state| match state {
+            State::InPlace(file) => (Some(file.real().to_owned()), Some(file.held())),
+            _ => (None, None),
         });
         let locked_real = link
             .as_ref()
@@ -463,13 +463,11 @@ impl PyBloomFilter {
         }
         // The file whose lock this filter holds (mode "r+", or "a"): another name of it (a
         // hard link) is replaced under that lock, not waited for.
-        let held = match link.as_ref().and_then(|link| link.lock.as_ref()) {
-            Some(locked) => Some(locked.held()),
-            None => self.shared.read(py, |state| match state {
-                State::InPlace(file) => Some(file.held()),
-                _ => None,
-            }),
-        };
+        let held = link
+            .as_ref()
+            .and_then(|link| link.lock.as_ref())
+            .map(Locked::held)
+            .or(in_place_held);
         // Back to the file this filter holds the lock of: replaced under that lock.
         let locked = match link.as_mut() {
             Some(FileLink {
@@ -516,6 +514,20 @@ impl PyBloomFilter {
             });
         }
         Ok(Ok(()))
+    }
+
+    /// Another program's bytes for the filter (`any::to_guava_bytes`, ...), made without
+    /// the GIL from the filter in memory, or a copy of a file's.
+    fn foreign_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        convert: fn(&dyn DynFilter) -> bloomery::Result<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.shared.read_detached(py, |state| match state {
+            State::Owned(filter) => convert(filter.as_ref()).map_err(value_error),
+            _ => convert(state.to_owned_filter()?.as_ref()).map_err(value_error),
+        })?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     fn from_owned(filter: Box<dyn DynFilter>, spec: Option<Spec>) -> Self {
@@ -1039,11 +1051,7 @@ impl PyBloomFilter {
     /// >>> "x" in BloomFilter.from_guava_bytes(f.to_guava_bytes())
     /// True
     fn to_guava_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = self.shared.read_detached(py, |state| match state {
-            State::Owned(filter) => any::to_guava_bytes(filter.as_ref()).map_err(value_error),
-            _ => any::to_guava_bytes(state.to_owned_filter()?.as_ref()).map_err(value_error),
-        })?;
-        Ok(PyBytes::new(py, &bytes))
+        self.foreign_bytes(py, any::to_guava_bytes)
     }
 
     /// A classic filter from Guava's ``BloomFilter.writeTo`` bytes.
@@ -1065,11 +1073,7 @@ impl PyBloomFilter {
     /// >>> "x" in g, g == f
     /// (True, True)
     fn to_redisbloom_scandump<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = self.shared.read_detached(py, |state| match state {
-            State::Owned(filter) => any::to_redisbloom_scandump(filter.as_ref()).map_err(value_error),
-            _ => any::to_redisbloom_scandump(state.to_owned_filter()?.as_ref()).map_err(value_error),
-        })?;
-        Ok(PyBytes::new(py, &bytes))
+        self.foreign_bytes(py, any::to_redisbloom_scandump)
     }
 
     /// A ``kind="redisbloom"`` filter from a RedisBloom filter's ``BF.SCANDUMP`` pieces
@@ -1579,8 +1583,9 @@ impl PyConcurrentBloomFilter {
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         waiting_for_locks(py, |alone| {
             Ok(py.detach(|| {
+                let ready = files::SaveTarget::prepare(&path, None, alone)?;
                 let filter = self.filter.to_dyn();
-                files::save(&path, None, alone, |writer| filter.envelope().write_to(writer))
+                ready.write(|writer| filter.envelope().write_to(writer))
             }))
         })
     }
