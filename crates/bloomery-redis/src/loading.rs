@@ -12,6 +12,7 @@
 use bloomery::any::{self, DynFilter};
 use bloomery::format::native::Header;
 use bloomery::format::pieces::{Assembled, PieceAssembler};
+use bloomery::{Error, FormatProblem};
 
 use crate::datatype::CHUNK_BYTES;
 use crate::limits::envelope_limit;
@@ -75,7 +76,7 @@ impl Load {
         check_announced(&header, cap)?;
         let assembled =
             PieceAssembler::start(first, CHUNK_BYTES, envelope_limit(cap)).map_err(LoadError::bad)?;
-        Self::progress(assembled, cap)
+        Self::progress(assembled, cap, false)
     }
 
     /// Resumes a load saved as its received bytes (RDB, `COPY`); `None` if they are not
@@ -122,7 +123,7 @@ impl Load {
             .assembler
             .take()
             .ok_or_else(|| LoadError::bad("the load was abandoned"))?;
-        match Self::progress(assembler.push(number, piece).map_err(LoadError::bad)?, cap)? {
+        match Self::progress(assembler.push(number, piece).map_err(LoadError::bad)?, cap, true)? {
             Progress::Loading(load) => {
                 *self = load;
                 Ok(None)
@@ -131,21 +132,13 @@ impl Load {
         }
     }
 
-    fn progress(assembled: Assembled, cap: Option<u64>) -> Result<Progress, LoadError> {
+    /// `joined`: the envelope is of several pieces.
+    fn progress(assembled: Assembled, cap: Option<u64>, joined: bool) -> Result<Progress, LoadError> {
         Ok(match assembled {
             Assembled::NeedMore(assembler) => Progress::Loading(Load {
                 assembler: Some(assembler),
             }),
-            Assembled::Complete(bytes) => Progress::Complete(open_within(&bytes, cap).map_err(|error| {
-                match error {
-                    // Pieces that are each whole but not of one filter: it changed between
-                    // its BF.SCANDUMP calls (damage is the other cause).
-                    LoadError::BadData(why) if why.contains("payload checksum mismatch") => LoadError::BadData(
-                        format!("{why}, or the filter changed between its BF.SCANDUMP pieces (dump it again with no write in between)"),
-                    ),
-                    other => other,
-                }
-            })?),
+            Assembled::Complete(bytes) => Progress::Complete(open_envelope(&bytes, cap, joined)?),
         })
     }
 }
@@ -164,10 +157,26 @@ fn check_announced(header: &Header, cap: Option<u64>) -> Result<(), LoadError> {
 /// Opens a whole envelope (both checksums, every parameter) and checks the filter's memory
 /// against the cap.
 pub fn open_within(bytes: &[u8], cap: Option<u64>) -> Result<Box<dyn DynFilter>, LoadError> {
+    open_envelope(bytes, cap, false)
+}
+
+/// [`open_within`]; `joined`: the envelope was joined from pieces, which a payload checksum
+/// that fails may also mean came from a filter written to between its `BF.SCANDUMP`
+/// calls (each piece whole, not all of one filter): the error says so.
+fn open_envelope(bytes: &[u8], cap: Option<u64>, joined: bool) -> Result<Box<dyn DynFilter>, LoadError> {
     if let Some(cap) = cap {
         check_announced(&Header::parse(bytes).map_err(LoadError::bad)?, Some(cap))?;
     }
-    let filter = any::open(bytes).map_err(LoadError::bad)?;
+    let filter = any::open(bytes).map_err(|error| match error {
+        Error::Format {
+            problem: FormatProblem::PayloadChecksum,
+            ..
+        } if joined => LoadError::bad(format!(
+            "{error}, or the filter changed between its BF.SCANDUMP pieces (dump it again with \
+             no write in between)"
+        )),
+        other => LoadError::bad(other),
+    })?;
     if let Some(cap) = cap {
         let bytes = filter.stats().memory_bytes;
         if bytes > cap {
