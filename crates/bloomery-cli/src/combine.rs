@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use crate::error::{Context, Result};
 use crate::inplace::Writable;
-use crate::store::{self, Mapped, Output, Payload};
+use crate::store::{self, Mapped, Output};
 
 pub fn combine(output: &Path, inputs: &[PathBuf], union: bool, force: bool) -> Result<ExitCode> {
     let (first, rest) = inputs.split_first().expect("clap requires at least one input");
@@ -46,10 +46,7 @@ fn merge_in_place(mut writable: Writable, inputs: &[PathBuf]) -> Result<ExitCode
             continue;
         }
         let mapped = Mapped::open(path)?;
-        match mapped.verify_payload()? {
-            Payload::Sealed => {}
-            _ => store::note_unsealed(path),
-        }
+        mapped.note(mapped.verify_payload()?);
         writable
             .filter()?
             .check_union(mapped.header(), mapped.payload())

@@ -16,29 +16,12 @@ use crate::error::{Context, Result};
 use crate::output;
 use crate::store::{self, Mapped, Payload};
 
-/// What a reader says about a file's payload checksum, on stderr, when it cannot vouch
-/// for the bits by it.
-fn note_payload(path: &Path, payload: Payload) {
-    match payload {
-        Payload::Sealed => {}
-        Payload::Unsealed => store::note_unsealed(path),
-        Payload::Changing => {
-            let _ = writeln!(
-                io::stderr(),
-                "bloomery: note: {}: being updated in place while it was checked; using its bits \
-                 (valid, a superset of the checked ones)",
-                path.display()
-            );
-        }
-    }
-}
-
 pub fn check(path: &Path, items: &ItemArgs, quiet: bool, counts: bool, verify: bool) -> Result<ExitCode> {
     let mapped = Mapped::open(path)?;
     if verify {
-        note_payload(path, mapped.verify_payload()?);
+        mapped.note(mapped.verify_payload()?);
     } else if mapped.header().unsealed {
-        note_payload(path, Payload::Unsealed);
+        mapped.note(Payload::Unsealed);
     }
     let view = mapped.view()?;
     // Lookups map the pages they read (file pages the kernel may reclaim, not a copy): on
@@ -70,7 +53,10 @@ pub fn check(path: &Path, items: &ItemArgs, quiet: bool, counts: bool, verify: b
             all_present &= found == batch.len() as u64;
             present += found;
             count += batch.len() as u64;
-            if each_line {
+            // After the reader left (`| head`), the lookups go on quietly to the end of the
+            // input: the exit status says whether every item was present, not only the
+            // printed ones.
+            if each_line && write_error.is_none() {
                 for (index, &present) in results.iter().enumerate() {
                     let label: &[u8] = if present {
                         b"probably present\t"
@@ -82,8 +68,9 @@ pub fn check(path: &Path, items: &ItemArgs, quiet: bool, counts: bool, verify: b
                         .and_then(|()| out.write_all(batch.raw(index)))
                         .and_then(|()| out.write_all(b"\n"))
                     {
+                        let reader_left = error.kind() == io::ErrorKind::BrokenPipe;
                         write_error = Some(error);
-                        return Ok(false);
+                        return Ok(reader_left);
                     }
                 }
             }
@@ -111,8 +98,9 @@ pub fn info(path: &Path) -> Result<ExitCode> {
     let mapped = Mapped::open(path)?;
     let checksum = match mapped.verify_payload() {
         Ok(Payload::Sealed) => "ok".to_owned(),
+        Ok(Payload::Unsealed) if mapped.writer_was_at_work() => AT_WORK.to_owned(),
         Ok(Payload::Unsealed) => UNSEALED.to_owned(),
-        Ok(Payload::Changing) => "being updated in place (bits valid)".to_owned(),
+        Ok(Payload::Changing) => AT_WORK.to_owned(),
         Err(error) => format!("DAMAGED: {error}"),
     };
     let view = mapped.view()?;
@@ -160,6 +148,8 @@ pub fn info(path: &Path) -> Result<ExitCode> {
 
 /// How `info` and `verify` describe an unsealed file.
 const UNSEALED: &str = "unsealed (bits valid, checksum stale; run `bloomery seal`)";
+/// How `info` and `verify` describe an unsealed file whose writer is at work.
+const AT_WORK: &str = "being updated in place by another writer (bits valid, checksum stale until it seals)";
 
 /// The exit status of `verify` for an unsealed file: its bits and parameters are valid,
 /// its payload checksum stale (an update in place did not finish).
@@ -176,25 +166,31 @@ pub fn verify(path: &Path) -> Result<ExitCode> {
     let (payload, variant) = if bloomery::in_place::updates_in_place(variant) {
         // Every parameter against the payload (no payload byte read).
         mapped.view()?;
-        (mapped.verify_payload()?, variant)
+        let payload = mapped.verify_payload()?;
+        let state = match payload {
+            Payload::Unsealed if mapped.writer_was_at_work() => AT_WORK,
+            Payload::Changing => AT_WORK,
+            _ => UNSEALED,
+        };
+        ((payload, state), variant)
     } else {
         drop(mapped);
-        (Payload::Sealed, store::load(path)?.variant())
+        ((Payload::Sealed, UNSEALED), store::load(path)?.variant())
     };
     let file_len = std::fs::metadata(path).with_path(path)?.len();
     let elapsed = start.elapsed().as_secs_f64() * 1000.0;
     let mut out = io::stdout().lock();
     let (line, status) = match payload {
-        Payload::Sealed => (
+        (Payload::Sealed, _) => (
             format!(
                 "ok: {}: {variant} filter, {file_len} bytes, checksums and parameters valid ({elapsed:.1} ms)",
                 path.display()
             ),
             ExitCode::SUCCESS,
         ),
-        Payload::Unsealed | Payload::Changing => (
+        (Payload::Unsealed | Payload::Changing, state) => (
             format!(
-                "{UNSEALED}: {}: {variant} filter, {file_len} bytes, header and parameters valid ({elapsed:.1} ms)",
+                "{state}: {}: {variant} filter, {file_len} bytes, header and parameters valid ({elapsed:.1} ms)",
                 path.display()
             ),
             ExitCode::from(UNSEALED_STATUS),

@@ -20,14 +20,13 @@
 //!   next writer of the same filter.
 
 use std::fs::{self, File, Metadata};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use bloomery::any::{self, DynFilter, FilterView};
 use bloomery::file::{self, TempFile};
 use bloomery::format::native::Header;
-use bloomery::in_place;
 use memmap2::Mmap;
 
 use crate::error::{CliError, Context, Result};
@@ -86,41 +85,64 @@ fn regular(path: &Path, metadata: &Metadata) -> Result<()> {
     )))
 }
 
-/// Reads a whole filter file, checking everything a load checks. An unsealed file (of a
-/// variant updated in place) is loaded from its bits, which are valid, with a note on
-/// stderr: its payload checksum is stale and cannot be checked.
-fn open_bytes(path: &Path, file: &mut File, len: u64) -> Result<Box<dyn DynFilter>> {
+/// Reads a whole filter file, checking everything a load checks. A file of a variant
+/// updated in place may be unsealed or being updated meanwhile: it is loaded from the bits
+/// read, which are valid ([`file::read_whole`]), with a note on stderr. `own`: the file
+/// when the caller holds no lock on it ([`note_payload`]).
+fn open_bytes(path: &Path, file: &File, len: u64, own: bool) -> Result<Box<dyn DynFilter>> {
     // The header first: a large file of something else costs one header's read.
     file::read_header(file, len).with_path(path)?.with_path(path)?;
     space::check_memory_for(path, len)?;
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.read_to_end(&mut bytes).with_path(path)?;
-    let header = Header::parse(&bytes).with_path(path)?;
-    if header.unsealed && in_place::updates_in_place(header.variant) {
-        header.check_file_len(bytes.len() as u64).with_path(path)?;
-        note_unsealed(path);
-        return any::from_parts(&header, &bytes[header.payload_offset..]).with_path(path);
-    }
-    any::open(&bytes).with_path(path)
+    let whole = file::read_whole(file, len).with_path(path)?;
+    note_payload(path, whole.state, own.then_some((file, &whole.header)));
+    whole.filter().with_path(path)
 }
 
-/// The note a reader of an unsealed file prints on stderr.
-pub fn note_unsealed(path: &Path) {
-    let _ = writeln!(
-        io::stderr(),
-        "bloomery: note: {}: unsealed (an update in place did not finish: bits valid, \
-         checksum stale); using its bits; `bloomery seal` reseals it",
-        path.display()
-    );
+/// What a reader says on stderr about a payload it cannot vouch for by its checksum.
+/// `own`: the reader's handle of the file, holding no lock, and the header it read, which
+/// tell a writer at work from one that did not finish ([`writer_was_at_work`]); `None`
+/// under the writers' lock, where an unsealed file is one whose writer did not finish.
+pub fn note_payload(path: &Path, payload: Payload, own: Option<(&File, &Header)>) {
+    let at_work = || own.is_some_and(|(file, header)| writer_was_at_work(file, header));
+    let what = match payload {
+        Payload::Sealed => return,
+        Payload::Unsealed if at_work() => {
+            "being updated in place by another writer; using its bits as they are now (valid: \
+             every finished update's are in them)"
+        }
+        Payload::Unsealed => {
+            "unsealed (an update in place did not finish: bits valid, checksum stale); using \
+             its bits; `bloomery seal` reseals it"
+        }
+        Payload::Changing => {
+            "being updated in place while it was read; using its bits (valid, a superset of \
+             the ones read first)"
+        }
+    };
+    let _ = writeln!(io::stderr(), "bloomery: note: {}: {what}", path.display());
+}
+
+/// Whether a writer was at work on `file` (the reader's own handle, holding no lock) since
+/// its `header` was read: one holds the writers' lock now, or the header changed meanwhile
+/// (a writer that finished reseals its file before it lets go of the lock).
+pub fn writer_was_at_work(file: &File, header: &Header) -> bool {
+    file::writer_at_work(file).unwrap_or(false)
+        || file
+            .metadata()
+            .ok()
+            .and_then(|metadata| file::read_header(file, metadata.len()).ok())
+            .and_then(Result::ok)
+            .as_ref()
+            != Some(header)
 }
 
 /// Loads a file whole for reading (`verify`, `merge` inputs, `export`).
 pub fn load(path: &Path) -> Result<Box<dyn DynFilter>> {
     let real = resolve(path)?;
-    let mut file = file::open_for_reading(&real).with_path(path)?;
+    let file = file::open_for_reading(&real).with_path(path)?;
     let metadata = file.metadata().with_path(path)?;
     regular(path, &metadata)?;
-    open_bytes(path, &mut file, metadata.len())
+    open_bytes(path, &file, metadata.len(), true)
 }
 
 /// An existing filter file, locked against other writers until dropped.
@@ -183,9 +205,8 @@ impl Locked {
     }
 
     /// The locked file's filter, read whole and checked.
-    pub fn load(&mut self) -> Result<Box<dyn DynFilter>> {
-        let len = self.metadata.len();
-        open_bytes(&self.shown, &mut self.file, len)
+    pub fn load(&self) -> Result<Box<dyn DynFilter>> {
+        open_bytes(&self.shown, &self.file, self.metadata.len(), false)
     }
 
     /// Replaces the file with `filter`, keeping its mode and owner; releases the lock.
@@ -379,6 +400,16 @@ impl Mapped {
         )
         .with_path(&self.path)?
         .ok_or_else(|| damaged_payload(&self.path))
+    }
+
+    /// Whether a writer was at work on the file since it was opened ([`writer_was_at_work`]).
+    pub fn writer_was_at_work(&self) -> bool {
+        writer_was_at_work(&self.file, &self.header)
+    }
+
+    /// Says on stderr what `payload` (of this file) is, if not sealed ([`note_payload`]).
+    pub fn note(&self, payload: Payload) {
+        note_payload(&self.path, payload, Some((&self.file, &self.header)));
     }
 
     /// The file's length.

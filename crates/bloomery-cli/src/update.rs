@@ -39,7 +39,12 @@ fn new_filter(
 /// zero bytes (nothing written for the payload, its blocks reserved), so a filter of any
 /// size is created in about the time it takes to checksum its zeros, without the memory.
 pub fn create(path: &Path, size: &SizeArgs, limits: Limits, force: bool) -> Result<ExitCode> {
-    let output = Output::open(path, force, false)?;
+    write_new(Output::open(path, force, false)?, size, limits)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a new empty filter to `output`, as [`create`] does.
+fn write_new(output: Output, size: &SizeArgs, limits: Limits) -> Result<()> {
     let sparse = in_place::updates_in_place(size.variant);
     // The empty filter's memory is zero pages that are only read, to checksum them, when
     // it is written sparse.
@@ -50,7 +55,7 @@ pub fn create(path: &Path, size: &SizeArgs, limits: Limits, force: bool) -> Resu
     } else {
         output.save(filter.as_ref())?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Adds every item. In place for the classic, blocked and split-block variants: a run that
@@ -145,7 +150,7 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
     Ok(ExitCode::SUCCESS)
 }
 
-fn add_by_copy(path: &Path, mut locked: Locked, items: &ItemArgs) -> Result<ExitCode> {
+fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode> {
     let mut filter = locked.load()?;
     let mut progress = Progress::new("adding");
     let mut count = 0u64;
@@ -195,7 +200,7 @@ pub fn seal(path: &Path) -> Result<ExitCode> {
             writable.seal()?;
             was_unsealed
         }
-        Err(mut locked) => {
+        Err(locked) => {
             let header = inplace::read_header(locked.file(), locked.len(), path)?;
             if !header.unsealed {
                 // Written whole, so sealed; `verify` checks it.
@@ -220,7 +225,7 @@ pub fn seal(path: &Path) -> Result<ExitCode> {
 /// Removes one occurrence of every item (counting filters); the first item that is
 /// definitely absent stops the run with an error and saves nothing.
 pub fn remove(path: &Path, items: &ItemArgs) -> Result<ExitCode> {
-    let mut locked = Locked::open(path)?;
+    let locked = Locked::open(path)?;
     let mut filter = locked.load()?;
     let mut count = 0u64;
     for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
@@ -282,7 +287,6 @@ fn warn_if_overfull(path: &Path, stats: &any::Stats) {
 enum Store {
     None,
     Existing(Locked),
-    New(Output),
     InPlace(Writable),
 }
 
@@ -296,13 +300,30 @@ pub fn dedup(
 ) -> Result<ExitCode> {
     let (mut store, mut filter) = match filter_path {
         None => (Store::None, Some(new_filter(size, None, limits, true)?)),
-        Some(path) if std::fs::metadata(path).is_err() => {
-            let output = Output::open(path, false, false)?;
-            let filter = new_filter(size, output.directory(), limits, true)?;
-            (Store::New(output), Some(filter))
-        }
         Some(path) => {
-            if !given_size_options.is_empty() {
+            if std::fs::metadata(path).is_err() {
+                // Made before the first line is read, as `create` makes it, then locked and
+                // used as any existing filter: two runs started at once take turns on one
+                // file, and neither prints a line its filter will not keep.
+                let made =
+                    Output::open(path, false, false).and_then(|output| write_new(output, size, limits));
+                match made {
+                    Ok(()) => {}
+                    // Another program made it meanwhile: deduplicate against that one.
+                    Err(_) if std::fs::metadata(path).is_ok() => {
+                        if !given_size_options.is_empty() {
+                            let _ = writeln!(
+                                io::stderr(),
+                                "bloomery: note: {}: was created by another program meanwhile; \
+                                 deduplicating against it, without {}",
+                                path.display(),
+                                given_size_options.join(", ")
+                            );
+                        }
+                    }
+                    Err(error) => return Err(error),
+                }
+            } else if !given_size_options.is_empty() {
                 return Err(CliError::new(format!(
                     "{}: exists, so {} would be ignored (they size a new filter); \
                          leave them out, or remove the file first",
@@ -312,7 +333,7 @@ pub fn dedup(
             }
             match Writable::open(Locked::open(path)?)? {
                 Ok(writable) => (Store::InPlace(writable), None),
-                Err(mut locked) => {
+                Err(locked) => {
                     let filter = locked.load()?;
                     (Store::Existing(locked), Some(filter))
                 }
@@ -428,10 +449,6 @@ pub fn dedup(
         Store::None | Store::InPlace(_) => false,
         Store::Existing(locked) => {
             locked.save(filter.as_ref())?;
-            true
-        }
-        Store::New(output) => {
-            output.save(filter.as_ref())?;
             true
         }
     };

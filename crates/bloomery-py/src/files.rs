@@ -231,13 +231,9 @@ impl Mapped {
     /// The header as the file holds it now (read again while its checksum fails).
     fn read_header(&self) -> Result<Header> {
         let mut bytes = vec![0u8; self.header.payload_offset];
-        self.read_header_into(&mut bytes)
-    }
-
-    fn read_header_into(&self, bytes: &mut [u8]) -> Result<Header> {
         parse_header_settled(&self.shown, || {
-            self.file.read_exact_at(bytes, 0)?;
-            Header::parse(bytes)
+            self.file.read_exact_at(&mut bytes, 0)?;
+            Header::parse(&bytes)
         })
     }
 
@@ -249,9 +245,11 @@ impl Mapped {
     /// writer in place set bits meanwhile). A sealed header that did not change over a
     /// payload whose checksum fails is damage, refused.
     fn read_consistent(&self) -> Result<(Vec<u8>, Vec<u8>, bool)> {
-        let mut header_bytes = vec![0u8; self.header.payload_offset];
-        let header = self.read_header_into(&mut header_bytes)?;
-        if (header.payload_offset, header.payload_len)
+        let whole = file::read_whole(&self.file, self.map.len() as u64).map_err(|error| match error {
+            bloomery::Error::Io(error) => FileError::Io(error, self.shown.clone()),
+            other => bytes_error(&self.shown, other),
+        })?;
+        if (whole.header.payload_offset, whole.header.payload_len)
             != (self.header.payload_offset, self.header.payload_len)
         {
             return Err(bytes_error(
@@ -259,20 +257,8 @@ impl Mapped {
                 "the file was rewritten in place with another shape while it was mapped",
             ));
         }
-        let mut payload = vec![0u8; header.payload_len as usize];
-        self.file
-            .read_exact_at(&mut payload, header.payload_offset as u64)
-            .io_at(&self.shown)?;
-        let judged = file::judge_payload(
-            &header,
-            || Ok(header.verify_payload(&payload).is_ok()),
-            || self.read_header().ok(),
-        )
-        .io_at(&self.shown)?;
-        match judged {
-            Some(state) => Ok((header_bytes, payload, state == file::Payload::Sealed)),
-            None => Err(damaged_payload(&self.shown)),
-        }
+        let intact = whole.state == file::Payload::Sealed;
+        Ok((whole.header_bytes, whole.payload, intact))
     }
 
     /// The file's bytes as a copy of it must be: a sealed, valid envelope holding at least

@@ -420,6 +420,112 @@ pub fn judge_payload(
     Ok((header_now().as_ref() != Some(header)).then_some(Payload::Changing))
 }
 
+/// Whether another open file holds the writers' lock of `file` (the exclusive `flock` of
+/// [`lock_for_update`]): a reader of an unsealed file tells by it an update in place at
+/// work from one that did not finish. Takes a shared lock without waiting and drops it at
+/// once; `file` must be the caller's own handle holding no lock (on a handle that holds
+/// the writers' lock, the probe would give it up).
+pub fn writer_at_work(file: &File) -> io::Result<bool> {
+    match file.try_lock_shared() {
+        Ok(()) => file.unlock().map(|()| false),
+        Err(fs::TryLockError::WouldBlock) => Ok(true),
+        Err(fs::TryLockError::Error(error)) => Err(error),
+    }
+}
+
+/// A filter file read whole by [`read_whole`].
+#[derive(Debug)]
+pub struct WholeFile {
+    /// The header, as read before the payload.
+    pub header: Header,
+    /// The header's bytes, as read.
+    pub header_bytes: Vec<u8>,
+    /// The payload, as read after the header.
+    pub payload: Vec<u8>,
+    /// What the payload was judged to be ([`judge_payload`]).
+    pub state: Payload,
+}
+
+impl WholeFile {
+    /// The filter the bits read make (valid in every state).
+    pub fn filter(&self) -> crate::Result<Box<dyn crate::any::DynFilter>> {
+        crate::any::from_parts(&self.header, &self.payload)
+    }
+}
+
+/// Reads the filter file `file`, `len` bytes long, whole, as a reader must beside writers
+/// that may update it in place: the header (read again while its checksum fails: a
+/// writer may be rewriting it), then the payload, judged by [`judge_payload`] against
+/// the header read once more. The bits returned hold at least every bit the file held
+/// when the header was read. A sealed header that did not change over a payload whose
+/// checksum fails is damage ([`FormatProblem::PayloadChecksum`](crate::FormatProblem));
+/// a variant never changed in place must be sealed and its checksum must hold. The
+/// caller checks first that `len` bytes fit in memory.
+///
+/// ```
+/// use bloomery::any::{self, Spec};
+/// use bloomery::file::{self, Payload};
+/// use bloomery::format::native::Variant;
+///
+/// let mut filter = any::create(&Spec::new(Variant::Blocked, 1_000, 0.01))?;
+/// filter.insert(b"apple")?;
+/// let path = std::env::temp_dir().join(format!("bloomery-read-whole-{}.bloom", std::process::id()));
+/// std::fs::write(&path, filter.envelope().to_vec())?;
+/// let handle = std::fs::File::open(&path)?;
+/// let whole = file::read_whole(&handle, handle.metadata()?.len())?;
+/// assert_eq!(whole.state, Payload::Sealed);
+/// assert!(whole.filter()?.contains(b"apple"));
+/// assert!(!file::writer_at_work(&handle)?);
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_whole(file: &File, len: u64) -> crate::Result<WholeFile> {
+    let header_now = || -> crate::Result<(Header, Vec<u8>)> {
+        let most = crate::format::native::header_len(crate::format::native::MAX_PARAMS_LEN) as u64;
+        let mut prefix = vec![0; len.min(most) as usize];
+        let header = parse_header_settled(|| {
+            file.read_exact_at(&mut prefix, 0)?;
+            let header = Header::parse(&prefix)?;
+            header.check_file_len(len)?;
+            Ok(header)
+        })?;
+        prefix.truncate(header.payload_offset);
+        Ok((header, prefix))
+    };
+    let (header, header_bytes) = header_now()?;
+    let payload_len = usize::try_from(header.payload_len).map_err(|_| {
+        crate::error::inconsistent("the payload is larger than this machine can address".into())
+    })?;
+    let mut payload = vec![0u8; payload_len];
+    file.read_exact_at(&mut payload, header.payload_offset as u64)?;
+    let state = if crate::in_place::updates_in_place(header.variant) {
+        let mut damage = None;
+        let judged = judge_payload(
+            &header,
+            || match header.verify_payload(&payload) {
+                Ok(()) => Ok(true),
+                Err(error) => {
+                    damage = Some(error);
+                    Ok(false)
+                }
+            },
+            || header_now().ok().map(|(header, _)| header),
+        )?;
+        judged.ok_or_else(|| {
+            damage.unwrap_or_else(|| crate::Error::format("bloomery", crate::FormatProblem::PayloadChecksum))
+        })?
+    } else {
+        header.verify_payload(&payload)?;
+        Payload::Sealed
+    };
+    Ok(WholeFile {
+        header,
+        header_bytes,
+        payload,
+        state,
+    })
+}
+
 /// The header of the filter file `file`, `len` bytes long, read alone (at most one
 /// header's worth, 64 KiB and a little) and checked against the file's length: what a
 /// reader that loads files whole checks first, so that a large file of something else, or

@@ -173,6 +173,10 @@ impl AtomicBitVec {
         let word = &self.words[(index / 64) as usize];
         let mask = 1 << (index % 64);
         // Skip the atomic write (and the cache-line ownership it takes) when already set.
+        // Safe for the no-false-negative promise: the load saw the bit set by some earlier
+        // write in this word's modification order, and a thread that synchronises with this
+        // one later reads this word no earlier in that order (read-read coherence), so it
+        // sees the bit too. Keep the early return, and keep publishing by join/channel/lock.
         if word.load(Ordering::Relaxed) & mask != 0 {
             return false;
         }
