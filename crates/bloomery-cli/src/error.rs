@@ -25,6 +25,7 @@ pub type Result<T, E = CliError> = std::result::Result<T, E>;
 /// says that the items before it were added (an add sends what it read before a bad item).
 pub fn items_before_added(read: Result<()>, count: u64) -> Result<()> {
     match read {
+        Err(error) if count == 1 => Err(CliError(format!("{error}; the item before it was added"))),
         Err(error) if count > 0 => Err(CliError(format!(
             "{error}; the {count} items before it were added"
         ))),

@@ -37,8 +37,7 @@ impl ItemFormat {
     /// The item bytes for `raw` (a line or an argument), written into `buffer` when they
     /// differ from `raw`.
     pub fn decode<'a>(self, raw: &'a [u8], buffer: &'a mut Vec<u8>) -> Result<&'a [u8]> {
-        let bad =
-            |what: &str| CliError::new(format!("item '{}' is not {what}", String::from_utf8_lossy(raw)));
+        let bad = |what: &str| CliError::new(format!("item '{}' is not {what}", shown(raw)));
         buffer.clear();
         match self {
             ItemFormat::Text => return Ok(raw),
@@ -66,6 +65,22 @@ impl ItemFormat {
     }
 }
 
+/// An item as an error message shows it: non-printing bytes escaped (`\n`, `\x00`, ...),
+/// and cut after [`SHOWN_BYTES`] bytes, with the item's length, so that one bad line of
+/// 100 MB makes an error line of a hundred characters.
+pub fn shown(raw: &[u8]) -> String {
+    let kept = &raw[..raw.len().min(SHOWN_BYTES)];
+    let escaped = kept.escape_ascii().to_string();
+    if kept.len() < raw.len() {
+        format!("{escaped}... ({} bytes)", raw.len())
+    } else {
+        escaped
+    }
+}
+
+/// See [`shown`].
+const SHOWN_BYTES: usize = 64;
+
 /// A decimal integer of `N` bytes, signed (from -2^(8N-1)) or unsigned (up to 2^(8N) - 1),
 /// as its `N` two's-complement bytes, little-endian; `None` when out of range.
 fn integer_le_bytes<const N: usize>(raw: &[u8]) -> Option<[u8; N]> {
@@ -88,25 +103,36 @@ pub fn for_each_item(
     mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
 ) -> Result<()> {
     let mut buffer = Vec::new();
-    let mut one = |raw: &[u8], text: &[u8]| -> Result<bool> {
-        let item = format.decode(text, &mut buffer)?;
+    // A bad item's error says where it is: the argument's or the line's number.
+    let mut one = |raw: &[u8], text: &[u8], at: &dyn Fn() -> String| -> Result<bool> {
+        let item = format
+            .decode(text, &mut buffer)
+            .map_err(|error| CliError::new(format!("{}: {error}", at())))?;
         each(item, raw)
     };
-    for item in items {
+    for (index, item) in items.iter().enumerate() {
         let raw = item.as_os_str().as_bytes();
-        if !one(raw, raw)? {
+        if !one(raw, raw, &|| format!("argument {}", index + 1))? {
             return Ok(());
         }
     }
     if !items.is_empty() && files.is_empty() {
         return Ok(());
     }
-    let mut line_item = |line: &[u8]| one(line, line.strip_suffix(b"\r").unwrap_or(line));
     let stdin = [PathBuf::from("-")];
     let files = if files.is_empty() { &stdin[..] } else { files };
     for path in files {
+        let shown = if path.as_os_str() == "-" {
+            Path::new("<stdin>")
+        } else {
+            path
+        };
+        let mut line_item = |line: &[u8], number: u64| {
+            let text = line.strip_suffix(b"\r").unwrap_or(line);
+            one(line, text, &|| format!("{}, line {number}", shown.display()))
+        };
         let keep_going = if path.as_os_str() == "-" {
-            for_each_line(io::stdin().lock(), Path::new("<stdin>"), &mut line_item)?
+            for_each_line(io::stdin().lock(), shown, &mut line_item)?
         } else {
             let file = File::open(path).with_path(path)?;
             for_each_line(BufReader::with_capacity(1 << 16, file), path, &mut line_item)?
@@ -118,22 +144,25 @@ pub fn for_each_item(
     Ok(())
 }
 
-/// Calls `each` for every line of `input`; returns false when `each` asked to stop.
+/// Calls `each` for every line of `input`, with its number (from 1); returns false when
+/// `each` asked to stop.
 fn for_each_line<R: BufRead>(
     mut input: R,
     path: &Path,
-    each: &mut impl FnMut(&[u8]) -> Result<bool>,
+    each: &mut impl FnMut(&[u8], u64) -> Result<bool>,
 ) -> Result<bool> {
     let mut line = Vec::with_capacity(256);
+    let mut number = 0u64;
     loop {
         line.clear();
         if input.read_until(b'\n', &mut line).with_path(path)? == 0 {
             return Ok(true);
         }
+        number += 1;
         if line.last() == Some(&b'\n') {
             line.pop();
         }
-        if !each(&line)? {
+        if !each(&line, number)? {
             return Ok(false);
         }
     }
@@ -187,6 +216,18 @@ mod tests {
         }
         let message = decoded(ItemFormat::Long, "12x").unwrap_err().to_string();
         assert_eq!(message, "item '12x' is not a decimal 64-bit integer");
+        // Shown escaped, and cut short.
+        let message = decoded(ItemFormat::Hex, "ab\ncd").unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "item 'ab\\ncd' is not hexadecimal (an even number of digits 0-9, a-f)"
+        );
+        let long = "9".repeat(1_000_000);
+        let message = decoded(ItemFormat::Long, &long).unwrap_err().to_string();
+        assert!(
+            message.len() < 150 && message.contains("(1000000 bytes)"),
+            "{message}"
+        );
         assert!(decoded(ItemFormat::Int, "4294967296").is_err());
         assert!(decoded(ItemFormat::Int, "-2147483649").is_err());
         assert_eq!(decoded(ItemFormat::Int, "-2147483648").unwrap(), [0, 0, 0, 0x80]);

@@ -251,7 +251,7 @@ fn refused(path: &Path, raw: &[u8], error: &bloomery::Error) -> CliError {
     CliError::new(format!(
         "{}: item '{}': {error}; nothing was saved",
         path.display(),
-        String::from_utf8_lossy(raw)
+        crate::items::shown(raw)
     ))
 }
 
@@ -379,7 +379,7 @@ pub fn dedup(
                         Err(error) => {
                             refused = Some(CliError::new(format!(
                                 "line '{}': {error}",
-                                String::from_utf8_lossy(batch.raw(index))
+                                crate::items::shown(batch.raw(index))
                             )));
                             new.truncate(index);
                             break;

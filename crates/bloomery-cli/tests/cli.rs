@@ -1057,9 +1057,24 @@ fn integers_in_guava_long_and_int_form() {
             .success();
         let message = error_of(bloomery().args(["add", "--format", "long"]).arg(&path).arg("4x"));
         assert!(
-            message.contains("'4x' is not a decimal 64-bit integer"),
+            message.contains("argument 1: item '4x' is not a decimal 64-bit integer"),
             "{message}"
         );
+        // In a file: its name and the line's number; a long line cut short.
+        let lines = dir.path().join("lines");
+        fs::write(&lines, format!("1\n2\n{}\n", "9".repeat(100_000))).unwrap();
+        let message = error_of(
+            bloomery()
+                .args(["add", "--format", "long", "-i"])
+                .arg(&lines)
+                .arg(&path),
+        );
+        assert!(
+            message.contains("lines, line 3: item '9999") && message.contains("... (100000 bytes)' is not"),
+            "{message}"
+        );
+        assert!(message.ends_with("the 2 items before it were added"), "{message}");
+        assert!(message.len() < 250, "{message}");
     }
     // A Guava BloomFilter<Long> of the same numbers is these bits: the library agrees.
     let mut guava_long = bloomery::BloomFilter::with_fpp(1_000, 0.01).unwrap();
