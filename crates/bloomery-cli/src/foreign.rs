@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::{BloomFilter, SplitBlockBloomFilter};
 
-use crate::error::{Context, Result};
+use crate::error::{CliError, Context, Result};
 use crate::items::read_all;
 use crate::store::{self, Output};
 
@@ -39,7 +39,18 @@ pub enum ForeignFormat {
 }
 
 pub fn export(path: &Path, output: &Path, format: ForeignFormat, force: bool) -> Result<ExitCode> {
+    let shown = output;
     let output = Output::open(output, force, true)?;
+    if let Output::Replace(locked) = &output
+        && locked.is(path)
+    {
+        // It would replace the filter with bytes that are not a filter file.
+        return Err(CliError::new(format!(
+            "{}: is the filter being exported (to {}); export to another file",
+            shown.display(),
+            path.display()
+        )));
+    }
     let filter = store::load(path)?;
     let bytes = match format {
         ForeignFormat::Guava => bloomery::any::to_guava_bytes(filter.as_ref()),

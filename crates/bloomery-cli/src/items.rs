@@ -102,6 +102,11 @@ pub fn for_each_item(
     format: ItemFormat,
     mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
 ) -> Result<()> {
+    // Every file opened once before the first item is used: a missing or unreadable one
+    // is an error before anything changed, not after the items before it were added.
+    for path in files.iter().filter(|path| path.as_os_str() != "-") {
+        File::open(path).with_path(path)?;
+    }
     let mut buffer = Vec::new();
     // A bad item's error says where it is: the argument's or the line's number.
     let mut one = |raw: &[u8], text: &[u8], at: &dyn Fn() -> String| -> Result<bool> {

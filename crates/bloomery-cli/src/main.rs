@@ -30,6 +30,7 @@ use bloomery::format::native::Variant;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use crate::error::CliError;
 use crate::foreign::ForeignFormat;
 use crate::items::ItemFormat;
 
@@ -142,6 +143,70 @@ fn given_size_options(matches: &ArgMatches) -> Vec<&'static str> {
         .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine))
         .map(|&(_, flag)| flag)
         .collect()
+}
+
+/// The options of `--redis` and `--redis-cluster` runs, by their ids and long names.
+const REMOTE_OPTIONS: [(&str, &str); 6] = [
+    ("shard_bytes", "--shard-bytes"),
+    ("min_shards", "--min-shards"),
+    ("wait", "--wait"),
+    ("wait_ms", "--wait-ms"),
+    ("retry_seconds", "--retry-seconds"),
+    ("batch_items", "--batch-items"),
+];
+
+/// Whether the user wrote option `id` on the command line, before or after the
+/// subcommand's name.
+fn given_option(matches: &ArgMatches, id: &str) -> bool {
+    let written = |matches: &ArgMatches| matches.value_source(id) == Some(ValueSource::CommandLine);
+    written(matches) || matches.subcommand().is_some_and(|(_, sub)| written(sub))
+}
+
+/// Refuses an option that would be ignored: a remote option on a file, a sizing option
+/// the variant does not use (given options only; the defaults are the variant's own).
+fn refuse_ignored_options(
+    matches: &ArgMatches,
+    remote: bool,
+    size: Option<&SizeArgs>,
+) -> Result<(), CliError> {
+    if !remote && let Some((_, flag)) = REMOTE_OPTIONS.iter().find(|(id, _)| given_option(matches, id)) {
+        return Err(CliError::new(format!(
+            "{flag} applies only with --redis or --redis-cluster"
+        )));
+    }
+    let Some(size) = size else {
+        return Ok(());
+    };
+    let variant = size.variant;
+    let xxh3 = size.split_block_hash == SplitBlockHash::Xxh3;
+    let uses = |id: &str| match id {
+        "seed" => {
+            matches!(variant, Variant::Blocked | Variant::ScalableBlocked)
+                || (variant == Variant::SplitBlock && xxh3)
+        }
+        "split_block_hash" => variant == Variant::SplitBlock,
+        "generations" => variant == Variant::Rotating,
+        "nonscaling" => matches!(
+            variant,
+            Variant::Scalable | Variant::RedisBloom | Variant::ScalableBlocked
+        ),
+        _ => true,
+    };
+    match SIZE_OPTIONS
+        .iter()
+        .find(|(id, _)| given_option(matches, id) && !uses(id))
+    {
+        Some((id, flag)) => Err(CliError::new(format!(
+            "{flag} does not apply to {variant} filters ({})",
+            match *id {
+                "seed" => "blocked, scalable-blocked, and split-block with --hash xxh3 take it",
+                "split_block_hash" => "split-block filters take it",
+                "generations" => "rotating filters take it",
+                _ => "scalable, redisbloom and scalable-blocked filters take it",
+            }
+        ))),
+        None => Ok(()),
+    }
 }
 
 impl SizeArgs {
@@ -309,6 +374,15 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };
+    let remote = cli.remote.is_remote();
+    let size = match &cli.command {
+        Command::Create { size, .. } | Command::Dedup { size, .. } => Some(size),
+        _ => None,
+    };
+    if let Err(error) = refuse_ignored_options(&matches, remote, size) {
+        let _ = writeln!(std::io::stderr(), "bloomery: {error}");
+        return ExitCode::from(2);
+    }
     if let Some(result) = remote::dispatch(&cli.remote, &cli.command, &matches) {
         return remote::report(result);
     }
@@ -335,10 +409,20 @@ fn main() -> ExitCode {
             inputs,
             format,
         } => {
-            let given = matches
+            // With the space options: all of them apply only to a new filter.
+            let mut given = matches
                 .subcommand_matches("dedup")
                 .map(given_size_options)
                 .unwrap_or_default();
+            given.extend(
+                [
+                    ("max_bytes", "--max-bytes"),
+                    ("no_space_check", "--no-space-check"),
+                ]
+                .iter()
+                .filter(|(id, _)| given_option(&matches, id))
+                .map(|&(_, flag)| flag),
+            );
             update::dedup(filter.as_deref(), &size, &given, space.limits(), &inputs, format)
         }
         Command::Info { file } => query::info(&file),

@@ -54,6 +54,11 @@ pub struct RemoteArgs {
 }
 
 impl RemoteArgs {
+    /// Whether the run is on a Redis server or cluster (`--redis`, `--redis-cluster`).
+    pub fn is_remote(&self) -> bool {
+        self.redis.is_some() || self.redis_cluster.is_some()
+    }
+
     fn target(&self) -> Option<Result<Target>> {
         let text = match (&self.redis, &self.redis_cluster) {
             (Some(url), _) => url.clone(),

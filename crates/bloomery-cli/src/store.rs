@@ -145,6 +145,26 @@ pub fn load(path: &Path) -> Result<Box<dyn DynFilter>> {
     open_bytes(path, &file, metadata.len(), true)
 }
 
+/// Takes the writers' lock of `file`, waiting for it; on a terminal, says on stderr that
+/// it waits when another writer holds it (a script's stderr gets no such line).
+fn wait_for_lock(file: &File, path: &Path) -> io::Result<()> {
+    use std::io::IsTerminal;
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(fs::TryLockError::WouldBlock) => {
+            if io::stderr().is_terminal() {
+                let _ = writeln!(
+                    io::stderr(),
+                    "bloomery: waiting for another writer of {} to finish (it holds the file's lock)",
+                    path.display()
+                );
+            }
+            file.lock()
+        }
+        Err(fs::TryLockError::Error(error)) => Err(error),
+    }
+}
+
 /// An existing filter file, locked against other writers until dropped.
 pub struct Locked {
     file: File,
@@ -162,7 +182,9 @@ impl Locked {
             let before = fs::metadata(&real).with_path(path)?;
             regular(path, &before)?;
             // If another writer replaced the name while we waited, lock the new file.
-            if let Some((file, metadata)) = bloomery::file::lock_for_update(&real).with_path(path)? {
+            if let Some((file, metadata)) =
+                file::lock_for_update_with(&real, |file| wait_for_lock(file, path)).with_path(path)?
+            {
                 return Ok(Self {
                     file,
                     real,
@@ -222,11 +244,25 @@ impl Locked {
 
     /// Replaces the file with a temporary file that `fill` fills and syncs.
     fn replace_file(self, fill: impl FnOnce(TempFile) -> io::Result<TempFile>) -> Result<()> {
-        let temporary = TempFile::beside(&self.real).with_path(&self.shown)?;
+        let temporary = temporary_beside(&self.real, &self.shown)?;
         let kept = keep_attributes(temporary.file(), &self.metadata, &self.shown);
         let temporary = kept.and_then(|()| fill(temporary).with_path(&self.shown))?;
         temporary.rename_over(&self.real).map(drop).with_path(&self.shown)
     }
+}
+
+/// The temporary file a whole new file is written to, beside `real`; when the directory
+/// refuses it, the error names the directory (the file itself may well be writable).
+fn temporary_beside(real: &Path, shown: &Path) -> Result<TempFile> {
+    TempFile::beside(real).map_err(|error| {
+        let directory = real.parent().unwrap_or(Path::new("."));
+        CliError::new(format!(
+            "{}: cannot create a file in its directory {} ({error}): the new file is written \
+             beside it, then renamed over it",
+            shown.display(),
+            directory.display()
+        ))
+    })
 }
 
 /// Gives the new file the old one's permission bits and owner. A user who may write a file
@@ -324,7 +360,7 @@ impl Output {
         match self {
             Output::Replace(locked) => locked.replace_file(fill),
             Output::Create { real, shown } => {
-                let temporary = TempFile::beside(&real).with_path(&shown)?;
+                let temporary = temporary_beside(&real, &shown)?;
                 let temporary = fill(temporary).with_path(&shown)?;
                 temporary.link_as_new(&real).map_err(|error| {
                     if error.kind() == io::ErrorKind::AlreadyExists {

@@ -159,7 +159,8 @@ fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode
         raws: true,
         hasher: None,
     };
-    for_each_batch(
+    let mut was_refused = false;
+    let read = for_each_batch(
         &items.items,
         &items.inputs,
         items.format,
@@ -167,15 +168,25 @@ fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode
         batch::BATCH,
         |batch| {
             for index in 0..batch.len() {
-                filter
-                    .insert(batch.item(index))
-                    .map_err(|error| refused(path, batch.raw(index), &error))?;
+                filter.insert(batch.item(index)).map_err(|error| {
+                    was_refused = true;
+                    refused(path, batch.raw(index), &error)
+                })?;
             }
             count += batch.len() as u64;
             progress.tick_by(batch.len() as u64);
             Ok(true)
         },
-    )?;
+    );
+    // A bad item or a read error: the file is not written (its items would be part of a
+    // run that failed), and the error says so, as a refusal's does.
+    read.map_err(|error| {
+        if was_refused {
+            error
+        } else {
+            CliError::new(format!("{error}; nothing was saved"))
+        }
+    })?;
     progress.finish();
     if count == 0 {
         return Err(no_items(path));

@@ -473,6 +473,14 @@ fn export_writes_guava_bytes_that_the_library_reads_back() {
             .arg(dir.path().join("b.guava")),
     );
     assert!(message.contains("only classic filters"), "{message}");
+    // Over the filter itself (through another name of it too): refused, the file kept.
+    let link = dir.path().join("link.bloom");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    for output in [&path, &link] {
+        let message = error_of(bloomery().args(["export", "--force"]).arg(&path).arg(output));
+        assert!(message.contains("is the filter being exported"), "{message}");
+    }
+    assert_eq!(fs::read(&path).unwrap(), bytes);
 }
 
 /// `create --variant split-block --hash xxh3 --seed S`: the split-block layout with the
@@ -553,9 +561,34 @@ fn a_split_block_filter_hashed_with_xxh3_finds_every_item_and_stays_out_of_parqu
             .arg(dir.path().join("classic.bloom")),
     );
     assert!(
-        message.contains("classic filters do not support the split-block filter's choice of hash"),
+        message.contains("--hash does not apply to classic filters (split-block filters take it)"),
         "{message}"
     );
+    // Every option a variant would ignore is refused by name, as are the options of runs
+    // on Redis given for a file.
+    for (args, expected) in [
+        (
+            &["--variant", "classic", "--seed", "7"][..],
+            "--seed does not apply to classic",
+        ),
+        (
+            &["--variant", "split-block", "--seed", "7"],
+            "--seed does not apply to split-block",
+        ),
+        (&["--generations", "5"], "--generations does not apply to blocked"),
+        (&["--nonscaling"], "--nonscaling does not apply to blocked"),
+        (&["--hash", "parquet"], "--hash does not apply to blocked"),
+        (
+            &["--wait", "1"],
+            "--wait applies only with --redis or --redis-cluster",
+        ),
+        (&["--batch-items", "0"], "--batch-items applies only with --redis"),
+    ] {
+        let path = dir.path().join("ignored.bloom");
+        let message = error_of(bloomery().arg("create").args(args).arg(&path));
+        assert!(message.contains(expected), "{args:?}: {message}");
+        assert!(!path.exists());
+    }
 }
 
 /// `export --format parquet-sbbf` writes what a Parquet file holds for a column chunk's
@@ -908,8 +941,28 @@ fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
         "{message}"
     );
 
+    // Shorter than a header: still told by its magic, not called a filter cut short.
+    fs::write(&foreign, b"hello world\n").unwrap();
+    let message = error_of(bloomery().arg("info").arg(&foreign));
+    assert!(message.contains("magic"), "{message}");
+
     let good = create(&dir, "good.bloom", "blocked", 1000);
     let bytes = fs::read(&good).unwrap();
+
+    // A missing input file: an error before any item changed the filter (the arguments'
+    // items included); a file written whole says that nothing was saved.
+    let message = error_of(bloomery().arg("add").arg(&good).args(["a", "-i"]).arg(&missing));
+    assert!(message.contains("No such file"), "{message}");
+    assert_eq!(fs::read(&good).unwrap(), bytes);
+    let scalable = create(&dir, "scalable.bloom", "scalable", 1000);
+    let message = error_of(
+        bloomery()
+            .arg("add")
+            .args(["-f", "long"])
+            .arg(&scalable)
+            .args(["1", "x"]),
+    );
+    assert!(message.ends_with("nothing was saved"), "{message}");
 
     let mut future = bytes.clone();
     future[8] = 9;

@@ -346,11 +346,14 @@ impl Header {
     /// Parses and checks the header at the start of `bytes` (which may hold only the header,
     /// or more). The payload is not looked at.
     pub fn parse(bytes: &[u8]) -> Result<Self> {
+        // The magic first, as far as there are bytes: a short file of something else is
+        // not a filter file cut short.
+        let start = bytes.len().min(MAGIC.len());
+        if bytes[..start] != MAGIC[..start] {
+            return Err(Error::format(FORMAT, FormatProblem::BadMagic));
+        }
         if bytes.len() < FIXED_LEN {
             return Err(truncated(FIXED_LEN as u64, bytes.len() as u64));
-        }
-        if bytes[..8] != MAGIC {
-            return Err(Error::format(FORMAT, FormatProblem::BadMagic));
         }
         let version_field = u16::from_le_bytes([bytes[8], bytes[9]]);
         let unsealed = version_field & UNSEALED != 0;
