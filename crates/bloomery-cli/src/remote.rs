@@ -41,7 +41,8 @@ pub struct RemoteArgs {
     /// hold it (Redis WAIT; an error after --wait-ms if fewer do).
     #[arg(long, global = true, value_name = "REPLICAS")]
     wait: Option<usize>,
-    /// How long --wait waits for the replicas, in milliseconds.
+    /// How long --wait waits for the replicas, in milliseconds (0: as long as it takes,
+    /// as Redis's WAIT takes 0).
     #[arg(long, global = true, value_name = "MS", default_value_t = 10_000)]
     wait_ms: u64,
     /// How long to keep reconnecting and resending a batch after a failure worth
@@ -247,20 +248,26 @@ fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Re
     let mut count = 0u64;
     let mut progress = Progress::new("adding");
     let mut sent = Ok(());
+    // Items in batches that were answered: those before a failed batch are in the filter.
+    let mut added = 0u64;
     let read = for_each_item(&items.items, &items.inputs, items.format, |item, _| {
         hashes.push(sharded.hash(item));
         count += 1;
         progress.tick_by(1);
         if hashes.len() == remote.batch() {
             sent = sharded.add_hashes(&hashes).map(drop);
+            if sent.is_ok() {
+                added += hashes.len() as u64;
+            }
             hashes.clear();
         }
         Ok(sent.is_ok())
     });
-    sent.map_err(remote_error)?;
+    let failed_batch = |error| items_before_added(Err(remote_error(error)), added);
+    sent.or_else(failed_batch)?;
     // The items read before a bad one are added too, as a file's are.
     if !hashes.is_empty() {
-        sharded.add_hashes(&hashes).map_err(remote_error)?;
+        sharded.add_hashes(&hashes).map(drop).or_else(failed_batch)?;
     }
     progress.finish();
     items_before_added(read, count)?;

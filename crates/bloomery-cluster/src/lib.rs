@@ -21,11 +21,15 @@
 //!
 //! Targets: `redis://HOST:PORT[/DB]` is one server; `redis+cluster://HOST:PORT[,HOST:PORT...]`
 //! is a cluster, reached through any of the listed nodes (list several: a node that is down
-//! is skipped). Redirections while slots move (`MOVED`, `ASK`) are followed by the redis
-//! crate's cluster client; a lost connection, `CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`,
+//! is skipped). Redirections while slots move (`MOVED`, `ASK`): the redis crate's cluster
+//! client (1.8) follows them for single commands but hands a pipeline's back as its error,
+//! so a batch that meets one goes again command by command, each routed by its key (the
+//! crate then follows `MOVED` with a fresh slot map, and `ASK` with `ASKING`); a lost connection, `CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`,
 //! `READONLY`, `LOADING` or a `WAIT` refused by a replica (a failover under way) make this
 //! client reconnect and send the whole batch again, for at most
-//! [`Connection::set_retry_for`] (30 s by default), after which the last error is returned. Sending a batch again is harmless for the filter (an
+//! [`Connection::set_retry_for`] (30 s by default), after which the last error is returned.
+//! A try that fails drops its connections, which may hold replies not read (a pipeline
+//! that failed on one node leaves the others' unread), and the next try connects afresh. Sending a batch again is harmless for the filter (an
 //! item's bits are set once), but `add_hashes` then reports as old an item whose first
 //! send did reach the server (see docs/failure-model.md).
 //!
@@ -136,6 +140,8 @@ impl FromStr for Target {
             let nodes: Vec<String> = nodes
                 .split(',')
                 .map(|node| node.trim().trim_end_matches('/'))
+                // A node written as a URL (redis+cluster://redis://h:p) is its address.
+                .map(|node| node.strip_prefix("redis://").unwrap_or(node))
                 .map(|node| format!("redis://{node}"))
                 .collect();
             if nodes.iter().any(|node| node.len() == "redis://".len()) {
@@ -160,6 +166,10 @@ enum Inner {
     Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
+/// How often the redis crate's cluster client tries a command again by itself (after a
+/// redirection, or a node that failed), before this client's own retries take over.
+const CLUSTER_CLIENT_RETRIES: u32 = 2;
+
 /// How much longer than a `WAIT`'s own timeout the client waits for its reply (the server
 /// answers when the timeout passes; this covers the round trip and a busy server).
 pub const WAIT_REPLY_MARGIN: Duration = Duration::from_secs(5);
@@ -168,7 +178,10 @@ pub const WAIT_REPLY_MARGIN: Duration = Duration::from_secs(5);
 /// worth retrying (see the crate's documentation).
 pub struct Connection {
     target: Target,
-    inner: Inner,
+    /// `None` after a failed call: its connections may hold replies not read (a pipeline
+    /// that failed part way leaves the other nodes' replies unread), so the next call
+    /// connects afresh rather than read a reply meant for an earlier one.
+    inner: Option<Inner>,
     retry_for: Duration,
     timeout: Duration,
 }
@@ -207,7 +220,7 @@ impl Connection {
         })?;
         Ok(Self {
             target: target.clone(),
-            inner,
+            inner: Some(inner),
             retry_for: Duration::from_secs(30),
             timeout,
         })
@@ -285,8 +298,25 @@ impl Connection {
         timeout: Duration,
     ) -> Result<Value> {
         let written = routes(written.iter().map(AsRef::as_ref));
-        send_wait(&mut self.inner, &written, replicas, timeout, self.timeout).map_err(|source| Error::Redis {
-            context: "WAIT".into(),
+        let context = || "WAIT".to_owned();
+        // After a failed call the writes' connections are gone: a `WAIT` on new ones would
+        // count none of them and answer at once.
+        let Some(inner) = self.inner.as_mut() else {
+            return Err(Error::Redis {
+                context: context(),
+                source: RedisError::from((
+                    ErrorKind::Io,
+                    "the connections that carried the writes were lost since",
+                    "send them again with pipeline_and_wait".to_owned(),
+                )),
+            });
+        };
+        let waited = send_wait(inner, &written, replicas, timeout, self.timeout);
+        if waited.is_err() {
+            self.inner = None;
+        }
+        waited.map_err(|source| Error::Redis {
+            context: context(),
             source,
         })
     }
@@ -302,8 +332,10 @@ impl Connection {
     }
 
     /// Runs `each` until it succeeds, fails with an error not worth retrying, or
-    /// `retry_for` has passed; reconnects between tries, waiting 50 ms, then twice as long
-    /// each time up to 1 s.
+    /// `retry_for` has passed, waiting 50 ms between tries, then twice as long each time up
+    /// to 1 s. A try that fails otherwise than by the servers' replies (a lost connection,
+    /// a timeout) drops its connections, which may hold replies not read, so the next try
+    /// starts by connecting, and a failed connect is that try's error.
     fn retrying<T>(
         &mut self,
         context: &dyn Fn() -> String,
@@ -312,10 +344,33 @@ impl Connection {
         let deadline = Instant::now() + self.retry_for;
         let mut pause = Duration::from_millis(50);
         loop {
-            let error = match each(&mut self.inner) {
-                Ok(value) => return Ok(value),
+            let connected = match self.inner.take() {
+                Some(inner) => Ok(inner),
+                None => connect(&self.target, self.timeout),
+            };
+            let error = match connected {
+                Ok(mut inner) => match each(&mut inner) {
+                    Ok(value) => {
+                        self.inner = Some(inner);
+                        return Ok(value);
+                    }
+                    Err(error) => {
+                        // An error the servers replied (CLUSTERDOWN, a redirection) came
+                        // with every reply read: the connections are in step, and kept.
+                        if error.clone().into_server_errors().is_some() {
+                            self.inner = Some(inner);
+                        }
+                        error
+                    }
+                },
                 Err(error) => error,
             };
+            if let Some(hint) = self.not_a_cluster_client(&error) {
+                return Err(Error::Redis {
+                    context: format!("{}: {hint}", context()),
+                    source: error,
+                });
+            }
             if !worth_retrying(&error) || Instant::now() + pause > deadline {
                 return Err(Error::Redis {
                     context: context(),
@@ -324,11 +379,19 @@ impl Connection {
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_secs(1));
-            // A failed reconnect is tried again at the next turn, until the deadline.
-            if let Ok(inner) = connect(&self.target, self.timeout) {
-                self.inner = inner;
-            }
         }
+    }
+
+    /// What to say of a redirection (`MOVED`, `ASK`) met through a one-server target: the
+    /// server is a cluster node, which only a cluster target follows.
+    fn not_a_cluster_client(&self, error: &RedisError) -> Option<&'static str> {
+        let redirected = matches!(
+            error.kind(),
+            ErrorKind::Server(ServerErrorKind::Moved | ServerErrorKind::Ask)
+        );
+        (matches!(self.target, Target::Single(_)) && redirected).then_some(
+            "the server is a Redis Cluster node: reach it as a cluster (redis+cluster://HOST:PORT)",
+        )
     }
 }
 
@@ -347,9 +410,43 @@ fn send_pipeline(inner: &mut Inner, commands: &[Cmd]) -> redis::RedisResult<Vec<
             for command in commands {
                 pipe.add_command(command.clone());
             }
-            pipe.query(connection)
+            match pipe.query(connection) {
+                // The redis crate (1.8) hands a pipeline's redirections back as its error
+                // rather than following them: while slots move, every command of the batch
+                // goes again alone, routed by its key, which follows `MOVED` (with a fresh
+                // slot map) and `ASK` (with `ASKING`, to the slot's new node). The
+                // commands that were not redirected ran once already: sent again, an add
+                // reports its items as old (as any batch sent again does).
+                Err(error) if only_redirections(&error) => commands
+                    .iter()
+                    .map(|command| {
+                        let key = first_key(command).ok_or_else(|| {
+                            RedisError::from((ErrorKind::Client, "a command without a key"))
+                        })?;
+                        let route = Route::with_key(key, SlotAddr::Master);
+                        connection.route_command(
+                            command,
+                            RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+                        )
+                    })
+                    .collect(),
+                other => other,
+            }
         }
     }
+}
+
+/// Whether every error of a failed pipeline is a redirection, or a slot not yet ready
+/// (`MOVED`, `ASK`, `TRYAGAIN`).
+fn only_redirections(error: &RedisError) -> bool {
+    error.clone().into_server_errors().is_some_and(|errors| {
+        errors.iter().all(|(_, error)| {
+            matches!(
+                error.kind(),
+                Some(ServerErrorKind::Moved | ServerErrorKind::Ask | ServerErrorKind::TryAgain)
+            )
+        })
+    })
 }
 
 /// `WAIT`'s timeout argument: milliseconds, rounded up (`WAIT n 0` waits forever).
@@ -469,9 +566,16 @@ fn connect(target: &Target, timeout: Duration) -> redis::RedisResult<Inner> {
             Ok(Inner::Single(connection))
         }
         Target::Cluster(nodes) => {
+            // Few retries inside the redis crate (enough to follow a redirection, quickly):
+            // this client's own retries, bounded by `retry_for`, do the rest. Its defaults
+            // (16 retries with waits doubling up to minutes) made one command take minutes
+            // while a cluster was down, whatever `retry_for` said.
             let client = redis::cluster::ClusterClient::builder(nodes.clone())
                 .connection_timeout(timeout)
                 .response_timeout(timeout)
+                .retries(CLUSTER_CLIENT_RETRIES)
+                .min_retry_wait(10)
+                .max_retry_wait(200)
                 .build()?;
             Ok(Inner::Cluster(Box::new(client.get_connection()?)))
         }
@@ -743,6 +847,13 @@ fn answers(
     replies: Vec<Value>,
     count: usize,
 ) -> Result<Vec<bool>> {
+    // One reply per shard's command: a reply missing or extra is one read out of turn.
+    if replies.len() != groups.len() {
+        return Err(Error::Reply {
+            command,
+            reply: format!("{} replies to {} commands", replies.len(), groups.len()),
+        });
+    }
     let mut answers = vec![false; count];
     for ((_, positions), reply) in groups.iter().zip(replies) {
         let bytes = match reply {
