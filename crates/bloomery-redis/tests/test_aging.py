@@ -123,8 +123,14 @@ def test_an_item_an_older_generation_holds_is_not_new_and_stays(r):
     # 3 generations of 100 items, by count.
     r.execute_command("BF.RESERVE", "w", "0.01", "200", "WINDOW", "GENERATIONS", "3")
     first = [f"first-{i}" for i in range(100)]
-    assert r.execute_command("BF.MADD", "w", *first) == [1] * 100
-    assert r.execute_command("BF.ADD", "w", "second") == 1  # starts the second generation
+    # New, false positives aside (an item the filter already answers present is not new,
+    # and not counted: the generation then takes one more).
+    assert sum(r.execute_command("BF.MADD", "w", *first)) >= 98
+    for i in range(4):  # the one that starts the second generation
+        second = f"second-{i}"
+        assert r.execute_command("BF.ADD", "w", second) == 1
+        if info(r, "w")["Number of filters"] == 2:
+            break
     assert info(r, "w")["Number of filters"] == 2
     assert r.execute_command("BF.MADD", "w", "first-0", "first-1") == [0, 0]
     # 250 more: the second and third generations fill, a fourth starts and the first
@@ -132,7 +138,7 @@ def test_an_item_an_older_generation_holds_is_not_new_and_stays(r):
     fresh = [f"fresh-{i}" for i in range(250)]
     assert sum(r.execute_command("BF.MADD", "w", *fresh)) >= 245
     assert info(r, "w")["Number of filters"] == 3
-    assert r.execute_command("BF.MEXISTS", "w", "first-0", "first-1", "second") == [1, 1, 1]
+    assert r.execute_command("BF.MEXISTS", "w", "first-0", "first-1", second) == [1, 1, 1]
     assert sum(r.execute_command("BF.MEXISTS", "w", *first[2:])) <= 5  # forgotten, false positives aside
 
 

@@ -41,7 +41,9 @@ pub struct AllowlistedBloomFilter {
 impl AllowlistedBloomFilter {
     /// An empty filter for `expected_items` at `fpp` (classic shape) and an empty list.
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
-        Ok(Self::from_filter(BloomFilter::with_fpp(expected_items, fpp)?))
+        Ok(Self::from_filter(BloomFilter::with_shape(
+            crate::sizing::ClassicShape::for_rate(expected_items, fpp)?,
+        )))
     }
 
     /// Wraps an existing filter.

@@ -265,14 +265,17 @@ impl Spec {
     pub fn memory_bytes(&self) -> Result<u64> {
         self.check_options()?;
         let (n, p) = (self.expected_items, self.fpp);
-        let classic_bytes = |n, p| -> Result<u64> { Ok(ClassicShape::for_fpp(n, p)?.num_words as u64 * 8) };
+        // Guava's shape for the classic filter; the others Guava's hashing takes more bits
+        // where few items go at a low rate (`ClassicShape::for_rate`).
+        let classic_bytes = |n, p| -> Result<u64> { Ok(ClassicShape::for_rate(n, p)?.num_words as u64 * 8) };
         Ok(match self.variant {
-            Variant::Classic | Variant::Retouched | Variant::Allowlisted => classic_bytes(n, p)?,
+            Variant::Classic => ClassicShape::for_fpp(n, p)?.num_words as u64 * 8,
+            Variant::Retouched | Variant::Allowlisted => classic_bytes(n, p)?,
             Variant::Blocked => {
                 crate::sizing::blocked_num_blocks(n, p)?.saturating_mul(crate::sizing::BLOCK_BITS / 8)
             }
             // Two 4-bit counters a byte.
-            Variant::Counting => ClassicShape::for_fpp(n, p)?.num_bits().div_ceil(2),
+            Variant::Counting => ClassicShape::for_rate(n, p)?.num_bits().div_ceil(2),
             Variant::Scalable => {
                 crate::scalable::check_options(n, p, &self.scalable)?;
                 let (capacity, fpp) = crate::scalable::sub_filter_params(n, p, &self.scalable, 0);
@@ -281,6 +284,7 @@ impl Spec {
             }
             Variant::Rotating => {
                 crate::rotating::check_generations(self.generations)?;
+                crate::rotating::check_items_per_generation(n)?;
                 classic_bytes(n, p)?.saturating_mul(self.generations as u64)
             }
             Variant::SplitBlock => {
@@ -1125,7 +1129,7 @@ mod tests {
     #[test]
     fn spec_memory_bytes_is_what_create_allocates() {
         for variant in Variant::ALL {
-            for (n, p) in [(1, 0.5), (1_000, 0.01), (123_457, 0.001)] {
+            for (n, p) in [(1, 0.5), (1_000, 0.01), (123_457, 0.001), (10, 1e-6)] {
                 let mut spec = Spec::new(variant, n, p);
                 spec.generations = 2;
                 let mut filter = create(&spec).unwrap();
@@ -1142,6 +1146,38 @@ mod tests {
                     filter.stats().memory_bytes,
                     "{variant:?} n={n} p={p}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn spec_memory_bytes_refuses_what_create_refuses() {
+        // Bad rates and counts, refused by both with the same error, the estimate asked
+        // first (a tool asks it before creating: it must not call a rate of 1 "too low").
+        let bad = [
+            (0, 0.01),
+            (1_000, 0.0),
+            (1_000, 1.0),
+            (1_000, 1.5),
+            (1_000, f64::NAN),
+            (1_000, f64::INFINITY),
+        ];
+        for variant in Variant::ALL {
+            for (scaling, (n, p)) in [true, false]
+                .into_iter()
+                .flat_map(|scaling| bad.map(|bad| (scaling, bad)))
+            {
+                let mut spec = Spec::new(variant, n, p);
+                spec.scalable.scaling = scaling;
+                let created = create(&spec).map(drop);
+                let estimated = spec.memory_bytes().map(drop);
+                match (&created, &estimated) {
+                    (Ok(()), Ok(())) => {}
+                    (Err(made), Err(sized)) => {
+                        assert_eq!(made.to_string(), sized.to_string(), "{variant:?} n={n} p={p}")
+                    }
+                    _ => panic!("{variant:?} n={n} p={p}: create {created:?}, memory_bytes {estimated:?}"),
+                }
             }
         }
     }

@@ -56,7 +56,7 @@ const MAX_COUNTERS: u64 = {
 impl CountingBloomFilter {
     /// A filter for `expected_items` at `fpp`, with the classic filter's shape.
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
-        let shape = ClassicShape::for_fpp(expected_items, fpp)?;
+        let shape = ClassicShape::for_rate(expected_items, fpp)?;
         Self::with_counters(shape.num_bits(), shape.num_hashes)
     }
 

@@ -303,6 +303,10 @@ impl RedisBloomFilter {
     /// Bytes of bits the first link of [`new`](Self::new) would take, computed without
     /// allocating.
     pub fn first_link_bytes(capacity: u64, error_rate: f64, nonscaling: bool) -> Result<u64> {
+        // As `new` refuses it, before the first link's share of it is judged.
+        if !(error_rate > 0.0 && error_rate < 1.0) {
+            return Err(Error::Fpp { value: error_rate });
+        }
         let first_error = if nonscaling {
             error_rate
         } else {

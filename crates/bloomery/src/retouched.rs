@@ -89,7 +89,7 @@ pub struct RetouchedBloomFilter {
 impl RetouchedBloomFilter {
     /// An empty filter for `expected_items` at `fpp` (classic shape).
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
-        let shape = ClassicShape::for_fpp(expected_items, fpp)?;
+        let shape = ClassicShape::for_rate(expected_items, fpp)?;
         Ok(Self {
             bits: BitVec::zeroed(shape.num_words),
             num_hashes: shape.num_hashes,

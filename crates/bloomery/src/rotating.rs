@@ -61,6 +61,17 @@ pub struct RotatingBloomFilter {
 }
 
 /// Checks a number of generations: 2 to [`MAX_GENERATIONS`].
+pub(crate) fn check_items_per_generation(items_per_generation: u64) -> Result<()> {
+    if items_per_generation == 0 {
+        return Err(Error::Parameter {
+            name: "items_per_generation",
+            value: "0".into(),
+            allowed: "at least 1",
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn check_generations(generations: usize) -> Result<()> {
     if (2..=MAX_GENERATIONS).contains(&generations) {
         Ok(())
@@ -97,13 +108,7 @@ impl RotatingBloomFilter {
         now_ms: u64,
     ) -> Result<Self> {
         check_generations(generations)?;
-        if items_per_generation == 0 {
-            return Err(Error::Parameter {
-                name: "items_per_generation",
-                value: "0".into(),
-                allowed: "at least 1",
-            });
-        }
+        check_items_per_generation(items_per_generation)?;
         if window_ms == Some(0) {
             return Err(Error::Parameter {
                 name: "window_ms",
@@ -112,7 +117,7 @@ impl RotatingBloomFilter {
             });
         }
         check_fpp(fpp)?;
-        ClassicShape::for_fpp(items_per_generation, fpp)?;
+        ClassicShape::for_rate(items_per_generation, fpp)?;
         let mut filter = Self {
             generations: VecDeque::with_capacity(generations),
             max_generations: generations,
@@ -132,7 +137,7 @@ impl RotatingBloomFilter {
             // The oldest generation is dropped when all are kept, but a file may hold
             // generations smaller than the ones it makes (version 2 stores each one's
             // shape), so the new one is counted against what stays, not assumed equal.
-            let new_bytes = ClassicShape::for_fpp(self.items_per_generation, self.fpp)?.num_words as u64 * 8;
+            let new_bytes = ClassicShape::for_rate(self.items_per_generation, self.fpp)?.num_words as u64 * 8;
             let dropped = match self.generations.front() {
                 Some(oldest) if full => std::mem::size_of_val(oldest.filter.words()) as u64,
                 _ => 0,
@@ -146,7 +151,7 @@ impl RotatingBloomFilter {
             self.generations.pop_front();
         }
         self.generations.push_back(Generation {
-            filter: BloomFilter::with_fpp(self.items_per_generation, self.fpp)?,
+            filter: BloomFilter::with_shape(ClassicShape::for_rate(self.items_per_generation, self.fpp)?),
             len: 0,
             started_ms: now_ms,
         });
