@@ -158,7 +158,11 @@ const REMOTE_OPTIONS: [(&str, &str); 6] = [
 /// Whether the user wrote option `id` on the command line, before or after the
 /// subcommand's name.
 fn given_option(matches: &ArgMatches, id: &str) -> bool {
-    let written = |matches: &ArgMatches| matches.value_source(id) == Some(ValueSource::CommandLine);
+    // `value_source` of an id a command does not have panics in debug builds: asked only
+    // of the matches that know it (the subcommand's own options are not the top level's).
+    let written = |matches: &ArgMatches| {
+        matches.try_contains_id(id).is_ok() && matches.value_source(id) == Some(ValueSource::CommandLine)
+    };
     written(matches) || matches.subcommand().is_some_and(|(_, sub)| written(sub))
 }
 
