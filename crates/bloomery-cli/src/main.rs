@@ -127,33 +127,22 @@ impl SpaceArgs {
 
 /// The sizing options a user wrote on the command line (not defaulted), by their long
 /// names.
-const SIZE_OPTIONS: [(&str, &str); 7] = [
-    ("expected_items", "--items"),
-    ("fpp", "--fpp"),
-    ("variant", "--variant"),
-    ("seed", "--seed"),
-    ("split_block_hash", "--hash"),
-    ("generations", "--generations"),
-    ("nonscaling", "--nonscaling"),
-];
-
-fn given_size_options(matches: &ArgMatches) -> Vec<&'static str> {
-    SIZE_OPTIONS
-        .iter()
-        .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine))
-        .map(|&(_, flag)| flag)
+fn given_size_options(matches: &ArgMatches) -> Vec<String> {
+    given_options::<SizeArgs>(matches)
+        .into_iter()
+        .map(|(_, flag)| flag)
         .collect()
 }
 
-/// The options of `--redis` and `--redis-cluster` runs, by their ids and long names.
-const REMOTE_OPTIONS: [(&str, &str); 6] = [
-    ("shard_bytes", "--shard-bytes"),
-    ("min_shards", "--min-shards"),
-    ("wait", "--wait"),
-    ("wait_ms", "--wait-ms"),
-    ("retry_seconds", "--retry-seconds"),
-    ("batch_items", "--batch-items"),
-];
+/// The options of `A` that the user wrote on the command line (not defaulted), before or
+/// after the subcommand's name: their ids and long names, as `A` defines them.
+fn given_options<A: Args>(matches: &ArgMatches) -> Vec<(String, String)> {
+    A::augment_args(clap::Command::new("options"))
+        .get_arguments()
+        .filter(|arg| given_option(matches, arg.get_id().as_str()))
+        .filter_map(|arg| Some((arg.get_id().to_string(), format!("--{}", arg.get_long()?))))
+        .collect()
+}
 
 /// Whether the user wrote option `id` on the command line, before or after the
 /// subcommand's name.
@@ -173,7 +162,8 @@ fn refuse_ignored_options(
     remote: bool,
     size: Option<&SizeArgs>,
 ) -> Result<(), CliError> {
-    if !remote && let Some((_, flag)) = REMOTE_OPTIONS.iter().find(|(id, _)| given_option(matches, id)) {
+    // Without --redis or --redis-cluster, any of the remote options given is ignored.
+    if !remote && let Some((_, flag)) = given_options::<remote::RemoteArgs>(matches).first() {
         return Err(CliError::new(format!(
             "{flag} applies only with --redis or --redis-cluster"
         )));
@@ -196,13 +186,13 @@ fn refuse_ignored_options(
         ),
         _ => true,
     };
-    match SIZE_OPTIONS
-        .iter()
-        .find(|(id, _)| given_option(matches, id) && !uses(id))
+    match given_options::<SizeArgs>(matches)
+        .into_iter()
+        .find(|(id, _)| !uses(id))
     {
         Some((id, flag)) => Err(CliError::new(format!(
             "{flag} does not apply to {variant} filters ({})",
-            match *id {
+            match id.as_str() {
                 "seed" => "blocked, scalable-blocked, and split-block with --hash xxh3 take it",
                 "split_block_hash" => "split-block filters take it",
                 "generations" => "rotating filters take it",
@@ -419,13 +409,9 @@ fn main() -> ExitCode {
                 .map(given_size_options)
                 .unwrap_or_default();
             given.extend(
-                [
-                    ("max_bytes", "--max-bytes"),
-                    ("no_space_check", "--no-space-check"),
-                ]
-                .iter()
-                .filter(|(id, _)| given_option(&matches, id))
-                .map(|&(_, flag)| flag),
+                given_options::<SpaceArgs>(&matches)
+                    .into_iter()
+                    .map(|(_, flag)| flag),
             );
             update::dedup(filter.as_deref(), &size, &given, space.limits(), &inputs, format)
         }

@@ -123,11 +123,7 @@ fn run(remote: &RemoteArgs, target: &Target, command: &Command, matches: &ArgMat
                     "--force does not apply to a sharded filter: delete its keys first (the name and {i:NAME} for each shard)",
                 ));
             }
-            let given = matches
-                .subcommand_matches("create")
-                .map(given_size_options)
-                .unwrap_or_default();
-            let plan = plan_for(remote, size, &given, space)?;
+            let plan = plan_for(remote, size, space)?;
             let name = name_of(file)?;
             let (_, created) =
                 ShardedFilter::create(remote.connect(target)?, &name, plan).map_err(remote_error)?;
@@ -170,13 +166,13 @@ fn run(remote: &RemoteArgs, target: &Target, command: &Command, matches: &ArgMat
                 Ok(sharded) if given.is_empty() => sharded,
                 Ok(sharded) => {
                     // Sizing options given for a filter that exists: they must agree.
-                    let plan = plan_for(remote, size, &given, space)?;
+                    let plan = plan_for(remote, size, space)?;
                     ShardedFilter::create(sharded.into_connection(), &name, plan)
                         .map_err(remote_error)?
                         .0
                 }
                 Err(bloomery_cluster::Error::NotFound(_)) => {
-                    let plan = plan_for(remote, size, &given, space)?;
+                    let plan = plan_for(remote, size, space)?;
                     ShardedFilter::create(remote.connect(target)?, &name, plan)
                         .map_err(remote_error)?
                         .0
@@ -194,19 +190,11 @@ fn run(remote: &RemoteArgs, target: &Target, command: &Command, matches: &ArgMat
 }
 
 /// The plan for new filters: blocked shards for --items at --fpp with --seed.
-fn plan_for(remote: &RemoteArgs, size: &SizeArgs, given: &[&str], space: &SpaceArgs) -> Result<ShardPlan> {
+fn plan_for(remote: &RemoteArgs, size: &SizeArgs, space: &SpaceArgs) -> Result<ShardPlan> {
     if size.variant != Variant::Blocked {
         return Err(CliError::new(format!(
             "a sharded filter is made of blocked filters; --variant {} does not apply",
             size.variant
-        )));
-    }
-    if let Some(flag) = given
-        .iter()
-        .find(|flag| ["--generations", "--nonscaling"].contains(flag))
-    {
-        return Err(CliError::new(format!(
-            "{flag} does not apply to a sharded filter"
         )));
     }
     let plan = ShardPlan::new(

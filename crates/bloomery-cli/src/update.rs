@@ -304,7 +304,7 @@ enum Store {
 pub fn dedup(
     filter_path: Option<&Path>,
     size: &SizeArgs,
-    given_size_options: &[&str],
+    given_size_options: &[String],
     limits: Limits,
     inputs: &[PathBuf],
     format: ItemFormat,
