@@ -14,7 +14,7 @@ use crate::ItemArgs;
 use crate::batch::{self, Keep, for_each_batch};
 use crate::error::{Context, Result};
 use crate::output;
-use crate::store::{self, Mapped, Payload};
+use crate::store::{self, Mapped, Payload, Reading};
 
 pub fn check(path: &Path, items: &ItemArgs, quiet: bool, counts: bool, verify: bool) -> Result<ExitCode> {
     let mapped = Mapped::open(path)?;
@@ -96,11 +96,10 @@ pub fn check(path: &Path, items: &ItemArgs, quiet: bool, counts: bool, verify: b
 
 pub fn info(path: &Path) -> Result<ExitCode> {
     let mapped = Mapped::open(path)?;
-    let checksum = match mapped.verify_payload() {
-        Ok(Payload::Sealed) => "ok".to_owned(),
-        Ok(Payload::Unsealed) if mapped.writer_was_at_work() => AT_WORK.to_owned(),
-        Ok(Payload::Unsealed) => UNSEALED.to_owned(),
-        Ok(Payload::Changing) => AT_WORK.to_owned(),
+    let checksum = match mapped.verify_payload().map(|payload| mapped.reading(payload)) {
+        Ok(Reading::Sealed) => "ok".to_owned(),
+        Ok(Reading::Unfinished) => UNSEALED.to_owned(),
+        Ok(Reading::AtWork) => AT_WORK.to_owned(),
         Err(error) => format!("DAMAGED: {error}"),
     };
     let view = mapped.view()?;
@@ -163,38 +162,36 @@ pub fn verify(path: &Path) -> Result<ExitCode> {
     let start = Instant::now();
     let mapped = Mapped::open(path)?;
     let variant = mapped.header().variant;
-    let (payload, variant) = if bloomery::in_place::updates_in_place(variant) {
+    let (reading, variant) = if bloomery::in_place::updates_in_place(variant) {
         // Every parameter against the payload (no payload byte read).
         mapped.view()?;
-        let payload = mapped.verify_payload()?;
-        let state = match payload {
-            Payload::Unsealed if mapped.writer_was_at_work() => AT_WORK,
-            Payload::Changing => AT_WORK,
-            _ => UNSEALED,
-        };
-        ((payload, state), variant)
+        (mapped.reading(mapped.verify_payload()?), variant)
     } else {
         drop(mapped);
-        ((Payload::Sealed, UNSEALED), store::load(path)?.variant())
+        (Reading::Sealed, store::load(path)?.variant())
     };
     let file_len = std::fs::metadata(path).with_path(path)?.len();
     let elapsed = start.elapsed().as_secs_f64() * 1000.0;
     let mut out = io::stdout().lock();
-    let (line, status) = match payload {
-        (Payload::Sealed, _) => (
+    let unsealed = |state: &str| {
+        (
+            format!(
+                "{state}: {}: {variant} filter, {file_len} bytes, header and parameters valid ({elapsed:.1} ms)",
+                path.display()
+            ),
+            ExitCode::from(UNSEALED_STATUS),
+        )
+    };
+    let (line, status) = match reading {
+        Reading::Sealed => (
             format!(
                 "ok: {}: {variant} filter, {file_len} bytes, checksums and parameters valid ({elapsed:.1} ms)",
                 path.display()
             ),
             ExitCode::SUCCESS,
         ),
-        (Payload::Unsealed | Payload::Changing, state) => (
-            format!(
-                "{state}: {}: {variant} filter, {file_len} bytes, header and parameters valid ({elapsed:.1} ms)",
-                path.display()
-            ),
-            ExitCode::from(UNSEALED_STATUS),
-        ),
+        Reading::Unfinished => unsealed(UNSEALED),
+        Reading::AtWork => unsealed(AT_WORK),
     };
     output::finish(writeln!(out, "{line}"))?;
     Ok(status)

@@ -88,35 +88,55 @@ fn regular(path: &Path, metadata: &Metadata) -> Result<()> {
 /// Reads a whole filter file, checking everything a load checks. A file of a variant
 /// updated in place may be unsealed or being updated meanwhile: it is loaded from the bits
 /// read, which are valid ([`file::read_whole`]), with a note on stderr. `own`: the file
-/// when the caller holds no lock on it ([`note_payload`]).
+/// when the caller holds no lock on it ([`reading`]).
 fn open_bytes(path: &Path, file: &File, len: u64, own: bool) -> Result<Box<dyn DynFilter>> {
     // The header first: a large file of something else costs one header's read.
     file::read_header(file, len).with_path(path)?.with_path(path)?;
     space::check_memory_for(path, len)?;
     let whole = file::read_whole(file, len).with_path(path)?;
-    note_payload(path, whole.state, own.then_some((file, &whole.header)));
+    note(path, reading(whole.state, own.then_some((file, &whole.header))));
     whole.filter().with_path(path)
 }
 
-/// What a reader says on stderr about a payload it cannot vouch for by its checksum.
-/// `own`: the reader's handle of the file, holding no lock, and the header it read, which
-/// tell a writer at work from one that did not finish ([`writer_was_at_work`]); `None`
-/// under the writers' lock, where an unsealed file is one whose writer did not finish.
-pub fn note_payload(path: &Path, payload: Payload, own: Option<(&File, &Header)>) {
-    let at_work = || own.is_some_and(|(file, header)| writer_was_at_work(file, header));
-    let what = match payload {
-        Payload::Sealed => return,
-        Payload::Unsealed if at_work() => {
-            "being updated in place by another writer; using its bits as they are now (valid: \
-             every finished update's are in them)"
+/// A payload as a reader finds it, an unsealed one told apart by whether its writer is at
+/// work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// Sealed, and its checksum holds.
+    Sealed,
+    /// Unsealed, no writer at work: an update in place did not finish (bits valid,
+    /// checksum stale).
+    Unfinished,
+    /// A writer is updating it in place, or did while it was read (bits valid).
+    AtWork,
+}
+
+/// What `payload` is to a reader. `own`: the reader's handle of the file, holding no lock,
+/// and the header it read, which tell a writer at work from one that did not finish
+/// ([`writer_was_at_work`]); `None` under the writers' lock, where an unsealed file is one
+/// whose writer did not finish.
+fn reading(payload: Payload, own: Option<(&File, &Header)>) -> Reading {
+    match payload {
+        Payload::Sealed => Reading::Sealed,
+        Payload::Changing => Reading::AtWork,
+        Payload::Unsealed if own.is_some_and(|(file, header)| writer_was_at_work(file, header)) => {
+            Reading::AtWork
         }
-        Payload::Unsealed => {
+        Payload::Unsealed => Reading::Unfinished,
+    }
+}
+
+/// What a reader says on stderr of a payload it cannot vouch for by its checksum.
+fn note(path: &Path, reading: Reading) {
+    let what = match reading {
+        Reading::Sealed => return,
+        Reading::AtWork => {
+            "being updated in place by another writer; using its bits as read (valid: every \
+             finished update's are in them)"
+        }
+        Reading::Unfinished => {
             "unsealed (an update in place did not finish: bits valid, checksum stale); using \
              its bits; `bloomery seal` reseals it"
-        }
-        Payload::Changing => {
-            "being updated in place while it was read; using its bits (valid, a superset of \
-             the ones read first)"
         }
     };
     let _ = writeln!(io::stderr(), "bloomery: note: {}: {what}", path.display());
@@ -125,7 +145,7 @@ pub fn note_payload(path: &Path, payload: Payload, own: Option<(&File, &Header)>
 /// Whether a writer was at work on `file` (the reader's own handle, holding no lock) since
 /// its `header` was read: one holds the writers' lock now, or the header changed meanwhile
 /// (a writer that finished reseals its file before it lets go of the lock).
-pub fn writer_was_at_work(file: &File, header: &Header) -> bool {
+fn writer_was_at_work(file: &File, header: &Header) -> bool {
     file::writer_at_work(file).unwrap_or(false)
         || file
             .metadata()
@@ -438,14 +458,15 @@ impl Mapped {
         .ok_or_else(|| damaged_payload(&self.path))
     }
 
-    /// Whether a writer was at work on the file since it was opened ([`writer_was_at_work`]).
-    pub fn writer_was_at_work(&self) -> bool {
-        writer_was_at_work(&self.file, &self.header)
+    /// What `payload` (this file's, as [`verify_payload`](Self::verify_payload) judged it)
+    /// is to this reader ([`reading`]).
+    pub fn reading(&self, payload: Payload) -> Reading {
+        reading(payload, Some((&self.file, &self.header)))
     }
 
-    /// Says on stderr what `payload` (of this file) is, if not sealed ([`note_payload`]).
+    /// Says on stderr what `payload` (this file's) is, if not sealed.
     pub fn note(&self, payload: Payload) {
-        note_payload(&self.path, payload, Some((&self.file, &self.header)));
+        note(&self.path, self.reading(payload));
     }
 
     /// The file's length.
