@@ -24,14 +24,16 @@
 //! is skipped). Redirections while slots move (`MOVED`, `ASK`): the redis crate's cluster
 //! client (1.8) follows them for single commands but hands a pipeline's back as its error,
 //! so a batch that meets one goes again command by command, each routed by its key (the
-//! crate then follows `MOVED` with a fresh slot map, and `ASK` with `ASKING`); a lost connection, `CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`,
-//! `READONLY`, `LOADING` or a `WAIT` refused by a replica (a failover under way) make this
-//! client reconnect and send the whole batch again, for at most
-//! [`Connection::set_retry_for`] (30 s by default), after which the last error is returned.
-//! A try that fails drops its connections, which may hold replies not read (a pipeline
-//! that failed on one node leaves the others' unread), and the next try connects afresh. Sending a batch again is harmless for the filter (an
-//! item's bits are set once), but `add_hashes` then reports as old an item whose first
-//! send did reach the server (see docs/failure-model.md).
+//! crate then follows `MOVED` with a fresh slot map, and `ASK` with `ASKING`). A lost
+//! connection, `CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`, `READONLY`, `LOADING` or a `WAIT`
+//! refused by a replica (a failover under way) make this client send the whole batch
+//! again, for at most [`Connection::set_retry_for`] (30 s by default), after which the last
+//! error is returned. A try that fails otherwise than by the servers' replies (a lost
+//! connection, a timeout) drops its connections, which may hold replies not read (a
+//! pipeline that failed on one node leaves the others' unread), and the next try connects
+//! afresh. Sending a batch again is harmless for the filter (an item's bits are set once),
+//! but `add_hashes` then reports as old an item whose first send did reach the server (see
+//! docs/failure-model.md).
 //!
 //! With [`ShardedFilter::set_wait`], a batch of adds and its `WAIT` are one unit: a failure
 //! worth retrying in either sends both again, the batch first, on the new connections.
@@ -178,9 +180,10 @@ pub const WAIT_REPLY_MARGIN: Duration = Duration::from_secs(5);
 /// worth retrying (see the crate's documentation).
 pub struct Connection {
     target: Target,
-    /// `None` after a failed call: its connections may hold replies not read (a pipeline
-    /// that failed part way leaves the other nodes' replies unread), so the next call
-    /// connects afresh rather than read a reply meant for an earlier one.
+    /// `None` after a call that failed otherwise than by the servers' replies
+    /// ([`in_step`]): its connections may hold replies not read (a pipeline that failed
+    /// part way leaves the other nodes' replies unread), so the next call connects afresh
+    /// rather than read a reply meant for an earlier one.
     inner: Option<Inner>,
     retry_for: Duration,
     timeout: Duration,
@@ -312,7 +315,7 @@ impl Connection {
             });
         };
         let waited = send_wait(inner, &written, replicas, timeout, self.timeout);
-        if waited.is_err() {
+        if waited.as_ref().is_err_and(|error| !in_step(error)) {
             self.inner = None;
         }
         waited.map_err(|source| Error::Redis {
@@ -355,9 +358,7 @@ impl Connection {
                         return Ok(value);
                     }
                     Err(error) => {
-                        // An error the servers replied (CLUSTERDOWN, a redirection) came
-                        // with every reply read: the connections are in step, and kept.
-                        if error.clone().into_server_errors().is_some() {
+                        if in_step(&error) {
                             self.inner = Some(inner);
                         }
                         error
@@ -434,6 +435,13 @@ fn send_pipeline(inner: &mut Inner, commands: &[Cmd]) -> redis::RedisResult<Vec<
             }
         }
     }
+}
+
+/// Whether the connections that gave `error` are in step with their servers: an error the
+/// servers replied (`CLUSTERDOWN`, a redirection, a refused command) comes with every reply
+/// read; any other (a lost connection, a timeout) may leave replies unread.
+fn in_step(error: &RedisError) -> bool {
+    error.clone().into_server_errors().is_some()
 }
 
 /// Whether every error of a failed pipeline is a redirection, or a slot not yet ready
