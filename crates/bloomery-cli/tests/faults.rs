@@ -727,7 +727,7 @@ fn readers_loading_a_file_that_an_add_updates_in_place_never_call_it_damaged() {
     // `export` and `merge` load their inputs whole. A file updated in place changes under
     // such a read: its payload checksum fails against the header read first. That is a
     // writer at work (the header changed, or its lock is held), not damage, and the bits
-    // read are valid; before, 4 of 12 exports failed here with "damaged".
+    // read are valid; before, the exports and merges here failed with "damaged".
     let dir = open_dir();
     let path = dir.path().join("f.bloom");
     ok(bloomery()

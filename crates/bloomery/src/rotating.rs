@@ -60,7 +60,7 @@ pub struct RotatingBloomFilter {
     window_ms: Option<u64>,
 }
 
-/// Checks a number of generations: 2 to [`MAX_GENERATIONS`].
+/// Checks a generation's number of items: at least 1.
 pub(crate) fn check_items_per_generation(items_per_generation: u64) -> Result<()> {
     if items_per_generation == 0 {
         return Err(Error::Parameter {
@@ -72,6 +72,7 @@ pub(crate) fn check_items_per_generation(items_per_generation: u64) -> Result<()
     Ok(())
 }
 
+/// Checks a number of generations: 2 to [`MAX_GENERATIONS`].
 pub(crate) fn check_generations(generations: usize) -> Result<()> {
     if (2..=MAX_GENERATIONS).contains(&generations) {
         Ok(())

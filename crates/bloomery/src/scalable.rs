@@ -16,8 +16,9 @@
 //! An insert first asks every sub-filter, so an item is never counted twice (as RedisBloom).
 //! Each sub-filter takes at least the bits that keep Guava's double hashing under its
 //! share ([`ClassicShape::for_rate`]): with Guava's shape, a chain started at one item at
-//! 1% answered 3.25% once grown to 10^5 items, its first, smallest sub-filters' floors
-//! adding up (`tests/variants.rs`, `filters_hashed_as_guava_keep_their_rate_...`).
+//! 1% answered about 3% once grown to 10^5 items, its first, smallest sub-filters' floors
+//! adding up (`cargo run --release -p bloomery --example double_hashing_floor`, and
+//! `tests/variants.rs`, `filters_hashed_as_guava_keep_their_rate_...`).
 
 use crate::classic::{BloomFilter, read_embedded, write_embedded};
 use crate::error::{Error, Result, inconsistent};

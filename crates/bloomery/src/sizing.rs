@@ -122,13 +122,14 @@ pub fn num_words_for_bits(num_bits: u64) -> Result<usize> {
 /// steps: about 2k of the m² (start, step) pairs, counting both directions) finds most of
 /// its bits set by that one item, so beyond the fill^k of independent positions a filter
 /// of m bits holding n items answers "present" for about c·n/m² of fresh items, c about 6
-/// at half the bits set (measured 5 to 15). That floor is far below the rate in filters of
-/// many items (at 1%, 10^6 items: 6·10^-8), but not in small ones at low rates: Guava's
-/// shape for 1,000 items at 10^-6 answers about 10^-5, for 10 items at 10^-3 about
-/// 3·10^-3 (`cargo run --release -p bloomery --example double_hashing_floor`). With m at
-/// least this many bits the floor is at most a tenth of `fpp` by that count; only filters
-/// of fewer than about 60 / (fpp · b²) items (b = -ln(fpp) / ln²2 bits per item: 66 at
-/// 1%, 291 at 0.1%, 72,564 at 10^-6) need more bits than Guava's shape.
+/// at half the bits set by that count (the example below measures 5.6 to 11.6). That
+/// floor is far below the rate in filters of many items (at 1%, 10^6 items, c = 6:
+/// 6·10^-8), but not in small ones at low rates: Guava's shape for 1,000 items at 10^-6
+/// answers about 10^-5, for 10 items at 10^-3 about 3·10^-3
+/// (`cargo run --release -p bloomery --example double_hashing_floor`). With m at least
+/// this many bits the floor is at most a tenth of `fpp` for c = 6; Guava's shape, its bits
+/// rounded up to whole words, has them from 61 items on at 1%, from 290 at 0.1%
+/// ([`ClassicShape::for_rate`]).
 ///
 /// ```
 /// use bloomery::sizing::double_hashing_bits;
@@ -192,12 +193,17 @@ impl ClassicShape {
     /// rotating filters and the scalable filter's sub-filters): Guava's shape, with at least
     /// [`double_hashing_bits`] bits (its k kept), so that the rate measured holding
     /// `expected_items` stays at `fpp` where the double hashing's floor would lift it (few
-    /// items at a low rate). Guava's shape itself from a few hundred items on at 1%.
+    /// items at a low rate). Guava's shape itself from 61 items on at 1%, from 290 at 0.1%.
     ///
     /// ```
     /// use bloomery::sizing::ClassicShape;
     ///
-    /// assert_eq!(ClassicShape::for_rate(1_000, 0.01)?, ClassicShape::for_fpp(1_000, 0.01)?);
+    /// for (p, first) in [(0.01, 61), (0.001, 290)] {
+    ///     assert_ne!(ClassicShape::for_rate(first - 1, p)?, ClassicShape::for_fpp(first - 1, p)?);
+    ///     for n in first..first + 1_000 {
+    ///         assert_eq!(ClassicShape::for_rate(n, p)?, ClassicShape::for_fpp(n, p)?);
+    ///     }
+    /// }
     /// let small = ClassicShape::for_rate(1_000, 1e-6)?;
     /// assert_eq!((small.num_bits(), small.num_hashes), (244_992, 20));
     /// # Ok::<(), bloomery::Error>(())
