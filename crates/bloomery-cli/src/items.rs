@@ -102,11 +102,17 @@ pub fn for_each_item(
     format: ItemFormat,
     mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
 ) -> Result<()> {
-    // Every file opened once before the first item is used: a missing or unreadable one
-    // is an error before anything changed, not after the items before it were added.
-    for path in files.iter().filter(|path| path.as_os_str() != "-") {
-        File::open(path).with_path(path)?;
-    }
+    // Every file opened before the first item is used: a missing or unreadable one is an
+    // error before anything changed, not after the items before it were added. Each is
+    // opened once and read from that opening: a named pipe opened twice would lose what
+    // its writer wrote before the first close (or wait for a writer that has gone).
+    let mut opened = files
+        .iter()
+        .map(|path| match path.as_os_str() == "-" {
+            true => Ok(None),
+            false => File::open(path).with_path(path).map(Some),
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut buffer = Vec::new();
     // A bad item's error says where it is: the argument's or the line's number.
     let mut one = |raw: &[u8], text: &[u8], at: &dyn Fn() -> String| -> Result<bool> {
@@ -125,8 +131,13 @@ pub fn for_each_item(
         return Ok(());
     }
     let stdin = [PathBuf::from("-")];
-    let files = if files.is_empty() { &stdin[..] } else { files };
-    for path in files {
+    let files = if files.is_empty() {
+        opened.push(None);
+        &stdin[..]
+    } else {
+        files
+    };
+    for (path, file) in files.iter().zip(opened) {
         let shown = if path.as_os_str() == "-" {
             Path::new("<stdin>")
         } else {
@@ -136,11 +147,9 @@ pub fn for_each_item(
             let text = line.strip_suffix(b"\r").unwrap_or(line);
             one(line, text, &|| format!("{}, line {number}", shown.display()))
         };
-        let keep_going = if path.as_os_str() == "-" {
-            for_each_line(io::stdin().lock(), shown, &mut line_item)?
-        } else {
-            let file = File::open(path).with_path(path)?;
-            for_each_line(BufReader::with_capacity(1 << 16, file), path, &mut line_item)?
+        let keep_going = match file {
+            None => for_each_line(io::stdin().lock(), shown, &mut line_item)?,
+            Some(file) => for_each_line(BufReader::with_capacity(1 << 16, file), path, &mut line_item)?,
         };
         if !keep_going {
             break;

@@ -276,6 +276,49 @@ fn devices_fifos_and_directories_are_refused_and_left_as_they_were() {
 }
 
 #[test]
+fn items_from_a_named_pipe_are_read_from_its_one_opening() {
+    // `-i` files are opened before the first item is used. A named pipe opened, closed and
+    // opened again lost what a quick writer (`printf ... > fifo`) had written before the
+    // close, and then waited for a writer that had gone (hence `timeout`); that happened
+    // in about one run of ten, so the test makes forty.
+    let dir = open_dir();
+    let filter = dir.path().join("f.bloom");
+    create(&filter, 10_000);
+    let fifo = dir.path().join("items.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    let mut added = Vec::new();
+    for round in 0..40 {
+        let items: Vec<String> = (0..3).map(|i| format!("piped-{round}-{i}")).collect();
+        let text: String = items.iter().map(|item| format!("{item}\n")).collect();
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::write(&fifo, text))
+        };
+        let output = Command::new("timeout")
+            .arg("10")
+            .arg(BIN)
+            .arg("add")
+            .arg(&filter)
+            .arg("-i")
+            .arg(&fifo)
+            .output()
+            .expect("runs");
+        assert_clean_end(&output, "add -i FIFO");
+        assert!(output.status.success(), "round {round}: {output:?}");
+        let written = writer.join().expect("writer");
+        assert!(written.is_ok(), "round {round}: the reader left: {written:?}");
+        added.extend(items);
+    }
+    assert!(all_present(&filter, &added));
+}
+
+#[test]
 fn existing_outputs_are_replaced_only_with_force() {
     let dir = open_dir();
     let a = dir.path().join("a.bloom");
