@@ -21,7 +21,9 @@
 //! nobody writes ([`RotatingBloomFilter::contains_at`]).
 //!
 //! Time is decided once, by the server that runs the client's command: its clock, or the
-//! command's `AT` (milliseconds since the Unix epoch). What is replicated and written to
+//! command's `AT` (milliseconds since the Unix epoch, at most [`MOST_AHEAD_MS`] ahead of
+//! the clock); a time earlier than the newest generation's start counts as that start
+//! (the library's filter never lets time go back). What is replicated and written to
 //! the AOF is an explicit `BF.RESERVE ... AT ms` or `BF.INSERT key ... AT ms ITEMS ...`
 //! with that time and the items that were added, so a replica and an AOF replay make
 //! exactly the primary's bits, whatever their own clocks say. Only lookups read the local
@@ -33,7 +35,7 @@ use bloomery::any::{DynFilter, Spec};
 use bloomery::format::native::Variant;
 use bloomery::rotating::MAX_GENERATIONS;
 use bloomery::{Error as BloomError, RotatingBloomFilter};
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
     AT_MEMORY_LIMIT, InsertOptions, booleans, parse_f64, parse_i64, rate_and_capacity, redisbloom_size,
@@ -49,6 +51,11 @@ pub const DEFAULT_GENERATIONS: usize = 4;
 
 /// The longest `SECONDS` accepted: about 31,700 years, so every window sum fits easily.
 const MAX_WINDOW_MS: u64 = 1_000_000_000_000_000;
+
+/// How far ahead of this server's clock a client's `AT` may be (clocks that disagree by
+/// that much): a filter's time never goes back, so one later time would hold every later
+/// add to it, and the filter would stop forgetting until then.
+pub const MOST_AHEAD_MS: u64 = 60_000;
 
 /// The words that make `BF.RESERVE` or `BF.INSERT` about an aging filter.
 const AGING_WORDS: [&str; 4] = ["WINDOW", "SECONDS", "GENERATIONS", "AT"];
@@ -104,7 +111,7 @@ impl Options {
                 .map(|seconds| (seconds * 1000.0).round())
                 .filter(|&ms| ms >= 1.0 && ms <= MAX_WINDOW_MS as f64)
                 .ok_or(RedisError::Str(
-                    "ERR bad window: SECONDS takes a number of seconds, at least 0.001",
+                    "ERR bad window: SECONDS takes a number of seconds, from 0.001 to 10^12",
                 ))?;
             self.seconds_ms = Some(ms as u64);
         } else if word_is(word, "GENERATIONS") {
@@ -144,9 +151,26 @@ impl Options {
         })
     }
 
-    /// The time a command acts at: `AT`, or this server's clock.
-    fn now(&self) -> u64 {
-        self.at.unwrap_or_else(clock_ms)
+    /// The time a command acts at: `AT`, or this server's clock. A client's `AT` more
+    /// than [`MOST_AHEAD_MS`] ahead of the clock is refused; a primary's (replicated) or
+    /// the AOF's is taken as it is, as the primary took it.
+    fn now(&self, ctx: &Context) -> Result<u64, RedisError> {
+        let clock = clock_ms();
+        let Some(at) = self.at else {
+            return Ok(clock);
+        };
+        let trusted = ctx
+            .get_flags()
+            .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
+        if at > clock.saturating_add(MOST_AHEAD_MS) && !trusted {
+            return Err(RedisError::String(format!(
+                "ERR bad time: AT {at} is more than {} s ahead of this server's clock ({clock} ms \
+                 since the Unix epoch); an aging filter's time never goes back, so it would not \
+                 forget until then",
+                MOST_AHEAD_MS / 1000
+            )));
+        }
+        Ok(at)
     }
 }
 
@@ -237,7 +261,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let window = options.window(error_rate, capacity)?;
     let redis_key = ctx.open_key_writable(key);
     refuse_existing(&redis_key)?;
-    let now = options.now();
+    let now = options.now(ctx)?;
     let filter = window.create(now, cap_for_command(&ctx.get_flags()))?;
     redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
     crate::accounting::after_write(&redis_key);
@@ -270,7 +294,7 @@ pub(crate) fn insert(
     let key = &args[1];
     let items = &args[items_at..];
     let cap = cap_for_command(&ctx.get_flags());
-    let now = options.now();
+    let now = options.now(ctx)?;
     let redis_key = ctx.open_key_writable(key);
     if let Some(filter) = write_filter(&redis_key)? {
         // An existing filter: creation options are ignored, as BF.INSERT ignores them.

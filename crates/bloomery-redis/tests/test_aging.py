@@ -36,6 +36,7 @@ class Model:
 
     def insert(self, item, at, reply):
         start, length, _ = self.gens[-1]
+        at = max(at, start)  # time never goes back for a filter
         expired = self.window is not None and max(0, at - start) >= self.window
         if length >= self.per_generation or expired:
             self.gens.append([at, 0, set()])
@@ -49,9 +50,7 @@ class Model:
         """The generations a lookup at `now` asks (RotatingBloomFilter::contains_at)."""
         if self.window is None:
             return self.gens
-        ends = [min(gen[0] + self.window, later[0]) for gen, later in zip(self.gens, self.gens[1:])]
-        ends.append(self.gens[-1][0] + self.window)
-        return [gen for gen, end in zip(self.gens, ends) if now < end + (self.g - 1) * self.window]
+        return [gen for gen in self.gens if now < gen[0] + self.g * self.window]
 
     def items(self, now):
         return set().union(*(gen[2] for gen in self.live(now)))
@@ -210,6 +209,31 @@ def test_new_generations_are_held_to_the_memory_cap(server, tmp_path):
         assert digest(replica_server.client(), "capped") == digest(primary, "capped")
     finally:
         replica_server.stop()
+
+
+def test_a_time_that_goes_back_forgets_nothing_sooner_and_one_far_ahead_is_refused(r):
+    # 3 generations of 2 items, 30 s each. "a" and "b" fill the first now; "x" comes an
+    # hour behind (a stream replayed at its own times, a client whose clock is behind). It
+    # once started a generation an hour back, which ended the first before its items were
+    # added: "a" and "b" were forgotten at once.
+    r.execute_command("BF.RESERVE", "k", "0.01", "4", "WINDOW", "SECONDS", "60", "GENERATIONS", "3")
+    assert r.execute_command("BF.MADD", "k", "a", "b") == [1, 1]
+    now = server_time_ms(r)
+    assert r.execute_command("BF.INSERT", "k", "NOCREATE", "AT", now - 3_600_000, "ITEMS", "x") == [1]
+    assert r.execute_command("BF.MEXISTS", "k", "a", "b", "x") == [1, 1, 1]
+    assert r.execute_command("BF.CARD", "k") == 3
+    assert r.execute_command("DEBUG", "RELOAD") == b"OK"
+    assert r.execute_command("BF.MEXISTS", "k", "a", "b", "x") == [1, 1, 1]
+    # A time far ahead would hold every later add to it (time never goes back), so that
+    # the filter stopped forgetting: refused beyond a minute ahead, taken within it.
+    ahead = now + 3_650 * 86_400_000
+    for command in (("BF.INSERT", "k", "NOCREATE", "AT", ahead, "ITEMS", "typo"),
+                    ("BF.RESERVE", "new", "0.01", "4", "WINDOW", "AT", ahead)):
+        assert "ahead of this server's clock" in error_of(r, *command)
+    assert r.exists("new") == 0
+    assert r.execute_command("BF.EXISTS", "k", "typo") == 0
+    assert r.execute_command("BF.INSERT", "k", "NOCREATE", "AT", now + 30_000, "ITEMS", "soon") == [1]
+    assert r.execute_command("BF.MEXISTS", "k", "a", "b", "x", "soon") == [1, 1, 1, 1]
 
 
 def test_a_time_window_forgets_without_any_write(r):

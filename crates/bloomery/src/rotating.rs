@@ -12,7 +12,11 @@
 //! (`tests/variants.rs`).
 //!
 //! Time windows use caller-supplied timestamps in milliseconds ([`insert_at`]), so the
-//! filter is deterministic and testable; [`insert`] uses the system clock.
+//! filter is deterministic and testable; [`insert`] uses the system clock. Time never goes
+//! back for a filter: an insert's timestamp earlier than the newest generation's start
+//! (a clock stepped back, clients whose clocks disagree, a stream replayed at its own
+//! times) counts as that start, so its item is remembered as long as one inserted then,
+//! and the items already in the filter as long as before.
 //!
 //! [`insert_at`]: RotatingBloomFilter::insert_at
 //! [`insert`]: RotatingBloomFilter::insert
@@ -167,7 +171,8 @@ impl RotatingBloomFilter {
     }
 
     /// Adds `item` at time `now_ms`, first rotating if the newest generation is full or
-    /// its window has passed.
+    /// its window has passed. A time earlier than the newest generation's start counts
+    /// as that start (time never goes back for a filter).
     pub fn insert_at<T: Funnel + ?Sized>(&mut self, item: &T, now_ms: u64) -> bool {
         // The shape was checked at construction and there is no memory limit, so this
         // cannot fail.
@@ -185,6 +190,11 @@ impl RotatingBloomFilter {
         memory_limit: Option<u64>,
     ) -> Result<bool> {
         let hash = hash_item(item);
+        // Time never goes back: a generation started at an earlier time would end the
+        // newest one before the items it holds were added, and they would be forgotten
+        // that much sooner (an hour sooner for a stream replayed an hour behind).
+        let newest = self.generations.back().expect("at least one generation");
+        let now_ms = now_ms.max(newest.started_ms);
         // Seen within the window, as `contains_at` answers just before: an older
         // generation's answer counts too, that of one this insert rotates out included (the
         // item is copied into the newest all the same, so that it stays as long as it keeps
@@ -221,12 +231,12 @@ impl RotatingBloomFilter {
     /// Whether `item` might have been inserted and is still within the time window at
     /// `now_ms`. [`contains`](Self::contains) asks every kept generation; this one skips
     /// the generations that time has retired but no insert has rotated out yet, so a filter
-    /// nobody writes to still forgets. A generation ends when the next one starts or when
-    /// it is `window` old, whichever comes first, and is asked while `now_ms` is less than
-    /// `generations - 1` windows past its end: an item inserted at `t` is found at least
-    /// until `t + (generations - 1) · window` and forgotten by `t + generations · window`
-    /// (if it is not rotated out by count before, and given timestamps that never go
-    /// back). Without a window, as `contains`.
+    /// nobody writes to still forgets. A generation is asked while `now_ms` is less than
+    /// `generations` windows past its start: an item inserted at `t` (at or after its
+    /// generation's start, and less than a window after it, or a new generation would
+    /// have started) is found at least until `t + (generations - 1) · window` and
+    /// forgotten by `t + generations · window`, unless it is rotated out by count before.
+    /// Without a window, as `contains`.
     /// Deterministic: the answer depends on the filter and `now_ms` alone.
     ///
     /// ```
@@ -253,27 +263,22 @@ impl RotatingBloomFilter {
             .fold(0u64, |sum, generation| sum.saturating_add(generation.len))
     }
 
-    /// The generations still within the time window at `now_ms` (all without a window).
+    /// The generations still within the time window at `now_ms` (all without a window):
+    /// those started less than `generations` windows before.
+    ///
+    /// A generation that a full count ended early is asked as long: ending it when the
+    /// next one starts would forget its items sooner, and too soon when that start was
+    /// earlier than they were (a filter written before time was kept from going back, or
+    /// by clients whose clocks disagreed). The rate stays bounded: at most `generations`
+    /// are kept.
     fn live_at(&self, now_ms: u64) -> impl Iterator<Item = &Generation> {
-        let window = self.window_ms;
-        let later = (self.max_generations as u64 - 1).saturating_mul(window.unwrap_or(0));
-        let next_starts = self
-            .generations
-            .iter()
-            .skip(1)
-            .map(|generation| generation.started_ms)
-            .chain([u64::MAX]);
-        self.generations
-            .iter()
-            .zip(next_starts)
-            .filter(move |(generation, next_start)| match window {
-                None => true,
-                Some(window) => {
-                    let end = generation.started_ms.saturating_add(window).min(*next_start);
-                    now_ms < end.saturating_add(later)
-                }
-            })
-            .map(|(generation, _)| generation)
+        let asked_for = self
+            .window_ms
+            .map(|window| (self.max_generations as u64).saturating_mul(window));
+        self.generations.iter().filter(move |generation| match asked_for {
+            None => true,
+            Some(asked_for) => now_ms < generation.started_ms.saturating_add(asked_for),
+        })
     }
 
     /// The most generations kept (the oldest is dropped when another would pass it).
@@ -454,23 +459,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_generation_ended_by_count_is_asked_for_the_windows_after_its_end() {
+    fn a_generation_is_asked_for_generations_windows_from_its_start() {
         // 2 generations of 1 item and 100 ms: "a" fills the first, "b" starts the second
-        // at 10, which ends the first at 10 rather than 100.
+        // at 10; the first is asked until 200 all the same, the second until 210.
         let mut filter = RotatingBloomFilter::with_window(2, 1, 0.01, Some(100), 0).unwrap();
         filter.insert_at("a", 0);
         filter.insert_at("b", 10);
-        assert!(filter.contains_at("a", 109));
-        assert!(!filter.contains_at("a", 110));
-        // "b"'s generation, the newest, ends at 110 and is asked until 210.
+        assert!(filter.contains_at("a", 199));
+        assert!(!filter.contains_at("a", 200));
         assert!(filter.contains_at("b", 209));
         assert!(!filter.contains_at("b", 210));
-        assert_eq!(filter.len_at(109), 2);
-        assert_eq!(filter.len_at(110), 1);
+        assert_eq!(filter.len_at(199), 2);
+        assert_eq!(filter.len_at(200), 1);
         // Without a window, time does not matter.
         let mut counted = RotatingBloomFilter::with_window(2, 10, 0.01, None, 0).unwrap();
         counted.insert_at("a", 0);
         assert!(counted.contains_at("a", u64::MAX));
         assert_eq!(counted.len_at(u64::MAX), 1);
+    }
+
+    #[test]
+    fn a_time_that_goes_back_forgets_nothing_sooner() {
+        // 3 generations of 2 items, 30 s windows. "a" and "b" fill the first at an hour;
+        // "x" comes with a time an hour earlier (a client replaying its stream, a clock
+        // stepped back). It once started a generation at that time, which ended the first
+        // an hour before its items were added: they were forgotten at once.
+        let hour = 3_600_000;
+        let mut filter = RotatingBloomFilter::with_window(3, 2, 0.01, Some(30_000), hour).unwrap();
+        filter.insert_at("a", hour);
+        filter.insert_at("b", hour);
+        assert!(filter.insert_at("x", 0));
+        for item in ["a", "b", "x"] {
+            assert!(filter.contains_at(item, hour), "{item}");
+            assert!(filter.contains_at(item, hour + 60_000 - 1), "{item}");
+        }
+        assert_eq!(filter.len_at(hour), 3);
+        // Clients whose clocks disagree by 5 s: the items of the one ahead are found for
+        // two windows after their time, as the other's are.
+        let mut filter = RotatingBloomFilter::with_window(3, 2, 0.01, Some(10_000), 0).unwrap();
+        filter.insert_at("ahead-1", 6_000);
+        filter.insert_at("ahead-2", 6_000);
+        filter.insert_at("behind", 1_000);
+        assert!(filter.contains_at("ahead-1", 6_000 + 20_000 - 1));
+        assert!(filter.contains_at("behind", 1_000 + 20_000 - 1));
+        assert!(!filter.contains_at("ahead-1", 6_000 + 30_000));
     }
 }
