@@ -22,6 +22,11 @@ use pyo3::types::{PyByteArray, PyBytes, PyIterator, PyList, PyString, PyTuple};
 /// nothing next to the work, small enough to stay in cache.
 pub const CHUNK: usize = 16 * 1024;
 
+/// Bytes of items per chunk of a batch call, at most (beyond the one item that crosses
+/// it): a chunk of large items ends early, so that a batch of 16,384 items of 100 KB each
+/// does not copy 1.6 GB at once.
+pub const CHUNK_BYTES: usize = 8 << 20;
+
 /// An `int` item's 8 bytes, or a `ValueError` for one outside the 64-bit range.
 fn int_bytes(value: &Bound<'_, PyAny>) -> PyResult<[u8; 8]> {
     let pointer = value.as_ptr();
@@ -314,7 +319,8 @@ fn non_temporal_objects() -> bool {
 
 /// Pushes the common items (`common_item`) of `slots[index..stop]` into `chunk`, asking
 /// for each object [`OBJECT_PREFETCH_DISTANCE`] slots ahead; stops at the first other
-/// item and returns its position and object.
+/// item and returns its position and object, or when the chunk is [full](Sink::full),
+/// returning the position after the last item pushed (and no object).
 ///
 /// # Safety
 /// `slots` must be a live list's item array, the GIL held, and no Python code run while
@@ -325,7 +331,7 @@ unsafe fn push_common_items<S: Sink, const NON_TEMPORAL: bool>(
     index: usize,
     stop: usize,
     chunk: &mut S,
-) -> Option<(usize, *mut ffi::PyObject)> {
+) -> Option<(usize, Option<*mut ffi::PyObject>)> {
     let mut int = [0; 8];
     for (at, &item) in (index..stop).zip(&slots[index..stop]) {
         if let Some(&later) = slots.get(at + OBJECT_PREFETCH_DISTANCE) {
@@ -334,7 +340,10 @@ unsafe fn push_common_items<S: Sink, const NON_TEMPORAL: bool>(
         // SAFETY: a live object, as the caller promises; the bytes are copied at once.
         match unsafe { common_item(item, &mut int) } {
             Some(bytes) => chunk.push(bytes),
-            None => return Some((at, item)),
+            None => return Some((at, Some(item))),
+        }
+        if chunk.full() {
+            return Some((at + 1, None));
         }
     }
     None
@@ -506,6 +515,10 @@ pub trait Sink {
     }
     /// How many items it holds.
     fn count(&self) -> usize;
+    /// Whether it holds [`CHUNK_BYTES`] of items' bytes or more: the chunk ends there.
+    fn full(&self) -> bool {
+        false
+    }
 }
 
 impl Sink for Chunk {
@@ -523,6 +536,11 @@ impl Sink for Chunk {
 
     fn count(&self) -> usize {
         self.ends.len()
+    }
+
+    #[inline(always)]
+    fn full(&self) -> bool {
+        self.bytes.len() >= CHUNK_BYTES
     }
 }
 
@@ -674,6 +692,19 @@ fn push_elements<S: Sink>(bytes: &[u8], element: Element, chunk: &mut S) {
     }
 }
 
+/// `error`, a bad item's in a batch add, with a note (on Python 3.11 and later, which
+/// show an exception's notes) that the `added` items of the call before it were added and
+/// the rest were not: a batch add stops at a bad item, as at a refused one.
+pub fn noted_added(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
+    let value = error.value(py);
+    if value.hasattr("add_note").unwrap_or(false) {
+        let note = format!("the {added} items of this call before the bad one were added, the rest were not");
+        // A note that cannot be added leaves the error as it is.
+        let _ = value.call_method1("add_note", (note,));
+    }
+    error
+}
+
 /// Where a batch's items come from.
 pub enum Source<'py> {
     /// A buffer (bytes, numpy arrays, array.array, memoryview): read directly.
@@ -690,16 +721,18 @@ pub enum Source<'py> {
 
 impl<'py> Source<'py> {
     /// The source for `items`: a buffer when it has one (and is not a str), else a
-    /// sequence or iterable of items.
+    /// sequence or iterable of items. Only a list or tuple itself is read by index: a
+    /// subclass's items are what its own `__iter__` gives (it may override it, and
+    /// `__len__`), as for any other iterable.
     pub fn new(items: &Bound<'py, PyAny>, item_size: Option<usize>) -> PyResult<Self> {
         let is_buffer_like = !(items.is_instance_of::<PyList>() || items.is_instance_of::<PyTuple>());
         if item_size.is_some() && !is_buffer_like {
             return Err(PyTypeError::new_err("item_size= is for buffers (bytes, arrays)"));
         }
-        if let Ok(list) = items.cast::<PyList>() {
+        if let Ok(list) = items.cast_exact::<PyList>() {
             return Ok(Source::Sequence(items.clone(), list.len()));
         }
-        if let Ok(tuple) = items.cast::<PyTuple>() {
+        if let Ok(tuple) = items.cast_exact::<PyTuple>() {
             return Ok(Source::Sequence(items.clone(), tuple.len()));
         }
         if items.is_instance_of::<PyString>() {
@@ -740,9 +773,13 @@ impl<'py> Source<'py> {
     /// Hashes the items a chunk at a time, as a blocked filter (plain or atomic) with
     /// `seed` hashes them, and hands each chunk's hashes to `each` (which may release the
     /// GIL: the hashes are the items' only copy it needs).
+    /// A bad item ends the batch after the items before it were handed to `each`; with
+    /// `adding`, its error notes how many those were ([`noted_added`]).
     pub fn for_each_hashed(
         &mut self,
+        py: Python<'_>,
         seed: u64,
+        adding: bool,
         mut each: impl FnMut(&[u64]) -> PyResult<()>,
     ) -> PyResult<()> {
         let mut hashes = Hashes {
@@ -750,30 +787,54 @@ impl<'py> Source<'py> {
             hashes: Vec::with_capacity(CHUNK),
         };
         let mut position = 0;
-        while let read @ 1.. = self.fill(position, &mut hashes)? {
+        loop {
+            let (read, error) = self.next_chunk(position, &mut hashes);
+            if read > 0 {
+                each(&hashes.hashes)?;
+            }
             position += read;
-            each(&hashes.hashes)?;
+            if let Some(error) = error {
+                return Err(if adding {
+                    noted_added(py, error, position)
+                } else {
+                    error
+                });
+            }
+            if read == 0 {
+                return Ok(());
+            }
         }
-        Ok(())
+    }
+
+    /// [`fill`](Self::fill), but a bad item (or an iterator that raises) ends the chunk
+    /// instead of emptying it: the items before it are in `chunk`, their count returned
+    /// beside the error, so that a batch add adds every item before the bad one.
+    pub fn next_chunk<S: Sink>(&mut self, position: usize, chunk: &mut S) -> (usize, Option<PyErr>) {
+        match self.fill(position, chunk) {
+            Ok(read) => (read, None),
+            Err(error) => (chunk.count(), Some(error)),
+        }
     }
 
     /// [`for_each_hashed`](Self::for_each_hashed) for lookups: `results` grows by one
     /// slot per item, and `each` gets each chunk's hashes with their slots to answer in.
     pub fn lookup_hashed(
         &mut self,
+        py: Python<'_>,
         seed: u64,
         results: &mut Vec<bool>,
         mut each: impl FnMut(&[u64], &mut [bool]) -> PyResult<()>,
     ) -> PyResult<()> {
-        self.for_each_hashed(seed, |hashes| {
+        self.for_each_hashed(py, seed, false, |hashes| {
             let start = results.len();
             results.resize(start + hashes.len(), false);
             each(hashes, &mut results[start..])
         })
     }
 
-    /// Reads up to [`CHUNK`] items from `position` into `chunk` (cleared first); returns
-    /// how many were read (0 at the end).
+    /// Reads up to [`CHUNK`] items from `position` into `chunk` (cleared first), fewer
+    /// when their bytes reach [`CHUNK_BYTES`]; returns how many were read (0 at the end).
+    /// On an error, `chunk` holds the items before the bad one.
     pub fn fill<S: Sink>(&mut self, position: usize, chunk: &mut S) -> PyResult<usize> {
         chunk.clear();
         match self {
@@ -782,14 +843,15 @@ impl<'py> Source<'py> {
                 element,
                 count,
             } => {
-                let end = (*count).min(position.saturating_add(CHUNK));
-                if position >= end {
-                    return Ok(0);
-                }
                 let (width, base) = match *element {
                     Element::Int { size, .. } => (size, buffer.buf_ptr().cast::<u8>()),
                     Element::Raw { item_size } => (item_size, buffer.buf_ptr().cast::<u8>()),
                 };
+                let most = CHUNK.min((CHUNK_BYTES / width).max(1));
+                let end = (*count).min(position.saturating_add(most));
+                if position >= end {
+                    return Ok(0);
+                }
                 // SAFETY: the buffer is C-contiguous, `count * width` bytes long, and held
                 // (with the GIL) while these bytes are copied.
                 let bytes = unsafe {
@@ -837,10 +899,17 @@ impl<'py> Source<'py> {
                             index = stop;
                             continue;
                         };
+                        let Some(item) = item else {
+                            // Full.
+                            break;
+                        };
                         // SAFETY: a live object the list holds; now a reference of our own.
                         let item = unsafe { Bound::from_borrowed_ptr(list.py(), item) };
                         with_item(&item, |bytes| chunk.push(bytes))?;
                         index = at + 1;
+                        if chunk.full() {
+                            break;
+                        }
                     }
                     Ok(chunk.count())
                 } else {
@@ -849,13 +918,16 @@ impl<'py> Source<'py> {
                     for index in position..end.max(position) {
                         let item = tuple.get_borrowed_item(index)?;
                         with_item(&item, |bytes| chunk.push(bytes))?;
+                        if chunk.full() {
+                            break;
+                        }
                     }
-                    Ok(end.saturating_sub(position))
+                    Ok(chunk.count())
                 }
             }
             Source::Iterator(iterator) => {
                 let mut copied = 0;
-                while copied < CHUNK {
+                while copied < CHUNK && !chunk.full() {
                     let Some(item) = iterator.next() else {
                         break;
                     };

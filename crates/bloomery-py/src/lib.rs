@@ -28,7 +28,7 @@ use pyo3::sync::{MutexExt, RwLockExt};
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::files::{FileError, InPlace, Locked, Mapped};
-use crate::items::{Chunk, Source, with_item};
+use crate::items::{Chunk, Source, noted_added, with_item};
 
 pyo3::import_exception!(io, UnsupportedOperation);
 
@@ -557,7 +557,7 @@ impl PyBloomFilter {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, State::check_insertable)?;
         if let Some(seed) = self.blocked_seed(py) {
-            return source.for_each_hashed(seed, |hashes| {
+            return source.for_each_hashed(py, seed, true, |hashes| {
                 self.shared.write_detached(py, |state| -> PyResult<()> {
                     blocked_with_seed(state.owned()?.as_any_mut().downcast_mut(), seed)?
                         .insert_hash_batch(hashes);
@@ -567,13 +567,22 @@ impl PyBloomFilter {
         }
         let mut chunk = Chunk::new();
         let mut position = 0;
-        while let copied @ 1.. = source.fill(position, &mut chunk)? {
+        loop {
+            // A bad item ends the batch after the items before it are added.
+            let (copied, error) = source.next_chunk(position, &mut chunk);
+            if copied > 0 {
+                let chunk = &chunk;
+                self.shared
+                    .write_detached(py, |state| state.insert_batch(&chunk.slices()))?;
+            }
             position += copied;
-            let chunk = &chunk;
-            self.shared
-                .write_detached(py, |state| state.insert_batch(&chunk.slices()))?;
+            if let Some(error) = error {
+                return Err(noted_added(py, error, position));
+            }
+            if copied == 0 {
+                return Ok(());
+            }
         }
-        Ok(())
     }
 
     /// Adds an item with these bytes; `None` when the filter cannot change (mapped
@@ -603,7 +612,7 @@ impl PyBloomFilter {
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
         let mut results = Vec::with_capacity(source.len_hint());
         if let Some(seed) = self.blocked_seed(py) {
-            source.lookup_hashed(seed, &mut results, |hashes, answers| {
+            source.lookup_hashed(py, seed, &mut results, |hashes, answers| {
                 self.shared.read_detached(py, |state| -> PyResult<()> {
                     let filter = match state {
                         State::Owned(filter) => filter.as_any().downcast_ref(),
@@ -1385,7 +1394,7 @@ impl PyConcurrentBloomFilter {
     /// its atomic ORs).
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
         if let Atomic::Blocked(filter) = &self.filter {
-            return source.for_each_hashed(filter.seed(), |hashes| {
+            return source.for_each_hashed(py, filter.seed(), true, |hashes| {
                 py.detach(|| filter.insert_hash_batch(hashes));
                 Ok(())
             });
@@ -1393,17 +1402,21 @@ impl PyConcurrentBloomFilter {
         let mut chunk = Chunk::new();
         let mut position = 0;
         loop {
-            let copied = source.fill(position, &mut chunk)?;
-            if copied == 0 {
-                return Ok(());
-            }
-            position += copied;
-            let chunk = &chunk;
+            // A bad item ends the batch after the items before it are added.
+            let (copied, error) = source.next_chunk(position, &mut chunk);
+            let slices = chunk.slices();
             py.detach(|| {
-                for item in chunk.slices() {
+                for item in slices {
                     self.filter.insert(item);
                 }
             });
+            position += copied;
+            if let Some(error) = error {
+                return Err(noted_added(py, error, position));
+            }
+            if copied == 0 {
+                return Ok(());
+            }
         }
     }
 
@@ -1483,7 +1496,7 @@ impl PyConcurrentBloomFilter {
         let mut results = Vec::with_capacity(source.len_hint());
         if let Atomic::Blocked(filter) = &self.filter {
             // Hashed as read, looked up by the filter's batch call (prefetching ahead).
-            source.lookup_hashed(filter.seed(), &mut results, |hashes, answers| {
+            source.lookup_hashed(py, filter.seed(), &mut results, |hashes, answers| {
                 py.detach(|| filter.contains_hash_batch(hashes, answers));
                 Ok(())
             })?;
