@@ -52,9 +52,10 @@ pub struct Stats {
     /// The items the filter is sized for now, before it grows (a scalable filter), starts
     /// a generation (a rotating one) or refuses more (a non-scaling one). Classic, counting,
     /// retouched and allow-listed filters take any number at a rising false-positive rate;
-    /// for them this is the most items their shape can have been sized for
-    /// ([`sized_capacity`](crate::sizing::sized_capacity)). `None` for blocked and
-    /// split-block filters, whose files keep no sizing.
+    /// for them this is the most items their shape can have been sized for (Guava's shape:
+    /// [`sized_capacity`](crate::sizing::sized_capacity); the others' shape:
+    /// [`rate_capacity`](crate::sizing::rate_capacity)). `None` for blocked and
+    /// split-block filters whose files keep no sizing.
     pub capacity: Option<u64>,
     /// Whether items beyond `capacity` are refused.
     pub refuses_beyond_capacity: bool,
@@ -693,7 +694,7 @@ impl FilterView for CountingBloomFilter {
 
     fn stats(&self) -> Stats {
         Stats {
-            capacity: Some(crate::sizing::sized_capacity(
+            capacity: Some(crate::sizing::rate_capacity(
                 self.num_counters(),
                 self.num_hashes(),
             )),
@@ -928,7 +929,7 @@ impl FilterView for RetouchedBloomFilter {
 
     fn stats(&self) -> Stats {
         Stats {
-            capacity: Some(crate::sizing::sized_capacity(self.num_bits(), self.num_hashes())),
+            capacity: Some(crate::sizing::rate_capacity(self.num_bits(), self.num_hashes())),
             ..stats_of(self)
         }
     }
@@ -964,7 +965,7 @@ impl FilterView for AllowlistedBloomFilter {
 
     fn stats(&self) -> Stats {
         Stats {
-            capacity: Some(crate::sizing::sized_capacity(
+            capacity: Some(crate::sizing::rate_capacity(
                 self.filter().num_bits(),
                 self.filter().num_hashes(),
             )),
