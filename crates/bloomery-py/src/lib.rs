@@ -226,6 +226,36 @@ struct FileLink {
     mode: &'static str,
 }
 
+impl Drop for FileLink {
+    /// A filter opened with `"r+"` that is let go of unclosed is not saved back (as a
+    /// `with` block that raised): a `ResourceWarning` says so, as Python says of an
+    /// unclosed file (shown with `-X dev`, `-W default` and by pytest).
+    fn drop(&mut self) {
+        if self.lock.is_none() {
+            return;
+        }
+        Python::attach(|py| {
+            let message = format!(
+                "bloomery: a filter opened from {} with mode 'r+' was never closed: its changes \
+                 were not saved back (close() or a with block saves them)",
+                self.path.display()
+            );
+            // A path holds no NUL byte.
+            let text = std::ffi::CString::new(message).unwrap_or_default();
+            let warned = PyErr::warn(
+                py,
+                &py.get_type::<pyo3::exceptions::PyResourceWarning>(),
+                &text,
+                1,
+            );
+            if let Err(error) = warned {
+                // Warnings turned into errors: reported as Python reports errors in __del__.
+                error.write_unraisable(py, None);
+            }
+        });
+    }
+}
+
 /// A filter's state shared between Python threads.
 ///
 /// Code holding the GIL reaches the state directly, with no lock, while no call that
@@ -506,7 +536,9 @@ impl PyBloomFilter {
         if let Err(error) = saved {
             return Ok(Err(error));
         }
-        if link.is_none() {
+        // A filter made in memory reports the file it was last saved to; one opened from a
+        // file keeps reporting that file (where `save()` without a path goes).
+        if link.as_ref().is_none_or(|link| link.mode == "w") {
             *link = Some(FileLink {
                 path: target,
                 lock: None,
@@ -978,7 +1010,7 @@ impl PyBloomFilter {
         self.shared.read(py, |state| Ok(state.view()?.variant().name()))
     }
 
-    /// The file the filter was opened from or last saved to, if any.
+    /// The file the filter was opened from, or else the one it was last saved to, if any.
     #[getter]
     fn path(&self, py: Python<'_>) -> Option<String> {
         self.link(py).as_ref().map(|link| link.path.display().to_string())

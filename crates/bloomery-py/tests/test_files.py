@@ -3,11 +3,13 @@ mapping (mode "r"), loading under the writers' lock (mode "r+"), atomic saves, e
 mode "a" (items added in place) in test_in_place.py."""
 
 import errno
+import gc
 import os
 import stat
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -126,6 +128,41 @@ def test_an_exception_in_the_with_block(cli, tmp_path, mode):
     assert f.closed
     assert cli("verify", path).returncode == 0
     assert ("x" in BloomFilter.open(path)) == (mode == "a")
+
+
+def test_an_r_plus_filter_let_go_of_unclosed_says_its_changes_were_not_saved(tmp_path):
+    # As a with block that raised, it saves nothing; it once said nothing either.
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    f = BloomFilter.open(path, "r+")
+    f.add("unsaved")
+    with pytest.warns(ResourceWarning, match="never closed: its changes were not saved back"):
+        del f
+        gc.collect()
+    assert "unsaved" not in BloomFilter.open(path)
+    # Closed (or saved by a with block), nothing to say.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = BloomFilter.open(path, "r+")
+        g.add("saved")
+        g.close()
+        del g
+        with BloomFilter.open(path, "a") as h:
+            h.add("appended")
+        del h
+    g = BloomFilter.open(path)
+    assert "saved" in g and "appended" in g
+
+
+def test_path_is_the_file_opened_or_else_the_last_saved_to(tmp_path):
+    f = BloomFilter(100)
+    assert f.path is None
+    f.save(tmp_path / "first.bloom")
+    f.save(tmp_path / "second.bloom")
+    assert f.path == str(tmp_path / "second.bloom")
+    with BloomFilter.open(tmp_path / "first.bloom", "r+") as g:
+        g.save(tmp_path / "copy.bloom")
+        assert g.path == str(tmp_path / "first.bloom")
 
 
 def test_mode_r_is_read_only(tmp_path):
