@@ -156,6 +156,11 @@ pub struct Mapped {
 }
 
 impl Mapped {
+    /// The file's length: what a copy of the filter takes in memory, about.
+    pub fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
     /// Maps `path` and checks its header (magic, version, checksum, length); with
     /// `verify`, also the payload checksum (reading the whole file once) as the CLI's
     /// readers check it: an unsealed file's bits are used (valid, the checksum stale), and
@@ -518,6 +523,13 @@ pub struct InPlace {
     /// The process that opened it: a child made by `fork()` holds a copy of this value
     /// (and of the mapping) but is not the file's writer (see `unseal` and `seal`).
     owner: u32,
+}
+
+impl InPlace {
+    /// The file's length: what a copy of the filter takes in memory, about.
+    pub fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
 }
 
 impl InPlace {

@@ -194,6 +194,17 @@ impl State {
     }
 
     /// The filter's file bytes.
+    /// The length of the filter's file bytes ([`to_bytes`](Self::to_bytes)): about what a
+    /// copy takes in memory.
+    fn file_len(&self) -> u64 {
+        match self {
+            State::Owned(filter) => filter.envelope().len(),
+            State::Mapped(mapped) => mapped.len(),
+            State::InPlace(file) => file.len(),
+            State::Closed => 0,
+        }
+    }
+
     fn to_bytes(&self) -> PyResult<Vec<u8>> {
         match self {
             State::Owned(filter) => Ok(filter.envelope().to_vec()),
@@ -204,8 +215,13 @@ impl State {
     }
 
     /// A copy in memory (a mapped file is read whole and checked, or, unsealed or being
-    /// changed in place, taken from its bits: `Mapped::to_owned_filter`).
+    /// changed in place, taken from its bits: `Mapped::to_owned_filter`), refused with
+    /// `MemoryError` when it would not fit.
     fn to_owned_filter(&self) -> PyResult<Box<dyn DynFilter>> {
+        // A file's bytes are read, then the filter made from them: twice its size for a
+        // moment, as a load by the CLI counts them.
+        let copies = if matches!(self, State::Owned(_)) { 1 } else { 2 };
+        within_memory(self.file_len(), copies, || "a copy of the filter".into())?;
         match self {
             State::Owned(filter) => Ok(filter.clone_box()),
             State::Mapped(mapped) => mapped.to_owned_filter().map_err(file_error),
@@ -1067,6 +1083,9 @@ impl PyBloomFilter {
     /// >>> "x" in g, g == f, g.kind
     /// (True, True, 'scalable')
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        // The bytes read, then Python's copy.
+        let len = self.shared.read(py, |state| state.file_len());
+        within_memory(len, 2, || "a copy of the filter's bytes".into())?;
         let bytes = self.file_bytes(py)?;
         Ok(PyBytes::new(py, &bytes))
     }
@@ -1080,6 +1099,7 @@ impl PyBloomFilter {
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data: Vec<u8> = bytes_of(data)?;
+        within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
         Ok(Self::from_owned(filter, None))
     }
@@ -1099,6 +1119,7 @@ impl PyBloomFilter {
     #[staticmethod]
     fn from_guava_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data: Vec<u8> = bytes_of(data)?;
+        within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py
             .detach(|| ClassicBloomFilter::from_guava_bytes(&data))
             .map_err(value_error)?;
@@ -1131,6 +1152,7 @@ impl PyBloomFilter {
     #[staticmethod]
     fn from_redisbloom_scandump(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data: Vec<u8> = bytes_of(data)?;
+        within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py
             .detach(|| RedisBloomFilter::from_scandump_stream(&data))
             .map_err(value_error)?;
@@ -1301,6 +1323,13 @@ impl PyBloomFilter {
         let from_bytes = py.get_type::<PyBloomFilter>().getattr("from_bytes")?;
         Ok((from_bytes, (self.to_bytes(py)?,)))
     }
+}
+
+/// Refuses with `MemoryError` to make `copies` filters of about `bytes` each when they
+/// would not fit in the memory a filter may use ([`files::check_memory`]): a failed
+/// allocation would abort the interpreter.
+fn within_memory(bytes: u64, copies: u64, what: impl FnOnce() -> String) -> PyResult<()> {
+    files::check_memory(bytes.saturating_mul(copies), what).map_err(file_error)
 }
 
 /// A new filter for `spec`, refused with `MemoryError` before anything is allocated when
@@ -1609,6 +1638,8 @@ impl PyConcurrentBloomFilter {
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data = bytes_of(data)?;
+        // The filter read (as from_bytes counts it), then its concurrent twin.
+        within_memory(data.len() as u64, 3, || "a filter of these bytes".into())?;
         let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
         Ok(Self {
             filter: Atomic::from_dyn(filter.as_ref())?,

@@ -395,6 +395,35 @@ def test_a_batch_of_large_items_is_copied_a_few_megabytes_at_a_time(tmp_path):
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
 
 
+def test_a_filter_past_the_address_space_limit_is_a_memory_error_not_an_abort(tmp_path):
+    # Under `ulimit -v` (RLIMIT_AS) an allocation fails, which aborts a Rust program: the
+    # size check counted only MemAvailable, and made from bytes and copies were not checked.
+    path = tmp_path / "f.bloom"
+    BloomFilter(50_000_000).save(path)
+    script = tmp_path / "limited.py"
+    script.write_text(
+        "import resource, sys\n"
+        "from bloomery import BloomFilter\n"
+        f"data = open({str(path)!r}, 'rb').read()\n"
+        f"mapped = BloomFilter.open({str(path)!r})\n"
+        "size = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + len(data) * 3 // 2, resource.RLIM_INFINITY))\n"
+        "for make in [lambda: BloomFilter(200_000_000), lambda: BloomFilter.from_bytes(data),\n"
+        "             lambda: mapped.copy(), lambda: mapped.to_bytes()]:\n"
+        "    try:\n"
+        "        make()\n"
+        "    except MemoryError as error:\n"
+        "        assert 'more than the memory' in str(error), error\n"
+        "    else:\n"
+        "        sys.exit('made past the limit')\n"
+        "print('ok')\n"
+    )
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
+
+
 def test_union_and_intersection_operators():
     a, b = BloomFilter(1000), BloomFilter(1000)
     a.update(["x", "both"])

@@ -550,16 +550,114 @@ pub fn read_header(file: &File, len: u64) -> io::Result<crate::Result<Header>> {
     Ok(Header::parse(&prefix).and_then(|header| header.check_file_len(len).map(|()| header)))
 }
 
-/// The memory a new filter, or a file loaded whole, may take: 90% of what the kernel
-/// estimates is available for new allocations without swapping (`MemAvailable` in
-/// /proc/meminfo), if known. The tenth kept back is for everything else on the machine.
-/// Tools check a size against it before allocating, to refuse with an error where the
-/// allocation would abort the process (a Rust allocation failure is not recoverable).
+/// The memory a new filter, or a file loaded whole, may take: 90% of the least of what
+/// the kernel estimates is available for new allocations without swapping (`MemAvailable`
+/// in /proc/meminfo), what the process's memory cgroups (v2 or v1, its own and their
+/// parents) allow it beyond what they hold now (their limit less their usage, page cache
+/// that can be dropped not counted), and what its address-space limit (`RLIMIT_AS`,
+/// `ulimit -v`) leaves; `None` when none is known. The tenth kept back is for everything
+/// else. Tools check a size against it before allocating, to refuse with an error where
+/// the allocation would abort the process (a Rust allocation failure is not recoverable)
+/// or the kernel would kill it (a container's limit).
 pub fn memory_available() -> Option<u64> {
+    let cgroups = fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|cgroups| cgroup_headroom(&cgroups, Path::new("/sys/fs/cgroup")));
+    [meminfo_available(), cgroups, address_space_headroom()]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|bytes| bytes / 10 * 9)
+}
+
+/// `MemAvailable` in /proc/meminfo, in bytes.
+fn meminfo_available() -> Option<u64> {
     let meminfo = fs::read_to_string("/proc/meminfo").ok()?;
     let line = meminfo.lines().find(|line| line.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024) / 10 * 9)
+    Some(kib.saturating_mul(1024))
+}
+
+/// What `RLIMIT_AS` leaves of the address space beyond what the process maps now.
+fn address_space_headroom() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    let pages: u64 = fs::read_to_string("/proc/self/statm")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page_size = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+    // rlim_t is u64 on Linux, not on every target.
+    #[allow(clippy::unnecessary_cast)]
+    let limit = limit.rlim_cur as u64;
+    Some(limit.saturating_sub(pages.saturating_mul(page_size)))
+}
+
+/// The least headroom (limit less usage, inactive page cache not counted as usage) of
+/// the memory cgroups that `cgroups` (the text of /proc/self/cgroup) names and their
+/// parents, under `root` (where the cgroup file systems are mounted: v2 at `root` or at
+/// `root/unified`, v1's memory controller at `root/memory`). `None` when none has a limit.
+fn cgroup_headroom(cgroups: &str, root: &Path) -> Option<u64> {
+    // (directory under which the hierarchy is mounted, the group's path, limit file,
+    // usage file, the memory.stat key of the inactive page cache)
+    let mut groups = Vec::new();
+    for line in cgroups.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        let path = path.trim_start_matches('/');
+        if controllers.is_empty() {
+            for mount in [root.to_path_buf(), root.join("unified")] {
+                groups.push((mount, path, "memory.max", "memory.current", "inactive_file"));
+            }
+        } else if controllers.split(',').any(|controller| controller == "memory") {
+            groups.push((
+                root.join("memory"),
+                path,
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+                "total_inactive_file",
+            ));
+        }
+    }
+    let read_u64 = |file: PathBuf| fs::read_to_string(file).ok()?.trim().parse::<u64>().ok();
+    let mut least: Option<u64> = None;
+    for (mount, path, limit_file, usage_file, inactive_key) in groups {
+        let mut dir = mount.join(path);
+        loop {
+            // "max" (v2) does not parse: no limit; v1 says "no limit" with a number near 2^63.
+            if let (Some(limit), Some(usage)) =
+                (read_u64(dir.join(limit_file)), read_u64(dir.join(usage_file)))
+                && limit < 1 << 62
+            {
+                let inactive = fs::read_to_string(dir.join("memory.stat"))
+                    .ok()
+                    .and_then(|stat| {
+                        stat.lines().find_map(|line| {
+                            let (key, value) = line.split_once(' ')?;
+                            (key == inactive_key).then(|| value.trim().parse::<u64>().ok())?
+                        })
+                    })
+                    .unwrap_or(0);
+                let headroom = limit.saturating_sub(usage.saturating_sub(inactive));
+                least = Some(least.map_or(headroom, |least| least.min(headroom)));
+            }
+            if dir == mount || !dir.pop() || !dir.starts_with(&mount) {
+                break;
+            }
+        }
+    }
+    least
 }
 
 /// Opens `real` for reading without waiting on it: opening a FIFO for reading would block
@@ -795,6 +893,40 @@ pub fn allocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_limits_of_the_group_and_its_parents_bound_the_memory() {
+        let root = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let path = root.path().join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        };
+        // v2: the group has no limit of its own ("max"); its parent allows 1 GiB and holds
+        // 600 MiB, 100 MiB of it inactive page cache: 500 MiB left.
+        write("pod/app/memory.max", "max\n");
+        write("pod/app/memory.current", "1000\n");
+        write("pod/memory.max", "1073741824\n");
+        write("pod/memory.current", "629145600\n");
+        write(
+            "pod/memory.stat",
+            "anon 1\ninactive_file 104857600\nactive_file 5\n",
+        );
+        assert_eq!(
+            cgroup_headroom("0::/pod/app\n", root.path()),
+            Some(1073741824 - 524288000)
+        );
+        // v1, with v2 unused beside it: the memory controller's line counts.
+        write("memory/job/memory.limit_in_bytes", "2000\n");
+        write("memory/job/memory.usage_in_bytes", "1500\n");
+        write("memory/memory.limit_in_bytes", "9223372036854771712\n");
+        write("memory/memory.usage_in_bytes", "99999999\n");
+        let v1 = "4:memory:/job\n3:cpu,cpuacct:/other\n0::/\n";
+        assert_eq!(cgroup_headroom(v1, root.path()), Some(500));
+        // No limit anywhere: nothing known.
+        assert_eq!(cgroup_headroom("0::/elsewhere\n4:memory:/\n", root.path()), None);
+        assert_eq!(cgroup_headroom("", root.path()), None);
+    }
 
     #[test]
     fn a_writer_waits_for_the_lock_and_removes_killed_writers_temporaries() {
