@@ -117,6 +117,41 @@ fn variant_of(kind: &str) -> PyResult<Variant> {
     })
 }
 
+/// Refuses an option that `spec`'s variant would ignore, given a value other than its
+/// default (as the CLI refuses `--seed`, `--generations` and `--nonscaling` for them): a
+/// classic filter made with `seed=5` would be the one made with `seed=6`.
+fn refuse_ignored_options(spec: &Spec) -> PyResult<()> {
+    let variant = spec.variant;
+    let defaults = Spec::new(variant, spec.expected_items, spec.fpp);
+    let seeded = matches!(variant, Variant::Blocked | Variant::ScalableBlocked)
+        || (variant == Variant::SplitBlock && !spec.split_block_parquet);
+    let scaling = matches!(
+        variant,
+        Variant::Scalable | Variant::RedisBloom | Variant::ScalableBlocked
+    );
+    let ignored = if spec.seed != defaults.seed && !seeded {
+        Some((
+            "seed",
+            "blocked, scalable-blocked, and split-block with hash='xxh3' take it",
+        ))
+    } else if spec.generations != defaults.generations && variant != Variant::Rotating {
+        Some(("generations", "rotating filters take it"))
+    } else if spec.scalable.scaling != defaults.scalable.scaling && !scaling {
+        Some((
+            "scaling",
+            "scalable, redisbloom and scalable-blocked filters take it",
+        ))
+    } else {
+        None
+    };
+    match ignored {
+        Some((name, takers)) => Err(PyValueError::new_err(format!(
+            "{name}= does not apply to {variant} filters ({takers})"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A filter's state behind the Python object.
 enum State {
     /// In memory: made here, loaded from bytes, or a file opened with mode "r+".
@@ -754,6 +789,7 @@ impl PyBloomFilter {
         spec.seed = seed;
         spec.generations = generations;
         spec.scalable.scaling = scaling;
+        refuse_ignored_options(&spec)?;
         let filter = create_within_memory(py, &spec, 1)?;
         Ok(Self::from_owned(filter, Some(spec)))
     }
@@ -1514,6 +1550,7 @@ impl PyConcurrentBloomFilter {
         }
         let mut spec = Spec::new(variant, expected_items, fpp);
         spec.seed = seed;
+        refuse_ignored_options(&spec)?;
         // Made, then copied into atomic words: twice its size for a moment.
         let filter = create_within_memory(py, &spec, 2)?;
         Ok(Self {

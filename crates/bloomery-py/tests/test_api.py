@@ -593,6 +593,28 @@ def test_constructor_options():
         BloomFilter(-1)
 
 
+def test_options_a_kind_would_ignore_are_refused():
+    # seed=5 and seed=6 once made the same classic filter, silently (the CLI refuses them).
+    for kind in ["classic", "counting", "scalable", "retouched", "allowlisted", "rotating", "split-block", "redisbloom"]:
+        with pytest.raises(ValueError, match=f"seed= does not apply to {kind} filters"):
+            BloomFilter(100, kind=kind, seed=5)
+        BloomFilter(100, kind=kind, seed=0)  # the default, given
+    for kind in ["blocked", "scalable-blocked"]:
+        assert BloomFilter(100, kind=kind, seed=5) != BloomFilter(100, kind=kind, seed=6)
+    assert BloomFilter(100, kind="split-block", hash="xxh3", seed=5) != BloomFilter(
+        100, kind="split-block", hash="xxh3", seed=6
+    )
+    with pytest.raises(ValueError, match="generations= does not apply to classic"):
+        BloomFilter(100, kind="classic", generations=3)
+    BloomFilter(100, kind="rotating", generations=3)
+    with pytest.raises(ValueError, match="scaling= does not apply to blocked"):
+        BloomFilter(100, scaling=False)
+    for kind in ["scalable", "redisbloom", "scalable-blocked"]:
+        BloomFilter(100, kind=kind, scaling=False)
+    with pytest.raises(ValueError, match="seed= does not apply to classic"):
+        bloomery.ConcurrentBloomFilter(100, kind="classic", seed=5)
+
+
 def test_to_bytes_and_from_bytes_every_kind():
     for kind in KINDS:
         f = BloomFilter(1000, kind=kind)
