@@ -45,7 +45,9 @@ use redis_module::{Context, InfoContext, RedisResult, RedisString, Status, redis
 
 /// Each command's ACL categories besides `@bloom` ([`acl`]): `read` or `write`, and `fast`
 /// (constant work per item, as Redis counts its own variadic commands) or `slow` (work that
-/// grows with the filter: the allocation of a new filter, a dump piece of up to 16 MiB).
+/// grows with the filter: the allocation of a new filter, a dump piece of up to 16 MiB, the
+/// pass over every counter of `CBF.CARD` and `CBF.INFO`; `BF.CARD` and `BF.INFO` answer
+/// from counts kept for the filters `BF.RESERVE` and `BF.ADD` make).
 /// Every command of the list below has a line here (tests/test_operations.py checks).
 pub const ACL_CATEGORIES: &[(&str, &str)] = &[
     ("bf.reserve", "write slow"),
@@ -68,8 +70,8 @@ pub const ACL_CATEGORIES: &[(&str, &str)] = &[
     ("cbf.exists", "read fast"),
     ("cbf.mexists", "read fast"),
     ("cbf.count", "read fast"),
-    ("cbf.card", "read fast"),
-    ("cbf.info", "read fast"),
+    ("cbf.card", "read slow"),
+    ("cbf.info", "read slow"),
 ];
 
 /// Each command's key spec ([`acl::register_key_specs`]): `RO` or `RW`, and what the
