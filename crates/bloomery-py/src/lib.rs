@@ -499,9 +499,6 @@ fn blocked_with_seed<F: std::ops::Deref<Target = BlockedBloomFilter>>(
 pub struct PyBloomFilter {
     shared: Shared,
     file: Mutex<Option<FileLink>>,
-    /// How it was made, when made here: `clear` of a variant the library cannot clear in
-    /// place makes a new empty filter from it.
-    spec: Option<Spec>,
 }
 
 impl PyBloomFilter {
@@ -613,11 +610,10 @@ impl PyBloomFilter {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    fn from_owned(filter: Box<dyn DynFilter>, spec: Option<Spec>) -> Self {
+    fn from_owned(filter: Box<dyn DynFilter>) -> Self {
         Self {
             shared: Shared::new(State::Owned(filter)),
             file: Mutex::new(None),
-            spec,
         }
     }
 
@@ -791,7 +787,7 @@ impl PyBloomFilter {
         spec.scalable.scaling = scaling;
         refuse_ignored_options(&spec)?;
         let filter = create_within_memory(py, &spec, 1)?;
-        Ok(Self::from_owned(filter, Some(spec)))
+        Ok(Self::from_owned(filter))
     }
 
     /// Adds ``item``; returns whether the filter changed (``False``: the item was
@@ -879,30 +875,21 @@ impl PyBloomFilter {
         })?
     }
 
-    /// Removes every item, keeping the size and parameters.
+    /// Removes every item, keeping the parameters (a growing kind goes back to its first
+    /// sub-filter, a rotating one to its newest generation, emptied).
     ///
     /// >>> f = BloomFilter(100); f.add(1)
     /// True
     /// >>> f.clear(); 1 in f
     /// False
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        let spec = self.spec;
-        self.shared.write_detached(py, |state| {
-            let filter = state.owned()?;
-            match (filter.clear(), spec) {
-                (Ok(()), _) => Ok(()),
-                (Err(_), Some(spec)) => {
-                    *filter = any::create(&spec).map_err(value_error)?;
-                    Ok(())
-                }
-                (Err(error), None) => Err(value_error(error)),
-            }
-        })
+        self.shared
+            .write_detached(py, |state| state.owned()?.clear().map_err(value_error))
     }
 
     /// A copy in memory (of a mapped file: the whole file, read and checked).
     fn copy(&self, py: Python<'_>) -> PyResult<Self> {
-        Ok(Self::from_owned(self.snapshot(py)?, self.spec))
+        Ok(Self::from_owned(self.snapshot(py)?))
     }
 
     fn __copy__(&self, py: Python<'_>) -> PyResult<Self> {
@@ -1137,7 +1124,7 @@ impl PyBloomFilter {
         let data: Vec<u8> = bytes_of(data)?;
         within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
-        Ok(Self::from_owned(filter, None))
+        Ok(Self::from_owned(filter))
     }
 
     /// A classic filter's bytes as Guava's ``BloomFilter.writeTo`` writes them, for
@@ -1159,7 +1146,7 @@ impl PyBloomFilter {
         let filter = py
             .detach(|| ClassicBloomFilter::from_guava_bytes(&data))
             .map_err(value_error)?;
-        Ok(Self::from_owned(Box::new(filter), None))
+        Ok(Self::from_owned(Box::new(filter)))
     }
 
     /// A ``kind="redisbloom"`` filter's ``BF.SCANDUMP`` pieces joined in order (its chain
@@ -1192,7 +1179,7 @@ impl PyBloomFilter {
         let filter = py
             .detach(|| RedisBloomFilter::from_scandump_stream(&data))
             .map_err(value_error)?;
-        Ok(Self::from_owned(Box::new(filter), None))
+        Ok(Self::from_owned(Box::new(filter)))
     }
 
     /// Opens a filter file (the CLI's): mode ``"r"`` maps it read-only (it opens at once,
@@ -1277,7 +1264,6 @@ impl PyBloomFilter {
         Ok(Self {
             shared: Shared::new(state),
             file: Mutex::new(Some(FileLink { path, lock, mode })),
-            spec: None,
         })
     }
 
@@ -1654,7 +1640,7 @@ impl PyConcurrentBloomFilter {
     /// A ``BloomFilter`` with the same bits (items added meanwhile by other threads may or
     /// may not be in it).
     fn snapshot(&self, py: Python<'_>) -> PyBloomFilter {
-        PyBloomFilter::from_owned(py.detach(|| self.filter.to_dyn()), None)
+        PyBloomFilter::from_owned(py.detach(|| self.filter.to_dyn()))
     }
 
     /// A copy.

@@ -39,6 +39,12 @@ pub struct AllowlistedBloomFilter {
 }
 
 impl AllowlistedBloomFilter {
+    /// Removes every item, and the allow list with them.
+    pub fn clear(&mut self) {
+        self.filter.clear();
+        self.allowed.clear();
+    }
+
     /// An empty filter for `expected_items` at `fpp` (classic shape) and an empty list.
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         Ok(Self::from_filter(BloomFilter::with_shape(

@@ -135,8 +135,30 @@ pub trait DynFilter: FilterView {
         Err(unsupported(self.variant(), "intersection"))
     }
 
-    /// Removes every item, keeping the filter's size and parameters (the classic, blocked
-    /// and split-block filters, whose state is their bits alone; an error for the others).
+    /// Removes every item, keeping the filter's parameters: a growing filter (scalable,
+    /// redisbloom, scalable-blocked) goes back to its first sub-filter, a rotating one to
+    /// its newest generation, each emptied; what a filter keeps beside its bits (a
+    /// counting filter's counters, an allow list, a retouched filter's bookkeeping) goes
+    /// too. Every variant of the library clears; a filter of another crate may refuse.
+    ///
+    /// ```
+    /// use bloomery::any::{self, Spec};
+    /// use bloomery::format::native::Variant;
+    ///
+    /// for variant in Variant::ALL {
+    ///     let mut filter = any::create(&Spec::new(variant, 100, 0.01))?;
+    ///     let empty = filter.envelope().to_vec();
+    ///     for i in 0..1_000u32 {
+    ///         filter.insert(&i.to_le_bytes())?; // past the capacity: the growing ones grow
+    ///     }
+    ///     filter.clear()?;
+    ///     assert!(!filter.contains(&7u32.to_le_bytes()), "{variant:?}");
+    ///     if variant != Variant::Rotating {
+    ///         assert_eq!(filter.envelope().to_vec(), empty, "{variant:?}"); // as new
+    ///     }
+    /// }
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
     fn clear(&mut self) -> Result<()> {
         Err(unsupported(self.variant(), "clear"))
     }
@@ -713,6 +735,11 @@ impl FilterView for CountingBloomFilter {
 }
 
 impl DynFilter for CountingBloomFilter {
+    fn clear(&mut self) -> Result<()> {
+        CountingBloomFilter::clear(self);
+        Ok(())
+    }
+
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         Ok(CountingBloomFilter::insert(self, item))
     }
@@ -776,6 +803,11 @@ impl FilterView for ScalableBloomFilter {
 }
 
 impl DynFilter for ScalableBloomFilter {
+    fn clear(&mut self) -> Result<()> {
+        ScalableBloomFilter::clear(self);
+        Ok(())
+    }
+
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         ScalableBloomFilter::insert(self, item)
     }
@@ -837,6 +869,11 @@ impl FilterView for RedisBloomFilter {
 }
 
 impl DynFilter for RedisBloomFilter {
+    fn clear(&mut self) -> Result<()> {
+        RedisBloomFilter::clear(self);
+        Ok(())
+    }
+
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         RedisBloomFilter::insert(self, item)
     }
@@ -902,6 +939,11 @@ impl FilterView for ScalableBlockedBloomFilter {
 }
 
 impl DynFilter for ScalableBlockedBloomFilter {
+    fn clear(&mut self) -> Result<()> {
+        ScalableBlockedBloomFilter::clear(self);
+        Ok(())
+    }
+
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         ScalableBlockedBloomFilter::insert(self, item)
     }
@@ -947,6 +989,11 @@ impl FilterView for RetouchedBloomFilter {
 }
 
 impl DynFilter for RetouchedBloomFilter {
+    fn clear(&mut self) -> Result<()> {
+        RetouchedBloomFilter::clear(self);
+        Ok(())
+    }
+
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         Ok(RetouchedBloomFilter::insert(self, item))
     }
@@ -982,6 +1029,11 @@ impl FilterView for AllowlistedBloomFilter {
 }
 
 impl DynFilter for AllowlistedBloomFilter {
+    fn clear(&mut self) -> Result<()> {
+        AllowlistedBloomFilter::clear(self);
+        Ok(())
+    }
+
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         Ok(AllowlistedBloomFilter::insert(self, item))
     }
@@ -1024,6 +1076,11 @@ impl FilterView for RotatingBloomFilter {
 }
 
 impl DynFilter for RotatingBloomFilter {
+    fn clear(&mut self) -> Result<()> {
+        RotatingBloomFilter::clear(self);
+        Ok(())
+    }
+
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         Ok(RotatingBloomFilter::insert(self, item))
     }
@@ -1265,29 +1322,23 @@ mod tests {
     }
 
     #[test]
-    fn clear_empties_the_bit_array_variants_and_is_refused_by_the_others() {
+    fn clear_empties_every_variant_as_new() {
         for mut filter in every_variant() {
             let empty = filter.envelope().to_vec();
             for i in 0..200u32 {
                 filter.insert(&i.to_le_bytes()).unwrap();
             }
             let variant = filter.variant();
-            match variant {
-                Variant::Classic | Variant::Blocked | Variant::SplitBlock => {
-                    filter.clear().unwrap();
-                    assert_eq!(filter.envelope().to_vec(), empty, "{variant:?}");
-                    assert_eq!(filter.stats().estimated_len, 0, "{variant:?}");
-                    assert!(!filter.contains(&7u32.to_le_bytes()), "{variant:?}");
-                }
-                _ => {
-                    let message = filter.clear().unwrap_err().to_string();
-                    assert_eq!(
-                        message,
-                        format!("{} filters do not support clear", variant.name())
-                    );
-                    assert!(filter.contains(&7u32.to_le_bytes()), "{variant:?}");
-                }
+            filter.clear().unwrap();
+            assert_eq!(filter.stats().estimated_len, 0, "{variant:?}");
+            assert!(!filter.contains(&7u32.to_le_bytes()), "{variant:?}");
+            if variant != Variant::Rotating {
+                // A rotating filter keeps its newest generation's start time.
+                assert_eq!(filter.envelope().to_vec(), empty, "{variant:?}");
             }
+            // And it takes items again.
+            filter.insert(b"after").unwrap();
+            assert!(filter.contains(b"after"), "{variant:?}");
         }
     }
 

@@ -54,6 +54,11 @@ const MAX_COUNTERS: u64 = {
 };
 
 impl CountingBloomFilter {
+    /// Removes every item: every counter back to zero (saturated ones too).
+    pub fn clear(&mut self) {
+        self.counters.clear();
+    }
+
     /// A filter for `expected_items` at `fpp`, with the classic filter's shape.
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         let shape = ClassicShape::for_rate(expected_items, fpp)?;

@@ -271,6 +271,17 @@ fn hash_pair(options: u32, item: &[u8]) -> (u64, u64) {
 }
 
 impl RedisBloomFilter {
+    /// Removes every item: the chain goes back to its first link, emptied, as RedisBloom
+    /// starts a filter of the same parameters.
+    pub fn clear(&mut self) {
+        self.links.truncate(1);
+        for link in &mut self.links {
+            link.bitmap.fill(0);
+            link.size = 0;
+        }
+        self.size = 0;
+    }
+
     /// What `BF.RESERVE key error_rate capacity [EXPANSION growth] [NONSCALING]` creates in
     /// RedisBloom 2.x (options FORCE64 and NOROUND, plus NO_SCALING).
     pub fn new(capacity: u64, error_rate: f64, growth: u32, nonscaling: bool) -> Result<Self> {

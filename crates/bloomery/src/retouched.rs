@@ -87,6 +87,15 @@ pub struct RetouchedBloomFilter {
 }
 
 impl RetouchedBloomFilter {
+    /// Removes every item, with the bookkeeping of inserted items, recorded false
+    /// positives and the false negatives removals made.
+    pub fn clear(&mut self) {
+        self.bits.clear();
+        self.items.clear();
+        self.false_positives.clear();
+        self.total_false_negatives = 0;
+    }
+
     /// An empty filter for `expected_items` at `fpp` (classic shape).
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         let shape = ClassicShape::for_rate(expected_items, fpp)?;

@@ -314,6 +314,17 @@ impl RotatingBloomFilter {
             .fold(0u64, |sum, generation| sum.saturating_add(generation.len))
     }
 
+    /// Removes every item: the newest generation is kept, emptied (its start time kept:
+    /// time never goes back for a filter), the older ones are dropped.
+    pub fn clear(&mut self) {
+        let newest = self.generations.len() - 1;
+        self.generations.drain(..newest);
+        for generation in &mut self.generations {
+            generation.filter.clear();
+            generation.len = 0;
+        }
+    }
+
     /// Whether the kept generations hold nothing.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -237,6 +237,16 @@ impl ScalableBloomFilter {
         self.len() == 0
     }
 
+    /// Removes every item: the chain goes back to its first sub-filter, emptied (its
+    /// shape kept), as a new filter of the same parameters starts.
+    pub fn clear(&mut self) {
+        self.filters.truncate(1);
+        for sub in &mut self.filters {
+            sub.filter.clear();
+            sub.len = 0;
+        }
+    }
+
     /// The items the current sub-filters hold before the next one is needed.
     pub fn capacity(&self) -> u64 {
         self.filters

@@ -249,6 +249,16 @@ impl ScalableBlockedBloomFilter {
         self.len() == 0
     }
 
+    /// Removes every item: the chain goes back to its first sub-filter, emptied (its
+    /// size kept), as a new filter of the same parameters starts.
+    pub fn clear(&mut self) {
+        self.links.truncate(1);
+        for link in &mut self.links {
+            link.filter.clear();
+            link.len = 0;
+        }
+    }
+
     /// The items the current sub-filters hold before the next one is needed.
     pub fn capacity(&self) -> u64 {
         self.links

@@ -22,6 +22,11 @@ impl CounterVec {
         }
     }
 
+    /// Sets every counter to zero.
+    pub fn clear(&mut self) {
+        self.bytes.fill(0);
+    }
+
     /// Counters from their packed bytes (two per byte, low nibble first); `None` when the
     /// byte count does not match `len`, or when `len` is odd and the last byte's unused high
     /// nibble is not zero.
