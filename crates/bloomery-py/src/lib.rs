@@ -689,6 +689,8 @@ impl PyBloomFilter {
     /// Looks up a batch: one answer per item, in order (hashed as read for a blocked
     /// filter, as in [`insert_source`](Self::insert_source)).
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
+        // A closed filter refuses an empty batch too, as it refuses any other.
+        self.shared.read(py, |state| state.view().map(drop))?;
         let mut results = Vec::with_capacity(source.len_hint());
         if let Some(seed) = self.blocked_seed(py) {
             source.lookup_hashed(py, seed, &mut results, |hashes, answers| {

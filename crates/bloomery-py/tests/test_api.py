@@ -519,6 +519,15 @@ def test_clear_of_a_loaded_or_unpickled_filter_of_every_kind():
             assert "a" in f
 
 
+def test_a_closed_filter_refuses_an_empty_batch_too(tmp_path):
+    BloomFilter(100).save(tmp_path / "f.bloom")
+    f = BloomFilter.open(tmp_path / "f.bloom")
+    f.close()
+    for call in (lambda: f.contains_many([]), lambda: f.contains_many(["a"]), lambda: "a" in f):
+        with pytest.raises(ValueError, match="closed"):
+            call()
+
+
 def test_remove_from_a_counting_filter():
     f = BloomFilter(100, kind="counting")
     f.add("x")
