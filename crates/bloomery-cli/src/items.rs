@@ -103,16 +103,21 @@ pub fn for_each_item(
     mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
 ) -> Result<()> {
     // Every file opened before the first item is used: a missing or unreadable one is an
-    // error before anything changed, not after the items before it were added. Each is
-    // opened once and read from that opening: a named pipe opened twice would lose what
-    // its writer wrote before the first close (or wait for a writer that has gone).
-    let mut opened = files
-        .iter()
-        .map(|path| match path.as_os_str() == "-" {
-            true => Ok(None),
-            false => File::open(path).with_path(path).map(Some),
-        })
-        .collect::<Result<Vec<_>>>()?;
+    // error before anything changed, not after the items before it were added. A named
+    // pipe (or any file that is not a regular one) is read from that opening: opened
+    // twice, it would lose what a quick writer wrote before the first close, and then wait
+    // for a writer that has gone. Regular files are closed and opened again when read, so
+    // that a thousand of them do not take a thousand descriptors at once.
+    let mut opened = Vec::with_capacity(files.len());
+    for path in files {
+        if path.as_os_str() == "-" {
+            opened.push(None);
+            continue;
+        }
+        let file = File::open(path).with_path(path)?;
+        let regular = file.metadata().with_path(path)?.is_file();
+        opened.push((!regular).then_some(file));
+    }
     let mut buffer = Vec::new();
     // A bad item's error says where it is: the argument's or the line's number.
     let mut one = |raw: &[u8], text: &[u8], at: &dyn Fn() -> String| -> Result<bool> {
@@ -147,9 +152,14 @@ pub fn for_each_item(
             let text = line.strip_suffix(b"\r").unwrap_or(line);
             one(line, text, &|| format!("{}, line {number}", shown.display()))
         };
-        let keep_going = match file {
-            None => for_each_line(io::stdin().lock(), shown, &mut line_item)?,
-            Some(file) => for_each_line(BufReader::with_capacity(1 << 16, file), path, &mut line_item)?,
+        let keep_going = if path.as_os_str() == "-" {
+            for_each_line(io::stdin().lock(), shown, &mut line_item)?
+        } else {
+            let file = match file {
+                Some(file) => file,
+                None => File::open(path).with_path(path)?,
+            };
+            for_each_line(BufReader::with_capacity(1 << 16, file), path, &mut line_item)?
         };
         if !keep_going {
             break;

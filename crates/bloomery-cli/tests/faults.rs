@@ -319,6 +319,25 @@ fn items_from_a_named_pipe_are_read_from_its_one_opening() {
 }
 
 #[test]
+fn more_item_files_than_open_descriptors_are_read_one_at_a_time() {
+    // Named pipes are kept open from the check to the read (above); regular files are not,
+    // so 300 of them under `ulimit -n 64` are read as before.
+    let dir = open_dir();
+    let filter = dir.path().join("f.bloom");
+    create(&filter, 10_000);
+    let mut command = String::from("ulimit -n 64 && exec \"$0\" add \"$1\"");
+    let mut items = Vec::new();
+    for i in 0..300 {
+        let path = dir.path().join(format!("items-{i}.txt"));
+        fs::write(&path, format!("file-item-{i}\n")).expect("writes");
+        command.push_str(&format!(" -i '{}'", path.display()));
+        items.push(format!("file-item-{i}"));
+    }
+    ok(Command::new("sh").arg("-c").arg(&command).arg(BIN).arg(&filter));
+    assert!(all_present(&filter, &items));
+}
+
+#[test]
 fn existing_outputs_are_replaced_only_with_force() {
     let dir = open_dir();
     let a = dir.path().join("a.bloom");

@@ -774,14 +774,15 @@ impl<'py> Source<'py> {
     /// `seed` hashes them, and hands each chunk's hashes to `each` (which may release the
     /// GIL: the hashes are the items' only copy it needs).
     /// A bad item ends the batch after the items before it were handed to `each`; with
-    /// `adding`, its error notes how many those were ([`noted_added`]).
+    /// `adding` (the items of the call added before this source), its error notes how
+    /// many those were ([`noted_added`]). Returns how many items were read.
     pub fn for_each_hashed(
         &mut self,
         py: Python<'_>,
         seed: u64,
-        adding: bool,
+        adding: Option<usize>,
         mut each: impl FnMut(&[u64]) -> PyResult<()>,
-    ) -> PyResult<()> {
+    ) -> PyResult<usize> {
         let mut hashes = Hashes {
             seed,
             hashes: Vec::with_capacity(CHUNK),
@@ -794,14 +795,13 @@ impl<'py> Source<'py> {
             }
             position += read;
             if let Some(error) = error {
-                return Err(if adding {
-                    noted_added(py, error, position)
-                } else {
-                    error
+                return Err(match adding {
+                    Some(before) => noted_added(py, error, before + position),
+                    None => error,
                 });
             }
             if read == 0 {
-                return Ok(());
+                return Ok(position);
             }
         }
     }
@@ -825,11 +825,12 @@ impl<'py> Source<'py> {
         results: &mut Vec<bool>,
         mut each: impl FnMut(&[u64], &mut [bool]) -> PyResult<()>,
     ) -> PyResult<()> {
-        self.for_each_hashed(py, seed, false, |hashes| {
+        self.for_each_hashed(py, seed, None, |hashes| {
             let start = results.len();
             results.resize(start + hashes.len(), false);
             each(hashes, &mut results[start..])
         })
+        .map(drop)
     }
 
     /// Reads up to [`CHUNK`] items from `position` into `chunk` (cleared first), fewer

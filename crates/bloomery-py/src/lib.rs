@@ -286,6 +286,10 @@ impl Drop for FileLink {
             return;
         }
         Python::attach(|py| {
+            // The filter may be let go of while an exception is being raised (an error in
+            // the expression that held it): warning would consume that exception (and a
+            // warning filter may raise one), so it is put aside and restored after.
+            let pending = PyErr::take(py);
             let message = format!(
                 "bloomery: a filter opened from {} with mode 'r+' was never closed: its changes \
                  were not saved back (close() or a with block saves them)",
@@ -302,6 +306,9 @@ impl Drop for FileLink {
             if let Err(error) = warned {
                 // Warnings turned into errors: reported as Python reports errors in __del__.
                 error.write_unraisable(py, None);
+            }
+            if let Some(pending) = pending {
+                pending.restore(py);
             }
         });
     }
@@ -631,12 +638,14 @@ impl PyBloomFilter {
 
     /// Adds a batch: chunks read with the GIL, inserted without it. For a blocked filter
     /// the items are hashed as they are read (8 bytes an item handed over, not the item);
-    /// for the other kinds they are copied.
-    fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
+    /// for the other kinds they are copied. `before`: the items of the call added before
+    /// this source (`update`'s earlier iterables), for the note on a bad item's error.
+    /// Returns the items read.
+    fn insert_source(&self, py: Python<'_>, mut source: Source<'_>, before: usize) -> PyResult<usize> {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, State::check_insertable)?;
         if let Some(seed) = self.blocked_seed(py) {
-            return source.for_each_hashed(py, seed, true, |hashes| {
+            return source.for_each_hashed(py, seed, Some(before), |hashes| {
                 self.shared.write_detached(py, |state| -> PyResult<()> {
                     blocked_with_seed(state.owned()?.as_any_mut().downcast_mut(), seed)?
                         .insert_hash_batch(hashes);
@@ -656,10 +665,10 @@ impl PyBloomFilter {
             }
             position += copied;
             if let Some(error) = error {
-                return Err(noted_added(py, error, position));
+                return Err(noted_added(py, error, before + position));
             }
             if copied == 0 {
-                return Ok(());
+                return Ok(position);
             }
         }
     }
@@ -819,8 +828,12 @@ impl PyBloomFilter {
     /// released.
     #[pyo3(signature = (*iterables))]
     fn update(&self, py: Python<'_>, iterables: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let mut added = 0;
         for iterable in iterables.iter() {
-            self.insert_source(py, Source::new(&iterable, None)?)?;
+            // An argument that is not an iterable of items ends the call after the items
+            // of the ones before it, as a bad item does.
+            let source = Source::new(&iterable, None).map_err(|error| noted_added(py, error, added))?;
+            added += self.insert_source(py, source, added)?;
         }
         Ok(())
     }
@@ -836,7 +849,8 @@ impl PyBloomFilter {
     /// [True, True, False]
     #[pyo3(signature = (items, *, item_size=None))]
     fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<usize>) -> PyResult<()> {
-        self.insert_source(py, Source::new(items, item_size)?)
+        self.insert_source(py, Source::new(items, item_size)?, 0)
+            .map(drop)
     }
 
     /// Looks up a batch (the forms ``add_many`` takes) with the GIL released; one
@@ -1477,9 +1491,9 @@ impl PyConcurrentBloomFilter {
     /// Adds a batch: chunks read with the GIL, inserted without it (for the blocked kind
     /// hashed as read and inserted by the filter's batch call, which prefetches ahead of
     /// its atomic ORs).
-    fn insert_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<()> {
+    fn insert_source(&self, py: Python<'_>, mut source: Source<'_>, before: usize) -> PyResult<usize> {
         if let Atomic::Blocked(filter) = &self.filter {
-            return source.for_each_hashed(py, filter.seed(), true, |hashes| {
+            return source.for_each_hashed(py, filter.seed(), Some(before), |hashes| {
                 py.detach(|| filter.insert_hash_batch(hashes));
                 Ok(())
             });
@@ -1497,10 +1511,10 @@ impl PyConcurrentBloomFilter {
             });
             position += copied;
             if let Some(error) = error {
-                return Err(noted_added(py, error, position));
+                return Err(noted_added(py, error, before + position));
             }
             if copied == 0 {
-                return Ok(());
+                return Ok(position);
             }
         }
     }
@@ -1558,8 +1572,12 @@ impl PyConcurrentBloomFilter {
     /// Adds every item of each iterable, with the GIL released.
     #[pyo3(signature = (*iterables))]
     fn update(&self, py: Python<'_>, iterables: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let mut added = 0;
         for iterable in iterables.iter() {
-            self.insert_source(py, Source::new(&iterable, None)?)?;
+            // An argument that is not an iterable of items ends the call after the items
+            // of the ones before it, as a bad item does.
+            let source = Source::new(&iterable, None).map_err(|error| noted_added(py, error, added))?;
+            added += self.insert_source(py, source, added)?;
         }
         Ok(())
     }
@@ -1567,7 +1585,8 @@ impl PyConcurrentBloomFilter {
     /// Adds a batch (the forms ``BloomFilter.add_many`` takes), with the GIL released.
     #[pyo3(signature = (items, *, item_size=None))]
     fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<usize>) -> PyResult<()> {
-        self.insert_source(py, Source::new(items, item_size)?)
+        self.insert_source(py, Source::new(items, item_size)?, 0)
+            .map(drop)
     }
 
     /// Looks up a batch, with the GIL released; one ``bool`` per item.

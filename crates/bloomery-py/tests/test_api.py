@@ -373,6 +373,20 @@ def test_a_batch_stops_at_a_bad_item_after_adding_every_item_before_it(kind, bad
         assert len(f) == 0
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11's")
+def test_update_counts_the_items_of_every_iterable_before_the_bad_one():
+    for f in (BloomFilter(1000), BloomFilter(1000, kind="classic"), bloomery.ConcurrentBloomFilter(1000)):
+        with pytest.raises(TypeError) as raised:
+            f.update(["a", "b", "c"], ["d", 1.5, "e"])
+        assert raised.value.__notes__ == ["the 4 items of this call before the bad one were added, the rest were not"]
+        assert f.contains_many(["a", "b", "c", "d", "e"]) == [True, True, True, True, False]
+        # An argument that is no iterable at all ends the call so too.
+        with pytest.raises(TypeError) as raised:
+            f.update(["x", "y"], 5, ["z"])
+        assert raised.value.__notes__ == ["the 2 items of this call before the bad one were added, the rest were not"]
+        assert "y" in f and "z" not in f
+
+
 def test_a_batch_of_large_items_is_copied_a_few_megabytes_at_a_time(tmp_path):
     # 16,384 references to one 100 KB bytes object cost Python 130 KB; the kinds that copy
     # items copied a whole chunk of them at once: 1.6 GB, an abort under a memory limit.

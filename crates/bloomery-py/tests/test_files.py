@@ -154,6 +154,32 @@ def test_an_r_plus_filter_let_go_of_unclosed_says_its_changes_were_not_saved(tmp
     assert "saved" in g and "appended" in g
 
 
+def test_an_r_plus_filter_let_go_of_while_an_exception_is_raised_keeps_that_exception(tmp_path):
+    # The warning once consumed the exception in flight: a SystemError ("error return
+    # without exception set") replaced the TypeError, or the interpreter crashed.
+    import subprocess
+
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    script = (
+        "import sys\n"
+        "from bloomery import BloomFilter\n"
+        f"p = {str(path)!r}\n"
+        "try:\n"
+        "    BloomFilter.open(p, 'r+').add(object())\n"
+        "except TypeError:\n"
+        "    pass\n"
+        "try:\n"
+        "    [BloomFilter.open(p, 'r+'), BloomFilter.open(p + '.missing', 'r+')]\n"
+        "except FileNotFoundError:\n"
+        "    pass\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-W", "default", "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
+    assert "never closed" in done.stderr
+
+
 def test_path_is_the_file_opened_or_else_the_last_saved_to(tmp_path):
     f = BloomFilter(100)
     assert f.path is None

@@ -553,8 +553,9 @@ pub fn read_header(file: &File, len: u64) -> io::Result<crate::Result<Header>> {
 /// The memory a new filter, or a file loaded whole, may take: 90% of the least of what
 /// the kernel estimates is available for new allocations without swapping (`MemAvailable`
 /// in /proc/meminfo), what the process's memory cgroups (v2 or v1, its own and their
-/// parents) allow it beyond what they hold now (their limit less their usage, page cache
-/// that can be dropped not counted), and what its address-space limit (`RLIMIT_AS`,
+/// parents) allow it beyond what they hold now (their limit less their usage, the page
+/// cache of files not counted: the kernel reclaims it before it kills), and what its
+/// address-space limit (`RLIMIT_AS`,
 /// `ulimit -v`) leaves; `None` when none is known. The tenth kept back is for everything
 /// else. Tools check a size against it before allocating, to refuse with an error where
 /// the allocation would abort the process (a Rust allocation failure is not recoverable)
@@ -602,13 +603,13 @@ fn address_space_headroom() -> Option<u64> {
     Some(limit.saturating_sub(pages.saturating_mul(page_size)))
 }
 
-/// The least headroom (limit less usage, inactive page cache not counted as usage) of
+/// The least headroom (limit less usage, file page cache not counted as usage) of
 /// the memory cgroups that `cgroups` (the text of /proc/self/cgroup) names and their
 /// parents, under `root` (where the cgroup file systems are mounted: v2 at `root` or at
 /// `root/unified`, v1's memory controller at `root/memory`). `None` when none has a limit.
 fn cgroup_headroom(cgroups: &str, root: &Path) -> Option<u64> {
     // (directory under which the hierarchy is mounted, the group's path, limit file,
-    // usage file, the memory.stat key of the inactive page cache)
+    // usage file, the memory.stat keys of the file page cache, active and inactive)
     let mut groups = Vec::new();
     for line in cgroups.lines() {
         let mut fields = line.splitn(3, ':');
@@ -618,7 +619,13 @@ fn cgroup_headroom(cgroups: &str, root: &Path) -> Option<u64> {
         let path = path.trim_start_matches('/');
         if controllers.is_empty() {
             for mount in [root.to_path_buf(), root.join("unified")] {
-                groups.push((mount, path, "memory.max", "memory.current", "inactive_file"));
+                groups.push((
+                    mount,
+                    path,
+                    "memory.max",
+                    "memory.current",
+                    ["active_file", "inactive_file"],
+                ));
             }
         } else if controllers.split(',').any(|controller| controller == "memory") {
             groups.push((
@@ -626,13 +633,13 @@ fn cgroup_headroom(cgroups: &str, root: &Path) -> Option<u64> {
                 path,
                 "memory.limit_in_bytes",
                 "memory.usage_in_bytes",
-                "total_inactive_file",
+                ["total_active_file", "total_inactive_file"],
             ));
         }
     }
     let read_u64 = |file: PathBuf| fs::read_to_string(file).ok()?.trim().parse::<u64>().ok();
     let mut least: Option<u64> = None;
-    for (mount, path, limit_file, usage_file, inactive_key) in groups {
+    for (mount, path, limit_file, usage_file, cache_keys) in groups {
         let mut dir = mount.join(path);
         loop {
             // "max" (v2) does not parse: no limit; v1 says "no limit" with a number near 2^63.
@@ -640,16 +647,17 @@ fn cgroup_headroom(cgroups: &str, root: &Path) -> Option<u64> {
                 (read_u64(dir.join(limit_file)), read_u64(dir.join(usage_file)))
                 && limit < 1 << 62
             {
-                let inactive = fs::read_to_string(dir.join("memory.stat"))
-                    .ok()
-                    .and_then(|stat| {
-                        stat.lines().find_map(|line| {
-                            let (key, value) = line.split_once(' ')?;
-                            (key == inactive_key).then(|| value.trim().parse::<u64>().ok())?
-                        })
+                let stat = fs::read_to_string(dir.join("memory.stat")).unwrap_or_default();
+                let cache = stat
+                    .lines()
+                    .filter_map(|line| {
+                        let (key, value) = line.split_once(' ')?;
+                        cache_keys
+                            .contains(&key)
+                            .then(|| value.trim().parse::<u64>().ok())?
                     })
-                    .unwrap_or(0);
-                let headroom = limit.saturating_sub(usage.saturating_sub(inactive));
+                    .fold(0u64, u64::saturating_add);
+                let headroom = limit.saturating_sub(usage.saturating_sub(cache));
                 least = Some(least.map_or(headroom, |least| least.min(headroom)));
             }
             if dir == mount || !dir.pop() || !dir.starts_with(&mount) {
@@ -903,14 +911,14 @@ mod tests {
             fs::write(path, text).unwrap();
         };
         // v2: the group has no limit of its own ("max"); its parent allows 1 GiB and holds
-        // 600 MiB, 100 MiB of it inactive page cache: 500 MiB left.
+        // 600 MiB, 100 MiB of it page cache of files (active and inactive): 500 MiB left.
         write("pod/app/memory.max", "max\n");
         write("pod/app/memory.current", "1000\n");
         write("pod/memory.max", "1073741824\n");
         write("pod/memory.current", "629145600\n");
         write(
             "pod/memory.stat",
-            "anon 1\ninactive_file 104857600\nactive_file 5\n",
+            "anon 1\ninactive_file 52428800\nactive_file 52428800\nfile_mapped 9\n",
         );
         assert_eq!(
             cgroup_headroom("0::/pod/app\n", root.path()),
