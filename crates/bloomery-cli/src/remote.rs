@@ -435,10 +435,7 @@ fn info(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ExitCode> {
     let mut sharded = open(remote, target, name)?;
     let info = sharded.info().map_err(remote_error)?;
     let plan = info.plan;
-    let where_ = match target {
-        Target::Single(url) => url.clone(),
-        Target::Cluster(nodes) => format!("cluster via {}", nodes.join(",")),
-    };
+    let where_ = target.shown();
     let lines = [
         ("sharded filter", format!("{name} at {where_}")),
         ("variant", "blocked shards (docs/sharding.md)".to_owned()),
@@ -451,7 +448,18 @@ fn info(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ExitCode> {
                 plan.shards() - 1
             ),
         ),
-        ("shards created", info.shards_created.to_string()),
+        (
+            "shards present",
+            if info.shards_created == plan.shards() {
+                format!("{} (all)", info.shards_created)
+            } else {
+                format!(
+                    "{} of {}: the others were lost (deleted, evicted, flushed, or a restart without persistence), with their items; commands on them fail",
+                    info.shards_created,
+                    plan.shards()
+                )
+            },
+        ),
         ("blocks per shard", plan.blocks_per_shard().to_string()),
         ("shard size", format!("{} bytes", plan.shard_bytes())),
         (

@@ -108,6 +108,12 @@ pub enum Error {
         /// How long `WAIT` waited.
         timeout: Duration,
     },
+    /// The one server restarted while this client used it (its `run_id` changed): what
+    /// it acknowledged before may be lost, unless its persistence kept it.
+    #[error(
+        "{0} restarted during the run (its run_id changed): the writes it acknowledged before may be lost, unless its persistence (AOF with appendfsync always) kept them; run the add again (adding is idempotent) and make its persistence match what you need"
+    )]
+    Restarted(String),
     /// A reply of an unexpected shape.
     #[error("unexpected reply to {command}: {reply}")]
     Reply {
@@ -163,6 +169,51 @@ impl FromStr for Target {
     }
 }
 
+impl Target {
+    /// The target as messages show it: a password in a URL (`redis://user:PASSWORD@host`)
+    /// shown as `***`.
+    ///
+    /// ```
+    /// use bloomery_cluster::Target;
+    ///
+    /// let target: Target = "redis://app:s3cret@db:6379/0".parse()?;
+    /// assert_eq!(target.shown(), "redis://app:***@db:6379/0");
+    /// let cluster: Target = "redis+cluster://:pw@a:7000,b:7001".parse()?;
+    /// assert_eq!(cluster.shown(), "the cluster at redis://:***@a:7000,redis://b:7001");
+    /// # Ok::<(), bloomery_cluster::Error>(())
+    /// ```
+    pub fn shown(&self) -> String {
+        match self {
+            Target::Single(url) => redacted(url),
+            Target::Cluster(nodes) => {
+                let nodes: Vec<String> = nodes.iter().map(|node| redacted(node)).collect();
+                format!("the cluster at {}", nodes.join(","))
+            }
+        }
+    }
+}
+
+/// `url` with the password of its user part (between the scheme's `://` and the last `@`
+/// of the authority) replaced by `***`.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let Some((user_part, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user = match user_part.split_once(':') {
+        Some((user, _password)) => format!("{user}:***"),
+        // `redis://password@host` is not a form the redis crate reads as a password, but
+        // hide it all the same.
+        None if !user_part.is_empty() => "***".to_owned(),
+        None => String::new(),
+    };
+    format!("{scheme}://{user}@{host}{path}")
+}
+
 enum Inner {
     Single(redis::Connection),
     Cluster(Box<redis::cluster::ClusterConnection>),
@@ -187,6 +238,22 @@ pub struct Connection {
     inner: Option<Inner>,
     retry_for: Duration,
     timeout: Duration,
+    /// A one-server target's `run_id` when this client first connected (`None` on a
+    /// cluster, or where `INFO` is not allowed): a reconnect to a server whose `run_id`
+    /// differs is an error ([`Error::Restarted`]), since a restart may have lost
+    /// acknowledged writes (a batch sent again would succeed on a filter that lost them).
+    run_id: Option<String>,
+}
+
+/// A one-server connection's server `run_id` (`INFO server`), if the user may ask.
+fn run_id_of(inner: &mut Inner) -> Option<String> {
+    let Inner::Single(connection) = inner else {
+        return None;
+    };
+    let info: String = redis::cmd("INFO").arg("server").query(connection).ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("run_id:"))
+        .map(|id| id.trim().to_owned())
 }
 
 /// Whether an error may go away by itself: connections lost or refused, a cluster
@@ -217,15 +284,17 @@ impl Connection {
     /// Connects to `target`.
     pub fn open(target: &Target) -> Result<Self> {
         let timeout = Duration::from_secs(10);
-        let inner = connect(target, timeout).map_err(|source| Error::Redis {
+        let mut inner = connect(target, timeout).map_err(|source| Error::Redis {
             context: format!("connecting to {}", describe(target)),
             source,
         })?;
+        let run_id = run_id_of(&mut inner);
         Ok(Self {
             target: target.clone(),
             inner: Some(inner),
             retry_for: Duration::from_secs(30),
             timeout,
+            run_id,
         })
     }
 
@@ -347,10 +416,21 @@ impl Connection {
         let deadline = Instant::now() + self.retry_for;
         let mut pause = Duration::from_millis(50);
         loop {
-            let connected = match self.inner.take() {
+            let fresh = self.inner.is_none();
+            let mut connected = match self.inner.take() {
                 Some(inner) => Ok(inner),
                 None => connect(&self.target, self.timeout),
             };
+            // A new connection to one server: to the same server process, or an error.
+            if fresh
+                && self.run_id.is_some()
+                && let Ok(inner) = connected.as_mut()
+            {
+                let now = run_id_of(inner);
+                if now.is_some() && now != self.run_id {
+                    return Err(Error::Restarted(describe(&self.target)));
+                }
+            }
             let error = match connected {
                 Ok(mut inner) => match each(&mut inner) {
                     Ok(value) => {
@@ -558,10 +638,7 @@ fn wait_on_primaries(
 }
 
 fn describe(target: &Target) -> String {
-    match target {
-        Target::Single(url) => url.clone(),
-        Target::Cluster(nodes) => format!("the cluster at {}", nodes.join(",")),
-    }
+    target.shown()
 }
 
 fn connect(target: &Target, timeout: Duration) -> redis::RedisResult<Inner> {
@@ -590,6 +667,75 @@ fn connect(target: &Target, timeout: Duration) -> redis::RedisResult<Inner> {
     }
 }
 
+/// The plan in the metadata key `name`; `None` when the key is missing.
+fn read_plan(connection: &mut Connection, name: &str) -> Result<Option<ShardPlan>> {
+    let mut get = redis::cmd("GET");
+    get.arg(name);
+    let reply = connection.query(&get, &|| format!("reading sharded filter '{name}'"))?;
+    let text = match reply {
+        Value::Nil => return Ok(None),
+        Value::BulkString(bytes) => String::from_utf8(bytes).map_err(|_| {
+            Error::Mismatch(format!(
+                "key '{name}' holds a string that is not a sharded filter's metadata"
+            ))
+        })?,
+        other => {
+            return Err(Error::Reply {
+                command: "GET",
+                reply: format!("{other:?}"),
+            });
+        }
+    };
+    ShardPlan::from_text(&text).map(Some).map_err(|error| {
+        Error::Mismatch(format!(
+            "key '{name}' is not a sharded filter's metadata: {error}"
+        ))
+    })
+}
+
+/// Shards reserved per pipeline when a filter is created.
+const RESERVE_BATCH: usize = 4096;
+
+/// `BF.HASHRESERVE` for every shard of `plan`: makes the missing ones, checks the others.
+fn reserve_shards(connection: &mut Connection, name: &str, plan: &ShardPlan) -> Result<()> {
+    let keys: Vec<String> = (0..plan.shards()).map(|shard| shard_key(name, shard)).collect();
+    for batch in keys.chunks(RESERVE_BATCH) {
+        let commands: Vec<Cmd> = batch
+            .iter()
+            .map(|key| {
+                let mut reserve = redis::cmd("BF.HASHRESERVE");
+                reserve.arg(key).arg(plan.blocks_per_shard()).arg(plan.seed());
+                reserve
+            })
+            .collect();
+        let context = || format!("making the shards of sharded filter '{name}'");
+        let replies = connection
+            .pipeline(&commands, &context)
+            .map_err(|error| match error {
+                Error::Redis { context, source }
+                    if source
+                        .to_string()
+                        .to_ascii_lowercase()
+                        .contains("unknown command") =>
+                {
+                    Error::Redis {
+                        context: format!("{context} (is the bloomery module loaded?)"),
+                        source,
+                    }
+                }
+                other => other,
+            })?;
+        if replies.len() != commands.len() || !replies.iter().all(|reply| matches!(reply, Value::Int(0 | 1)))
+        {
+            return Err(Error::Reply {
+                command: "BF.HASHRESERVE",
+                reply: format!("{replies:?}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A sharded filter: its plan, read from or written to the metadata key `name`, and its
 /// shards at `{i:name}`.
 pub struct ShardedFilter {
@@ -612,33 +758,51 @@ pub struct ShardedFilter {
 pub struct Info {
     /// The plan.
     pub plan: ShardPlan,
-    /// Shards that exist (shards are created by their first item).
+    /// Shards that exist: all of them, unless some were lost (deleted, evicted, flushed,
+    /// a restart without persistence), which makes every command on them an error.
     pub shards_created: u32,
     /// Distinct items, estimated from each shard's bit count, summed.
     pub estimated_items: u64,
 }
 
 impl ShardedFilter {
-    /// Creates the filter `name` with `plan`: writes the plan to the metadata key if it is
-    /// missing (`SET NX`); shards are created by their first item. If the filter exists
-    /// with the same plan, opens it (`created` is false); with another plan, an error.
+    /// Creates the filter `name` with `plan`: makes its S shards (`BF.HASHRESERVE`: empty
+    /// blocked filters of the plan's geometry; shards that exist are checked), then writes
+    /// the plan to the metadata key if it is missing (`SET NX`). A shard missing later is
+    /// an error for every command on it, never answers for items it lost. If the filter
+    /// exists with the same plan, opens it (`created` is false), having made any shard an
+    /// earlier create that stopped part way did not; with another plan, an error. Nothing
+    /// is written where the module is not loaded or a shard would be over its cap.
     pub fn create(mut connection: Connection, name: &str, plan: ShardPlan) -> Result<(Self, bool)> {
         check_name(name)?;
         let text = plan.to_text();
-        let mut set = redis::cmd("SET");
-        set.arg(name).arg(&text).arg("NX");
-        let reply = connection.query(&set, &|| format!("creating sharded filter '{name}'"))?;
-        let created = matches!(reply, Value::Okay) || matches!(&reply, Value::SimpleString(ok) if ok == "OK");
+        let mismatch = |existing: &ShardPlan| {
+            Error::Mismatch(format!(
+                "sharded filter '{name}' exists with other parameters ({existing}); asked for {text}"
+            ))
+        };
+        let existing = read_plan(&mut connection, name)?;
+        if let Some(existing) = &existing
+            && *existing != plan
+        {
+            return Err(mismatch(existing));
+        }
+        reserve_shards(&mut connection, name, &plan)?;
+        let mut created = false;
+        if existing.is_none() {
+            let mut set = redis::cmd("SET");
+            set.arg(name).arg(&text).arg("NX");
+            let reply = connection.query(&set, &|| format!("creating sharded filter '{name}'"))?;
+            created = matches!(reply, Value::Okay) || matches!(&reply, Value::SimpleString(ok) if ok == "OK");
+        }
         let mut filter = Self::open(connection, name)?;
+        if filter.plan != plan {
+            // Another client created the name with another plan meanwhile.
+            return Err(mismatch(&filter.plan));
+        }
         if created {
             filter.created = true;
             filter.metadata_unwaited = true;
-        }
-        if filter.plan != plan {
-            return Err(Error::Mismatch(format!(
-                "sharded filter '{name}' exists with other parameters ({}); asked for {text}",
-                filter.plan
-            )));
         }
         Ok((filter, created))
     }
@@ -646,28 +810,7 @@ impl ShardedFilter {
     /// Opens the filter `name`: reads its plan from the metadata key.
     pub fn open(mut connection: Connection, name: &str) -> Result<Self> {
         check_name(name)?;
-        let mut get = redis::cmd("GET");
-        get.arg(name);
-        let reply = connection.query(&get, &|| format!("reading sharded filter '{name}'"))?;
-        let text = match reply {
-            Value::Nil => return Err(Error::NotFound(name.into())),
-            Value::BulkString(bytes) => String::from_utf8(bytes).map_err(|_| {
-                Error::Mismatch(format!(
-                    "key '{name}' holds a string that is not a sharded filter's metadata"
-                ))
-            })?,
-            other => {
-                return Err(Error::Reply {
-                    command: "GET",
-                    reply: format!("{other:?}"),
-                });
-            }
-        };
-        let plan = ShardPlan::from_text(&text).map_err(|error| {
-            Error::Mismatch(format!(
-                "key '{name}' is not a sharded filter's metadata: {error}"
-            ))
-        })?;
+        let plan = read_plan(&mut connection, name)?.ok_or_else(|| Error::NotFound(name.into()))?;
         let keys: Vec<String> = (0..plan.shards()).map(|shard| shard_key(name, shard)).collect();
         let added_to = vec![false; keys.len()];
         Ok(Self {

@@ -61,6 +61,7 @@ pub const ACL_CATEGORIES: &[(&str, &str)] = &[
     ("bf.debug", "read fast"),
     ("bf.scandump", "read slow"),
     ("bf.loadchunk", "write slow"),
+    ("bf.hashreserve", "write slow"),
     ("bf.hashadd", "write fast"),
     ("bf.hashexists", "read fast"),
     ("cbf.reserve", "write slow"),
@@ -91,6 +92,7 @@ pub const KEY_SPECS: &[(&str, &str)] = &[
     ("bf.debug", "RO"),
     ("bf.scandump", "RO ACCESS"),
     ("bf.loadchunk", "RW UPDATE"),
+    ("bf.hashreserve", "RW INSERT"),
     ("bf.hashadd", "RW INSERT"),
     ("bf.hashexists", "RO ACCESS"),
     ("cbf.reserve", "RW INSERT"),
@@ -137,6 +139,7 @@ redis_module! {
         ["bf.debug", commands::debug, "readonly", 1, 1, 1, ""],
         ["bf.scandump", commands::scandump, "readonly", 1, 1, 1, ""],
         ["bf.loadchunk", commands::loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["bf.hashreserve", shards::hashreserve, "write deny-oom", 1, 1, 1, ""],
         ["bf.hashadd", shards::hashadd, "write deny-oom", 1, 1, 1, ""],
         ["bf.hashexists", shards::hashexists, "readonly", 1, 1, 1, ""],
         // Counting filters (counting.rs); aging filters are BF.* keys (aging.rs).

@@ -1,13 +1,21 @@
 //! The shards of a sharded filter (docs/sharding.md): blocked filters that clients fill
 //! and query with pre-computed 64-bit hashes, 8 bytes an item instead of the item.
 //!
-//! - `BF.HASHADD key BLOCKS SEED HASHES`: adds each hash to the blocked filter at `key`,
-//!   creating it with exactly `BLOCKS` 512-bit blocks and seed `SEED` if missing. Replies
+//! - `BF.HASHRESERVE key BLOCKS SEED`: creates the shard, an empty blocked filter of
+//!   exactly `BLOCKS` 512-bit blocks and seed `SEED`, if the key is missing (replies 1),
+//!   or checks the one there (replies 0). A client creates every shard of a filter so
+//!   before it writes the filter's plan.
+//! - `BF.HASHADD key BLOCKS SEED HASHES`: adds each hash to the shard at `key`. Replies
 //!   one byte per hash, as a bulk string: 1 when the hash was new (some bit changed: what
 //!   `dedup` prints), 0 when it was (probably) there already, including a hash repeated
 //!   earlier in the same command.
-//! - `BF.HASHEXISTS key BLOCKS SEED HASHES`: one byte per hash, 1 when probably present; a
-//!   missing key answers 0 for every hash.
+//! - `BF.HASHEXISTS key BLOCKS SEED HASHES`: one byte per hash, 1 when probably present.
+//!
+//! A missing shard is an error for both (`NOSHARD`): the shards of a filter exist from its
+//! creation, so a missing one was deleted, evicted, flushed, or lost with a restart
+//! without persistence, and its items with it. Answering 0 for its hashes would be false
+//! negatives; making it anew in `BF.HASHADD` would hide the loss (the add succeeds, the
+//! earlier items stay lost).
 //!
 //! `HASHES` is one bulk string of 8-byte little-endian hashes. Both commands name the
 //! geometry, and a key holding other geometry is an error, never answers computed with the
@@ -99,12 +107,53 @@ fn parse_hashes(arg: &RedisString) -> Result<Vec<u64>, RedisError> {
         .collect())
 }
 
+fn no_shard() -> RedisError {
+    RedisError::Str(
+        "NOSHARD the shard is missing: its filter lost it (deleted, evicted, flushed, or lost with a restart without persistence) and the items in it, or was not made by BF.HASHRESERVE",
+    )
+}
+
 fn still_loading() -> RedisError {
     RedisError::Str("ERR the key holds a filter still being loaded by BF.LOADCHUNK")
 }
 
 fn flags_reply(flags: &[bool]) -> RedisValue {
     RedisValue::StringBuffer(flags.iter().map(|&flag| u8::from(flag)).collect())
+}
+
+/// `BF.HASHRESERVE key BLOCKS SEED`
+pub fn hashreserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, key, blocks, seed] = &args[..] else {
+        return Err(RedisError::WrongArity);
+    };
+    let geometry = Geometry::parse(blocks, seed)?;
+    let redis_key: RedisKeyWritable = ctx.open_key_writable(key);
+    match redis_key
+        .get_value::<Stored>(&BLOOM_TYPE)
+        .map_err(|_| WRONG_TYPE)?
+    {
+        Some(Stored::Filter(filter)) => {
+            geometry.check(filter.as_ref())?;
+            return Ok(RedisValue::Integer(0));
+        }
+        Some(Stored::Loading(_)) => return Err(still_loading()),
+        None => {}
+    }
+    let bytes = geometry.blocks * 64;
+    if let Some(cap) = cap_for_command(&ctx.get_flags())
+        && bytes > cap
+    {
+        return Err(RedisError::String(format!(
+            "ERR a shard of {bytes} bytes is over the module's limit per key of {cap} bytes (bloomery.max-filter-memory): plan smaller shards"
+        )));
+    }
+    let shard = BlockedBloomFilter::with_num_blocks(geometry.blocks, geometry.seed)
+        .map_err(|error| RedisError::String(format!("ERR {error}")))?;
+    redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(shard)))?;
+    crate::accounting::after_write(&redis_key);
+    crate::commands::notify(ctx, c"bf.reserve", key);
+    ctx.replicate_verbatim();
+    Ok(RedisValue::Integer(1))
 }
 
 /// `BF.HASHADD key BLOCKS SEED HASHES`
@@ -127,26 +176,7 @@ pub fn hashadd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 .ok_or(RedisError::Str("ERR not a blocked shard"))?
         }
         Some(Stored::Loading(_)) => return Err(still_loading()),
-        None => {
-            let bytes = geometry.blocks * 64;
-            if let Some(cap) = cap_for_command(&ctx.get_flags())
-                && bytes > cap
-            {
-                return Err(RedisError::String(format!(
-                    "ERR a shard of {bytes} bytes is over the module's limit per key of {cap} bytes (bloomery.max-filter-memory): plan smaller shards"
-                )));
-            }
-            let shard = BlockedBloomFilter::with_num_blocks(geometry.blocks, geometry.seed)
-                .map_err(|error| RedisError::String(format!("ERR {error}")))?;
-            redis_key.set_value(&BLOOM_TYPE, Stored::Filter(Box::new(shard)))?;
-            match redis_key.get_value::<Stored>(&BLOOM_TYPE)? {
-                Some(Stored::Filter(filter)) => filter
-                    .as_any_mut()
-                    .downcast_mut::<BlockedBloomFilter>()
-                    .ok_or(RedisError::Str("ERR not a blocked shard"))?,
-                _ => return Err(RedisError::Str("ERR could not create the shard")),
-            }
-        }
+        None => return Err(no_shard()),
     };
     // Look every hash up with the prefetching batch call, then insert the absent ones in
     // order (their blocks are in cache now): a hash is new exactly when inserting it, in
@@ -177,7 +207,7 @@ pub fn hashexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .get_value::<Stored>(&BLOOM_TYPE)
         .map_err(|_| WRONG_TYPE)?
     {
-        None => {}
+        None => return Err(no_shard()),
         Some(Stored::Filter(filter)) => geometry
             .check(filter.as_ref())?
             .contains_hash_batch(&hashes, &mut present),

@@ -384,6 +384,7 @@ def test_info_counts_redisbloom_loadchunk(r):
 
 def test_info_counts_shards_by_bytes_not_items(r):
     hashes = b"".join(struct.pack("<Q", (i * 0x9E3779B97F4A7C15) % (1 << 64)) for i in range(100))
+    r.execute_command("BF.HASHRESERVE", "shard", 4, 7)
     r.execute_command("BF.HASHADD", "shard", 4, 7, hashes)
     r.execute_command("BF.ADD", "counted", "x")
     totals = figures(r)

@@ -1,4 +1,4 @@
-"""BF.HASHADD / BF.HASHEXISTS, the shard commands of sharded filters, on one server; and
+"""BF.HASHRESERVE / BF.HASHADD / BF.HASHEXISTS, the shard commands of sharded filters, on one server; and
 docs/sharding.md's routing implemented here from the spec alone (xxhash, fmix64,
 multiply-shift) against what the `bloomery` CLI writes."""
 import os
@@ -30,9 +30,16 @@ def fmix64(h: int) -> int:
     return h
 
 
-def test_hashadd_creates_a_shard_and_answers_one_byte_per_hash(r):
+def test_hashreserve_makes_a_shard_and_hashadd_answers_one_byte_per_hash(r):
+    # A missing shard is an error, never "absent" (it was lost, with its items) nor made
+    # anew by an add (which would hide the loss).
+    for command in ("BF.HASHEXISTS", "BF.HASHADD"):
+        with pytest.raises(redis.ResponseError, match="NOSHARD the shard is missing"):
+            r.execute_command(command, "{0:f}", 16, 7, pack(1, 2))
+    assert not r.exists("{0:f}"), "nothing made"
+    assert r.execute_command("BF.HASHRESERVE", "{0:f}", 16, 7) == 1
+    assert r.execute_command("BF.HASHRESERVE", "{0:f}", 16, 7) == 0  # there, and checked
     assert r.execute_command("BF.HASHEXISTS", "{0:f}", 16, 7, pack(1, 2)) == b"\x00\x00"
-    assert not r.exists("{0:f}"), "a lookup creates nothing"
     # New, new, a repeat within the command, new.
     assert r.execute_command("BF.HASHADD", "{0:f}", 16, 7, pack(11, 22, 11, 33)) == b"\x01\x01\x00\x01"
     assert r.execute_command("BF.HASHADD", "{0:f}", 16, 7, pack(22, 44)) == b"\x00\x01"
@@ -44,7 +51,10 @@ def test_hashadd_creates_a_shard_and_answers_one_byte_per_hash(r):
 
 
 def test_shard_commands_refuse_what_would_answer_wrongly(r):
+    r.execute_command("BF.HASHRESERVE", "s", 16, 7)
     r.execute_command("BF.HASHADD", "s", 16, 7, pack(1))
+    with pytest.raises(redis.ResponseError, match="16 blocks and seed 7"):
+        r.execute_command("BF.HASHRESERVE", "s", 17, 7)
     for command in ("BF.HASHADD", "BF.HASHEXISTS"):
         with pytest.raises(redis.ResponseError, match="16 blocks and seed 7"):
             r.execute_command(command, "s", 17, 7, pack(1))
@@ -62,18 +72,20 @@ def test_shard_commands_refuse_what_would_answer_wrongly(r):
             r.execute_command(command, "s", 16, 7)
     r.set("string", "x")
     r.execute_command("BF.RESERVE", "scalable", 0.01, 100)
-    for command in ("BF.HASHADD", "BF.HASHEXISTS"):
+    for command in ("BF.HASHADD", "BF.HASHEXISTS", "BF.HASHRESERVE"):
+        args = () if command == "BF.HASHRESERVE" else (pack(1),)
         with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
-            r.execute_command(command, "string", 16, 7, pack(1))
+            r.execute_command(command, "string", 16, 7, *args)
         with pytest.raises(redis.ResponseError, match="not a blocked shard"):
-            r.execute_command(command, "scalable", 16, 7, pack(1))
+            r.execute_command(command, "scalable", 16, 7, *args)
 
 
 def test_a_shard_over_the_memory_cap_is_refused_before_allocating(r):
     r.config_set("bloomery.max-filter-memory", 1 << 20)
     with pytest.raises(redis.ResponseError, match="max-filter-memory"):
-        r.execute_command("BF.HASHADD", "big", (1 << 20) // 64 + 1, 0, pack(1))
+        r.execute_command("BF.HASHRESERVE", "big", (1 << 20) // 64 + 1, 0)
     assert not r.exists("big")
+    assert r.execute_command("BF.HASHRESERVE", "fits", (1 << 20) // 64, 0) == 1
     assert r.execute_command("BF.HASHADD", "fits", (1 << 20) // 64, 0, pack(1)) == b"\x01"
 
 
@@ -91,6 +103,7 @@ def test_shards_replicate_dump_restore_and_notify(server, tmp_path):
         r.config_set("notify-keyspace-events", "KEA")
         pubsub.psubscribe("__keyspace@0__:*")
         hashes = pack(*(fmix64(i) for i in range(1000, 2000)))  # well mixed, as XXH3's
+        r.execute_command("BF.HASHRESERVE", "{3:x}", 64, 0)
         r.execute_command("BF.HASHADD", "{3:x}", 64, 0, hashes)
         # A command that changes no bit is still replicated (so WAIT covers what it found).
         offset = r.info("replication")["master_repl_offset"]
@@ -145,9 +158,9 @@ def test_the_routing_spec_implemented_in_python_agrees_with_the_cli(server):
     for item in theirs:
         shard, h = route(item)
         assert r.execute_command("BF.HASHEXISTS", f"{{{shard}:spec}}", blocks, seed, pack(h)) == b"\x01"
-    # The shards in use are the ones the spec names, and only those.
+    # The shards are the ones the spec names, all made by create, and only those.
     keys = {key.decode() for key in r.keys("{*")}
-    assert keys == {f"{{{route(item)[0]}:spec}}" for item in mine + theirs}
+    assert keys == {f"{{{shard}:spec}}" for shard in range(shards)}
 
 
 def test_cli_dedup_prints_first_occurrences_in_order(server):
@@ -200,3 +213,90 @@ def test_cli_a_bad_item_ends_the_run_after_the_items_before_it(server):
                             "-f", "long"], input=b"5\n6\n7\nxyz\n", capture_output=True, timeout=60)
     assert dedup.returncode == 2 and b"'xyz'" in dedup.stderr
     assert dedup.stdout == b"6\n7\n"
+
+
+def bloomery(*args, **kwargs):
+    return subprocess.run([str(BLOOMERY), *map(str, args)], capture_output=True, timeout=120, **kwargs)
+
+
+def test_cli_a_lost_shard_is_an_error_for_add_and_check_never_absent(server):
+    """Shards are made by `create`, so a missing one was lost with its items (deleted,
+    evicted, flushed, a restart without persistence): `check` once answered "absent" for
+    them, and `add` made the shard anew and exited 0."""
+    url = f"redis://127.0.0.1:{server.port}"
+    assert bloomery("create", "--redis", url, "lost", "--items", "100000", "--min-shards", "8").returncode == 0
+    items = b"".join(b"item %d\n" % i for i in range(5000))
+    assert bloomery("add", "--redis", url, "lost", input=items).returncode == 0
+    r = server.client()
+    assert r.execute_command("EXISTS", *[f"{{{shard}:lost}}" for shard in range(8)]) == 8
+    r.delete("{3:lost}")  # as eviction or a partial flush would
+    check = bloomery("check", "--redis", url, "--count", "lost", input=items)
+    assert check.returncode == 2 and b"NOSHARD" in check.stderr, check
+    add = bloomery("add", "--redis", url, "lost", input=items)
+    assert add.returncode == 2 and b"NOSHARD" in add.stderr, add
+    assert not r.exists("{3:lost}")
+    info = bloomery("info", "--redis", url, "lost")
+    assert b"shards present: 7 of 8: the others were lost" in info.stdout, info.stdout
+    # Made again with the same parameters, the filter gets its missing shard back (empty):
+    # a filter of an earlier version, which made shards by their first item, is
+    # completed so too.
+    assert bloomery("create", "--redis", url, "lost", "--items", "100000", "--min-shards", "8").returncode == 0
+    assert r.exists("{3:lost}")
+
+
+def test_cli_add_through_a_server_restart_is_an_error(tmp_path):
+    """A restart without persistence empties the server: `add` reconnected, sent its next
+    batches and exited 0, the items of its earlier batches gone. It now compares the
+    server's run_id on every new connection."""
+    server = Server(tmp_path).start()
+    try:
+        url = f"redis://127.0.0.1:{server.port}"
+        assert bloomery("create", "--redis", url, "r", "--items", "10000", "--min-shards", "4").returncode == 0
+        add = subprocess.Popen([str(BLOOMERY), "add", "--redis", url, "--batch-items", "10", "r"],
+                               stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        add.stdin.write(b"".join(b"early %d\n" % i for i in range(100)))
+        add.stdin.flush()
+        r = server.client()
+        deadline = time.monotonic() + 30
+        while int(bloomery("info", "--redis", url, "r").stdout.split(b"estimated items:")[1].split()[0]) < 90:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        server.stop()
+        server.start()
+        # The server came back empty; the filter as create makes it, as an operator would.
+        assert bloomery("create", "--redis", url, "r", "--items", "10000", "--min-shards", "4").returncode == 0
+        add.stdin.write(b"late\n")
+        add.stdin.close()
+        assert add.wait(timeout=120) == 2
+        stderr = add.stderr.read()
+        assert b"restarted during the run" in stderr, stderr
+        assert r.ping()
+    finally:
+        server.stop()
+
+
+def test_cli_hides_the_password_and_names_a_missing_module(server, tmp_path):
+    r = server.client()
+    r.execute_command("ACL", "SETUSER", "app", "on", ">s3cret", "~*", "+@all")
+    url = f"redis://app:s3cret@127.0.0.1:{server.port}"
+    assert bloomery("create", "--redis", url, "pw", "--items", "1000").returncode == 0
+    info = bloomery("info", "--redis", url, "pw")
+    assert info.returncode == 0 and b"s3cret" not in info.stdout and b"app:***@" in info.stdout, info.stdout
+    wrong = bloomery("check", "--redis", f"redis://app:s3cret@127.0.0.1:{server.port}", "missing", "x")
+    assert wrong.returncode == 2 and b"s3cret" not in wrong.stderr
+    # A server without the module: create says so and writes nothing.
+    (tmp_path / "plain").mkdir()
+    plain = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", str(tmp_path / "plain.sock"),
+                              "--dir", str(tmp_path / "plain"), "--save", ""], stdout=subprocess.DEVNULL)
+    try:
+        sock = f"unix://{tmp_path / 'plain.sock'}"
+        deadline = time.monotonic() + 10
+        while not (tmp_path / "plain.sock").exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        created = bloomery("create", "--redis", sock, "f", "--items", "1000")
+        assert created.returncode == 2 and b"is the bloomery module loaded?" in created.stderr, created.stderr
+        assert redis.Redis(unix_socket_path=str(tmp_path / "plain.sock")).dbsize() == 0
+    finally:
+        plain.terminate()
+        plain.wait()
