@@ -4,6 +4,7 @@ import array
 import copy
 import os
 import struct
+import subprocess
 import sys
 
 import numpy as np
@@ -13,6 +14,13 @@ import bloomery
 from bloomery import BloomFilter
 
 KINDS = bloomery.kinds()
+
+
+def prints_ok(script):
+    """Runs a Python script in a process of its own (one that sets its own limits), which
+    must print "ok" and end with status 0."""
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
 
 
 def test_kinds_are_the_libraries_variants():
@@ -403,10 +411,7 @@ def test_a_batch_of_large_items_is_copied_a_few_megabytes_at_a_time(tmp_path):
         "    assert f.contains_many((item,) * 16_384) == [True] * 16_384\n"
         "print('ok')\n"
     )
-    import subprocess
-
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
+    prints_ok(script)
 
 
 def test_a_filter_past_the_address_space_limit_is_a_memory_error_not_an_abort(tmp_path):
@@ -432,10 +437,7 @@ def test_a_filter_past_the_address_space_limit_is_a_memory_error_not_an_abort(tm
         "        sys.exit('made past the limit')\n"
         "print('ok')\n"
     )
-    import subprocess
-
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
+    prints_ok(script)
 
 
 def test_union_and_intersection_operators():
