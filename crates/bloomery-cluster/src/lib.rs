@@ -767,12 +767,14 @@ pub struct Info {
 
 impl ShardedFilter {
     /// Creates the filter `name` with `plan`: makes its S shards (`BF.HASHRESERVE`: empty
-    /// blocked filters of the plan's geometry; shards that exist are checked), then writes
-    /// the plan to the metadata key if it is missing (`SET NX`). A shard missing later is
-    /// an error for every command on it, never answers for items it lost. If the filter
-    /// exists with the same plan, opens it (`created` is false), having made any shard an
-    /// earlier create that stopped part way did not; with another plan, an error. Nothing
-    /// is written where the module is not loaded or a shard would be over its cap.
+    /// blocked filters of the plan's geometry; shards that exist are checked and kept),
+    /// then writes the plan to the metadata key (`SET NX`), so that a filter whose plan
+    /// exists has every shard, and a shard missing later is one it lost: an error for
+    /// every command on it, never answers for items it lost. If the filter exists with the
+    /// same plan, opens it (`created` is false) and makes nothing, a lost shard included
+    /// (making it anew would hide the loss); with another plan, an error. A create that
+    /// stopped part way wrote no plan, and the next one completes it. Nothing is written
+    /// where the module is not loaded or a shard would be over its cap.
     pub fn create(mut connection: Connection, name: &str, plan: ShardPlan) -> Result<(Self, bool)> {
         check_name(name)?;
         let text = plan.to_text();
@@ -787,9 +789,9 @@ impl ShardedFilter {
         {
             return Err(mismatch(existing));
         }
-        reserve_shards(&mut connection, name, &plan)?;
         let mut created = false;
         if existing.is_none() {
+            reserve_shards(&mut connection, name, &plan)?;
             let mut set = redis::cmd("SET");
             set.arg(name).arg(&text).arg("NX");
             let reply = connection.query(&set, &|| format!("creating sharded filter '{name}'"))?;
