@@ -158,12 +158,19 @@ impl FromStr for Target {
                 ));
             }
             Ok(Target::Cluster(nodes))
-        } else if text.starts_with("redis://") || text.starts_with("unix://") || text.starts_with("rediss://")
+        } else if text.starts_with("rediss://") {
+            // The redis crate is built without TLS: say so here, not at the first connect.
+            Err(bad(
+                "TLS (rediss://) is not built into this client; reach the server over redis:// or unix://",
+            ))
+        } else if text.starts_with("redis://")
+            || text.starts_with("unix://")
+            || text.starts_with("redis+unix://")
         {
             Ok(Target::Single(text.into()))
         } else {
             Err(bad(
-                "expected redis://HOST:PORT (one server) or redis+cluster://HOST:PORT[,HOST:PORT...] (a cluster)",
+                "expected redis://HOST:PORT or unix:///PATH (one server) or redis+cluster://HOST:PORT[,HOST:PORT...] (a cluster)",
             ))
         }
     }
@@ -1082,6 +1089,15 @@ mod tests {
         );
         assert!("127.0.0.1:6379".parse::<Target>().is_err());
         assert!("redis+cluster://a:1,,b:2".parse::<Target>().is_err());
+        for socket in ["unix:///run/redis.sock", "redis+unix:///run/redis.sock"] {
+            assert_eq!(socket.parse::<Target>().unwrap(), Target::Single(socket.into()));
+        }
+        // TLS is not built in: refused when parsed, not at the first connect.
+        let message = "rediss://db:6380".parse::<Target>().unwrap_err().to_string();
+        assert!(
+            message.contains("TLS (rediss://) is not built into this client"),
+            "{message}"
+        );
     }
 
     #[test]
