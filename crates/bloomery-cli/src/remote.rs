@@ -397,7 +397,15 @@ fn dedup(
     // once, so a reader gone, or a full device, loses the lines of the batch being printed
     // (each batch is written through before the next is added, so at most that one).
     let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<bool> {
-        let new = sharded.add_hashes(&batch.hashes).map_err(remote_error)?;
+        // A batch that failed may have been added in part (the shards that answered before
+        // the error, or all of it when only `--wait` failed): its lines are not printed,
+        // and a later run takes them as seen.
+        let new = sharded.add_hashes(&batch.hashes).map_err(|error| {
+            CliError::new(format!(
+                "{error}; the {} lines of the batch under way were not printed, and may have been added",
+                batch.hashes.len()
+            ))
+        })?;
         for (line, new) in batch.lines().zip(new) {
             if new && let Err(error) = out.write_all(line).and_then(|()| out.write_all(b"\n")) {
                 return stop_on(error);
