@@ -75,6 +75,13 @@ impl RemoteArgs {
     fn connect(&self, target: &Target) -> Result<Connection> {
         let mut connection = Connection::open(target).map_err(remote_error)?;
         connection.set_retry_for(Duration::from_secs(self.retry_seconds));
+        if matches!(target, Target::Single(_)) && !connection.notices_restarts() {
+            let _ = writeln!(
+                io::stderr(),
+                "bloomery: note: {}: the server's run_id cannot be read (INFO refused?), so a restart during the run, which may lose acknowledged writes, would go unnoticed",
+                target.shown()
+            );
+        }
         Ok(connection)
     }
 
@@ -251,7 +258,18 @@ fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Re
         }
         Ok(sent.is_ok())
     });
-    let failed_batch = |error| items_before_added(Err(remote_error(error)), added);
+    // After a restart or a lost shard, the items of the answered batches were added but may
+    // be gone: the error says so rather than that they were added.
+    let failed_batch = |error: bloomery_cluster::Error| {
+        let lost =
+            matches!(error, bloomery_cluster::Error::Restarted(_)) || error.to_string().contains("NOSHARD");
+        match added {
+            n if lost && n > 0 => Err(CliError::new(format!(
+                "{error}; the {n} items before it were acknowledged, but may have been lost with it"
+            ))),
+            _ => items_before_added(Err(remote_error(error)), added),
+        }
+    };
     sent.or_else(failed_batch)?;
     // The items read before a bad one are added too, as a file's are.
     if !hashes.is_empty() {
@@ -472,7 +490,7 @@ fn info(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ExitCode> {
         ("shard size", format!("{} bytes", plan.shard_bytes())),
         (
             "total size",
-            format!("{} bytes when every shard exists", plan.total_bytes()),
+            format!("{} bytes (every shard, made by create)", plan.total_bytes()),
         ),
         ("seed", plan.seed().to_string()),
         (

@@ -141,7 +141,7 @@ impl FromStr for Target {
 
     fn from_str(text: &str) -> Result<Self> {
         let bad = |why: &str| Error::Target {
-            target: text.into(),
+            target: redacted(text),
             why: why.into(),
         };
         if let Some(nodes) = text.strip_prefix("redis+cluster://") {
@@ -200,25 +200,36 @@ impl Target {
     }
 }
 
-/// `url` with the password of its user part (between the scheme's `://` and the last `@`
-/// of the authority) replaced by `***`.
+/// `url` with its password shown as `***`: the user part's (`redis://user:PASSWORD@host`)
+/// and a `pass` or `password` query parameter's (`unix:///run/redis.sock?pass=PASSWORD`,
+/// where the redis crate reads a socket's). A URL that does not parse has everything
+/// between `://` and its last `@` hidden.
 fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return match (url.split_once("://"), url.rfind('@')) {
+            (Some((scheme, _)), Some(at)) => format!("{scheme}://***{}", &url[at..]),
+            _ => url.to_owned(),
+        };
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    let Some((user_part, host)) = authority.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    let user = match user_part.split_once(':') {
-        Some((user, _password)) => format!("{user}:***"),
-        // `redis://password@host` is not a form the redis crate reads as a password, but
-        // hide it all the same.
-        None if !user_part.is_empty() => "***".to_owned(),
-        None => String::new(),
-    };
-    format!("{scheme}://{user}@{host}{path}")
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    let secret = |key: &str| key == "pass" || key == "password";
+    if parsed.query_pairs().any(|(key, _)| secret(&key)) {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(key, value)| {
+                let value = if secret(&key) {
+                    "***".to_owned()
+                } else {
+                    value.into_owned()
+                };
+                (key.into_owned(), value)
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
 }
 
 enum Inner {
@@ -309,6 +320,12 @@ impl Connection {
     /// (default 30 s; zero: never retry).
     pub fn set_retry_for(&mut self, retry_for: Duration) {
         self.retry_for = retry_for;
+    }
+
+    /// Whether a restart of the one server is noticed (its `run_id` could be read when
+    /// connecting; never on a cluster, where failovers are expected).
+    pub fn notices_restarts(&self) -> bool {
+        self.run_id.is_some()
     }
 
     /// The target.
@@ -704,7 +721,15 @@ fn read_plan(connection: &mut Connection, name: &str) -> Result<Option<ShardPlan
 const RESERVE_BATCH: usize = 4096;
 
 /// `BF.HASHRESERVE` for every shard of `plan`: makes the missing ones, checks the others.
-fn reserve_shards(connection: &mut Connection, name: &str, plan: &ShardPlan) -> Result<()> {
+/// Returns the keys of shards that hold items (of a filter whose plan is gone, or of one a
+/// concurrent create just made and a client added to), and of those it made.
+fn reserve_shards(
+    connection: &mut Connection,
+    name: &str,
+    plan: &ShardPlan,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let mut holding = Vec::new();
+    let mut made = Vec::new();
     let keys: Vec<String> = (0..plan.shards()).map(|shard| shard_key(name, shard)).collect();
     for batch in keys.chunks(RESERVE_BATCH) {
         let commands: Vec<Cmd> = batch
@@ -732,15 +757,22 @@ fn reserve_shards(connection: &mut Connection, name: &str, plan: &ShardPlan) -> 
                 }
                 other => other,
             })?;
-        if replies.len() != commands.len() || !replies.iter().all(|reply| matches!(reply, Value::Int(0 | 1)))
+        if replies.len() != commands.len() || !replies.iter().all(|reply| matches!(reply, Value::Int(0..=2)))
         {
             return Err(Error::Reply {
                 command: "BF.HASHRESERVE",
                 reply: format!("{replies:?}"),
             });
         }
+        for (key, reply) in batch.iter().zip(&replies) {
+            match reply {
+                Value::Int(2) => holding.push(key.clone()),
+                Value::Int(1) => made.push(key.clone()),
+                _ => {}
+            }
+        }
     }
-    Ok(())
+    Ok((holding, made))
 }
 
 /// A sharded filter: its plan, read from or written to the metadata key `name`, and its
@@ -798,7 +830,33 @@ impl ShardedFilter {
         }
         let mut created = false;
         if existing.is_none() {
-            reserve_shards(&mut connection, name, &plan)?;
+            let (holding, made) = reserve_shards(&mut connection, name, &plan)?;
+            // Shards with items where no plan is: a filter that lost its plan (evicted, a
+            // node restarted empty, deleted), unless another create wrote it meanwhile.
+            // Taking them over would make its lost shards anew, empty: its items there
+            // would be answered absent.
+            if !holding.is_empty() && read_plan(&mut connection, name)?.is_none() {
+                // What this create made goes again (best effort): the refusal leaves the
+                // keys as it found them.
+                for batch in made.chunks(RESERVE_BATCH) {
+                    let commands: Vec<Cmd> = batch
+                        .iter()
+                        .map(|key| {
+                            let mut del = redis::cmd("DEL");
+                            del.arg(key);
+                            del
+                        })
+                        .collect();
+                    let _ =
+                        connection.pipeline(&commands, &|| format!("removing the shards made for '{name}'"));
+                }
+                return Err(Error::Mismatch(format!(
+                    "sharded filter '{name}' has no plan, but {} of its shards hold items (first {}): a filter of that name lost its plan (deleted, evicted, or a node restarted without persistence), and taking its shards over would lose items silently; delete its shards ({{0:{name}}} .. {{{}:{name}}}) to make it anew",
+                    holding.len(),
+                    holding[0],
+                    plan.shards() - 1
+                )));
+            }
             let mut set = redis::cmd("SET");
             set.arg(name).arg(&text).arg("NX");
             let reply = connection.query(&set, &|| format!("creating sharded filter '{name}'"))?;
@@ -810,8 +868,11 @@ impl ShardedFilter {
             return Err(mismatch(&filter.plan));
         }
         if created {
+            // Its shards were written too: a failover that lost one before any add reached
+            // it would leave a filter that no command can use; the first WAIT covers them.
             filter.created = true;
             filter.metadata_unwaited = true;
+            filter.added_to.fill(true);
         }
         Ok((filter, created))
     }
@@ -868,12 +929,16 @@ impl ShardedFilter {
         let command = "BF.HASHADD";
         let (groups, commands) = self.commands(command, hashes);
         let name = &self.name;
-        // The metadata key this client created is waited for with the first batch after.
-        let earlier: &[&[u8]] = if self.metadata_unwaited {
-            &[name.as_bytes()]
+        // The metadata key and the shards this client created are waited for with the
+        // first batch after.
+        let created_keys: Vec<&[u8]> = if self.metadata_unwaited {
+            std::iter::once(name.as_bytes())
+                .chain(self.keys.iter().map(|key| key.as_bytes()))
+                .collect()
         } else {
-            &[]
+            Vec::new()
         };
+        let earlier: &[&[u8]] = &created_keys;
         let (replies, waited) =
             self.connection
                 .pipeline_and_wait_also(&commands, earlier, self.wait, &|| {
@@ -1092,12 +1157,39 @@ mod tests {
         for socket in ["unix:///run/redis.sock", "redis+unix:///run/redis.sock"] {
             assert_eq!(socket.parse::<Target>().unwrap(), Target::Single(socket.into()));
         }
-        // TLS is not built in: refused when parsed, not at the first connect.
-        let message = "rediss://db:6380".parse::<Target>().unwrap_err().to_string();
+        // TLS is not built in: refused when parsed, not at the first connect, and the
+        // message does not show the password.
+        let message = "rediss://app:s3cret@db:6380"
+            .parse::<Target>()
+            .unwrap_err()
+            .to_string();
         assert!(
             message.contains("TLS (rediss://) is not built into this client"),
             "{message}"
         );
+        assert!(!message.contains("s3cret"), "{message}");
+    }
+
+    #[test]
+    fn passwords_are_hidden_wherever_a_url_holds_one() {
+        for (url, shown) in [
+            ("redis://app:s3cret@db:6379/0", "redis://app:***@db:6379/0"),
+            ("redis://:s3cret@db:6379", "redis://:***@db:6379"),
+            ("redis://app:p%40ss@[::1]:6379", "redis://app:***@[::1]:6379"),
+            (
+                "unix:///run/redis.sock?db=1&pass=s3cret",
+                "unix:///run/redis.sock?db=1&pass=***",
+            ),
+            (
+                "redis+unix:///run/redis.sock?password=s3cret",
+                "redis+unix:///run/redis.sock?password=***",
+            ),
+            ("redis://db:6379", "redis://db:6379"),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
+        // Not a URL the parser takes: everything up to the last '@' hidden.
+        assert_eq!(redacted("redis://app:s3cret@db:port"), "redis://***@db:port");
     }
 
     #[test]

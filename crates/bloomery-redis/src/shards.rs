@@ -3,8 +3,10 @@
 //!
 //! - `BF.HASHRESERVE key BLOCKS SEED`: creates the shard, an empty blocked filter of
 //!   exactly `BLOCKS` 512-bit blocks and seed `SEED`, if the key is missing (replies 1),
-//!   or checks the one there (replies 0). A client creates every shard of a filter so
-//!   before it writes the filter's plan.
+//!   or checks the one there: 0 when it is empty, 2 when it holds items. A client creates
+//!   every shard of a filter so before it writes the filter's plan; a shard with items
+//!   where no plan is belongs to a filter that lost its plan, which a new one must not
+//!   take over (its lost shards would be made anew, empty).
 //! - `BF.HASHADD key BLOCKS SEED HASHES`: adds each hash to the shard at `key`. Replies
 //!   one byte per hash, as a bulk string: 1 when the hash was new (some bit changed: what
 //!   `dedup` prints), 0 when it was (probably) there already, including a hash repeated
@@ -133,8 +135,8 @@ pub fn hashreserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .map_err(|_| WRONG_TYPE)?
     {
         Some(Stored::Filter(filter)) => {
-            geometry.check(filter.as_ref())?;
-            return Ok(RedisValue::Integer(0));
+            let shard = geometry.check(filter.as_ref())?;
+            return Ok(RedisValue::Integer(if shard.bit_count() == 0 { 0 } else { 2 }));
         }
         Some(Stored::Loading(_)) => return Err(still_loading()),
         None => {}

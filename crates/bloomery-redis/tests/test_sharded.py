@@ -244,10 +244,25 @@ def test_cli_a_lost_shard_is_an_error_for_add_and_check_never_absent(server):
                      input=items)
     assert dedup.returncode == 2 and b"NOSHARD" in dedup.stderr, dedup
     assert not r.exists("{3:lost}")
-    # A create that stopped part way (shards made, no plan yet) is completed by the next.
+    # The plan lost too (evicted, a node restarted empty): a create (or a dedup that
+    # creates) would take the shards that hold items over and make the lost one anew,
+    # empty, so its items would be answered absent: refused.
     r.delete("lost")
-    assert bloomery("create", "--redis", url, "lost", "--items", "100000", "--min-shards", "8").returncode == 0
-    assert r.exists("{3:lost}") and bloomery("check", "--redis", url, "lost", "new").returncode == 1
+    for run in (("create", "--redis", url, "lost", "--items", "100000", "--min-shards", "8"),
+                ("dedup", "--redis", url, "--filter", "lost", "--items", "100000", "--min-shards", "8")):
+        refused = bloomery(*run, input=items)
+        assert refused.returncode == 2 and b"lost its plan" in refused.stderr, refused
+        assert refused.stdout == b""
+    assert not r.exists("lost") and not r.exists("{3:lost}")
+    # A create that stopped part way (empty shards made, no plan yet) is completed by the
+    # next.
+    r.flushall()
+    made = ("create", "--redis", url, "part", "--items", "1000", "--min-shards", "8")
+    assert bloomery(*made).returncode == 0
+    r.delete("part", "{5:part}")  # as if it had stopped before these
+    again = bloomery(*made)
+    assert again.returncode == 0, again.stderr
+    assert r.exists("part") and r.exists("{5:part}")
 
 
 def test_cli_add_through_a_server_restart_is_an_error(tmp_path):
@@ -290,6 +305,12 @@ def test_cli_hides_the_password_and_names_a_missing_module(server, tmp_path):
     assert info.returncode == 0 and b"s3cret" not in info.stdout and b"app:***@" in info.stdout, info.stdout
     wrong = bloomery("check", "--redis", f"redis://app:s3cret@127.0.0.1:{server.port}", "missing", "x")
     assert wrong.returncode == 2 and b"s3cret" not in wrong.stderr
+    # A user who may not run INFO: the restart check cannot work, and a note says so.
+    r.execute_command("ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "+@all", "-info")
+    blind = bloomery("add", "--redis", f"redis://noinfo:pw@127.0.0.1:{server.port}", "pw", "x")
+    assert blind.returncode == 0 and b"run_id cannot be read" in blind.stderr, blind.stderr
+    tls = bloomery("check", "--redis", f"rediss://app:s3cret@127.0.0.1:{server.port}", "pw", "x")
+    assert tls.returncode == 2 and b"TLS" in tls.stderr and b"s3cret" not in tls.stderr, tls.stderr
     # A server without the module: create says so and writes nothing.
     (tmp_path / "plain").mkdir()
     plain = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", str(tmp_path / "plain.sock"),
