@@ -109,10 +109,13 @@ fn parse_hashes(arg: &RedisString) -> Result<Vec<u64>, RedisError> {
         .collect())
 }
 
-fn no_shard() -> RedisError {
-    RedisError::Str(
-        "NOSHARD the shard is missing: its filter lost it (deleted, evicted, flushed, or lost with a restart without persistence) and the items in it, or was not made by BF.HASHRESERVE",
-    )
+/// The error for a missing shard, naming its key (a client's pipeline error names only
+/// the command's place in it).
+fn no_shard(key: &RedisString) -> RedisError {
+    RedisError::String(format!(
+        "NOSHARD the shard {} is missing: its filter lost it (deleted, evicted, flushed, or lost with a restart without persistence) and the items in it, or it was not made by BF.HASHRESERVE",
+        String::from_utf8_lossy(key.as_slice())
+    ))
 }
 
 fn still_loading() -> RedisError {
@@ -178,7 +181,7 @@ pub fn hashadd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 .ok_or(RedisError::Str("ERR not a blocked shard"))?
         }
         Some(Stored::Loading(_)) => return Err(still_loading()),
-        None => return Err(no_shard()),
+        None => return Err(no_shard(key)),
     };
     // Look every hash up with the prefetching batch call, then insert the absent ones in
     // order (their blocks are in cache now): a hash is new exactly when inserting it, in
@@ -209,7 +212,7 @@ pub fn hashexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .get_value::<Stored>(&BLOOM_TYPE)
         .map_err(|_| WRONG_TYPE)?
     {
-        None => return Err(no_shard()),
+        None => return Err(no_shard(key)),
         Some(Stored::Filter(filter)) => geometry
             .check(filter.as_ref())?
             .contains_hash_batch(&hashes, &mut present),
