@@ -530,9 +530,7 @@ impl InPlace {
     pub fn len(&self) -> u64 {
         self.map.len() as u64
     }
-}
 
-impl InPlace {
     /// Opens and locks `path` for updates in place. A sealed file's payload checksum is
     /// checked first (reading the file once, not through the mapping), as every load for
     /// update checks it; an unsealed file's bits are used as they are, and sealed when this

@@ -319,8 +319,8 @@ fn non_temporal_objects() -> bool {
 
 /// Pushes the common items (`common_item`) of `slots[index..stop]` into `chunk`, asking
 /// for each object [`OBJECT_PREFETCH_DISTANCE`] slots ahead; stops at the first other
-/// item and returns its position and object, or when the chunk is [full](Sink::full),
-/// returning the position after the last item pushed (and no object).
+/// item and returns its position and object, or when the chunk is [full](Sink::full)
+/// (no object: the chunk's count says where it ended).
 ///
 /// # Safety
 /// `slots` must be a live list's item array, the GIL held, and no Python code run while
@@ -705,6 +705,23 @@ pub fn noted_added(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
     error
 }
 
+/// `update(*iterables)`: `insert` adds each iterable's items (given the items of the call
+/// added before it, for the note on a bad item's error) and returns how many it added. An
+/// argument that is not an iterable of items ends the call after the items of the ones
+/// before it, as a bad item does.
+pub fn each_iterable(
+    py: Python<'_>,
+    iterables: &Bound<'_, PyTuple>,
+    mut insert: impl FnMut(Source<'_>, usize) -> PyResult<usize>,
+) -> PyResult<()> {
+    let mut added = 0;
+    for iterable in iterables.iter() {
+        let source = Source::new(&iterable, None).map_err(|error| noted_added(py, error, added))?;
+        added += insert(source, added)?;
+    }
+    Ok(())
+}
+
 /// Where a batch's items come from.
 pub enum Source<'py> {
     /// A buffer (bytes, numpy arrays, array.array, memoryview): read directly.
@@ -927,15 +944,13 @@ impl<'py> Source<'py> {
                 }
             }
             Source::Iterator(iterator) => {
-                let mut copied = 0;
-                while copied < CHUNK && !chunk.full() {
+                while chunk.count() < CHUNK && !chunk.full() {
                     let Some(item) = iterator.next() else {
                         break;
                     };
                     with_item(&item?, |bytes| chunk.push(bytes))?;
-                    copied += 1;
                 }
-                Ok(copied)
+                Ok(chunk.count())
             }
         }
     }

@@ -228,7 +228,6 @@ impl State {
         }
     }
 
-    /// The filter's file bytes.
     /// The length of the filter's file bytes ([`to_bytes`](Self::to_bytes)): about what a
     /// copy takes in memory.
     fn file_len(&self) -> u64 {
@@ -240,6 +239,7 @@ impl State {
         }
     }
 
+    /// The filter's file bytes.
     fn to_bytes(&self) -> PyResult<Vec<u8>> {
         match self {
             State::Owned(filter) => Ok(filter.envelope().to_vec()),
@@ -828,14 +828,9 @@ impl PyBloomFilter {
     /// released.
     #[pyo3(signature = (*iterables))]
     fn update(&self, py: Python<'_>, iterables: &Bound<'_, PyTuple>) -> PyResult<()> {
-        let mut added = 0;
-        for iterable in iterables.iter() {
-            // An argument that is not an iterable of items ends the call after the items
-            // of the ones before it, as a bad item does.
-            let source = Source::new(&iterable, None).map_err(|error| noted_added(py, error, added))?;
-            added += self.insert_source(py, source, added)?;
-        }
-        Ok(())
+        items::each_iterable(py, iterables, |source, before| {
+            self.insert_source(py, source, before)
+        })
     }
 
     /// Adds a batch through the library's batched insert, with the GIL released: a list
@@ -1375,13 +1370,12 @@ fn within_memory(bytes: u64, copies: u64, what: impl FnOnce() -> String) -> PyRe
 /// abort the interpreter), with `ValueError` when it cannot be sized.
 fn create_within_memory(py: Python<'_>, spec: &Spec, copies: u64) -> PyResult<Box<dyn DynFilter>> {
     let bytes = spec.memory_bytes().map_err(value_error)?;
-    files::check_memory(bytes.saturating_mul(copies), || {
+    within_memory(bytes, copies, || {
         format!(
             "a {} filter for {} items at fpp {}",
             spec.variant, spec.expected_items, spec.fpp
         )
-    })
-    .map_err(file_error)?;
+    })?;
     py.detach(|| any::create(spec)).map_err(value_error)
 }
 
@@ -1572,14 +1566,9 @@ impl PyConcurrentBloomFilter {
     /// Adds every item of each iterable, with the GIL released.
     #[pyo3(signature = (*iterables))]
     fn update(&self, py: Python<'_>, iterables: &Bound<'_, PyTuple>) -> PyResult<()> {
-        let mut added = 0;
-        for iterable in iterables.iter() {
-            // An argument that is not an iterable of items ends the call after the items
-            // of the ones before it, as a bad item does.
-            let source = Source::new(&iterable, None).map_err(|error| noted_added(py, error, added))?;
-            added += self.insert_source(py, source, added)?;
-        }
-        Ok(())
+        items::each_iterable(py, iterables, |source, before| {
+            self.insert_source(py, source, before)
+        })
     }
 
     /// Adds a batch (the forms ``BloomFilter.add_many`` takes), with the GIL released.

@@ -336,7 +336,9 @@ pub fn sized_capacity(num_bits: u64, num_hashes: u32) -> u64 {
 ///     let shape = ClassicShape::for_rate(n, p)?;
 ///     Ok(rate_capacity(shape.num_bits(), shape.num_hashes))
 /// };
-/// assert_eq!(capacity(1_000_000, 0.999999)?, 1_016_081); // `sized_capacity` says 10,824
+/// assert_eq!(capacity(1_000_000, 0.999999)?, 1_016_081);
+/// let near_one = ClassicShape::for_rate(1_000_000, 0.999999)?; // k = 1
+/// assert_eq!(sized_capacity(near_one.num_bits(), near_one.num_hashes), 10_824); // below n
 /// let guava = ClassicShape::for_rate(10_000_000, 0.01)?; // Guava's shape: the same bound
 /// assert_eq!(capacity(10_000_000, 0.01)?, sized_capacity(guava.num_bits(), guava.num_hashes));
 /// assert_eq!(capacity(10, 1e-3)?, 60); // an upper bound: loose where for_rate added bits
