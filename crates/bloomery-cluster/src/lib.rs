@@ -303,7 +303,7 @@ impl Connection {
     pub fn open(target: &Target) -> Result<Self> {
         let timeout = Duration::from_secs(10);
         let mut inner = connect(target, timeout).map_err(|source| Error::Redis {
-            context: format!("connecting to {}", describe(target)),
+            context: format!("connecting to {}", target.shown()),
             source,
         })?;
         let run_id = run_id_of(&mut inner);
@@ -452,7 +452,7 @@ impl Connection {
             {
                 let now = run_id_of(inner);
                 if now.is_some() && now != self.run_id {
-                    return Err(Error::Restarted(describe(&self.target)));
+                    return Err(Error::Restarted(self.target.shown()));
                 }
             }
             let error = match connected {
@@ -661,10 +661,6 @@ fn wait_on_primaries(
     Ok(Value::Int(fewest.unwrap_or(wanted)))
 }
 
-fn describe(target: &Target) -> String {
-    target.shown()
-}
-
 fn connect(target: &Target, timeout: Duration) -> redis::RedisResult<Inner> {
     match target {
         Target::Single(url) => {
@@ -717,6 +713,11 @@ fn read_plan(connection: &mut Connection, name: &str) -> Result<Option<ShardPlan
     })
 }
 
+/// The keys of the shards of `name` under `plan`, in shard order.
+fn shard_keys(name: &str, plan: &ShardPlan) -> Vec<String> {
+    (0..plan.shards()).map(|shard| shard_key(name, shard)).collect()
+}
+
 /// Shards reserved per pipeline when a filter is created.
 const RESERVE_BATCH: usize = 4096;
 
@@ -730,8 +731,7 @@ fn reserve_shards(
 ) -> Result<(Vec<String>, Vec<String>)> {
     let mut holding = Vec::new();
     let mut made = Vec::new();
-    let keys: Vec<String> = (0..plan.shards()).map(|shard| shard_key(name, shard)).collect();
-    for batch in keys.chunks(RESERVE_BATCH) {
+    for batch in shard_keys(name, plan).chunks(RESERVE_BATCH) {
         let commands: Vec<Cmd> = batch
             .iter()
             .map(|key| {
@@ -881,7 +881,7 @@ impl ShardedFilter {
     pub fn open(mut connection: Connection, name: &str) -> Result<Self> {
         check_name(name)?;
         let plan = read_plan(&mut connection, name)?.ok_or_else(|| Error::NotFound(name.into()))?;
-        let keys: Vec<String> = (0..plan.shards()).map(|shard| shard_key(name, shard)).collect();
+        let keys = shard_keys(name, &plan);
         let added_to = vec![false; keys.len()];
         Ok(Self {
             connection,
