@@ -25,7 +25,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomery::any::Spec;
+use bloomery::any::{Spec, SpecOption};
 use bloomery::format::native::Variant;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -172,18 +172,12 @@ fn refuse_ignored_options(
         return Ok(());
     };
     let variant = size.variant;
-    let xxh3 = size.split_block_hash == SplitBlockHash::Xxh3;
+    let spec = size.spec();
     let uses = |id: &str| match id {
-        "seed" => {
-            matches!(variant, Variant::Blocked | Variant::ScalableBlocked)
-                || (variant == Variant::SplitBlock && xxh3)
-        }
+        "seed" => spec.takes(SpecOption::Seed),
         "split_block_hash" => variant == Variant::SplitBlock,
-        "generations" => variant == Variant::Rotating,
-        "nonscaling" => matches!(
-            variant,
-            Variant::Scalable | Variant::RedisBloom | Variant::ScalableBlocked
-        ),
+        "generations" => spec.takes(SpecOption::Generations),
+        "nonscaling" => spec.takes(SpecOption::Scaling),
         _ => true,
     };
     match given_options::<SizeArgs>(matches)

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bloomery::any::{self, DynFilter, FilterView, Spec};
+use bloomery::any::{self, DynFilter, FilterView, Spec, SpecOption};
 use bloomery::format::native::Variant;
 use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::{
@@ -123,20 +123,14 @@ fn variant_of(kind: &str) -> PyResult<Variant> {
 fn refuse_ignored_options(spec: &Spec) -> PyResult<()> {
     let variant = spec.variant;
     let defaults = Spec::new(variant, spec.expected_items, spec.fpp);
-    let seeded = matches!(variant, Variant::Blocked | Variant::ScalableBlocked)
-        || (variant == Variant::SplitBlock && !spec.split_block_parquet);
-    let scaling = matches!(
-        variant,
-        Variant::Scalable | Variant::RedisBloom | Variant::ScalableBlocked
-    );
-    let ignored = if spec.seed != defaults.seed && !seeded {
+    let ignored = if spec.seed != defaults.seed && !spec.takes(SpecOption::Seed) {
         Some((
             "seed",
             "blocked, scalable-blocked, and split-block with hash='xxh3' take it",
         ))
-    } else if spec.generations != defaults.generations && variant != Variant::Rotating {
+    } else if spec.generations != defaults.generations && !spec.takes(SpecOption::Generations) {
         Some(("generations", "rotating filters take it"))
-    } else if spec.scalable.scaling != defaults.scalable.scaling && !scaling {
+    } else if spec.scalable.scaling != defaults.scalable.scaling && !spec.takes(SpecOption::Scaling) {
         Some((
             "scaling",
             "scalable, redisbloom and scalable-blocked filters take it",

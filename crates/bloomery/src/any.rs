@@ -244,6 +244,48 @@ impl Spec {
     }
 }
 
+/// An option of a [`Spec`] that only some variants take; the others ignore it
+/// ([`Spec::takes`]), and the tools refuse it for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecOption {
+    /// [`Spec::seed`]: blocked and scalable-blocked filters, split-block filters hashed
+    /// with XXH3.
+    Seed,
+    /// [`Spec::generations`]: rotating filters.
+    Generations,
+    /// [`ScalableOptions::scaling`]: scalable, redisbloom and scalable-blocked filters.
+    Scaling,
+}
+
+impl Spec {
+    /// Whether the variant takes `option`.
+    ///
+    /// ```
+    /// use bloomery::any::{Spec, SpecOption};
+    /// use bloomery::format::native::Variant;
+    ///
+    /// let mut split = Spec::new(Variant::SplitBlock, 100, 0.01);
+    /// assert!(!split.takes(SpecOption::Seed)); // Parquet's XXH64, seed 0
+    /// split.split_block_parquet = false;
+    /// assert!(split.takes(SpecOption::Seed));
+    /// assert!(!Spec::new(Variant::Classic, 100, 0.01).takes(SpecOption::Scaling));
+    /// ```
+    pub fn takes(&self, option: SpecOption) -> bool {
+        let variant = self.variant;
+        match option {
+            SpecOption::Seed => {
+                matches!(variant, Variant::Blocked | Variant::ScalableBlocked)
+                    || (variant == Variant::SplitBlock && !self.split_block_parquet)
+            }
+            SpecOption::Generations => variant == Variant::Rotating,
+            SpecOption::Scaling => matches!(
+                variant,
+                Variant::Scalable | Variant::RedisBloom | Variant::ScalableBlocked
+            ),
+        }
+    }
+}
+
 impl Spec {
     /// Refuses an option the variant does not take: the choice of XXH3 over Parquet's
     /// XXH64 is the split-block filter's.
