@@ -280,7 +280,7 @@ fn items_from_a_named_pipe_are_read_from_its_one_opening() {
     // `-i` files are opened before the first item is used. A named pipe opened, closed and
     // opened again lost what a quick writer (`printf ... > fifo`) had written before the
     // close, and then waited for a writer that had gone (hence `timeout`); that happened
-    // in about one run of ten, so the test makes forty.
+    // in some runs only, so the test makes forty.
     let dir = open_dir();
     let filter = dir.path().join("f.bloom");
     create(&filter, 10_000);
