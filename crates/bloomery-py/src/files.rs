@@ -44,6 +44,9 @@ pub enum FileError {
     /// A writers' lock that another filter of this process holds, with no other thread
     /// to let go of it ([`wait_for_lock`]): `OSError(EDEADLK)`.
     HeldHere(PathBuf),
+    /// A symbolic link (the path) to a target (the second) that does not exist:
+    /// `FileNotFoundError`, as Python's `open()` raises for it, in the CLI's words.
+    Dangling(PathBuf, PathBuf),
 }
 
 /// Refuses `bytes` of new filter or loaded file that would not fit in the memory a filter
@@ -84,11 +87,7 @@ pub fn resolve(path: &Path) -> Result<PathBuf> {
             // A link to nothing: creating its target would put a file where the user may
             // not expect one (the CLI refuses it in the same words).
             if let Ok(link) = fs::read_link(path) {
-                return Err(FileError::Bytes(format!(
-                    "{}: is a symbolic link to {}, which does not exist",
-                    path.display(),
-                    link.display()
-                )));
+                return Err(FileError::Dangling(path.to_owned(), link));
             }
             // No name (an empty path): ENOENT, as Python's open('') says.
             let name = path

@@ -56,6 +56,11 @@ fn file_error(error: FileError) -> PyErr {
         FileError::Again => PyOSError::new_err("the file's name changed during the save"),
         // Only after the handlers ran without raising (`waiting_for_locks`).
         FileError::Interrupted => PyInterruptedError::new_err("interrupted by a signal"),
+        FileError::Dangling(path, link) => PyOSError::new_err((
+            libc::ENOENT,
+            format!("is a symbolic link to {}, which does not exist", link.display()),
+            path.display().to_string(),
+        )),
         FileError::HeldHere(path) => PyOSError::new_err((
             libc::EDEADLK,
             "another filter of this process holds its writers' lock (opened with mode 'r+' \

@@ -339,12 +339,18 @@ def test_save_through_a_symlink_updates_its_target(tmp_path):
 def test_a_link_to_nothing_is_refused_as_the_cli_refuses_it(cli, tmp_path):
     link = tmp_path / "dangling.bloom"
     link.symlink_to(tmp_path / "nowhere.bloom")
-    with pytest.raises(ValueError) as error:
+    # FileNotFoundError, as Python's open() raises for a link to nothing, in the CLI's words.
+    with pytest.raises(FileNotFoundError) as error:
         BloomFilter(100).save(link)
-    assert str(error.value) == f"{link}: is a symbolic link to {tmp_path / 'nowhere.bloom'}, which does not exist"
+    assert error.value.filename == str(link)
+    assert error.value.strerror == f"is a symbolic link to {tmp_path / 'nowhere.bloom'}, which does not exist"
     cli_error = cli("create", link, "--items", "100", check=False).stderr.decode().strip()
-    assert cli_error == f"bloomery: {error.value}"
+    assert cli_error == f"bloomery: {error.value.filename}: {error.value.strerror}"
     assert link.is_symlink() and not (tmp_path / "nowhere.bloom").exists()
+    for mode in ("r", "r+"):
+        with pytest.raises(FileNotFoundError) as error:
+            BloomFilter.open(link, mode)
+        assert error.value.filename == str(link)
 
 
 def test_a_failed_save_leaves_the_old_file_and_no_temporary(tmp_path):
