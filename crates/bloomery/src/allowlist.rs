@@ -47,9 +47,9 @@ impl AllowlistedBloomFilter {
 
     /// An empty filter for `expected_items` at `fpp` (classic shape) and an empty list.
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
-        Ok(Self::from_filter(BloomFilter::with_shape(
+        Ok(Self::from_filter(BloomFilter::try_with_shape(
             crate::sizing::ClassicShape::for_rate(expected_items, fpp)?,
-        )))
+        )?))
     }
 
     /// Wraps an existing filter.

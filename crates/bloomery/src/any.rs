@@ -1124,7 +1124,7 @@ impl DynFilter for RotatingBloomFilter {
     }
 
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(RotatingBloomFilter::insert(self, item))
+        RotatingBloomFilter::insert_within(self, item, crate::rotating::now_ms(), None)
     }
 
     fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {

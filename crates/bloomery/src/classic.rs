@@ -100,7 +100,7 @@ impl<B: OwnedBits> ClassicFilter<B> {
     /// Errors if `fpp` is not in (0, 1), if the filter would need more than 255 hashes, or
     /// more bits than Guava's format holds (see [`crate::sizing`]).
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
-        Ok(Self::with_shape(ClassicShape::for_fpp(expected_items, fpp)?))
+        Self::try_with_shape(ClassicShape::for_fpp(expected_items, fpp)?)
     }
 
     /// A filter with `num_bits` bits (rounded up to whole 64-bit words) and `num_hashes`
@@ -113,16 +113,36 @@ impl<B: OwnedBits> ClassicFilter<B> {
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn with_num_bits(num_bits: u64, num_hashes: u32) -> Result<Self> {
-        Ok(Self::with_shape(ClassicShape::new(num_bits, num_hashes)?))
+        Self::try_with_shape(ClassicShape::new(num_bits, num_hashes)?)
     }
 
-    /// An empty filter of the given shape.
+    /// An empty filter of the given shape; aborts, as `Vec` does, when the system refuses
+    /// the memory ([`try_with_shape`](Self::try_with_shape) does not).
     pub fn with_shape(shape: ClassicShape) -> Self {
         Self {
             bits: B::zeroed(shape.num_words),
             num_hashes: shape.num_hashes,
             modulus: Modulus::new(shape.num_bits()),
         }
+    }
+
+    /// An empty filter of the given shape, or [`Error::OutOfMemory`] when the system
+    /// refuses the memory.
+    ///
+    /// ```
+    /// use bloomery::{BloomFilter, sizing::ClassicShape};
+    /// let filter = BloomFilter::try_with_shape(ClassicShape::for_fpp(1_000, 0.01)?)?;
+    /// assert_eq!(filter.num_hashes(), 7);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn try_with_shape(shape: ClassicShape) -> Result<Self> {
+        Ok(Self {
+            bits: B::try_zeroed(shape.num_words).ok_or(Error::OutOfMemory {
+                bytes: (shape.num_words as u64).saturating_mul(8),
+            })?,
+            num_hashes: shape.num_hashes,
+            modulus: Modulus::new(shape.num_bits()),
+        })
     }
 }
 

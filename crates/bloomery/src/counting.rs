@@ -76,7 +76,9 @@ impl CountingBloomFilter {
             });
         }
         Ok(Self {
-            counters: CounterVec::zeroed(num_counters),
+            counters: CounterVec::try_zeroed(num_counters).ok_or(Error::OutOfMemory {
+                bytes: num_counters.div_ceil(2),
+            })?,
             num_hashes,
             modulus: Modulus::new(num_counters),
         })

@@ -84,6 +84,15 @@ pub enum Error {
         limit: u64,
     },
 
+    /// The system refused the memory for a filter or its growth (a size beyond the
+    /// address space, or more than the machine will give): nothing was allocated or
+    /// changed.
+    #[error("cannot allocate {bytes} bytes for the filter: the system refused them")]
+    OutOfMemory {
+        /// The bytes asked for.
+        bytes: u64,
+    },
+
     /// An item to remove is definitely not in the filter.
     #[error("item is not in the filter: nothing was removed")]
     NotPresent,

@@ -153,6 +153,9 @@ impl Link {
             fpp: error,
             problem: format!("{bytes} bytes do not fit this machine's address space"),
         })?;
+        // Fallibly: a chain grows to sizes its (possibly crafted) parameters set, and a
+        // size the system refuses is an error, not an abort.
+        let bitmap = crate::bits::try_zeroed_vec(length).ok_or(Error::OutOfMemory { bytes })?;
         Ok(Link {
             entries,
             error,
@@ -161,7 +164,7 @@ impl Link {
             bits: bytes * 8,
             n2: 0,
             size: 0,
-            bitmap: vec![0; length],
+            bitmap,
         })
     }
 
@@ -556,19 +559,25 @@ impl RedisBloomFilter {
             fields.push((link, length));
         }
         check_sizes(size, fields.iter().map(|(link, _)| link))?;
+        // Fallibly: a caller that did not weigh `scandump_header_bytes` first gets an error
+        // for sizes the system refuses, not an abort.
         let links = fields
             .into_iter()
-            .map(|(link, length)| Link {
-                entries: link.entries,
-                error: link.error,
-                hashes: link.hashes,
-                bpe: link.bpe,
-                bits: link.bits,
-                n2: link.n2,
-                size: link.size,
-                bitmap: vec![0; length],
+            .map(|(link, length)| {
+                let bitmap =
+                    crate::bits::try_zeroed_vec(length).ok_or(Error::OutOfMemory { bytes: length as u64 })?;
+                Ok(Link {
+                    entries: link.entries,
+                    error: link.error,
+                    hashes: link.hashes,
+                    bpe: link.bpe,
+                    bits: link.bits,
+                    n2: link.n2,
+                    size: link.size,
+                    bitmap,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(Self {
             size,
             options,

@@ -156,7 +156,10 @@ impl RotatingBloomFilter {
             self.generations.pop_front();
         }
         self.generations.push_back(Generation {
-            filter: BloomFilter::with_shape(ClassicShape::for_rate(self.items_per_generation, self.fpp)?),
+            filter: BloomFilter::try_with_shape(ClassicShape::for_rate(
+                self.items_per_generation,
+                self.fpp,
+            )?)?,
             len: 0,
             started_ms: now_ms,
         });
@@ -173,11 +176,15 @@ impl RotatingBloomFilter {
     /// Adds `item` at time `now_ms`, first rotating if the newest generation is full or
     /// its window has passed. A time earlier than the newest generation's start counts
     /// as that start (time never goes back for a filter).
+    ///
+    /// # Panics
+    /// When the system refuses the memory for a new generation (as `Vec` aborts when it
+    /// cannot grow); [`insert_within`](Self::insert_within) returns that as an error.
     pub fn insert_at<T: Funnel + ?Sized>(&mut self, item: &T, now_ms: u64) -> bool {
-        // The shape was checked at construction and there is no memory limit, so this
-        // cannot fail.
+        // The generations' shape was checked when the filter was made or read and there is
+        // no memory limit, so only the allocation can fail.
         self.insert_within(item, now_ms, None)
-            .expect("generation parameters were checked")
+            .unwrap_or_else(|error| panic!("cannot start a generation: {error}"))
     }
 
     /// As [`insert_at`](Self::insert_at), but refusing with [`Error::MemoryLimit`] (before
@@ -350,7 +357,7 @@ impl RotatingBloomFilter {
 
 impl<T: Funnel + ?Sized> crate::Filter<T> for RotatingBloomFilter {
     fn insert(&mut self, item: &T) -> Result<bool> {
-        Ok(RotatingBloomFilter::insert(self, item))
+        RotatingBloomFilter::insert_within(self, item, now_ms(), None)
     }
 
     fn contains(&self, item: &T) -> bool {
@@ -431,6 +438,9 @@ impl RotatingBloomFilter {
         }
         check_fpp(fpp)?;
         let sized = ClassicShape::for_fpp(items_per_generation, fpp)?;
+        // The shape every new generation takes (`start_generation`), which a constructor
+        // checks: a file whose parameters cannot make one could be read but not added to.
+        ClassicShape::for_rate(items_per_generation, fpp)?;
         let mut generations = VecDeque::with_capacity(kept);
         let mut rest = payload;
         for _ in 0..kept {

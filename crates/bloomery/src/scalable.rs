@@ -164,7 +164,7 @@ impl ScalableBloomFilter {
                 return Err(Error::MemoryLimit { needed, limit });
             }
         }
-        let filter = BloomFilter::with_shape(ClassicShape::for_rate(capacity, fpp)?);
+        let filter = BloomFilter::try_with_shape(ClassicShape::for_rate(capacity, fpp)?)?;
         self.filters.push(SubFilter {
             filter,
             capacity,

@@ -22,6 +22,12 @@ impl CounterVec {
         }
     }
 
+    /// As [`zeroed`](Self::zeroed), or `None` when the system refuses the memory.
+    pub fn try_zeroed(len: u64) -> Option<Self> {
+        let bytes = super::try_zeroed_vec(usize::try_from(len.div_ceil(2)).ok()?)?;
+        Some(Self { bytes, len })
+    }
+
     /// Sets every counter to zero.
     pub fn clear(&mut self) {
         self.bytes.fill(0);

@@ -15,7 +15,7 @@ pub mod blocks;
 pub mod counters;
 mod pages;
 pub use pages::set_huge_pages;
-pub(crate) use pages::{Zeroable, ZeroedArray, bytes_mut};
+pub(crate) use pages::{Zeroable, ZeroedArray, bytes_mut, try_zeroed_vec};
 
 /// Read access to a bit array of 64-bit words.
 pub trait Bits {
@@ -49,6 +49,12 @@ pub trait Bits {
 pub trait OwnedBits: Bits + Sized {
     /// `num_words` words of zero bits.
     fn zeroed(num_words: usize) -> Self;
+
+    /// As [`zeroed`](Self::zeroed), or `None` when the system refuses the memory (the
+    /// default calls `zeroed`, which may abort).
+    fn try_zeroed(num_words: usize) -> Option<Self> {
+        Some(Self::zeroed(num_words))
+    }
 }
 
 /// A fixed-size array of bits stored as 64-bit words.
@@ -136,6 +142,12 @@ impl OwnedBits for BitVec {
             words: ZeroedArray::new(num_words),
         }
     }
+
+    fn try_zeroed(num_words: usize) -> Option<Self> {
+        Some(Self {
+            words: ZeroedArray::try_new(num_words)?,
+        })
+    }
 }
 
 /// Borrowed words, for example a memory-mapped file's payload.
@@ -211,6 +223,12 @@ impl OwnedBits for AtomicBitVec {
         Self {
             words: ZeroedArray::new(num_words),
         }
+    }
+
+    fn try_zeroed(num_words: usize) -> Option<Self> {
+        Some(Self {
+            words: ZeroedArray::try_new(num_words)?,
+        })
     }
 }
 

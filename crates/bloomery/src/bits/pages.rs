@@ -90,9 +90,22 @@ unsafe impl<T: Zeroable + Send> Send for ZeroedArray<T> {}
 unsafe impl<T: Zeroable + Sync> Sync for ZeroedArray<T> {}
 
 impl<T: Zeroable> ZeroedArray<T> {
-    /// `len` zeroed elements.
+    /// `len` zeroed elements; aborts, as `Vec` does, when the memory cannot be had.
     pub(crate) fn new(len: usize) -> Self {
-        let bytes = len.checked_mul(size_of::<T>()).expect("array size fits usize");
+        Self::try_new(len).unwrap_or_else(|| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<T>(len).expect("array size fits isize"),
+            )
+        })
+    }
+
+    /// `len` zeroed elements, or `None` when the memory cannot be had (the size is beyond
+    /// the address space, or the system refuses it): filters whose size comes from their
+    /// caller or a file are made with this, so that an impossible size is an error rather
+    /// than an abort.
+    pub(crate) fn try_new(len: usize) -> Option<Self> {
+        let layout = std::alloc::Layout::array::<T>(len).ok()?;
+        let bytes = layout.size();
         if huge_pages_for(bytes)
             && let Some(mapped) = bytes.checked_add(HUGE_PAGE)
             && let Ok(mut map) = MmapMut::map_anon(mapped)
@@ -115,14 +128,26 @@ impl<T: Zeroable> ZeroedArray<T> {
             // and never null.
             let ptr = NonNull::new(map.as_mut_ptr().wrapping_add(offset).cast::<T>())
                 .expect("a mapping is not null");
-            return Self {
+            return Some(Self {
                 ptr,
                 len,
                 owner: Owner::Mapped { _map: map },
-            };
+            });
         }
-        // SAFETY: `T: Zeroable` makes all-zero memory a valid `[T]`.
-        Self::from_box(unsafe { Box::<[T]>::new_zeroed_slice(len).assume_init() })
+        if bytes == 0 {
+            // No allocation: a dangling, aligned pointer, as an empty Box holds.
+            // SAFETY: `T: Zeroable` makes all-zero memory a valid `[T]` (and there is none).
+            return Some(Self::from_box(unsafe {
+                Box::<[T]>::new_zeroed_slice(len).assume_init()
+            }));
+        }
+        // SAFETY: the layout's size is not zero.
+        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>())?;
+        // SAFETY: the global allocator gave `bytes` zeroed bytes with the layout of `[T; len]`,
+        // which is the layout a `Box<[T]>` of `len` elements frees with; all-zero memory is
+        // a valid `[T]` (`T: Zeroable`).
+        let elements = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr.as_ptr(), len)) };
+        Some(Self::from_box(elements))
     }
 
     fn from_box(elements: Box<[T]>) -> Self {
@@ -134,6 +159,24 @@ impl<T: Zeroable> ZeroedArray<T> {
             owner: Owner::Heap,
         }
     }
+}
+
+/// `len` zero bytes in a `Vec`, or `None` when the system refuses them. Taken zeroed from
+/// the allocator (as `vec![0; len]` is), so that untouched pages stay unbacked, where
+/// `try_reserve` and `resize` would write every byte.
+pub(crate) fn try_zeroed_vec(len: usize) -> Option<Vec<u8>> {
+    if len == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+    // SAFETY: the layout's size is not zero.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: the global allocator gave `len` zeroed bytes with the layout of `[u8; len]`,
+    // which is what a `Vec<u8>` of capacity `len` frees with; all of them are initialised.
+    Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 
 impl<T: Zeroable> Drop for ZeroedArray<T> {

@@ -1,0 +1,97 @@
+//! Sizes the system cannot give are errors, never aborts: files whose parameters make the
+//! next growth step impossible, and filters asked for more than the address space. Sizes
+//! here are beyond x86-64's and aarch64's 47-48-bit user address space, so that the
+//! system refuses them whatever its overcommit policy (the blocked case, which fits the
+//! address space, is refused where the kernel will not overcommit that much, as here).
+
+use bloomery::any::{self, Spec};
+use bloomery::format::native::{self, Persist, Variant};
+use bloomery::redisbloom::{RdbLink, RedisBloomFilter};
+use bloomery::{BlockedBloomFilter, Error, RotatingBloomFilter};
+
+/// A RedisBloom chain (options FORCE64 | NOROUND) whose one link, of 8 bytes of bits,
+/// says it is full at `entries` items: its next link is sized from `entries`.
+fn full_chain(entries: u64, error: f64, growth: u32) -> RedisBloomFilter {
+    let bpe = (error.ln() / (std::f64::consts::LN_2 * std::f64::consts::LN_2)).abs();
+    let link = RdbLink {
+        entries,
+        error,
+        hashes: (std::f64::consts::LN_2 * bpe).ceil() as u32,
+        bpe,
+        bits: 64,
+        n2: 0,
+        bitmap: std::borrow::Cow::Owned(vec![0u8; 8]),
+        size: entries,
+    };
+    RedisBloomFilter::from_rdb_parts(entries, 4 | 1, growth, vec![link]).unwrap()
+}
+
+#[test]
+fn a_redisbloom_file_whose_next_link_cannot_be_had_refuses_the_insert() {
+    // 145 bytes of file; the next link, 10^18 items at 20%, is some 4·10^17 bytes.
+    let file = Persist::to_bytes(&full_chain(500_000_000_000_000_000, 0.4, 2));
+    let mut loaded = any::open(&file).unwrap();
+    let error = loaded.insert(b"x").unwrap_err();
+    assert!(matches!(error, Error::OutOfMemory { .. }), "{error}");
+    assert!(error.to_string().starts_with("cannot allocate "), "{error}");
+    // Nothing changed: the chain has its one link and its count.
+    let mut again = bloomery::any::open(&file).unwrap();
+    assert_eq!(loaded.stats().sub_filters, again.stats().sub_filters);
+    assert!(again.insert(b"x").is_err());
+}
+
+#[test]
+fn growth_by_the_largest_expansion_is_refused_not_aborted() {
+    for variant in [Variant::Scalable, Variant::ScalableBlocked, Variant::RedisBloom] {
+        let mut spec = Spec::new(variant, 1_000_000, 0.01);
+        spec.scalable.expansion = u32::MAX;
+        let mut filter = any::create(&spec).unwrap();
+        let mut outcome = Ok(true);
+        for item in 0..1_100_000u64 {
+            outcome = filter.insert(&item.to_le_bytes());
+            if outcome.is_err() {
+                break;
+            }
+        }
+        let error = outcome.expect_err("the second sub-filter cannot be made");
+        if variant == Variant::RedisBloom {
+            // 4.3·10^15 items' link: beyond the address space.
+            assert!(matches!(error, Error::OutOfMemory { .. }), "{variant:?}: {error}");
+        }
+        // Every item before the refusal is there.
+        for item in 0..1_000_000u64 {
+            assert!(filter.contains(&item.to_le_bytes()), "{variant:?}: {item}");
+        }
+    }
+}
+
+#[test]
+fn a_redisbloom_filter_beyond_the_address_space_is_an_error() {
+    let spec = Spec::new(Variant::RedisBloom, 1 << 50, 0.01);
+    let error = any::create(&spec).map(|_| ()).unwrap_err();
+    assert!(matches!(error, Error::OutOfMemory { .. }), "{error}");
+}
+
+#[test]
+fn blocked_filters_the_system_refuses_are_errors() {
+    // 2^32 blocks, 256 GiB: refused where the kernel will not overcommit it.
+    match BlockedBloomFilter::with_num_blocks(1 << 32, 0) {
+        Ok(filter) => assert_eq!(filter.num_blocks(), 1 << 32),
+        Err(error) => assert!(matches!(error, Error::OutOfMemory { .. }), "{error}"),
+    }
+}
+
+#[test]
+fn a_rotating_file_that_cannot_make_a_generation_is_refused() {
+    // One item per generation at 1e-30: Guava's sizing takes it (the loader's check of
+    // old files), but the generations this code makes need 7.7·10^15 bits. Such a file
+    // was read and then panicked at its next rotation.
+    let small = RotatingBloomFilter::new(2, 1, 0.01).unwrap();
+    let mut params = Persist::params(&small);
+    params[4..12].copy_from_slice(&1u64.to_le_bytes());
+    params[12..20].copy_from_slice(&1e-30f64.to_bits().to_le_bytes());
+    let bytes = native::encode(Variant::Rotating, &params, &Persist::payload(&small));
+    let error = any::open(&bytes).map(|_| ()).unwrap_err();
+    assert!(matches!(error, Error::Sizing { .. }), "{error}");
+    assert!(RotatingBloomFilter::new(2, 1, 1e-30).is_err());
+}
