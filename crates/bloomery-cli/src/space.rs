@@ -12,7 +12,7 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use bloomery::any::Spec;
+use bloomery::any::{DynFilter, Spec};
 // 90% of what the kernel estimates is available: a 23.9 GB filter on this 24 GB machine
 // (MemAvailable 24.7 GB) does fit, and leaves the machine nothing.
 use bloomery::file::memory_available;
@@ -92,6 +92,25 @@ pub fn check_new_filter(
         )));
     }
     Ok(())
+}
+
+/// The most a filter in memory may grow to (a growing filter's new sub-filter, a rotating
+/// filter's new generation): what it takes now plus the memory it may still use, and at
+/// most the user's `--max-bytes`. Passed to `insert_within`, which refuses the growth step
+/// that would pass it, before allocating: an error line instead of an abort, or of a
+/// machine driven into swap by a chain that doubles.
+pub fn growth_limit(filter: &dyn DynFilter, limits: Limits) -> u64 {
+    let now = filter.stats().memory_bytes;
+    let memory = if limits.no_space_check {
+        None
+    } else {
+        memory_available().map(|available| now.saturating_add(available))
+    };
+    [memory, limits.max_bytes]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 /// Refuses to load a file that would not fit in memory: its bytes, then the filter made

@@ -152,6 +152,7 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
 
 fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode> {
     let mut filter = locked.load()?;
+    let growth_limit = space::growth_limit(filter.as_ref(), Limits::default());
     let mut progress = Progress::new("adding");
     let mut count = 0u64;
     let keep = Keep {
@@ -168,10 +169,12 @@ fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode
         batch::BATCH,
         |batch| {
             for index in 0..batch.len() {
-                filter.insert(batch.item(index)).map_err(|error| {
-                    was_refused = true;
-                    refused(path, batch.raw(index), &error)
-                })?;
+                filter
+                    .insert_within(batch.item(index), growth_limit)
+                    .map_err(|error| {
+                        was_refused = true;
+                        refused(path, batch.raw(index), &error)
+                    })?;
             }
             count += batch.len() as u64;
             progress.tick_by(batch.len() as u64);
@@ -305,7 +308,7 @@ pub fn dedup(
     filter_path: Option<&Path>,
     size: &SizeArgs,
     given_size_options: &[String],
-    limits: Limits,
+    mut limits: Limits,
     inputs: &[PathBuf],
     format: ItemFormat,
 ) -> Result<ExitCode> {
@@ -322,6 +325,7 @@ pub fn dedup(
                     Ok(()) => {}
                     // Another program made it meanwhile: deduplicate against that one.
                     Err(_) if std::fs::metadata(path).is_ok() => {
+                        limits = Limits::default();
                         if !given_size_options.is_empty() {
                             let _ = writeln!(
                                 io::stderr(),
@@ -355,6 +359,11 @@ pub fn dedup(
         Store::InPlace(writable) => Some(writable.filter()?.hasher()),
         _ => None,
     };
+    // A growing filter's new sub-filters are held to the space options too (given only
+    // for a filter made here: an existing file's are refused above), and to the memory.
+    let growth_limit = filter
+        .as_deref()
+        .map(|filter| space::growth_limit(filter, limits));
     let keep = Keep {
         items: hasher.is_none(),
         raws: true,
@@ -384,8 +393,9 @@ pub fn dedup(
                 }
             }
             (_, Some(filter)) => {
+                let growth_limit = growth_limit.unwrap_or(u64::MAX);
                 for index in 0..batch.len() {
-                    match filter.insert(batch.item(index)) {
+                    match filter.insert_within(batch.item(index), growth_limit) {
                         Ok(is_new) => new[index] = is_new,
                         Err(error) => {
                             refused = Some(CliError::new(format!(

@@ -672,6 +672,63 @@ fn a_filter_too_big_for_memory_or_max_bytes_is_refused_before_allocating() {
     );
 }
 
+#[test]
+fn a_growing_filter_stops_at_max_bytes_and_the_memory_with_an_error() {
+    // dedup's scalable chain doubles from 1000 items; --max-bytes holds it (its growth ran
+    // on past it, to every line's worth). The lines before the refused one are printed.
+    let dir = TempDir::new().unwrap();
+    let lines = dir.path().join("lines");
+    fs::write(
+        &lines,
+        (1..=100_000).map(|i| format!("{i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let output = bloomery()
+        .args([
+            "dedup",
+            "--variant",
+            "scalable",
+            "--items",
+            "1000",
+            "--max-bytes",
+            "100000",
+            "-i",
+        ])
+        .arg(&lines)
+        .output()
+        .expect("runs");
+    assert_clean_end(&output, "dedup");
+    assert_eq!(output.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        message.contains("filter cannot grow") && message.contains("100000 bytes"),
+        "{message}"
+    );
+    let printed = output.stdout.iter().filter(|&&byte| byte == b'\n').count();
+    assert!((20_000..40_000).contains(&printed), "{printed} lines");
+
+    // `add` to a 192-byte file whose parameters make its next sub-filter 182 GB (a scalable
+    // blocked filter, initial capacity patched to 5·10^10, its full first link kept): the
+    // growth is refused before allocating, the file left as it was. It aborted the process.
+    use bloomery::format::native::{self, Persist, Variant};
+    use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
+    let small =
+        ScalableBlockedBloomFilter::new(10, 0.01, bloomery::ScalableOptions::for_blocked(), 0).unwrap();
+    let mut params = Persist::params(&small);
+    params[0..8].copy_from_slice(&50_000_000_000u64.to_le_bytes());
+    params[41..49].copy_from_slice(&1u64.to_le_bytes());
+    params[49..57].copy_from_slice(&1u64.to_le_bytes());
+    let bytes = native::encode(Variant::ScalableBlocked, &params, &Persist::payload(&small));
+    let path = dir.path().join("grows.bloom");
+    fs::write(&path, &bytes).unwrap();
+    let message = error_of(bloomery().arg("add").arg(&path).arg("a new item"));
+    assert!(
+        message.contains("cannot") && message.contains("nothing was saved"),
+        "{message}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), bytes);
+}
+
 /// Runs the command with its standard output closed (`>&-`).
 trait CloseStdout {
     fn pre_exec_close_stdout(&mut self) -> &mut Self;
