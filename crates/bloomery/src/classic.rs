@@ -148,7 +148,7 @@ impl<B: OwnedBits> ClassicFilter<B> {
 
 impl<B: Bits> ClassicFilter<B> {
     /// The filter over `bits`, checked: 1 to 2^31 - 1 words, 1 to 255 hashes.
-    fn over(bits: B, num_hashes: u32) -> Result<Self> {
+    pub(crate) fn over(bits: B, num_hashes: u32) -> Result<Self> {
         num_words_for_bits((bits.num_words() as u64).saturating_mul(64))?;
         check_num_hashes(num_hashes)?;
         Ok(Self {
@@ -478,7 +478,11 @@ impl Persist for BloomFilter {
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
-        Self::from_words(native::words_from_le_bytes(payload)?, classic_params(params)?)
+        // Straight into the filter's array: a `Vec` of the words first would hold the
+        // payload twice (the array, on huge pages when large, is a new mapping).
+        native::check_whole_words(payload)?;
+        let num_hashes = classic_params(params)?;
+        Self::over(BitVec::from_le_bytes(payload), num_hashes)
     }
 }
 
@@ -504,8 +508,8 @@ pub(crate) fn read_embedded<'a>(
 /// A classic filter of `num_words` words and `num_hashes` off the front of `payload`.
 pub(crate) fn read_words(num_hashes: u32, num_words: u64, payload: &[u8]) -> Result<(BloomFilter, &[u8])> {
     ClassicShape::new(num_words.saturating_mul(64), num_hashes)?;
-    let (words, rest) = native::split_words(payload, num_words)?;
-    Ok((BloomFilter::from_words(words, num_hashes)?, rest))
+    let (words, rest) = native::split_word_bytes(payload, num_words)?;
+    Ok((BloomFilter::over(BitVec::from_le_bytes(words), num_hashes)?, rest))
 }
 
 fn classic_params(params: &[u8]) -> Result<u32> {

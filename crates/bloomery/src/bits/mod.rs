@@ -71,6 +71,31 @@ impl BitVec {
         }
     }
 
+    /// Bits from their words' little-endian bytes (the native payload), written straight
+    /// into the zeroed array: loading takes the array's size once, with no `Vec` of the
+    /// words beside it. `bytes.len()` must be a multiple of 8.
+    pub(crate) fn from_le_bytes(bytes: &[u8]) -> Self {
+        Self::from_word_bytes(bytes, u64::from_le_bytes)
+    }
+
+    /// As [`from_le_bytes`](Self::from_le_bytes), for big-endian words (Guava's bytes).
+    pub(crate) fn from_be_bytes(bytes: &[u8]) -> Self {
+        Self::from_word_bytes(bytes, u64::from_be_bytes)
+    }
+
+    fn from_word_bytes(bytes: &[u8], word: fn([u8; 8]) -> u64) -> Self {
+        debug_assert!(
+            bytes.len().is_multiple_of(8),
+            "{} bytes are not whole words",
+            bytes.len()
+        );
+        let mut words = ZeroedArray::new(bytes.len() / 8);
+        for (word_out, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+            *word_out = word(chunk.try_into().expect("chunks of 8"));
+        }
+        Self { words }
+    }
+
     /// The words.
     #[inline]
     pub fn words(&self) -> &[u64] {

@@ -466,9 +466,16 @@ impl Persist for BlockedBloomFilter {
         let (num_blocks, seed, sized_for) = blocked_params(params, payload.len())?;
         let mut filter = Self::with_num_blocks(num_blocks as u64, seed)?;
         filter.sized_for = sized_for;
-        let words = native::words_from_le_bytes(payload)?;
-        for (block, chunk) in filter.blocks.iter_mut().zip(words.chunks_exact(BLOCK_WORDS)) {
-            block.0.copy_from_slice(chunk);
+        // Straight from the payload into the zeroed blocks (`blocked_params` checked that
+        // it is exactly 64 bytes a block): no `Vec` of the words beside them.
+        for (block, chunk) in filter
+            .blocks
+            .iter_mut()
+            .zip(payload.chunks_exact(BLOCK_WORDS * 8))
+        {
+            for (word, bytes) in block.0.iter_mut().zip(chunk.chunks_exact(8)) {
+                *word = u64::from_le_bytes(bytes.try_into().expect("chunks of 8"));
+            }
         }
         Ok(filter)
     }

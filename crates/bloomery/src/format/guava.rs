@@ -16,6 +16,7 @@
 
 use std::io::{self, Read, Write};
 
+use crate::bits::BitVec;
 use crate::classic::BloomFilter;
 use crate::error::{Error, FormatProblem, Result};
 use crate::sizing::MAX_NUM_WORDS;
@@ -115,11 +116,9 @@ impl BloomFilter {
         };
         let header = Header::parse(header)?;
         super::check_exact_len(FORMAT, header.total_len(), bytes.len() as u64)?;
-        let words = payload
-            .chunks_exact(8)
-            .map(|chunk| u64::from_be_bytes(chunk.try_into().expect("chunks of 8")))
-            .collect();
-        BloomFilter::from_words(words, header.num_hashes)
+        // Straight into the filter's array, with no `Vec` of the words beside it; the
+        // length check above makes the payload exactly the words.
+        BloomFilter::over(BitVec::from_be_bytes(payload), header.num_hashes)
     }
 
     /// Reads one filter from a stream as Guava's `readFrom` does, leaving the reader just

@@ -662,22 +662,40 @@ pub fn words_as_le_bytes(words: &[u64]) -> Cow<'_, [u8]> {
 }
 
 /// Little-endian bytes back to 64-bit words; the length must be a multiple of 8.
+///
+/// The readers do not use it: they write the words straight into the filter's array
+/// ([`BitVec::from_le_bytes`](crate::bits::BitVec)), since a `Vec` of them beside the array
+/// would double a load's memory.
 pub fn words_from_le_bytes(bytes: &[u8]) -> Result<Vec<u64>> {
-    if !bytes.len().is_multiple_of(8) {
-        return Err(Error::format(
-            FORMAT,
-            FormatProblem::PayloadNotWords(bytes.len() as u64),
-        ));
-    }
+    check_whole_words(bytes)?;
     Ok(bytes
         .chunks_exact(8)
         .map(|chunk| u64::from_le_bytes(chunk.try_into().expect("chunks of 8")))
         .collect())
 }
 
+/// An error unless `bytes` is a whole number of 64-bit words.
+pub(crate) fn check_whole_words(bytes: &[u8]) -> Result<()> {
+    if bytes.len().is_multiple_of(8) {
+        Ok(())
+    } else {
+        Err(Error::format(
+            FORMAT,
+            FormatProblem::PayloadNotWords(bytes.len() as u64),
+        ))
+    }
+}
+
 /// Takes `num_words` little-endian words off the front of `payload`; returns them and the
 /// rest. An error, without allocating, when the payload is shorter than that.
 pub fn split_words(payload: &[u8], num_words: u64) -> Result<(Vec<u64>, &[u8])> {
+    let (words, rest) = split_word_bytes(payload, num_words)?;
+    Ok((words_from_le_bytes(words)?, rest))
+}
+
+/// As [`split_words`], but the words' bytes as they are (`8 * num_words` of them), for a
+/// reader to write into the filter's array without a copy in between.
+pub(crate) fn split_word_bytes(payload: &[u8], num_words: u64) -> Result<(&[u8], &[u8])> {
     let Some(bytes) = num_words
         .checked_mul(8)
         .filter(|&bytes| bytes <= payload.len() as u64)
@@ -686,8 +704,7 @@ pub fn split_words(payload: &[u8], num_words: u64) -> Result<(Vec<u64>, &[u8])> 
             "{num_words} words overrun the payload"
         )));
     };
-    let (words, rest) = payload.split_at(bytes as usize);
-    Ok((words_from_le_bytes(words)?, rest))
+    Ok(payload.split_at(bytes as usize))
 }
 
 /// The payload as 64-bit words in place, without copying: `Some` when the bytes are 8-byte
