@@ -322,10 +322,13 @@ impl Persist for RetouchedBloomFilter {
         let false_positive_lists = params.u64()?;
         params.finish()?;
         let shape = ClassicShape::new(num_words.saturating_mul(64), num_hashes)?;
-        let (words, mut rest) = native::split_words(payload, num_words)?;
-        let bits = BitVec::from_words(words);
+        // The words straight into the array, with no `Vec` of them beside it.
+        let (words, mut rest) = native::split_word_bytes(payload, num_words)?;
+        let bits = BitVec::from_le_bytes(words);
         let mut read_lists = |count: u64| -> Result<HashMap<u64, Vec<ItemHash>>> {
-            let mut lists = HashMap::new();
+            // Sized once: growing would hold the old table and the new one at a time. A
+            // list takes at least 12 bytes, which bounds a count that lies.
+            let mut lists = HashMap::with_capacity(count.min(rest.len() as u64 / 12) as usize);
             let mut previous = None;
             for _ in 0..count {
                 let mut fields = ParamReader::new(rest);
