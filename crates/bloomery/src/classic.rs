@@ -226,12 +226,11 @@ impl<B: Bits> ClassicFilter<B> {
 
     /// A plain copy of the filter as it is now.
     pub fn to_bloom_filter(&self) -> BloomFilter {
+        // Word by word into the new array: no `Vec` of the words beside it.
+        let mut bits = BitVec::zeroed(self.bits.num_words());
+        bits.fill_from(|index| self.bits.word(index));
         ClassicFilter {
-            bits: BitVec::from_words(
-                (0..self.bits.num_words())
-                    .map(|index| self.bits.word(index))
-                    .collect(),
-            ),
+            bits,
             num_hashes: self.num_hashes,
             modulus: self.modulus,
         }

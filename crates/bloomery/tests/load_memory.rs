@@ -15,12 +15,14 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bloomery::any::{self, DynFilter};
+use bloomery::classic::BloomFilterView;
 use bloomery::format::native::{self, ParamWriter, Persist, Variant};
 use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
 use bloomery::{
-    AllowlistedBloomFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, RetouchedBloomFilter,
-    RotatingBloomFilter, ScalableBloomFilter, ScalableOptions, SplitBlockBloomFilter,
+    AllowlistedBloomFilter, AtomicBloomFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter,
+    FilterStats, RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions,
+    SplitBlockBloomFilter,
 };
 
 /// Requested bytes live now and at most since the last reset.
@@ -135,21 +137,34 @@ impl Load {
 }
 
 fn open_measured(bytes: &[u8]) -> Load {
+    measured(
+        bytes.len(),
+        || -> Box<dyn DynFilter> { any::open(bytes).expect("the file opens") },
+        |filter| {
+            assert!(filter.contains(b"present"), "the loaded filter lost an item");
+            filter.stats().memory_bytes as usize
+        },
+    )
+}
+
+/// What `make` took beyond what was live before it, `len` being the size it is measured
+/// against and `memory` the made thing's own count of its memory.
+fn measured<T>(len: usize, make: impl FnOnce() -> T, memory: impl FnOnce(&T) -> usize) -> Load {
     let start = CURRENT.load(Ordering::SeqCst);
     let start_chunks = CURRENT_CHUNKS.load(Ordering::SeqCst);
     PEAK.store(start, Ordering::SeqCst);
     PEAK_CHUNKS.store(start_chunks, Ordering::SeqCst);
-    let filter: Box<dyn DynFilter> = any::open(bytes).expect("the file opens");
-    let load = Load {
-        len: bytes.len(),
-        peak_heap: PEAK.load(Ordering::SeqCst).saturating_sub(start),
-        peak_chunks: PEAK_CHUNKS.load(Ordering::SeqCst).saturating_sub(start_chunks),
-        retained_heap: CURRENT.load(Ordering::SeqCst).saturating_sub(start),
-        memory_bytes: filter.stats().memory_bytes as usize,
-    };
-    assert!(filter.contains(b"present"), "the loaded filter lost an item");
-    drop(filter);
-    load
+    let made = make();
+    let peak_heap = PEAK.load(Ordering::SeqCst).saturating_sub(start);
+    let peak_chunks = PEAK_CHUNKS.load(Ordering::SeqCst).saturating_sub(start_chunks);
+    let retained_heap = CURRENT.load(Ordering::SeqCst).saturating_sub(start);
+    Load {
+        len,
+        peak_heap,
+        peak_chunks,
+        retained_heap,
+        memory_bytes: memory(&made),
+    }
 }
 
 /// Opens `bytes` with huge pages off and on; both peaks must stay within the file's
@@ -200,6 +215,49 @@ fn a_large_blocked_file_loads_in_one_copy() {
     assert!(bytes.len() >= 8 << 20);
     drop(filter);
     assert_loads_within_one_copy(&[("blocked", bytes)]);
+}
+
+/// A plain copy of a lock-free or borrowed classic filter (the Python package's copy of
+/// an atomic filter, a view's `to_bloom_filter`) is one array too.
+#[test]
+fn a_classic_copy_takes_one_array() {
+    let _guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut filter = BloomFilter::with_fpp(7_500_000, 0.01).unwrap();
+    filter.insert("present");
+    let atomic = AtomicBloomFilter::from(filter.clone());
+    let mut over = Vec::new();
+    for huge_pages in [false, true] {
+        bloomery::bits::set_huge_pages(huge_pages);
+        let copies = [
+            (
+                "atomic",
+                measured(
+                    filter.words().len() * 8,
+                    || atomic.to_bloom_filter(),
+                    FilterStats::memory_bytes,
+                ),
+            ),
+            (
+                "view",
+                measured(
+                    filter.words().len() * 8,
+                    || BloomFilterView::new(filter.words(), 7).unwrap().to_bloom_filter(),
+                    FilterStats::memory_bytes,
+                ),
+            ),
+        ];
+        bloomery::bits::set_huge_pages(true);
+        for (what, copy) in copies {
+            println!(
+                "{what} copy (huge pages {huge_pages}): {:.2}x, {copy:?}",
+                copy.factor()
+            );
+            if copy.peak() > copy.len + SLACK {
+                over.push(format!("{what} (huge pages {huge_pages}): {copy:?}"));
+            }
+        }
+    }
+    assert!(over.is_empty(), "{over:#?}");
 }
 
 #[test]

@@ -83,6 +83,13 @@ impl BitVec {
         Self::from_word_bytes(bytes, u64::from_be_bytes)
     }
 
+    /// Sets every word `index` to `word(index)`.
+    pub(crate) fn fill_from(&mut self, mut word: impl FnMut(usize) -> u64) {
+        for (index, slot) in self.words.iter_mut().enumerate() {
+            *slot = word(index);
+        }
+    }
+
     fn from_word_bytes(bytes: &[u8], word: fn([u8; 8]) -> u64) -> Self {
         debug_assert!(
             bytes.len().is_multiple_of(8),
@@ -220,14 +227,11 @@ impl AtomicBitVec {
         word.fetch_or(mask, Ordering::Relaxed) & mask == 0
     }
 
-    /// A copy of the words as they are now.
+    /// A copy of the words as they are now (word by word into the new array).
     pub fn to_bit_vec(&self) -> BitVec {
-        BitVec::from_words(
-            self.words
-                .iter()
-                .map(|word| word.load(Ordering::Relaxed))
-                .collect(),
-        )
+        let mut bits = BitVec::zeroed(self.words.len());
+        bits.fill_from(|index| self.words[index].load(Ordering::Relaxed));
+        bits
     }
 }
 
