@@ -355,7 +355,18 @@ impl Spec {
             Variant::SplitBlock => {
                 crate::sizing::split_block_num_blocks(n, p)? * (crate::sizing::SPLIT_BLOCK_BITS / 8)
             }
-            Variant::RedisBloom => RedisBloomFilter::first_link_bytes(n, p, !self.scalable.scaling)?,
+            Variant::RedisBloom => {
+                // As `RedisBloomFilter::new` refuses it, first: `first_link_bytes` sizes
+                // the first link only, which the growth does not change.
+                if self.scalable.expansion < 1 {
+                    return Err(Error::Parameter {
+                        name: "expansion",
+                        value: self.scalable.expansion.to_string(),
+                        allowed: "at least 1",
+                    });
+                }
+                RedisBloomFilter::first_link_bytes(n, p, !self.scalable.scaling)?
+            }
             Variant::ScalableBlocked => ScalableBlockedBloomFilter::first_link_bytes(n, p, &self.scalable)?,
         })
     }
@@ -1277,6 +1288,35 @@ mod tests {
                         assert_eq!(made.to_string(), sized.to_string(), "{variant:?} n={n} p={p}")
                     }
                     _ => panic!("{variant:?} n={n} p={p}: create {created:?}, memory_bytes {estimated:?}"),
+                }
+            }
+        }
+        // Bad growth options (an expansion of 0 sized a RedisBloom filter that `create`
+        // refused) and generation counts, scaling or not.
+        for variant in Variant::ALL {
+            for scaling in [true, false] {
+                for (expansion, tightening, generations) in [
+                    (0, 0.5, 2),
+                    (1, 0.5, 2),
+                    (2, 0.0, 2),
+                    (2, 1.0, 2),
+                    (2, 0.5, 0),
+                    (2, 0.5, 1),
+                ] {
+                    let mut spec = Spec::new(variant, 1_000, 0.01);
+                    spec.scalable.scaling = scaling;
+                    spec.scalable.expansion = expansion;
+                    spec.scalable.tightening = tightening;
+                    spec.generations = generations;
+                    let created = create(&spec).map(drop);
+                    let estimated = spec.memory_bytes().map(drop);
+                    let case =
+                        format!("{variant:?} scaling={scaling} {expansion} {tightening} {generations}");
+                    match (&created, &estimated) {
+                        (Ok(()), Ok(())) => {}
+                        (Err(made), Err(sized)) => assert_eq!(made.to_string(), sized.to_string(), "{case}"),
+                        _ => panic!("{case}: create {created:?}, memory_bytes {estimated:?}"),
+                    }
                 }
             }
         }
