@@ -11,8 +11,11 @@
 //! item than the last, so memory stays within a constant factor of a filter sized for the
 //! final count. Measured: 100,000 items from an initial capacity of 1,000 (7 sub-filters,
 //! 291 KB), 0.989% false positives over 10^6 fresh keys at a requested 1%
-//! (`tests/variants.rs`). Growth stops with an error at 64 sub-filters, or earlier when
-//! the tightened rate would need more than 255 hashes (after about 30 steps at r = 0.5).
+//! (`tests/variants.rs`). Growth stops with an error at 64 sub-filters or, in practice
+//! much earlier, when the next sub-filter would need more than the 2^31 - 1 words of
+//! Guava's format: with the defaults at 1%, sub-filter 31 (counting from 0) of a chain
+//! started at one item, sub-filter 22 of one started at 1,000. The 255-hash limit is far
+//! off by then (sub-filter 30 of the first chain takes 38 hashes).
 //! An insert first asks every sub-filter, so an item is never counted twice (as RedisBloom).
 //! Each sub-filter takes at least the bits that keep Guava's double hashing under its
 //! share ([`ClassicShape::for_rate`]): with Guava's shape, a chain started at one item at
