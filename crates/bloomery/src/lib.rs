@@ -43,7 +43,13 @@
 //! # Ok::<(), bloomery::Error>(())
 //! ```
 //!
-//! No filter here has false negatives: an inserted item is always reported present.
+//! An inserted item is reported present, with no false negatives, except where the caller
+//! asks for them: the retouched filter's `remove_false_positive` clears bits that inserted
+//! items need (it reports which items it lost); a counting filter's `remove` of an item
+//! that was never inserted (or removed more often than inserted) but answers present, a
+//! false positive, takes counts that inserted items need and can make them answer absent;
+//! an allow-listed filter's `allow` of an inserted item hides it; and a rotating filter
+//! forgets the generations it drops.
 
 pub mod allowlist;
 pub mod any;
