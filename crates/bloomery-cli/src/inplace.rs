@@ -202,6 +202,15 @@ pub struct Writable {
     unsealed: bool,
     /// Whether the file was unsealed when opened (a writer before this one did not finish).
     pub was_unsealed: bool,
+    /// The bytes before the payload as this writer left them: as read at open, then with
+    /// the header it wrote. Checked before every change ([`check_unchanged`](Self::check_unchanged)).
+    on_disk: Vec<u8>,
+    /// The file's length at open.
+    len: u64,
+    /// Whether this writer has changed the file (its header or bits).
+    changed: bool,
+    /// Whether another program changed the file meanwhile: then nothing more is written.
+    foreign: bool,
 }
 
 impl Writable {
@@ -232,12 +241,17 @@ impl Writable {
         // raises SIGBUS, which `sigbus::guard` turns into an error line (the file is then
         // left unsealed, its bits valid).
         let map = unsafe { MmapMut::map_mut(locked.file()) }.with_path(&shown)?;
+        let on_disk = map[..header.payload_offset].to_vec();
         let mut writable = Self {
             locked,
             map,
             was_unsealed: header.unsealed,
             unsealed: header.unsealed,
             header,
+            on_disk,
+            len,
+            changed: false,
+            foreign: false,
         };
         // Every parameter checked against the payload now, before anything changes. A
         // payload this platform cannot view in place (a big-endian one: the file's words
@@ -287,13 +301,53 @@ impl Writable {
             })
     }
 
+    /// Refuses to write more when the file is no longer what this writer left: another
+    /// program (which takes no lock) rewrote it (`cp other.bloom f.bloom` truncates and
+    /// writes this very inode), cut it short, or put another file at its name. Writing this
+    /// writer's header over such a file sealed it as valid over the other file's bits:
+    /// `verify` said ok while every item of both was absent. The file is left as the other
+    /// program made it, never sealed by this writer.
+    fn check_unchanged(&mut self) -> Result<()> {
+        let shown = self.locked.shown();
+        let same_name = self.locked.is(self.locked.real());
+        if !self.foreign
+            && same_name
+            && file::holds(self.locked.file(), &self.on_disk, self.len).with_path(shown)?
+        {
+            return Ok(());
+        }
+        self.foreign = true;
+        let what = if same_name {
+            "was changed by another program during this update (its header or length is not \
+             what this update left)"
+        } else {
+            "was replaced or removed by another program during this update (its name no longer \
+             names the file this update opened)"
+        };
+        let then = if self.changed {
+            "not sealed over what that program wrote, and this update's changes may be missing \
+             from it: run the update again once that program is done (`bloomery verify` says \
+             what the file holds now)"
+        } else {
+            "this update wrote nothing to it: run it again once that program is done"
+        };
+        Err(CliError::new(format!("{}: {what}; {then}", shown.display())))
+    }
+
     /// Marks the file unsealed (and makes the mark durable) before the first bit changes;
-    /// nothing when it is already.
+    /// nothing when it is already. Either way, first checks that no other program changed
+    /// the file meanwhile ([`check_unchanged`](Self::check_unchanged)): every change calls
+    /// this, so an update stops at its next batch.
     pub fn unseal(&mut self) -> Result<()> {
+        self.check_unchanged()?;
+        self.changed = true;
         if self.unsealed {
             return Ok(());
         }
         file::mark_unsealed(self.locked.file(), &self.header).with_path(self.locked.shown())?;
+        let marked = self.header.to_bytes(self.header.payload_checksum, true);
+        self.on_disk
+            .splice(..marked.len().min(self.on_disk.len()), marked);
         self.unsealed = true;
         Ok(())
     }
@@ -486,7 +540,11 @@ impl Writable {
 
     /// Seals the file: every changed page synced, the payload checksum computed from the
     /// file, then the sealed header written and synced. Releases the lock.
-    pub fn seal(self) -> Result<()> {
+    pub fn seal(mut self) -> Result<()> {
+        if self.foreign || self.unsealed {
+            // Also when this writer wrote nothing, so that its caller's error is this one.
+            self.check_unchanged()?;
+        }
         if !self.unsealed {
             return Ok(());
         }

@@ -1679,3 +1679,103 @@ fn a_spilled_add_that_cannot_write_its_spill_files_adds_what_it_says_it_added() 
         Vec::<String>::new()
     );
 }
+
+/// Another program (which takes no lock) rewrites the file while an `add` updates it in
+/// place: `cp other.bloom f.bloom` truncates and writes the same inode, before the add
+/// marked it unsealed (it waits for its items), after (its first batch went in), on the
+/// spilled road of files larger than the window, or puts another file at its name. The
+/// add once wrote its own header over the other file's bits and sealed it: `verify` said
+/// ok and every item of both filters was absent. Now it fails, saying so, and leaves the
+/// file as the other program made it.
+#[test]
+fn a_file_another_program_rewrites_during_an_add_is_never_sealed_over() {
+    let dir = open_dir();
+    let other = dir.path().join("other.bloom");
+    ok(bloomery()
+        .args(["create", "--items", "1000000", "--seed", "7"])
+        .arg(&other));
+    let others: Vec<String> = (1..=1000).map(|i| format!("o{i}")).collect();
+    ok(bloomery().arg("add").arg(&other).args(&others));
+    let path = dir.path().join("f.bloom");
+    // (window, items before the rewrite, whether the rewrite renames another file over it)
+    for (window, first, rename) in [
+        (None, 1, false),
+        (None, 16_384, false),
+        (None, 16_384, true),
+        (Some("65536"), 16_384, false),
+    ] {
+        let what = format!("window {window:?}, {first} items first, rename {rename}");
+        let _ = fs::remove_file(&path);
+        create(&path, 1_000_000);
+        let mut command = bloomery();
+        if let Some(window) = window {
+            command.env("BLOOMERY_WINDOW_BYTES", window);
+        }
+        let mut child = command
+            .arg("add")
+            .arg(&path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs");
+        let mut stdin = child.stdin.take().expect("piped");
+        let items: String = (0..first).map(|i| format!("item {i}\n")).collect();
+        stdin.write_all(items.as_bytes()).expect("writes");
+        stdin.flush().expect("flushes");
+        if first == 16_384 && window.is_none() {
+            // One whole batch: it goes in now, the file marked unsealed first.
+            let started = Instant::now();
+            let unsealed = || {
+                bloomery()
+                    .arg("verify")
+                    .arg(&path)
+                    .output()
+                    .expect("runs")
+                    .status
+                    .code()
+                    == Some(3)
+            };
+            while !unsealed() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "{what}: never unsealed"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        // The batch's bits set, the add waiting for more items.
+        std::thread::sleep(Duration::from_millis(500));
+        if rename {
+            let copy = dir.path().join("copy.bloom");
+            fs::copy(&other, &copy).expect("copies");
+            fs::rename(&copy, &path).expect("renames");
+        } else {
+            // As `cp` does: the same file, truncated and written.
+            fs::copy(&other, &path).expect("copies");
+        }
+        stdin.write_all(b"item last\n").expect("writes");
+        drop(stdin);
+        let output = child.wait_with_output().expect("waits");
+        assert_clean_end(&output, &what);
+        assert_eq!(output.status.code(), Some(2), "{what}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let said = if rename {
+            "was replaced or removed by another program during this update"
+        } else {
+            "was changed by another program during this update"
+        };
+        assert!(stderr.contains(said), "{what}: {stderr}");
+        assert_eq!(
+            fs::read(&path).expect("reads"),
+            fs::read(&other).expect("reads"),
+            "{what}: the other program's file, as it wrote it"
+        );
+        verify(&path);
+        assert!(all_present(&path, &others), "{what}");
+    }
+    assert_eq!(
+        leftovers(dir.path(), &["other.bloom", "f.bloom"]),
+        Vec::<String>::new()
+    );
+}

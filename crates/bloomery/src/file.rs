@@ -798,6 +798,24 @@ pub fn seal(file: &File, map: &MmapMut, header: &Header) -> io::Result<u64> {
     Ok(sum)
 }
 
+/// Whether `file` still starts with `header_bytes` and is `len` bytes long: what a writer
+/// in place left there (the bytes it read at open, or the header it last wrote). A writer
+/// asks before each header write: another program that rewrote the file meanwhile (`cp
+/// other.bloom f.bloom` truncates and writes the same inode) must not get this writer's
+/// header written over its bytes, sealed as valid and answering for the wrong items.
+pub fn holds(file: &File, header_bytes: &[u8], len: u64) -> io::Result<bool> {
+    if file.metadata()?.len() != len {
+        return Ok(false);
+    }
+    let mut bytes = vec![0u8; header_bytes.len()];
+    match file.read_exact_at(&mut bytes, 0) {
+        Ok(()) => Ok(bytes == header_bytes),
+        // Shorter than the header now: cut short since its length was read.
+        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
 /// One write of the header at offset 0 (at most one page), then a sync.
 fn write_header(file: &File, bytes: &[u8]) -> io::Result<()> {
     file.write_all_at(bytes, 0)?;
