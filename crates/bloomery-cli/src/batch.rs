@@ -17,6 +17,11 @@ use crate::items::{ItemFormat, for_each_item};
 /// keep the prefetching loops full, small enough that output is not held back long.
 pub const BATCH: usize = 4096;
 
+/// The most bytes of items and lines a batch holds before it is handed over (it may pass
+/// this by its last item): lines may be up to 64 MiB each (`items::MAX_LINE_BYTES`), and
+/// 4,096 of those would be 256 GiB. Batches of hashes alone are sized by their callers.
+pub const BATCH_BYTES: usize = 16 << 20;
+
 /// What a batch keeps of each item.
 #[derive(Clone, Copy, Debug)]
 pub struct Keep {
@@ -70,6 +75,11 @@ impl Batch {
         self.len += 1;
     }
 
+    /// The bytes of items and lines held.
+    fn bytes(&self) -> usize {
+        self.items.len() + self.raws.len()
+    }
+
     /// The number of items.
     pub fn len(&self) -> usize {
         self.len
@@ -94,7 +104,8 @@ impl Batch {
 }
 
 /// Reads the items (as [`for_each_item`] does: `items` as arguments, then the lines of
-/// `files`, or standard input) on another thread, `per_batch` at a time, and calls
+/// `files`, or standard input) on another thread, `per_batch` at a time (fewer when they
+/// reach [`BATCH_BYTES`]), and calls
 /// `each` with every batch, in input order, on this thread. Stops at the first error on
 /// either side (a bad item ends the batches before it, then the error is returned) or when
 /// `each` returns `Ok(false)`.
@@ -113,7 +124,7 @@ pub fn for_each_batch(
             let mut batch = Batch::with_capacity(per_batch, keep);
             let read = for_each_item(items, files, format, |item, raw| {
                 batch.push(item, raw, keep);
-                if batch.len() < per_batch {
+                if batch.len() < per_batch && batch.bytes() < BATCH_BYTES {
                     return Ok(true);
                 }
                 let full = std::mem::replace(&mut batch, Batch::with_capacity(per_batch, keep));

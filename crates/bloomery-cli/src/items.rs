@@ -168,8 +168,13 @@ pub fn for_each_item(
     Ok(())
 }
 
+/// The longest line (without its '\n') read as an item. A line is held whole, so input
+/// without line ends (`check f < /dev/zero`) grew one until the allocation aborted the
+/// process; a longer line is an error, as a bad item is.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
 /// Calls `each` for every line of `input`, with its number (from 1); returns false when
-/// `each` asked to stop.
+/// `each` asked to stop. A line longer than [`MAX_LINE_BYTES`] is an error.
 fn for_each_line<R: BufRead>(
     mut input: R,
     path: &Path,
@@ -179,12 +184,25 @@ fn for_each_line<R: BufRead>(
     let mut number = 0u64;
     loop {
         line.clear();
-        if input.read_until(b'\n', &mut line).with_path(path)? == 0 {
+        // One byte past the limit, to tell a line of exactly the limit from a longer one.
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        if (&mut input)
+            .take(limit)
+            .read_until(b'\n', &mut line)
+            .with_path(path)?
+            == 0
+        {
             return Ok(true);
         }
         number += 1;
         if line.last() == Some(&b'\n') {
             line.pop();
+        } else if line.len() > MAX_LINE_BYTES {
+            return Err(CliError::new(format!(
+                "{}: line {number} is longer than the {MAX_LINE_BYTES}-byte item limit (64 MiB); \
+                 give items as lines, and longer items as a digest of each",
+                path.display()
+            )));
         }
         if !each(&line, number)? {
             return Ok(false);
@@ -192,16 +210,29 @@ fn for_each_line<R: BufRead>(
     }
 }
 
-/// Reads all of standard input or a file (for `import`).
+/// Reads all of standard input or a file (for `import`), at most what fits the memory
+/// available ([`crate::space::input_limit`]): `import /dev/zero` once read until the
+/// allocation aborted the process. A regular file larger than that is refused before it is
+/// read.
 pub fn read_all(path: &Path) -> Result<Vec<u8>> {
-    if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        io::stdin()
-            .read_to_end(&mut bytes)
-            .with_path(Path::new("<stdin>"))?;
-        Ok(bytes)
+    let limit = crate::space::input_limit();
+    let (shown, input): (&Path, Box<dyn Read>) = if path.as_os_str() == "-" {
+        (Path::new("<stdin>"), Box::new(io::stdin().lock()))
     } else {
-        std::fs::read(path).with_path(path)
+        let file = File::open(path).with_path(path)?;
+        let metadata = file.metadata().with_path(path)?;
+        if metadata.is_file() && metadata.len() > limit.bytes {
+            return Err(limit.exceeded(path));
+        }
+        (path, Box::new(file))
+    };
+    let mut bytes = Vec::new();
+    match input.take(limit.bytes.saturating_add(1)).read_to_end(&mut bytes) {
+        Ok(_) if bytes.len() as u64 <= limit.bytes => Ok(bytes),
+        Ok(_) => Err(limit.exceeded(shown)),
+        // The buffer could not grow (an address-space limit): refused in the same words.
+        Err(error) if error.kind() == io::ErrorKind::OutOfMemory => Err(limit.exceeded(shown)),
+        Err(error) => Err(error).with_path(shown),
     }
 }
 

@@ -125,3 +125,34 @@ pub fn check_memory_for(path: &Path, len: u64) -> Result<()> {
         _ => Ok(()),
     }
 }
+
+/// The most bytes `import` reads: half the memory the tool may use (the bytes read and the
+/// filter made from them are held at once, as [`check_memory_for`] counts a load).
+#[derive(Clone, Copy, Debug)]
+pub struct InputLimit {
+    pub bytes: u64,
+    /// The memory the tool may use, if known.
+    available: Option<u64>,
+}
+
+impl InputLimit {
+    /// The refusal of an input longer than the limit.
+    pub fn exceeded(self, path: &Path) -> CliError {
+        CliError::new(format!(
+            "{}: the input is more than {} bytes; importing it takes twice that for a moment, \
+             more than the memory it may use (90% of the available, {} bytes); nothing was written",
+            path.display(),
+            self.bytes,
+            self.available.unwrap_or(u64::MAX)
+        ))
+    }
+}
+
+/// See [`InputLimit`]; no limit where the memory available is not known.
+pub fn input_limit() -> InputLimit {
+    let available = memory_available();
+    InputLimit {
+        bytes: available.map_or(u64::MAX - 1, |available| available / 2),
+        available,
+    }
+}

@@ -1779,3 +1779,151 @@ fn a_file_another_program_rewrites_during_an_add_is_never_sealed_over() {
         Vec::<String>::new()
     );
 }
+
+/// `command` with its address space limited to `bytes` (`ulimit -v`), where allocating past
+/// it fails as it does on a machine out of memory.
+fn with_address_space(command: &mut Command, bytes: u64) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit(2) is async-signal-safe, as pre_exec requires.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command
+}
+
+/// A file of `lines` (each with its '\n'), then `zeros` zero bytes without a line end (a
+/// hole: nothing written).
+fn lines_then_zeros(path: &Path, lines: &[&str], zeros: u64) {
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    fs::write(path, &text).expect("writes");
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("opens")
+        .set_len(text.len() as u64 + zeros)
+        .expect("extends");
+}
+
+/// Input without line ends: a line is held whole, so `check f < /dev/zero` grew one until
+/// the allocation aborted the process ("memory allocation of 536870912 bytes failed",
+/// status 134), and `import /dev/zero` read until it did. Now a line longer than 64 MiB is
+/// an error, as a bad item is (the items before it added, as `add` says), and `import`
+/// reads at most half the memory it may use.
+#[test]
+fn input_without_line_ends_is_an_error_not_an_abort() {
+    const LIMIT: u64 = 400_000 << 10;
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    create(&path, 1000);
+    let zero = || Stdio::from(fs::File::open("/dev/zero").expect("opens"));
+    let message = error_of(
+        with_address_space(&mut bloomery(), LIMIT)
+            .arg("check")
+            .arg(&path)
+            .stdin(zero()),
+    );
+    assert!(
+        message.contains("<stdin>: line 1 is longer than the 67108864-byte item limit"),
+        "{message}"
+    );
+    // A line of exactly the limit is an item.
+    let exact = dir.path().join("exact");
+    lines_then_zeros(&exact, &[], 64 << 20);
+    ok(bloomery().arg("add").arg(&path).arg("-i").arg(&exact));
+    let long = dir.path().join("long");
+    lines_then_zeros(&long, &["a", "b", "c"], (64 << 20) + 1);
+    let message = error_of(bloomery().arg("add").arg(&path).arg("-i").arg(&long));
+    assert!(
+        message.contains("line 4 is longer than the 67108864-byte item limit")
+            && message.ends_with("; the 3 items before it were added"),
+        "{message}"
+    );
+    assert!(all_present(&path, &["a".into(), "b".into(), "c".into()]));
+    verify(&path);
+    let counting = dir.path().join("counting.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "counting", "--items", "1000"])
+        .arg(&counting));
+    let before = fs::read(&counting).expect("reads");
+    let message = error_of(bloomery().arg("add").arg(&counting).arg("-i").arg(&long));
+    assert!(
+        message.contains("line 4 is longer") && message.ends_with("; nothing was saved"),
+        "{message}"
+    );
+    assert_eq!(fs::read(&counting).expect("reads"), before);
+    // `dedup` prints and keeps the lines before it.
+    let seen = dir.path().join("seen.bloom");
+    create(&seen, 1000);
+    let output = bloomery()
+        .args(["dedup", "--filter"])
+        .arg(&seen)
+        .arg("-i")
+        .arg(&long)
+        .output()
+        .expect("runs");
+    assert_clean_end(&output, "dedup of a long line");
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.stdout, b"a\nb\nc\n");
+    assert!(all_present(&seen, &["a".into(), "b".into(), "c".into()]));
+    // `import` reads whole: at most half the memory it may use.
+    let imported = dir.path().join("imported.bloom");
+    for input in ["/dev/zero", "-"] {
+        let message = error_of(
+            with_address_space(&mut bloomery(), LIMIT)
+                .arg("import")
+                .arg(input)
+                .arg(&imported)
+                .stdin(zero()),
+        );
+        assert!(
+            message.contains("importing it takes twice that for a moment, more than the memory it may use")
+                && message.ends_with("nothing was written"),
+            "{message}"
+        );
+        assert!(!imported.exists());
+    }
+}
+
+/// Batches were bounded in items only: 4,096 lines of up to 64 MiB each (and `check` keeps
+/// each line twice, as read and as its item) is 512 GiB. Twenty lines of 60 MiB under a
+/// 1 GiB address space: they once went into one batch and the allocation aborted the
+/// process.
+#[test]
+fn batches_of_long_lines_are_bounded_in_bytes() {
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    create(&path, 1000);
+    let input = dir.path().join("long-lines");
+    let line = 60u64 << 20;
+    let file = fs::File::create(&input).expect("creates");
+    file.set_len(20 * (line + 1)).expect("extends");
+    for index in 1..=20 {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(b"\n", index * (line + 1) - 1).expect("writes");
+    }
+    drop(file);
+    let output = with_address_space(&mut bloomery(), 1 << 30)
+        .arg("check")
+        .arg(&path)
+        .arg("-i")
+        .arg(&input)
+        .stdout(Stdio::null())
+        .output()
+        .expect("runs");
+    assert_clean_end(&output, "check of long lines");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
