@@ -272,6 +272,15 @@ fn refused(path: &Path, raw: &[u8], error: &bloomery::Error) -> CliError {
 /// Warns on stderr when the filter now holds more items than it was sized for (its
 /// false-positive rate is then above the one it was made for).
 fn warn_if_overfull(path: &Path, stats: &any::Stats) {
+    warn_overfull(
+        &path.display().to_string(),
+        stats,
+        "make a bigger filter and add the items again",
+    );
+}
+
+/// [`warn_if_overfull`] for the filter `what`, saying `remedy`.
+fn warn_overfull(what: &str, stats: &any::Stats, remedy: &str) {
     let Some(capacity) = stats.capacity else {
         return;
     };
@@ -288,9 +297,8 @@ fn warn_if_overfull(path: &Path, stats: &any::Stats) {
         };
         let _ = writeln!(
             io::stderr(),
-            "bloomery: warning: {}: holds {held}, more than the {capacity} it was sized for; \
-             false-positive estimate now {:.4} (make a bigger filter and add the items again)",
-            path.display(),
+            "bloomery: warning: {what}: holds {held}, more than the {capacity} it was sized for; \
+             false-positive estimate now {:.4} ({remedy})",
             stats.expected_fpp
         );
     }
@@ -446,15 +454,28 @@ pub fn dedup(
         Some(error) => Err(error),
         None => out.flush(),
     };
-    if let Store::InPlace(writable) = store {
+    // An overfull filter takes more and more new lines for seen ones, and `dedup` drops
+    // them without a word: a finished run warns, as `add` does.
+    if let Store::InPlace(mut writable) = store {
+        // The fill is read from every page: not for a file larger than the resident window
+        // (as for `add`).
+        let stats = if writable.payload_len() <= inplace::window_bytes() {
+            Some(writable.filter()?.view().stats())
+        } else {
+            None
+        };
         // Sealed whatever happened: the bits are valid (the lines before a failure are in).
         writable.seal()?;
         read?;
-        return match flushed {
-            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-            Err(error) => Err(error).with_path(Path::new("<stdout>")),
-            Ok(()) => Ok(ExitCode::SUCCESS),
-        };
+        match flushed {
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {}
+            Err(error) => return Err(error).with_path(Path::new("<stdout>")),
+            Ok(()) => {}
+        }
+        if let (Some(stats), Some(path)) = (stats, filter_path) {
+            warn_if_overfull(path, &stats);
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     match flushed {
         // The reader went away (`bloomery dedup | head`): stop quietly, and keep the
@@ -478,6 +499,15 @@ pub fn dedup(
             "{error}; the lines before it were printed, and the filter saved with them"
         ))),
         Err(error) => Err(error),
-        Ok(()) => Ok(ExitCode::SUCCESS),
+        Ok(()) => {
+            // A rotating filter starts a generation instead (as for `add`).
+            if filter.variant() != bloomery::format::native::Variant::Rotating {
+                match filter_path {
+                    Some(path) => warn_if_overfull(path, &filter.stats()),
+                    None => warn_overfull("the filter in memory", &filter.stats(), "raise --items"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

@@ -1927,3 +1927,63 @@ fn batches_of_long_lines_are_bounded_in_bytes() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// `dedup` into an overfull filter drops more and more new lines as seen, and said nothing:
+/// 100,000 lines into a filter for 1,000 printed 5,302, and the next 100,000 new lines none,
+/// with status 0 (an `add` to the same file warned). A finished `dedup` now warns as `add`
+/// does, whatever keeps its filter.
+#[test]
+fn dedup_into_an_overfull_filter_says_so() {
+    let dir = open_dir();
+    let lines =
+        |from: u32, count: u32| -> String { (from..from + count).map(|i| format!("{i}\n")).collect() };
+    let [few, first, second] = [(1, 500), (1, 100_000), (100_001, 100_000)].map(|(from, count)| {
+        let path = dir.path().join(format!("lines-{from}-{count}"));
+        fs::write(&path, lines(from, count)).expect("writes");
+        path
+    });
+    let warned = |output: &Output, what: &str| {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with("bloomery: warning: ") && stderr.contains("it was sized for"),
+            "{what}: {stderr}"
+        );
+    };
+    // (Split-block files keep no sizing: nothing to be past.)
+    for variant in ["blocked", "classic", "counting"] {
+        let path = dir.path().join(format!("{variant}.bloom"));
+        // Within its capacity: no warning.
+        let output = ok(bloomery()
+            .args(["dedup", "--variant", variant, "--items", "1000", "--filter"])
+            .arg(&path)
+            .arg("-i")
+            .arg(&few));
+        assert!(
+            output.stderr.is_empty(),
+            "{variant}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let output = ok(bloomery()
+            .args(["dedup", "--filter"])
+            .arg(&path)
+            .arg("-i")
+            .arg(&first));
+        warned(&output, variant);
+        let output = ok(bloomery()
+            .args(["dedup", "--filter"])
+            .arg(&path)
+            .arg("-i")
+            .arg(&second));
+        warned(&output, variant);
+    }
+    // Without a file: the filter in memory, sized by --items.
+    let output = ok(bloomery().args(["dedup", "--items", "1000", "-i"]).arg(&first));
+    warned(&output, "in memory");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("raise --items"));
+    let output = ok(bloomery().args(["dedup", "--items", "1000", "-i"]).arg(&few));
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
