@@ -246,9 +246,29 @@ impl Locked {
             .is_ok_and(|other| other.dev() == self.metadata.dev() && other.ino() == self.metadata.ino())
     }
 
-    /// The locked file's filter, read whole and checked.
+    /// The locked file's filter, read whole and checked, to be replaced: refused first, before
+    /// the caller reads any item, when the file has other hard links ([`Self::refuse_links`]).
     pub fn load(&self) -> Result<Box<dyn DynFilter>> {
+        self.refuse_links()?;
         open_bytes(&self.shown, &self.file, self.metadata.len(), false)
+    }
+
+    /// Refuses to replace a file that has other names (hard links): a new file renamed over
+    /// this one would leave them the old filter, and a `check` through them would answer
+    /// "absent" for the items added (files updated in place change the one file, and keep
+    /// every name).
+    fn refuse_links(&self) -> Result<()> {
+        let links = self.metadata.nlink();
+        if links <= 1 {
+            return Ok(());
+        }
+        Err(CliError::new(format!(
+            "{}: has {links} hard links; it would be replaced by a new file, and its other {} \
+             would keep the old one; nothing was changed: use symbolic links (which are \
+             followed) instead of hard links",
+            self.shown.display(),
+            if links == 2 { "name" } else { "names" }
+        )))
     }
 
     /// Replaces the file with `filter`, keeping its mode and owner; releases the lock.
@@ -264,6 +284,7 @@ impl Locked {
 
     /// Replaces the file with a temporary file that `fill` fills and syncs.
     fn replace_file(self, fill: impl FnOnce(TempFile) -> io::Result<TempFile>) -> Result<()> {
+        self.refuse_links()?;
         let temporary = temporary_beside(&self.real, &self.shown)?;
         let kept = keep_attributes(temporary.file(), &self.metadata, &self.shown);
         let temporary = kept.and_then(|()| fill(temporary).with_path(&self.shown))?;

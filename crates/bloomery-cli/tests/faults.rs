@@ -1987,3 +1987,49 @@ fn dedup_into_an_overfull_filter_says_so() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A file with other hard links: the variants written whole renamed a new file over one
+/// name and left the others the old filter (`add h1 apple; check h2 apple` said absent).
+/// They are refused before anything changes (before an item is read); the variants updated
+/// in place change the one file, which every name sees.
+#[test]
+fn files_with_other_hard_links_are_not_split() {
+    let dir = open_dir();
+    let h1 = dir.path().join("h1.bloom");
+    let h2 = dir.path().join("h2.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "counting", "--items", "1000"])
+        .arg(&h1));
+    fs::hard_link(&h1, &h2).expect("links");
+    let before = fs::read(&h1).expect("reads");
+    let message = error_of(bloomery().arg("add").arg(&h1).arg("apple"));
+    assert!(
+        message.contains("has 2 hard links") && message.contains("nothing was changed"),
+        "{message}"
+    );
+    // `dedup` refuses before it prints a line its filter would not keep.
+    let lines = dir.path().join("lines");
+    fs::write(&lines, "apple\npear\n").expect("writes");
+    let output = bloomery()
+        .args(["dedup", "--filter"])
+        .arg(&h1)
+        .stdin(Stdio::from(fs::File::open(&lines).expect("opens")))
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let message = error_of(bloomery().arg("remove").arg(&h2).arg("apple"));
+    assert!(message.contains("has 2 hard links"), "{message}");
+    let message = error_of(bloomery().args(["create", "--force", "--items", "10"]).arg(&h2));
+    assert!(message.contains("has 2 hard links"), "{message}");
+    assert_eq!(fs::read(&h1).expect("reads"), before);
+    assert_eq!(fs::metadata(&h1).expect("exists").nlink(), 2);
+    // Updated in place: both names see the item.
+    let b1 = dir.path().join("b1.bloom");
+    let b2 = dir.path().join("b2.bloom");
+    create(&b1, 1000);
+    fs::hard_link(&b1, &b2).expect("links");
+    add(&b1, &["apple"]);
+    assert!(all_present(&b2, &["apple".into()]));
+    assert_eq!(fs::metadata(&b1).expect("exists").nlink(), 2);
+}
