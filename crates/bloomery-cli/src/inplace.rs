@@ -150,10 +150,16 @@ fn spill_files(wanted: u64) -> u64 {
 
 impl Spill {
     /// Files for `writable`'s regions (fewer, each for several regions, when the limit on
-    /// open files is lower than their number).
-    pub fn new(writable: &Writable) -> Result<Self> {
+    /// open files is lower than their number); `None` when its directory refuses them (no
+    /// write permission there, a read-only or full file system). The add then takes the
+    /// road of the files that do not spill, batch by batch ([`Writable::insert`], a region
+    /// at a time per batch), as a small file's add needs no more than the file itself: the
+    /// same bits and the same sealing protocol, the file unsealed from the first batch
+    /// rather than only for the pass at the end, and its pages written once per batch
+    /// rather than once. (Before, the add failed, blaming the file: `f.bloom: Permission
+    /// denied`.)
+    pub fn new(writable: &Writable) -> Option<Self> {
         let regions = spill_files(writable.regions());
-        let shown = writable.locked.shown();
         let directory = writable.locked.directory();
         let name = writable
             .locked
@@ -171,11 +177,13 @@ impl Spill {
                 .create_new(true)
                 .mode(0o600)
                 .open(&path)
-                .with_path(shown)?;
-            std::fs::remove_file(&path).with_path(shown)?;
+                .ok()?;
+            if std::fs::remove_file(&path).is_err() {
+                return None;
+            }
             files.push(BufWriter::with_capacity(1 << 16, file));
         }
-        Ok(Self {
+        Some(Self {
             files,
             shift: 64 - regions.trailing_zeros(),
         })

@@ -83,9 +83,10 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
         hasher: Some(hasher),
     };
     // A block filter larger than the window keeps the hashes on disk until the input ends,
-    // then updates the file in one pass (inplace::Spill); others insert batch by batch.
+    // then updates the file in one pass (inplace::Spill); others, and those whose directory
+    // refuses the spill files, insert batch by batch.
     let mut spill = if writable.spills()? {
-        Some(inplace::Spill::new(&writable)?)
+        inplace::Spill::new(&writable)
     } else {
         None
     };

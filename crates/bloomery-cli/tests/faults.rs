@@ -2033,3 +2033,39 @@ fn files_with_other_hard_links_are_not_split() {
     assert!(all_present(&b2, &["apple".into()]));
     assert_eq!(fs::metadata(&b1).expect("exists").nlink(), 2);
 }
+
+/// An `add` into a file larger than the window keeps its hashes in spill files beside the
+/// filter; a user who may write the file but not its directory got `f.bloom: Permission
+/// denied`, blaming the file. The add now goes batch by batch instead, as into a smaller
+/// file, which needs nothing but the file.
+#[test]
+fn a_spilled_add_whose_directory_refuses_spill_files_goes_batch_by_batch() {
+    let dir = open_dir();
+    let path = dir.path().join("big.bloom");
+    create(&path, 1_000_000);
+    std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).ok();
+    let input = dir.path().join("items");
+    let items: Vec<String> = (0..50_000).map(|i| format!("spilled {i}")).collect();
+    fs::write(
+        &input,
+        items.iter().map(|item| format!("{item}\n")).collect::<String>(),
+    )
+    .expect("writes");
+    let Some(mut command) = as_nobody(&["add".as_ref(), path.as_os_str(), "-i".as_ref(), input.as_os_str()])
+    else {
+        eprintln!("skipped: needs root and setpriv to run as another user");
+        return;
+    };
+    let output = ok(command.env("BLOOMERY_WINDOW_BYTES", "65536"));
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(all_present(&path, &items));
+    verify(&path);
+    assert_eq!(
+        leftovers(dir.path(), &["big.bloom", "items"]),
+        Vec::<String>::new()
+    );
+}
