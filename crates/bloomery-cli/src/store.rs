@@ -308,12 +308,27 @@ fn temporary_beside(real: &Path, shown: &Path) -> Result<TempFile> {
 
 /// Gives the new file the old one's permission bits and owner. A user who may write a file
 /// but does not own it cannot give a new file its owner: then the write is refused rather
-/// than the file silently changing hands.
+/// than the file silently changing hands. So is a user who owns it but is not in its group
+/// (only root and the group's members may give a file that group): the new file would take
+/// the user's group, and the old group's members their access to it.
 fn keep_attributes(file: &File, old: &Metadata, shown: &Path) -> Result<()> {
     let mode = old.permissions().mode() & 0o7777;
     let new = file.metadata().with_path(shown)?;
     if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
         std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())).map_err(|error| {
+            if new.uid() == old.uid() {
+                // The user's own file: only its group could not be kept.
+                let group = match group_name(old.gid()) {
+                    Some(name) => format!("{} ({name})", old.gid()),
+                    None => old.gid().to_string(),
+                };
+                return CliError::new(format!(
+                    "{}: cannot keep its group {group}, which this user is not in ({error}): it \
+                     is replaced by a new file, which would take another group; run as a member \
+                     of that group or as root, or give the file one of your groups (chgrp)",
+                    shown.display()
+                ));
+            }
             CliError::new(format!(
                 "{}: cannot keep its owner {}:{} ({error}); run as its owner or as root",
                 shown.display(),
@@ -325,6 +340,23 @@ fn keep_attributes(file: &File, old: &Metadata, shown: &Path) -> Result<()> {
     // After chown, which clears set-user-ID bits.
     file.set_permissions(fs::Permissions::from_mode(mode))
         .with_path(shown)
+}
+
+/// The name of group `gid`, where the system knows it.
+fn group_name(gid: u32) -> Option<String> {
+    // SAFETY: a zeroed `group` is a valid out-parameter (integers and null pointers).
+    let mut group: libc::group = unsafe { std::mem::zeroed() };
+    let mut buffer = vec![0 as libc::c_char; 16 << 10];
+    let mut found = std::ptr::null_mut();
+    // SAFETY: getgrgid_r writes only `group`, `buffer` (up to the length given) and
+    // `found`, which all outlive the call.
+    let status = unsafe { libc::getgrgid_r(gid, &mut group, buffer.as_mut_ptr(), buffer.len(), &mut found) };
+    if status != 0 || found.is_null() || group.gr_name.is_null() {
+        return None;
+    }
+    // SAFETY: on success `gr_name` points to a NUL-terminated string in `buffer`.
+    let name = unsafe { std::ffi::CStr::from_ptr(group.gr_name) };
+    Some(name.to_string_lossy().into_owned())
 }
 
 /// Where a command writes a whole new file (`create`, `merge`, `import`, `export`): an

@@ -2069,3 +2069,32 @@ fn a_spilled_add_whose_directory_refuses_spill_files_goes_batch_by_batch() {
         Vec::<String>::new()
     );
 }
+
+/// A file its user owns, of a group the user is not in: a rewrite cannot give the new file
+/// that group, and is refused (the group's members would lose their access). The message
+/// blamed the owner (`cannot keep its owner 65534:0 ...; run as its owner`, to its owner);
+/// it now names the group.
+#[test]
+fn a_file_of_a_group_its_owner_is_not_in_is_refused_naming_the_group() {
+    let dir = open_dir();
+    std::os::unix::fs::chown(dir.path(), Some(NOBODY), Some(NOBODY)).ok();
+    let path = dir.path().join("grouped.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "counting", "--items", "1000"])
+        .arg(&path));
+    std::os::unix::fs::chown(&path, Some(NOBODY), Some(0)).ok();
+    let Some(mut command) = as_nobody(&["add".as_ref(), path.as_os_str(), "x".as_ref()]) else {
+        eprintln!("skipped: needs root and setpriv to run as another user");
+        return;
+    };
+    let before = fs::read(&path).expect("reads");
+    let message = error_of(&mut command);
+    assert!(
+        message.contains("cannot keep its group 0 (root), which this user is not in"),
+        "{message}"
+    );
+    assert_eq!(fs::read(&path).expect("reads"), before);
+    let metadata = fs::metadata(&path).expect("exists");
+    assert_eq!((metadata.uid(), metadata.gid()), (NOBODY, 0));
+    assert_eq!(leftovers(dir.path(), &["grouped.bloom"]), Vec::<String>::new());
+}
