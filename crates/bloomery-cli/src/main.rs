@@ -63,15 +63,26 @@ struct ItemArgs {
     format: ItemFormat,
 }
 
-/// Sizing for a new filter.
+/// Sizing for a new filter. Numbers may be negative (`allow_negative_numbers`), so that
+/// `--fpp -0.5` is told its range rather than "unexpected argument '-0'".
 #[derive(Args, Debug, Clone)]
 struct SizeArgs {
     /// Expected number of distinct items (scalable, redisbloom: of the first sub-filter;
     /// rotating: of each generation).
-    #[arg(short = 'n', long = "items", default_value_t = 10_000_000)]
+    #[arg(
+        short = 'n',
+        long = "items",
+        default_value_t = 10_000_000,
+        allow_negative_numbers = true
+    )]
     expected_items: u64,
     /// Target false-positive probability, in (0, 1).
-    #[arg(short = 'p', long = "fpp", default_value_t = 0.01)]
+    #[arg(
+        short = 'p',
+        long = "fpp",
+        default_value_t = 0.01,
+        allow_negative_numbers = true
+    )]
     fpp: f64,
     /// Filter variant: blocked (fastest), classic (Guava-compatible), counting (remove),
     /// scalable (grows), retouched, allowlisted, rotating (forgets old generations),
@@ -80,7 +91,7 @@ struct SizeArgs {
     #[arg(long, default_value = "blocked", value_parser = parse_variant)]
     variant: Variant,
     /// Hash seed (blocked filters, and split-block filters with --hash xxh3).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
     /// How a split-block filter hashes items: parquet (XXH64, seed 0: what Parquet,
     /// Arrow and Spark read) or xxh3 (XXH3-64 with --seed, the blocked filter's hash:
@@ -88,7 +99,7 @@ struct SizeArgs {
     #[arg(long = "hash", value_enum, default_value_t = SplitBlockHash::Parquet)]
     split_block_hash: SplitBlockHash,
     /// Generations kept (rotating filters), 2 to 1024.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
     generations: usize,
     /// Refuse items beyond the capacity instead of growing (scalable and redisbloom filters).
     #[arg(long)]
@@ -108,7 +119,7 @@ enum SplitBlockHash {
 #[derive(Args, Debug, Clone)]
 struct SpaceArgs {
     /// Refuse a new filter larger than BYTES (checked before anything is allocated).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     max_bytes: Option<u64>,
     /// Create the filter even when it is larger than the memory or disk space available
     /// (by default refused before anything is allocated).

@@ -32,25 +32,49 @@ pub struct RemoteArgs {
     /// Largest shard a new sharded filter may have, in bytes (at most the module's
     /// bloomery.max-filter-memory, 1 GiB by default); smaller shards move between nodes
     /// faster.
-    #[arg(long, global = true, value_name = "BYTES", default_value_t = 64 << 20)]
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = 64 << 20, allow_negative_numbers = true)]
     shard_bytes: u64,
     /// Fewest shards a new sharded filter has (spreads even a small filter over nodes).
-    #[arg(long, global = true, value_name = "COUNT", default_value_t = 64)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "COUNT",
+        default_value_t = 64,
+        allow_negative_numbers = true
+    )]
     min_shards: u32,
     /// After every batch of adds, wait until REPLICAS replicas of each primary written to
     /// hold it (Redis WAIT; an error after --wait-ms if fewer do).
-    #[arg(long, global = true, value_name = "REPLICAS")]
+    #[arg(long, global = true, value_name = "REPLICAS", allow_negative_numbers = true)]
     wait: Option<usize>,
     /// How long --wait waits for the replicas, in milliseconds (0: as long as it takes,
     /// as Redis's WAIT takes 0).
-    #[arg(long, global = true, value_name = "MS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "MS",
+        default_value_t = 10_000,
+        allow_negative_numbers = true
+    )]
     wait_ms: u64,
     /// How long to keep reconnecting and resending a batch after a failure worth
     /// retrying (a failover, slots moving, a lost connection), in seconds.
-    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 30)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECONDS",
+        default_value_t = 30,
+        allow_negative_numbers = true
+    )]
     retry_seconds: u64,
     /// Items sent per batch (one command per shard per batch).
-    #[arg(long, global = true, value_name = "ITEMS", default_value_t = 65_536)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "ITEMS",
+        default_value_t = 65_536,
+        allow_negative_numbers = true
+    )]
     batch_items: usize,
 }
 

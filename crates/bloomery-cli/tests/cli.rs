@@ -1006,6 +1006,32 @@ fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
             .arg(dir.path().join("p.bloom")),
     );
     assert!(message.contains("NaN"), "{message}");
+    // A negative number is a value told its range, not "unexpected argument '-0'".
+    for fpp in ["-0.5", "-2"] {
+        let message = error_of(
+            bloomery()
+                .args(["create", "--fpp", fpp])
+                .arg(dir.path().join("p.bloom")),
+        );
+        assert!(
+            message.contains("must be in (0, 1)") && message.contains(fpp),
+            "{message}"
+        );
+    }
+    for args in [&["--items", "-5"][..], &["--max-bytes", "-1"], &["--seed", "-7"]] {
+        let output = bloomery()
+            .arg("create")
+            .args(args)
+            .arg(dir.path().join("p.bloom"))
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("invalid value '{}'", args[1])),
+            "{args:?}: {stderr}"
+        );
+    }
     let message = error_of(bloomery().arg("create").arg(&good));
     assert!(message.contains("already exists"), "{message}");
 
