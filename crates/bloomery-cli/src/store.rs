@@ -287,7 +287,17 @@ impl Locked {
         self.refuse_links()?;
         let temporary = temporary_beside(&self.real, &self.shown)?;
         let kept = keep_attributes(temporary.file(), &self.metadata, &self.shown);
-        let temporary = kept.and_then(|()| fill(temporary).with_path(&self.shown))?;
+        // A failure to write the new file (a full disk, a quota) comes before the rename:
+        // the file is as it was, and the temporary file is removed when dropped. (Not said
+        // of the rename's errors: the directory's sync comes after it.)
+        let temporary = kept.and_then(|()| {
+            fill(temporary).map_err(|error| {
+                CliError::new(format!(
+                    "{}: {error}; left unchanged (the new file, written beside it first, was removed)",
+                    self.shown.display()
+                ))
+            })
+        })?;
         temporary.rename_over(&self.real).map(drop).with_path(&self.shown)
     }
 }
@@ -434,7 +444,10 @@ impl Output {
             Output::Replace(locked) => locked.replace_file(fill),
             Output::Create { real, shown } => {
                 let temporary = temporary_beside(&real, &shown)?;
-                let temporary = fill(temporary).with_path(&shown)?;
+                // Before the file has its name: nothing is left behind.
+                let temporary = fill(temporary).map_err(|error| {
+                    CliError::new(format!("{}: {error}; nothing was created", shown.display()))
+                })?;
                 temporary.link_as_new(&real).map_err(|error| {
                     if error.kind() == io::ErrorKind::AlreadyExists {
                         CliError::new(format!(

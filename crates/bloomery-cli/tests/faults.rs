@@ -543,7 +543,10 @@ fn a_full_disk_leaves_the_old_file_and_no_temporary_file() {
         .expect("shrinks");
     let counting_before = fs::read(&counting).expect("reads");
     let message = error_of(bloomery().arg("add").arg(&counting).arg("y"));
-    assert!(message.contains("No space left on device"), "{message}");
+    assert!(
+        message.contains("No space left on device") && message.contains("; left unchanged"),
+        "{message}"
+    );
     assert_eq!(fs::read(&counting).expect("reads"), counting_before);
     assert_eq!(
         leftovers(dir, &["f.bloom", "filler", "counting.bloom"]),
@@ -563,7 +566,10 @@ fn a_full_disk_leaves_the_old_file_and_no_temporary_file() {
             .args(["create", "--no-space-check", "--items", "10000000"])
             .arg(&big),
     );
-    assert!(message.contains("No space left on device"), "{message}");
+    assert!(
+        message.contains("No space left on device") && message.ends_with("; nothing was created"),
+        "{message}"
+    );
     assert_eq!(leftovers(dir, &["f.bloom", "filler"]), Vec::<String>::new());
     verify(&path);
 }
