@@ -522,6 +522,12 @@ pub struct InPlace {
     /// The process that opened it: a child made by `fork()` holds a copy of this value
     /// (and of the mapping) but is not the file's writer (see `unseal` and `seal`).
     owner: u32,
+    /// The header bytes this writer read at open or last wrote, and the file's length:
+    /// what the file must still hold before each header write (`check_unchanged`).
+    on_disk: Vec<u8>,
+    len: u64,
+    /// Another program rewrote the file meanwhile: no header is written any more.
+    foreign: bool,
 }
 
 impl InPlace {
@@ -546,6 +552,7 @@ impl InPlace {
         header
             .check_file_len(len)
             .map_err(|error| bytes_error(path, error))?;
+        let on_disk = map[..header.payload_offset].to_vec();
         if !in_place::updates_in_place(header.variant) {
             return Err(bytes_error(
                 path,
@@ -599,7 +606,30 @@ impl InPlace {
             release_every,
             pending: 0,
             owner: std::process::id(),
+            on_disk,
+            len,
+            foreign: false,
         })
+    }
+
+    /// Refuses a header write when the file no longer holds what this writer left there:
+    /// another program (which takes no lock) rewrote it (`cp other.bloom f.bloom` truncates
+    /// and writes this very inode) or cut it short. Writing this writer's header over such
+    /// a file sealed it as valid over the other file's bits, as the CLI found
+    /// (`file::holds`); the file is left as that program made it.
+    fn check_unchanged(&mut self) -> Result<()> {
+        if !self.foreign && file::holds(&self.file, &self.on_disk, self.len).io_at(&self.shown)? {
+            return Ok(());
+        }
+        self.foreign = true;
+        Err(FileError::Io(
+            io::Error::other(
+                "was changed by another program while open in mode 'a' (its header or length \
+                 is not what this filter left): not sealed over what that program wrote, and \
+                 items added since it was opened may be missing from it",
+            ),
+            self.shown.clone(),
+        ))
     }
 
     /// The file's real path (symlinks followed).
@@ -691,8 +721,12 @@ impl InPlace {
     fn unseal(&mut self) -> Result<()> {
         not_forked(self.owner, "a", &self.shown)?;
         if !self.header.unsealed {
+            self.check_unchanged()?;
             file::mark_unsealed(&self.file, &self.header).io_at(&self.shown)?;
             self.header.unsealed = true;
+            let marked = self.header.to_bytes(self.header.payload_checksum, true);
+            self.on_disk
+                .splice(..marked.len().min(self.on_disk.len()), marked);
         }
         Ok(())
     }
@@ -706,9 +740,13 @@ impl InPlace {
         // or close() does not say it sealed; its drop ignores the refusal.
         not_forked(self.owner, "a", &self.shown)?;
         if self.header.unsealed {
+            self.check_unchanged()?;
             self.header.payload_checksum =
                 file::seal(&self.file, &self.map, &self.header).io_at(&self.shown)?;
             self.header.unsealed = false;
+            let sealed = self.header.to_bytes(self.header.payload_checksum, false);
+            self.on_disk
+                .splice(..sealed.len().min(self.on_disk.len()), sealed);
         }
         Ok(())
     }

@@ -820,3 +820,25 @@ g = BloomFilter.open({str(path)!r})
 print(added_in < 1.0, "before" in g, "during" in g)
 """
     assert run_script(script) == ["True True True"]
+
+
+@pytest.mark.parametrize("kind", ["blocked", "classic"])
+def test_a_file_another_program_rewrites_while_open_in_mode_a_is_never_sealed_over(tmp_path, kind):
+    # `cp other.bloom f.bloom` (no lock) truncates and rewrites the very file a writer in
+    # mode "a" has mapped: its close wrote its own header over the other file's bits and
+    # sealed them as valid, answering for neither filter's items.
+    path, other = tmp_path / "f.bloom", tmp_path / "other.bloom"
+    BloomFilter(10_000, kind=kind).save(path)
+    theirs = BloomFilter(20_000, kind=kind, **({"seed": 7} if kind == "blocked" else {}))
+    theirs.update(f"o{i}" for i in range(1000))
+    theirs.save(other)
+    f = BloomFilter.open(path, "a")
+    f.add("mine")
+    with open(other, "rb") as source, open(path, "r+b") as target:
+        target.truncate(0)
+        target.write(source.read())
+    with pytest.raises(OSError, match="was changed by another program"):
+        f.close()
+    assert path.read_bytes() == other.read_bytes()
+    back = BloomFilter.open(path, verify=True)
+    assert all(f"o{i}" in back for i in range(1000))
