@@ -13,6 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use bloomery::any::{DynFilter, Spec};
+use bloomery::format::native::Variant;
 // 90% of what the kernel estimates is available: a 23.9 GB filter on this 24 GB machine
 // (MemAvailable 24.7 GB) does fit, and leaves the machine nothing.
 use bloomery::file::memory_available;
@@ -114,12 +115,13 @@ pub fn growth_limit(filter: &dyn DynFilter, limits: Limits) -> u64 {
 }
 
 /// Refuses to load a file that would not fit in memory: its bytes, then the filter made
-/// from them, take twice its size for a moment (as the Python package counts them).
-pub fn check_memory_for(path: &Path, len: u64) -> Result<()> {
-    let needed = len.saturating_mul(2);
+/// from them (`file::load_bytes`: twice its size for a moment, more for a retouched
+/// filter's lists; as the Python package counts them).
+pub fn check_memory_for(path: &Path, variant: Variant, len: u64) -> Result<()> {
+    let needed = bloomery::file::load_bytes(variant, len);
     match memory_available() {
         Some(available) if needed > available => Err(CliError::new(format!(
-            "{}: the file is {len} bytes; loading it takes twice that for a moment, more than the memory it may use (90% of the available, {available} bytes)",
+            "{}: the file is {len} bytes; loading it takes {needed} bytes for a moment, more than the memory it may use (90% of the available, {available} bytes)",
             path.display()
         ))),
         _ => Ok(()),

@@ -91,8 +91,8 @@ fn regular(path: &Path, metadata: &Metadata) -> Result<()> {
 /// when the caller holds no lock on it ([`reading`]).
 fn open_bytes(path: &Path, file: &File, len: u64, own: bool) -> Result<Box<dyn DynFilter>> {
     // The header first: a large file of something else costs one header's read.
-    file::read_header(file, len).with_path(path)?.with_path(path)?;
-    space::check_memory_for(path, len)?;
+    let header = file::read_header(file, len).with_path(path)?.with_path(path)?;
+    space::check_memory_for(path, header.variant, len)?;
     let whole = file::read_whole(file, len).with_path(path)?;
     note(path, reading(whole.state, own.then_some((file, &whole.header))));
     whole.filter().with_path(path)

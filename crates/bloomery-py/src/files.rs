@@ -454,8 +454,9 @@ impl Locked {
         let len = file.metadata().io_at(path)?.len();
         // Locked: no writer changes it meanwhile, so this header is the file's.
         let header = file::read_header(&file, len).io_at(path)?.map_err(refused)?;
-        // The file's bytes, then the filter made from them: twice its size for a moment.
-        check_memory(len.saturating_mul(2), || {
+        // The file's bytes, then the filter made from them: twice its size for a moment
+        // (more for a retouched filter's lists).
+        check_memory(file::load_bytes(header.variant, len), || {
             format!("{}: loading the file", path.display())
         })?;
         let mut bytes = Vec::with_capacity(len as usize);

@@ -481,7 +481,9 @@ fn blocked_with_seed<F: std::ops::Deref<Target = BlockedBloomFilter>>(
 }
 
 /// A Bloom filter: a set that answers "certainly absent" or "probably present" in a
-/// fraction of an exact set's memory. No false negatives: an added item is always found.
+/// fraction of an exact set's memory. No false negatives: an added item is always found
+/// (removals aside: ``remove`` of an item never added to a counting filter, and a retouched
+/// filter's removals, can make some).
 ///
 /// ``kind`` is one of ``"blocked"`` (the fastest: each item in one cache line),
 /// ``"classic"`` (bit for bit Guava's ``BloomFilter``), ``"counting"`` (``remove``),

@@ -70,8 +70,9 @@ pub trait FilterView: Send + Sync {
     /// The variant (its code is stored in files).
     fn variant(&self) -> Variant;
 
-    /// Whether the item with these bytes might be present: `false` is certain (for the
-    /// retouched filter, except for the false negatives its removals reported).
+    /// Whether the item with these bytes might be present: `false` is certain, removals
+    /// aside (the false negatives a retouched filter's removals report, and a counting
+    /// filter's removal of an item that was never added).
     fn contains(&self, item: &[u8]) -> bool;
 
     /// Looks up every item; `results` gets one answer per item. Panics if the lengths

@@ -550,6 +550,25 @@ pub fn read_header(file: &File, len: u64) -> io::Result<crate::Result<Header>> {
     Ok(Header::parse(&prefix).and_then(|header| header.check_file_len(len).map(|()| header)))
 }
 
+/// The memory loading a file of `len` bytes of `variant` takes at its peak, the file's
+/// bytes included: twice its size (the bytes, then the filter made from them, each array
+/// filled straight from the payload), except the retouched filter's, whose item lists
+/// (hash maps of small vectors) take several times their bytes in the file: 8 times its
+/// size is budgeted for it.
+///
+/// ```
+/// use bloomery::format::native::Variant;
+/// assert_eq!(bloomery::file::load_bytes(Variant::Blocked, 1000), 2000);
+/// assert_eq!(bloomery::file::load_bytes(Variant::Retouched, 1000), 8000);
+/// ```
+pub fn load_bytes(variant: crate::format::native::Variant, len: u64) -> u64 {
+    let copies = match variant {
+        crate::format::native::Variant::Retouched => 8,
+        _ => 2,
+    };
+    len.saturating_mul(copies)
+}
+
 /// The memory a new filter, or a file loaded whole, may take: 90% of the least of what
 /// the kernel estimates is available for new allocations without swapping (`MemAvailable`
 /// in /proc/meminfo), what the process's memory cgroups (v2 or v1, its own and their
