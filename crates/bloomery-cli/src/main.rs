@@ -118,7 +118,8 @@ enum SplitBlockHash {
 /// How big a new filter may be.
 #[derive(Args, Debug, Clone)]
 struct SpaceArgs {
-    /// Refuse a new filter larger than BYTES (checked before anything is allocated).
+    /// Refuse a new filter larger than BYTES (checked before anything is allocated), and
+    /// (dedup) a growing filter's growth past it.
     #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     max_bytes: Option<u64>,
     /// Create the filter even when it is larger than the memory or disk space available
