@@ -550,26 +550,38 @@ def test_a_save_to_a_new_path_never_replaces_a_file_created_meanwhile_without_it
 
 @pytest.mark.parametrize("mode", ["r+", "a"])
 def test_save_to_a_hard_link_of_the_file_held_open(tmp_path, mode):
-    """A filter that holds its file's writers' lock (mode "r+" or "a") saves to another
-    name of that file (a hard link) under the lock it holds: the name gets the filter, the
-    file opened is left to close(). Waiting for the lock instead waited for itself: flock
-    locks belong to an open file, and this process held it through another."""
+    """A filter that holds its file's writers' lock (mode "r+" or "a") and saves to another
+    name of that file (a hard link) is answered at once, under the lock it holds: waiting
+    for the lock waited for itself (flock locks belong to an open file, and this process
+    held it through another). The answer is a refusal, as for any file with other names
+    (it would be replaced, splitting the names); mode "a" still adds in place, to every
+    name, and "r+" cannot save back either."""
     opened, other = tmp_path / "opened.bloom", tmp_path / "other.bloom"
     BloomFilter(100).save(opened)
     os.link(opened, other)
     script = f"""
 from bloomery import BloomFilter
 f = BloomFilter.open({str(opened)!r}, {mode!r})
-f.add("saved through the other name")
-f.save({str(other)!r})
-print("other", "saved through the other name" in BloomFilter.open({str(other)!r}))
-f.close()
-print("opened", "saved through the other name" in BloomFilter.open({str(opened)!r}))
+f.add("added")
+try:
+    f.save({str(other)!r})
+except OSError as error:
+    print("save-refused", "hard links" in str(error))
+try:
+    f.close()
+    print("closed")
+except OSError as error:
+    print("close-refused", "hard links" in str(error))
+print("other", "added" in BloomFilter.open({str(other)!r}))
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["other", "True", "opened", "True"]
-    assert os.stat(opened).st_ino != os.stat(other).st_ino
+    expected = {
+        "a": ["save-refused", "True", "closed", "other", "True"],
+        "r+": ["save-refused", "True", "close-refused", "True", "other", "False"],
+    }[mode]
+    assert result.stdout.split() == expected
+    assert os.stat(opened).st_ino == os.stat(other).st_ino
     assert sorted(p.name for p in tmp_path.iterdir()) == ["opened.bloom", "other.bloom"]
 
 
@@ -842,3 +854,34 @@ def test_a_file_another_program_rewrites_while_open_in_mode_a_is_never_sealed_ov
     assert path.read_bytes() == other.read_bytes()
     back = BloomFilter.open(path, verify=True)
     assert all(f"o{i}" in back for i in range(1000))
+
+
+def test_a_file_with_other_hard_links_is_not_replaced(cli, tmp_path):
+    # Saving writes a new file over the name: the file's other names kept the old filter,
+    # and lookups through them answered "absent" for what was added. Refused, as the CLI
+    # refuses it, in its words; a file updated in place ("a") keeps every name.
+    first, second = tmp_path / "h1.bloom", tmp_path / "h2.bloom"
+    BloomFilter(1000, kind="counting").save(first)
+    os.link(first, second)
+    before = first.read_bytes()
+    f = BloomFilter.open(first, "r+")
+    f.add("apple")
+    with pytest.raises(OSError, match="has 2 hard links") as error:
+        f.save()
+    # A close that could not save keeps the filter open and locked (as on a full disk):
+    # let go of unsaved.
+    with pytest.raises(OSError, match="has 2 hard links"):
+        f.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        del f
+        gc.collect()
+    assert first.read_bytes() == before == second.read_bytes()
+    cli_error = cli("add", first, "apple", check=False).stderr.decode().strip()
+    assert cli_error == f"bloomery: {error.value}"
+    blocked = tmp_path / "b1.bloom"
+    BloomFilter(1000).save(blocked)
+    os.link(blocked, tmp_path / "b2.bloom")
+    with BloomFilter.open(blocked, "a") as g:
+        g.add("apple")
+    assert "apple" in BloomFilter.open(tmp_path / "b2.bloom")
