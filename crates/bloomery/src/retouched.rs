@@ -237,13 +237,17 @@ impl RetouchedBloomFilter {
 
     /// Bytes of bits and bookkeeping (estimated: 16 bytes per recorded item per bit).
     pub fn memory_bytes(&self) -> usize {
-        let entries: usize = self
-            .items
-            .values()
-            .chain(self.false_positives.values())
-            .map(Vec::len)
-            .sum();
-        std::mem::size_of_val(self.bits.words()) + entries * std::mem::size_of::<ItemHash>()
+        // Each map's slots (a key and a list's header, and a control byte, per slot it has
+        // room for) and each list's room: what the lists hold, not only their entries' bytes
+        // (for short lists the slots are most of it).
+        let map_bytes = |map: &HashMap<u64, Vec<ItemHash>>| {
+            map.capacity() * (std::mem::size_of::<(u64, Vec<ItemHash>)>() + 1)
+                + map
+                    .values()
+                    .map(|list| list.capacity() * std::mem::size_of::<ItemHash>())
+                    .sum::<usize>()
+        };
+        std::mem::size_of_val(self.bits.words()) + map_bytes(&self.items) + map_bytes(&self.false_positives)
     }
 
     /// The probability that a fresh item is reported present now.
