@@ -53,6 +53,15 @@ fn assert_clean_end(output: &Output, what: &str) {
     assert!(!stderr.contains("panicked"), "{what}: {stderr}");
 }
 
+/// Asserts the run printed nothing on stderr (no warning, no note).
+fn assert_quiet(output: &Output) {
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Runs and returns the one-line error of a run that must fail with status 2.
 fn error_of(command: &mut Command) -> String {
     let output = command.output().expect("runs");
@@ -1154,11 +1163,7 @@ fn an_overfilled_filter_says_so() {
         .arg(&path));
     let items: Vec<String> = (0..78).map(|i| format!("item {i}")).collect();
     let output = ok(bloomery().arg("add").arg(&path).args(&items));
-    assert!(
-        output.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_quiet(&output);
 }
 
 #[test]
@@ -1993,11 +1998,7 @@ fn dedup_into_an_overfull_filter_says_so() {
     warned(&output, "in memory");
     assert!(String::from_utf8_lossy(&output.stderr).contains("raise --items"));
     let output = ok(bloomery().args(["dedup", "--items", "1000", "-i"]).arg(&few));
-    assert!(
-        output.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_quiet(&output);
 }
 
 /// A file with other hard links: the variants written whole renamed a new file over one
@@ -2069,11 +2070,7 @@ fn a_spilled_add_whose_directory_refuses_spill_files_goes_batch_by_batch() {
         return;
     };
     let output = ok(command.env("BLOOMERY_WINDOW_BYTES", "65536"));
-    assert!(
-        output.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_quiet(&output);
     assert!(all_present(&path, &items));
     verify(&path);
     assert_eq!(

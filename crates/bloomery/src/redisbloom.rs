@@ -168,6 +168,20 @@ impl Link {
         })
     }
 
+    /// The link `fields` describe (checked by the caller), with `bitmap` for its bits.
+    fn from_fields(fields: &RdbLink<'_>, bitmap: Vec<u8>) -> Self {
+        Link {
+            entries: fields.entries,
+            error: fields.error,
+            hashes: fields.hashes,
+            bpe: fields.bpe,
+            bits: fields.bits,
+            n2: fields.n2,
+            size: fields.size,
+            bitmap,
+        }
+    }
+
     /// The positions' modulus.
     fn modulus(&self) -> u64 {
         if self.n2 > 0 { 1u64 << self.n2 } else { self.bits }
@@ -566,16 +580,7 @@ impl RedisBloomFilter {
             .map(|(link, length)| {
                 let bitmap =
                     crate::bits::try_zeroed_vec(length).ok_or(Error::OutOfMemory { bytes: length as u64 })?;
-                Ok(Link {
-                    entries: link.entries,
-                    error: link.error,
-                    hashes: link.hashes,
-                    bpe: link.bpe,
-                    bits: link.bits,
-                    n2: link.n2,
-                    size: link.size,
-                    bitmap,
-                })
+                Ok(Link::from_fields(&link, bitmap))
             })
             .collect::<Result<_>>()?;
         Ok(Self {
@@ -724,15 +729,10 @@ impl RedisBloomFilter {
             growth,
             links: links
                 .into_iter()
-                .map(|link| Link {
-                    entries: link.entries,
-                    error: link.error,
-                    hashes: link.hashes,
-                    bpe: link.bpe,
-                    bits: link.bits,
-                    n2: link.n2,
-                    size: link.size,
-                    bitmap: link.bitmap.into_owned(),
+                .map(|mut link| {
+                    // Moved out, not copied: the caller's bits may be most of the filter.
+                    let bitmap = std::mem::take(&mut link.bitmap).into_owned();
+                    Link::from_fields(&link, bitmap)
                 })
                 .collect(),
         })
