@@ -32,9 +32,13 @@ use crate::items::{Chunk, Source, noted_added, with_item};
 
 pyo3::import_exception!(io, UnsupportedOperation);
 
-/// The library's error as Python's `ValueError`, in the words the CLI prints.
+/// The library's error as Python's `ValueError`, in the words the CLI prints; memory the
+/// system refused as `MemoryError`.
 fn value_error(error: bloomery::Error) -> PyErr {
-    PyValueError::new_err(error.to_string())
+    match error {
+        bloomery::Error::OutOfMemory { .. } => pyo3::exceptions::PyMemoryError::new_err(error.to_string()),
+        other => PyValueError::new_err(other.to_string()),
+    }
 }
 
 fn file_error(error: FileError) -> PyErr {
@@ -218,10 +222,20 @@ impl State {
         match self {
             State::InPlace(file) => file.insert(items).map_err(file_error),
             _ => self.owned()?.insert_batch(items).map_err(|error| match error {
-                // A batch stops at the refused item: say what became of the others.
-                bloomery::Error::Full { .. } => PyValueError::new_err(format!(
-                    "{error}; the items of this call before the refused one were added, the rest were not"
-                )),
+                // A batch stops at the refused item (full, or its growth refused): say what
+                // became of the others.
+                bloomery::Error::Full { .. }
+                | bloomery::Error::MemoryLimit { .. }
+                | bloomery::Error::OutOfMemory { .. } => {
+                    let message = format!(
+                        "{error}; the items of this call before the refused one were added, the rest were not"
+                    );
+                    if matches!(error, bloomery::Error::OutOfMemory { .. }) {
+                        pyo3::exceptions::PyMemoryError::new_err(message)
+                    } else {
+                        PyValueError::new_err(message)
+                    }
+                }
                 other => value_error(other),
             }),
         }

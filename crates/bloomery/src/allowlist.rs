@@ -174,7 +174,11 @@ impl Persist for AllowlistedBloomFilter {
         let (filter, mut rest) = read_embedded(&mut params, payload)?;
         let num_allowed = params.u64()?;
         params.finish()?;
-        let mut allowed = HashSet::new();
+        // Sized once (no rehash doubling the table mid-load), for at most the items the
+        // payload's bytes can hold (4 bytes of length each): a false count cannot make it
+        // allocate more.
+        let most = (rest.len() / 4) as u64;
+        let mut allowed = HashSet::with_capacity(num_allowed.min(most) as usize);
         let mut previous = None;
         for _ in 0..num_allowed {
             let Some((length, tail)) = rest.split_first_chunk::<4>() else {

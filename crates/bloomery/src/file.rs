@@ -552,18 +552,20 @@ pub fn read_header(file: &File, len: u64) -> io::Result<crate::Result<Header>> {
 
 /// The memory loading a file of `len` bytes of `variant` takes at its peak, the file's
 /// bytes included: twice its size (the bytes, then the filter made from them, each array
-/// filled straight from the payload), except the retouched filter's, whose item lists
-/// (hash maps of small vectors) take several times their bytes in the file: 8 times its
-/// size is budgeted for it.
+/// filled straight from the payload), except the retouched filter's item lists (hash maps
+/// of small vectors) and the allow-listed filter's list (a hash set of its items, each a
+/// vector): they take several times their bytes in the file, and 8 times its size is
+/// budgeted for them.
 ///
 /// ```
 /// use bloomery::format::native::Variant;
 /// assert_eq!(bloomery::file::load_bytes(Variant::Blocked, 1000), 2000);
 /// assert_eq!(bloomery::file::load_bytes(Variant::Retouched, 1000), 8000);
+/// assert_eq!(bloomery::file::load_bytes(Variant::Allowlisted, 1000), 8000);
 /// ```
 pub fn load_bytes(variant: crate::format::native::Variant, len: u64) -> u64 {
     let copies = match variant {
-        crate::format::native::Variant::Retouched => 8,
+        crate::format::native::Variant::Retouched | crate::format::native::Variant::Allowlisted => 8,
         _ => 2,
     };
     len.saturating_mul(copies)

@@ -152,14 +152,15 @@ impl RotatingBloomFilter {
                 return Err(Error::MemoryLimit { needed, limit });
             }
         }
+        // Made before the oldest goes: a generation that cannot be made (its shape, or the
+        // memory refused) leaves every generation where it was.
+        let filter =
+            BloomFilter::try_with_shape(ClassicShape::for_rate(self.items_per_generation, self.fpp)?)?;
         if full {
             self.generations.pop_front();
         }
         self.generations.push_back(Generation {
-            filter: BloomFilter::try_with_shape(ClassicShape::for_rate(
-                self.items_per_generation,
-                self.fpp,
-            )?)?,
+            filter,
             len: 0,
             started_ms: now_ms,
         });
@@ -178,11 +179,14 @@ impl RotatingBloomFilter {
     /// as that start (time never goes back for a filter).
     ///
     /// # Panics
-    /// When the system refuses the memory for a new generation (as `Vec` aborts when it
-    /// cannot grow); [`insert_within`](Self::insert_within) returns that as an error.
+    /// When a new generation cannot be made: the system refuses its memory (as `Vec`
+    /// aborts when it cannot grow), or a file's parameters cannot size it (a file read with
+    /// Guava's sizing of an item count and rate whose generations this code cannot make);
+    /// [`insert_within`](Self::insert_within) returns either as an error.
     pub fn insert_at<T: Funnel + ?Sized>(&mut self, item: &T, now_ms: u64) -> bool {
-        // The generations' shape was checked when the filter was made or read and there is
-        // no memory limit, so only the allocation can fail.
+        // A constructor checks the generations' shape and there is no memory limit, so only
+        // the allocation can fail, or a file's parameters (read to be queried, whatever
+        // generations they would make).
         self.insert_within(item, now_ms, None)
             .unwrap_or_else(|error| panic!("cannot start a generation: {error}"))
     }
@@ -438,9 +442,6 @@ impl RotatingBloomFilter {
         }
         check_fpp(fpp)?;
         let sized = ClassicShape::for_fpp(items_per_generation, fpp)?;
-        // The shape every new generation takes (`start_generation`), which a constructor
-        // checks: a file whose parameters cannot make one could be read but not added to.
-        ClassicShape::for_rate(items_per_generation, fpp)?;
         let mut generations = VecDeque::with_capacity(kept);
         let mut rest = payload;
         for _ in 0..kept {

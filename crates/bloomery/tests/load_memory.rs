@@ -364,3 +364,38 @@ fn a_retouched_file_loads_without_transient_copies() {
     bloomery::bits::set_huge_pages(true);
     assert!(over.is_empty(), "{over:#?}");
 }
+
+/// The allow-listed filter's list (a hash set of its items, each a vector) takes several
+/// times its bytes in the file: its load stays within what `file::load_bytes` budgets
+/// (which counted it at twice the file, as the fixed-size variants, and a load could pass
+/// the tools' check and then exhaust memory).
+#[test]
+fn an_allowlisted_file_loads_within_its_budget() {
+    let _guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut filter = AllowlistedBloomFilter::with_fpp(1_000, 0.01).unwrap();
+    // Overfilled, so that every item is a false positive the list takes; short items, the
+    // costliest for their bytes: 4 bytes of length and a few of item.
+    for i in 0..50_000u32 {
+        filter.insert(&format!("x{i}"));
+    }
+    for i in 0..200_000u32 {
+        filter.allow(&i.to_string());
+    }
+    filter.insert("present");
+    let bytes = filter.to_bytes();
+    drop(filter);
+    bloomery::bits::set_huge_pages(false);
+    let load = open_measured(&bytes);
+    bloomery::bits::set_huge_pages(true);
+    // The file's bytes are the caller's here; the budget counts them too.
+    let budget = bloomery::file::load_bytes(Variant::Allowlisted, bytes.len() as u64) as usize;
+    println!("allowlisted: {:.2}x, {load:?}", load.factor());
+    assert!(
+        load.peak_chunks + bytes.len() <= budget,
+        "{load:?}, budget {budget}"
+    );
+    assert!(
+        load.peak_chunks + bytes.len() > 2 * bytes.len(),
+        "more than the fixed-size variants' budget: {load:?}"
+    );
+}

@@ -82,16 +82,27 @@ fn blocked_filters_the_system_refuses_are_errors() {
 }
 
 #[test]
-fn a_rotating_file_that_cannot_make_a_generation_is_refused() {
-    // One item per generation at 1e-30: Guava's sizing takes it (the loader's check of
-    // old files), but the generations this code makes need 7.7·10^15 bits. Such a file
-    // was read and then panicked at its next rotation.
-    let small = RotatingBloomFilter::new(2, 1, 0.01).unwrap();
+fn a_rotating_file_that_cannot_make_a_generation_refuses_to_rotate() {
+    // One item per generation at 1e-30: Guava's sizing takes it (the loader's check, which
+    // older files were written with), but the generations this code makes need 7.7·10^15
+    // bits. Such a file was read and then panicked at its next rotation; it is read, and
+    // the rotation is an error that leaves its generations as they were.
+    // Both generations kept, each full with one item: the next rotation would drop the
+    // oldest, and did before it found the new one could not be made.
+    let mut small = RotatingBloomFilter::new(2, 1, 0.01).unwrap();
+    small.insert(b"a".as_slice());
+    small.insert(b"b".as_slice());
     let mut params = Persist::params(&small);
-    params[4..12].copy_from_slice(&1u64.to_le_bytes());
     params[12..20].copy_from_slice(&1e-30f64.to_bits().to_le_bytes());
     let bytes = native::encode(Variant::Rotating, &params, &Persist::payload(&small));
-    let error = any::open(&bytes).map(|_| ()).unwrap_err();
+    let mut filter = any::open(&bytes).unwrap();
+    assert!(filter.contains(b"a") && filter.contains(b"b"));
+    let error = filter.insert(b"c").unwrap_err();
     assert!(matches!(error, Error::Sizing { .. }), "{error}");
+    assert!(
+        filter.contains(b"a") && filter.contains(b"b"),
+        "both generations stay"
+    );
+    assert_eq!(filter.stats().sub_filters, 2);
     assert!(RotatingBloomFilter::new(2, 1, 1e-30).is_err());
 }
