@@ -137,9 +137,7 @@ impl<B: OwnedBits> ClassicFilter<B> {
     /// ```
     pub fn try_with_shape(shape: ClassicShape) -> Result<Self> {
         Ok(Self {
-            bits: B::try_zeroed(shape.num_words).ok_or(Error::OutOfMemory {
-                bytes: (shape.num_words as u64).saturating_mul(8),
-            })?,
+            bits: B::try_zeroed(shape.num_words)?,
             num_hashes: shape.num_hashes,
             modulus: Modulus::new(shape.num_bits()),
         })

@@ -76,9 +76,7 @@ impl CountingBloomFilter {
             });
         }
         Ok(Self {
-            counters: CounterVec::try_zeroed(num_counters).ok_or(Error::OutOfMemory {
-                bytes: num_counters.div_ceil(2),
-            })?,
+            counters: CounterVec::try_zeroed(num_counters)?,
             num_hashes,
             modulus: Modulus::new(num_counters),
         })

@@ -155,7 +155,7 @@ impl Link {
         })?;
         // Fallibly: a chain grows to sizes its (possibly crafted) parameters set, and a
         // size the system refuses is an error, not an abort.
-        let bitmap = crate::bits::try_zeroed_vec(length).ok_or(Error::OutOfMemory { bytes })?;
+        let bitmap = crate::bits::try_zeroed_vec(length)?;
         Ok(Link {
             entries,
             error,
@@ -578,8 +578,7 @@ impl RedisBloomFilter {
         let links = fields
             .into_iter()
             .map(|(link, length)| {
-                let bitmap =
-                    crate::bits::try_zeroed_vec(length).ok_or(Error::OutOfMemory { bytes: length as u64 })?;
+                let bitmap = crate::bits::try_zeroed_vec(length)?;
                 Ok(Link::from_fields(&link, bitmap))
             })
             .collect::<Result<_>>()?;

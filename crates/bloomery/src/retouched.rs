@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 
 use crate::bits::{BitVec, Bits, OwnedBits};
-use crate::error::{Error, Result, inconsistent};
+use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices, splitmix64};
 use crate::sizing::{ClassicShape, estimated_items, fill_fpp};
@@ -100,9 +100,7 @@ impl RetouchedBloomFilter {
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         let shape = ClassicShape::for_rate(expected_items, fpp)?;
         Ok(Self {
-            bits: BitVec::try_zeroed(shape.num_words).ok_or(Error::OutOfMemory {
-                bytes: (shape.num_words as u64).saturating_mul(8),
-            })?,
+            bits: BitVec::try_zeroed(shape.num_words)?,
             num_hashes: shape.num_hashes,
             modulus: Modulus::new(shape.num_bits()),
             items: HashMap::new(),

@@ -22,10 +22,15 @@ impl CounterVec {
         }
     }
 
-    /// As [`zeroed`](Self::zeroed), or `None` when the system refuses the memory.
-    pub fn try_zeroed(len: u64) -> Option<Self> {
-        let bytes = super::try_zeroed_vec(usize::try_from(len.div_ceil(2)).ok()?)?;
-        Some(Self { bytes, len })
+    /// As [`zeroed`](Self::zeroed), or [`Error::OutOfMemory`](crate::Error::OutOfMemory)
+    /// when the system refuses the memory.
+    pub fn try_zeroed(len: u64) -> crate::Result<Self> {
+        let bytes = len.div_ceil(2);
+        let bytes = usize::try_from(bytes).map_err(|_| crate::Error::OutOfMemory { bytes })?;
+        Ok(Self {
+            bytes: super::try_zeroed_vec(bytes)?,
+            len,
+        })
     }
 
     /// Sets every counter to zero.

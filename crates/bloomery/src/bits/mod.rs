@@ -50,10 +50,10 @@ pub trait OwnedBits: Bits + Sized {
     /// `num_words` words of zero bits.
     fn zeroed(num_words: usize) -> Self;
 
-    /// As [`zeroed`](Self::zeroed), or `None` when the system refuses the memory (the
-    /// default calls `zeroed`, which may abort).
-    fn try_zeroed(num_words: usize) -> Option<Self> {
-        Some(Self::zeroed(num_words))
+    /// As [`zeroed`](Self::zeroed), or [`Error::OutOfMemory`](crate::Error::OutOfMemory)
+    /// when the system refuses the memory (the default calls `zeroed`, which may abort).
+    fn try_zeroed(num_words: usize) -> crate::Result<Self> {
+        Ok(Self::zeroed(num_words))
     }
 }
 
@@ -175,8 +175,8 @@ impl OwnedBits for BitVec {
         }
     }
 
-    fn try_zeroed(num_words: usize) -> Option<Self> {
-        Some(Self {
+    fn try_zeroed(num_words: usize) -> crate::Result<Self> {
+        Ok(Self {
             words: ZeroedArray::try_new(num_words)?,
         })
     }
@@ -254,8 +254,8 @@ impl OwnedBits for AtomicBitVec {
         }
     }
 
-    fn try_zeroed(num_words: usize) -> Option<Self> {
-        Some(Self {
+    fn try_zeroed(num_words: usize) -> crate::Result<Self> {
+        Ok(Self {
             words: ZeroedArray::try_new(num_words)?,
         })
     }

@@ -92,18 +92,25 @@ unsafe impl<T: Zeroable + Sync> Sync for ZeroedArray<T> {}
 impl<T: Zeroable> ZeroedArray<T> {
     /// `len` zeroed elements; aborts, as `Vec` does, when the memory cannot be had.
     pub(crate) fn new(len: usize) -> Self {
-        Self::try_new(len).unwrap_or_else(|| {
+        Self::allocate(len).unwrap_or_else(|| {
             std::alloc::handle_alloc_error(
                 std::alloc::Layout::array::<T>(len).expect("array size fits isize"),
             )
         })
     }
 
-    /// `len` zeroed elements, or `None` when the memory cannot be had (the size is beyond
-    /// the address space, or the system refuses it): filters whose size comes from their
-    /// caller or a file are made with this, so that an impossible size is an error rather
-    /// than an abort.
-    pub(crate) fn try_new(len: usize) -> Option<Self> {
+    /// `len` zeroed elements, or [`Error::OutOfMemory`](crate::Error::OutOfMemory) when
+    /// the memory cannot be had (the size is beyond the address space, or the system
+    /// refuses it): filters whose size comes from their caller or a file are made with
+    /// this, so that an impossible size is an error rather than an abort.
+    pub(crate) fn try_new(len: usize) -> crate::Result<Self> {
+        Self::allocate(len).ok_or(crate::Error::OutOfMemory {
+            bytes: (len as u64).saturating_mul(size_of::<T>() as u64),
+        })
+    }
+
+    /// `len` zeroed elements, or `None` when the memory cannot be had.
+    fn allocate(len: usize) -> Option<Self> {
         let layout = std::alloc::Layout::array::<T>(len).ok()?;
         let bytes = layout.size();
         if huge_pages_for(bytes)
@@ -161,22 +168,23 @@ impl<T: Zeroable> ZeroedArray<T> {
     }
 }
 
-/// `len` zero bytes in a `Vec`, or `None` when the system refuses them. Taken zeroed from
-/// the allocator (as `vec![0; len]` is), so that untouched pages stay unbacked, where
-/// `try_reserve` and `resize` would write every byte.
-pub(crate) fn try_zeroed_vec(len: usize) -> Option<Vec<u8>> {
+/// `len` zero bytes in a `Vec`, or [`Error::OutOfMemory`](crate::Error::OutOfMemory) when
+/// the system refuses them. Taken zeroed from the allocator (as `vec![0; len]` is), so that
+/// untouched pages stay unbacked, where `try_reserve` and `resize` would write every byte.
+pub(crate) fn try_zeroed_vec(len: usize) -> crate::Result<Vec<u8>> {
     if len == 0 {
-        return Some(Vec::new());
+        return Ok(Vec::new());
     }
-    let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+    let refused = || crate::Error::OutOfMemory { bytes: len as u64 };
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| refused())?;
     // SAFETY: the layout's size is not zero.
     let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
     if ptr.is_null() {
-        return None;
+        return Err(refused());
     }
     // SAFETY: the global allocator gave `len` zeroed bytes with the layout of `[u8; len]`,
     // which is what a `Vec<u8>` of capacity `len` frees with; all of them are initialised.
-    Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 
 impl<T: Zeroable> Drop for ZeroedArray<T> {

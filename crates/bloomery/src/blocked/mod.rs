@@ -96,13 +96,6 @@ fn zeroed_blocks(num_blocks: usize) -> ZeroedArray<Block> {
     ZeroedArray::new(num_blocks)
 }
 
-/// `num_blocks` zeroed blocks, or [`Error::OutOfMemory`] when the system refuses them.
-fn try_zeroed_blocks<B: Zeroable>(num_blocks: usize) -> Result<ZeroedArray<B>> {
-    ZeroedArray::try_new(num_blocks).ok_or(Error::OutOfMemory {
-        bytes: (num_blocks as u64).saturating_mul(BLOCK_BITS / 8),
-    })
-}
-
 fn check_num_blocks(num_blocks: u64) -> Result<usize> {
     if num_blocks == 0 || num_blocks > MAX_NUM_BLOCKS || num_blocks > (isize::MAX as u64) / 64 {
         return Err(Error::NumBits {
@@ -170,7 +163,7 @@ impl BlockedBloomFilter {
 
     /// A filter of `num_blocks` 512-bit blocks hashing with `seed`.
     pub fn with_num_blocks(num_blocks: u64, seed: u64) -> Result<Self> {
-        let blocks = try_zeroed_blocks(check_num_blocks(num_blocks)?)?;
+        let blocks = ZeroedArray::try_new(check_num_blocks(num_blocks)?)?;
         Ok(Self {
             kernel: Kernel::detect().for_blocks(blocks.len()),
             blocks,
@@ -770,7 +763,7 @@ impl AtomicBlockedBloomFilter {
 
     /// A filter of `num_blocks` 512-bit blocks hashing with `seed`.
     pub fn with_num_blocks(num_blocks: u64, seed: u64) -> Result<Self> {
-        let blocks = try_zeroed_blocks(check_num_blocks(num_blocks)?)?;
+        let blocks = ZeroedArray::try_new(check_num_blocks(num_blocks)?)?;
         Ok(Self {
             blocks,
             seed,

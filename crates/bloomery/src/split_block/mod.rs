@@ -407,9 +407,7 @@ impl SplitBlockBloomFilter {
     /// A filter of `num_blocks` 256-bit blocks hashing items with `hasher`.
     pub fn with_num_blocks_and_hasher(num_blocks: u64, hasher: SplitBlockHasher) -> Result<Self> {
         Ok(Self {
-            blocks: ZeroedArray::try_new(check_num_blocks(num_blocks)?).ok_or(Error::OutOfMemory {
-                bytes: num_blocks.saturating_mul(32),
-            })?,
+            blocks: ZeroedArray::try_new(check_num_blocks(num_blocks)?)?,
             kernel: Kernel::detect(),
             road: Road::new(hasher),
         })
