@@ -258,17 +258,10 @@ impl Locked {
     /// "absent" for the items added (files updated in place change the one file, and keep
     /// every name).
     fn refuse_links(&self) -> Result<()> {
-        let links = self.metadata.nlink();
-        if links <= 1 {
-            return Ok(());
+        match file::replacing_splits_links(self.metadata.nlink()) {
+            Some(problem) => Err(CliError::new(format!("{}: {problem}", self.shown.display()))),
+            None => Ok(()),
         }
-        Err(CliError::new(format!(
-            "{}: has {links} hard links; it would be replaced by a new file, and its other {} \
-             would keep the old one; nothing was changed: use symbolic links (which are \
-             followed) instead of hard links",
-            self.shown.display(),
-            if links == 2 { "name" } else { "names" }
-        )))
     }
 
     /// Replaces the file with `filter`, keeping its mode and owner; releases the lock.

@@ -883,17 +883,8 @@ fn replace(
     // A new file renamed over one name of a file with others (hard links) leaves them the
     // old filter: lookups through them would answer "absent" for what was added since (the
     // CLI refuses it in the same words).
-    let links = old.nlink();
-    if links > 1 {
-        return Err(FileError::Io(
-            io::Error::other(format!(
-                "has {links} hard links; it would be replaced by a new file, and its other {} \
-                 would keep the old one; nothing was changed: use symbolic links (which are \
-                 followed) instead of hard links",
-                if links == 2 { "name" } else { "names" }
-            )),
-            shown.to_owned(),
-        ));
+    if let Some(problem) = file::replacing_splits_links(old.nlink()) {
+        return Err(FileError::Io(io::Error::other(problem), shown.to_owned()));
     }
     let temporary = TempFile::beside(real).io_at(shown)?;
     let file = temporary.file();

@@ -819,6 +819,26 @@ pub fn seal(file: &File, map: &MmapMut, header: &Header) -> io::Result<u64> {
     Ok(sum)
 }
 
+/// Why a file with `links` names (hard links) must not be replaced by a new file renamed
+/// over one of them, as the variants written whole are: its other names would keep the
+/// old filter, and lookups through them would answer "absent" for what was added. `None`
+/// for a file of one name. Files updated in place change the one file, every name.
+///
+/// ```
+/// assert!(bloomery::file::replacing_splits_links(1).is_none());
+/// assert!(bloomery::file::replacing_splits_links(2).unwrap().starts_with("has 2 hard links"));
+/// ```
+pub fn replacing_splits_links(links: u64) -> Option<String> {
+    (links > 1).then(|| {
+        format!(
+            "has {links} hard links; it would be replaced by a new file, and its other {} \
+             would keep the old one; nothing was changed: use symbolic links (which are \
+             followed) instead of hard links",
+            if links == 2 { "name" } else { "names" }
+        )
+    })
+}
+
 /// Whether `file` still starts with `header_bytes` and is `len` bytes long: what a writer
 /// in place left there (the bytes it read at open, or the header it last wrote). A writer
 /// asks before each header write: another program that rewrote the file meanwhile (`cp
