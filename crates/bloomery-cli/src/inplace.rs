@@ -205,20 +205,13 @@ impl Spill {
 pub struct Writable {
     locked: Locked,
     map: MmapMut,
-    header: Header,
-    /// Whether this writer marked the file unsealed (or found it so): it must seal.
-    unsealed: bool,
+    /// The header (`header()`) and its marks as this writer left them, checked before every change
+    /// ([`check_unchanged`](Self::check_unchanged)).
+    sealing: file::Sealing,
     /// Whether the file was unsealed when opened (a writer before this one did not finish).
     pub was_unsealed: bool,
-    /// The bytes before the payload as this writer left them: as read at open, then with
-    /// the header it wrote. Checked before every change ([`check_unchanged`](Self::check_unchanged)).
-    on_disk: Vec<u8>,
-    /// The file's length at open.
-    len: u64,
     /// Whether this writer has changed the file (its header or bits).
     changed: bool,
-    /// Whether another program changed the file meanwhile: then nothing more is written.
-    foreign: bool,
 }
 
 impl Writable {
@@ -249,17 +242,14 @@ impl Writable {
         // raises SIGBUS, which `sigbus::guard` turns into an error line (the file is then
         // left unsealed, its bits valid).
         let map = unsafe { MmapMut::map_mut(locked.file()) }.with_path(&shown)?;
-        let on_disk = map[..header.payload_offset].to_vec();
+        let sealing =
+            file::Sealing::new(locked.file(), locked.real(), header.clone(), &map).with_path(&shown)?;
         let mut writable = Self {
             locked,
             map,
             was_unsealed: header.unsealed,
-            unsealed: header.unsealed,
-            header,
-            on_disk,
-            len,
+            sealing,
             changed: false,
-            foreign: false,
         };
         // Every parameter checked against the payload now, before anything changes. A
         // payload this platform cannot view in place (a big-endian one: the file's words
@@ -280,26 +270,26 @@ impl Writable {
     fn region(&self) -> Region {
         // SAFETY: `map` is this writer's shared mapping of the whole file, which `self`
         // keeps mapped for as long as its calls use the region.
-        unsafe { Region::of(&self.map, self.header.payload_offset) }
+        unsafe { Region::of(&self.map, self.sealing.header().payload_offset) }
     }
 
     /// The payload's length in bytes.
     pub fn payload_len(&self) -> u64 {
-        self.header.payload_len
+        self.sealing.header().payload_len
     }
 
     /// The filter over the mapped payload, if this platform can view it in place.
     fn filter_in_place(&mut self) -> Result<Option<Box<dyn FilterMut + '_>>> {
-        let offset = self.header.payload_offset;
-        in_place::view_mut(&self.header, &mut self.map[offset..]).with_path(self.locked.shown())
+        let offset = self.sealing.header().payload_offset;
+        in_place::view_mut(self.sealing.header(), &mut self.map[offset..]).with_path(self.locked.shown())
     }
 
     /// The filter over the mapped payload (which [`open`](Self::open) found this platform
     /// can view in place).
     pub fn filter(&mut self) -> Result<Box<dyn FilterMut + '_>> {
-        let offset = self.header.payload_offset;
+        let offset = self.sealing.header().payload_offset;
         let shown = self.locked.shown();
-        in_place::view_mut(&self.header, &mut self.map[offset..])
+        in_place::view_mut(self.sealing.header(), &mut self.map[offset..])
             .with_path(shown)?
             .ok_or_else(|| {
                 CliError::new(format!(
@@ -316,21 +306,20 @@ impl Writable {
     /// `verify` said ok while every item of both was absent. The file is left as the other
     /// program made it, never sealed by this writer.
     fn check_unchanged(&mut self) -> Result<()> {
+        let refused = match self.sealing.check(self.locked.file()) {
+            Ok(()) => return Ok(()),
+            Err(refused) => refused,
+        };
+        Err(self.refusal(refused))
+    }
+
+    /// A refused header write's error line: another program's change, and what it means
+    /// for this update; or the I/O error.
+    fn refusal(&self, refused: file::SealError) -> CliError {
         let shown = self.locked.shown();
-        let same_name = self.locked.is(self.locked.real());
-        if !self.foreign
-            && same_name
-            && file::holds(self.locked.file(), &self.on_disk, self.len).with_path(shown)?
-        {
-            return Ok(());
-        }
-        self.foreign = true;
-        let what = if same_name {
-            "was changed by another program during this update (its header or length is not \
-             what this update left)"
-        } else {
-            "was replaced or removed by another program during this update (its name no longer \
-             names the file this update opened)"
+        let foreign = match refused {
+            file::SealError::Io(error) => return CliError::new(format!("{}: {error}", shown.display())),
+            file::SealError::Foreign(foreign) => foreign,
         };
         let then = if self.changed {
             "not sealed over what that program wrote, and this update's changes may be missing \
@@ -339,7 +328,12 @@ impl Writable {
         } else {
             "this update wrote nothing to it: run it again once that program is done"
         };
-        Err(CliError::new(format!("{}: {what}; {then}", shown.display())))
+        CliError::new(format!(
+            "{}: {} during this update {}; {then}",
+            shown.display(),
+            foreign.what(),
+            foreign.seen()
+        ))
     }
 
     /// Marks the file unsealed (and makes the mark durable) before the first bit changes;
@@ -349,15 +343,9 @@ impl Writable {
     pub fn unseal(&mut self) -> Result<()> {
         self.check_unchanged()?;
         self.changed = true;
-        if self.unsealed {
-            return Ok(());
-        }
-        file::mark_unsealed(self.locked.file(), &self.header).with_path(self.locked.shown())?;
-        let marked = self.header.to_bytes(self.header.payload_checksum, true);
-        self.on_disk
-            .splice(..marked.len().min(self.on_disk.len()), marked);
-        self.unsealed = true;
-        Ok(())
+        self.sealing
+            .unseal(self.locked.file())
+            .map_err(|refused| self.refusal(refused))
     }
 
     /// Adds a batch of hashes (marking the file unsealed first). A payload larger than
@@ -370,7 +358,7 @@ impl Writable {
     pub fn insert(&mut self, hashes: &[ItemHash], scratch: &mut Vec<ItemHash>) -> Result<()> {
         self.unseal()?;
         let window = window_bytes();
-        let payload_len = self.header.payload_len;
+        let payload_len = self.sealing.header().payload_len;
         let region = self.region();
         let mut filter = self.filter()?;
         if payload_len <= window {
@@ -420,13 +408,14 @@ impl Writable {
     /// Whether a large `add` should keep its hashes on disk until the input ends
     /// ([`Spill`]): a block filter whose payload is larger than the window.
     pub fn spills(&mut self) -> Result<bool> {
-        let big = self.header.payload_len > window_bytes();
+        let big = self.sealing.header().payload_len > window_bytes();
         Ok(big && self.filter()?.locality() == Locality::Ordered)
     }
 
     /// The regions a block filter's payload is grouped into.
     fn regions(&self) -> u64 {
-        self.header
+        self.sealing
+            .header()
             .payload_len
             .div_ceil(region_bytes(window_bytes()))
             .clamp(1, MAX_REGIONS)
@@ -439,7 +428,7 @@ impl Writable {
     pub fn insert_spilled(&mut self, spill: Spill) -> Result<()> {
         let shown = self.locked.shown().to_owned();
         self.unseal()?;
-        let payload_len = self.header.payload_len;
+        let payload_len = self.sealing.header().payload_len;
         // One group of regions a file (one region each unless the limit on open files
         // made fewer files than regions).
         let regions = spill.files.len() as u64;
@@ -499,7 +488,7 @@ impl Writable {
     /// resident window is let go of after each window's worth of pages.
     pub fn contains_reporting(&mut self, hashes: &[ItemHash], present: &mut [bool]) -> Result<()> {
         let window = window_bytes();
-        let payload_len = self.header.payload_len;
+        let payload_len = self.sealing.header().payload_len;
         let region = self.region();
         let filter = self.filter()?;
         if payload_len <= window {
@@ -523,9 +512,9 @@ impl Writable {
         self.filter()?.check_union(header, payload).with_path(&shown)?;
         self.unseal()?;
         let window = window_bytes();
-        let payload_len = self.header.payload_len;
+        let payload_len = self.sealing.header().payload_len;
         let mine = self.region();
-        let offset = self.header.payload_offset;
+        let offset = self.sealing.header().payload_offset;
         let step = if payload_len <= window {
             payload_len.max(1)
         } else {
@@ -549,14 +538,9 @@ impl Writable {
     /// Seals the file: every changed page synced, the payload checksum computed from the
     /// file, then the sealed header written and synced. Releases the lock.
     pub fn seal(mut self) -> Result<()> {
-        if self.foreign || self.unsealed {
-            // Also when this writer wrote nothing, so that its caller's error is this one.
-            self.check_unchanged()?;
-        }
-        if !self.unsealed {
-            return Ok(());
-        }
-        file::seal(self.locked.file(), &self.map, &self.header).with_path(self.locked.shown())?;
-        Ok(())
+        let file = self.locked.file();
+        self.sealing
+            .seal(file, &self.map)
+            .map_err(|refused| self.refusal(refused))
     }
 }

@@ -506,7 +506,6 @@ pub struct InPlace {
     /// payload has this one borrower.
     filter: Box<dyn FilterMut + 'static>,
     map: MmapMut,
-    header: Header,
     /// Holds the writers' lock.
     file: HeldLock,
     real: PathBuf,
@@ -523,12 +522,9 @@ pub struct InPlace {
     /// The process that opened it: a child made by `fork()` holds a copy of this value
     /// (and of the mapping) but is not the file's writer (see `unseal` and `seal`).
     owner: u32,
-    /// The header bytes this writer read at open or last wrote, and the file's length:
-    /// what the file must still hold before each header write (`check_unchanged`).
-    on_disk: Vec<u8>,
-    len: u64,
-    /// Another program rewrote the file meanwhile: no header is written any more.
-    foreign: bool,
+    /// The header's marks as this writer left them, and what the file must still hold
+    /// before each header write (`bloomery::file::Sealing`).
+    sealing: file::Sealing,
 }
 
 impl InPlace {
@@ -553,7 +549,6 @@ impl InPlace {
         header
             .check_file_len(len)
             .map_err(|error| bytes_error(path, error))?;
-        let on_disk = map[..header.payload_offset].to_vec();
         if !in_place::updates_in_place(header.variant) {
             return Err(bytes_error(
                 path,
@@ -568,6 +563,7 @@ impl InPlace {
             return Err(damaged_payload(path));
         }
         file::allocate(&file, header.payload_offset as u64, header.payload_len).io_at(path)?;
+        let sealing = file::Sealing::new(&file, &real, header.clone(), &map).io_at(path)?;
         // SAFETY: `map` is a shared mapping of the whole file, which `Self` holds for as long
         // as the region it keeps beside it.
         let region = unsafe { file::Region::of(&map, header.payload_offset) };
@@ -598,7 +594,6 @@ impl InPlace {
         Ok(Self {
             filter,
             map,
-            header,
             file,
             real,
             shown: path.to_owned(),
@@ -607,30 +602,25 @@ impl InPlace {
             release_every,
             pending: 0,
             owner: std::process::id(),
-            on_disk,
-            len,
-            foreign: false,
+            sealing,
         })
     }
 
-    /// Refuses a header write when the file no longer holds what this writer left there:
-    /// another program (which takes no lock) rewrote it (`cp other.bloom f.bloom` truncates
-    /// and writes this very inode) or cut it short. Writing this writer's header over such
-    /// a file sealed it as valid over the other file's bits, as the CLI found
-    /// (`file::holds`); the file is left as that program made it.
-    fn check_unchanged(&mut self) -> Result<()> {
-        if !self.foreign && file::holds(&self.file, &self.on_disk, self.len).io_at(&self.shown)? {
-            return Ok(());
-        }
-        self.foreign = true;
-        Err(FileError::Io(
-            io::Error::other(
-                "was changed by another program while open in mode 'a' (its header or length \
-                 is not what this filter left): not sealed over what that program wrote, and \
+    /// A refused header write's error: another program changed the file (which takes no
+    /// lock: `cp other.bloom f.bloom` rewrites this very inode, `mv` puts another file at
+    /// its name), and this writer's header is not written over it (`file::Sealing`); or
+    /// the I/O error.
+    fn refusal(&self, refused: file::SealError) -> FileError {
+        let error = match refused {
+            file::SealError::Io(error) => error,
+            file::SealError::Foreign(foreign) => io::Error::other(format!(
+                "{} while open in mode 'a' {}: not sealed over what that program did, and \
                  items added since it was opened may be missing from it",
-            ),
-            self.shown.clone(),
-        ))
+                foreign.what(),
+                foreign.seen()
+            )),
+        };
+        FileError::Io(error, self.shown.clone())
     }
 
     /// The file's real path (symlinks followed).
@@ -682,7 +672,7 @@ impl InPlace {
     /// Lets go of the payload's mapped pages (changed ones stay in the page cache, written
     /// back by the kernel and synced by `seal`).
     fn release(&mut self) {
-        self.region.release(0, self.header.payload_len);
+        self.region.release(0, self.sealing.header().payload_len);
         self.pending = 0;
     }
 
@@ -697,7 +687,7 @@ impl InPlace {
         self.unseal()?;
         // A payload larger than the window: a region at a time, each let go of after, as
         // the CLI's `merge` in place does.
-        let windowed = self.header.payload_len > self.window;
+        let windowed = self.sealing.header().payload_len > self.window;
         let step = if windowed {
             file::region_bytes(self.window) as usize
         } else {
@@ -721,15 +711,9 @@ impl InPlace {
     /// parent's on the shared pages.
     fn unseal(&mut self) -> Result<()> {
         not_forked(self.owner, "a", &self.shown)?;
-        if !self.header.unsealed {
-            self.check_unchanged()?;
-            file::mark_unsealed(&self.file, &self.header).io_at(&self.shown)?;
-            self.header.unsealed = true;
-            let marked = self.header.to_bytes(self.header.payload_checksum, true);
-            self.on_disk
-                .splice(..marked.len().min(self.on_disk.len()), marked);
-        }
-        Ok(())
+        self.sealing
+            .unseal(&self.file)
+            .map_err(|refused| self.refusal(refused))
     }
 
     /// Seals the file if it is unsealed: every changed page synced, then the payload
@@ -740,16 +724,9 @@ impl InPlace {
         // changing bits (its checksum then stale: "damaged"). Refused, so that its save()
         // or close() does not say it sealed; its drop ignores the refusal.
         not_forked(self.owner, "a", &self.shown)?;
-        if self.header.unsealed {
-            self.check_unchanged()?;
-            self.header.payload_checksum =
-                file::seal(&self.file, &self.map, &self.header).io_at(&self.shown)?;
-            self.header.unsealed = false;
-            let sealed = self.header.to_bytes(self.header.payload_checksum, false);
-            self.on_disk
-                .splice(..sealed.len().min(self.on_disk.len()), sealed);
-        }
-        Ok(())
+        self.sealing
+            .seal(&self.file, &self.map)
+            .map_err(|refused| self.refusal(refused))
     }
 
     /// Whether the item with these bytes might be present.
@@ -760,9 +737,9 @@ impl InPlace {
     /// The payload as the file holds it now, read (not through the mapping: the pages
     /// changed through it are in the page cache that the read sees).
     fn payload(&self) -> Result<Vec<u8>> {
-        let mut payload = vec![0u8; self.header.payload_len as usize];
+        let mut payload = vec![0u8; self.sealing.header().payload_len as usize];
         self.file
-            .read_exact_at(&mut payload, self.header.payload_offset as u64)
+            .read_exact_at(&mut payload, self.sealing.header().payload_offset as u64)
             .io_at(&self.shown)?;
         Ok(payload)
     }
@@ -770,15 +747,16 @@ impl InPlace {
     /// The filter's file bytes, sealed.
     pub fn envelope_bytes(&self) -> Result<Vec<u8>> {
         Ok(native::encode(
-            self.header.variant,
-            &self.header.params,
+            self.sealing.header().variant,
+            &self.sealing.header().params,
             &self.payload()?,
         ))
     }
 
     /// A copy of the filter in memory.
     pub fn to_owned_filter(&self) -> Result<Box<dyn DynFilter>> {
-        any::from_parts(&self.header, &self.payload()?).map_err(|error| bytes_error(&self.shown, error))
+        any::from_parts(self.sealing.header(), &self.payload()?)
+            .map_err(|error| bytes_error(&self.shown, error))
     }
 }
 

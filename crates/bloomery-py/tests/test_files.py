@@ -856,6 +856,28 @@ def test_a_file_another_program_rewrites_while_open_in_mode_a_is_never_sealed_ov
     assert all(f"o{i}" in back for i in range(1000))
 
 
+def test_a_file_another_program_puts_in_its_place_while_open_in_mode_a_is_never_sealed_over(tmp_path):
+    # `mv other.bloom f.bloom` while a writer in mode "a" has f.bloom open: the writer's
+    # inode has no name any more, and sealing it said nothing while the name held none of
+    # the items it added. Refused, as the CLI refuses it (`bloomery::file::Sealing`); the
+    # file at the name is left as that program put it.
+    path, other = tmp_path / "f.bloom", tmp_path / "other.bloom"
+    BloomFilter(10_000, kind="blocked").save(path)
+    theirs = BloomFilter(10_000, kind="blocked")
+    theirs.update(f"o{i}" for i in range(100))
+    theirs.save(other)
+    expected = other.read_bytes()
+    f = BloomFilter.open(path, "a")
+    f.add("before")
+    os.replace(other, path)
+    f.add("after")
+    with pytest.raises(OSError, match="was replaced or removed by another program"):
+        f.close()
+    assert path.read_bytes() == expected
+    back = BloomFilter.open(path, verify=True)
+    assert all(f"o{i}" in back for i in range(100))
+
+
 def test_a_file_with_other_hard_links_is_not_replaced(cli, tmp_path):
     # Saving writes a new file over the name: the file's other names kept the old filter,
     # and lookups through them answered "absent" for what was added. Refused, as the CLI

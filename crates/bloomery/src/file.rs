@@ -4,42 +4,16 @@
 //! it is (the CLI, the Python package). Locking the file against other writers is the
 //! caller's.
 //!
-//! - Before the first bit changes: [`mark_unsealed`], one `pwrite` of the header at offset
-//!   0 (at most one page, never torn by a killed process), then a sync.
+//! - Before the first bit changes: the header marked unsealed, one `pwrite` at offset 0 (at
+//!   most one page, never torn by a killed process), then a sync.
 //! - Bits are only ever set, so at every instant the file holds a superset of the bits of
 //!   every update that finished: never a false negative.
-//! - At the end: [`seal`], which syncs every changed page first, then computes the payload
-//!   checksum from the file and writes and syncs the sealed header. A file whose writer was
-//!   killed is left unsealed (bits valid, checksum stale); the next writer seals it.
+//! - At the end: sealed, every changed page synced first, then the payload checksum
+//!   computed from the file and the sealed header written and synced. A file whose writer
+//!   was killed is left unsealed (bits valid, checksum stale); the next writer seals it.
 //!
-//! ```
-//! use std::io::Write;
-//! use std::os::unix::fs::FileExt;
-//!
-//! use bloomery::any::{self, Spec};
-//! use bloomery::format::native::{Header, Variant};
-//! use bloomery::{file, in_place};
-//!
-//! let filter = any::create(&Spec::new(Variant::Blocked, 1_000, 0.01))?;
-//! let path = std::env::temp_dir().join(format!("bloomery-file-doc-{}.bloom", std::process::id()));
-//! std::fs::File::create(&path)?.write_all(&filter.envelope().to_vec())?;
-//!
-//! let handle = std::fs::OpenOptions::new().read(true).write(true).open(&path)?;
-//! // SAFETY: a file of this example's own, which nothing else truncates.
-//! let mut map = unsafe { memmap2::MmapMut::map_mut(&handle)? };
-//! let header = Header::parse(&map)?;
-//! file::mark_unsealed(&handle, &header)?;
-//! let mut in_place = in_place::view_mut(&header, &mut map[header.payload_offset..])?.unwrap();
-//! let hash = in_place.hasher().hash(b"apple");
-//! in_place.insert_hashes(&[hash]);
-//! drop(in_place);
-//! file::seal(&handle, &map, &header)?;
-//!
-//! let sealed = any::open(&std::fs::read(&path)?)?; // every checksum checked
-//! assert!(sealed.contains(b"apple"));
-//! # std::fs::remove_file(&path)?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! [`Sealing`] does both, and refuses to write a header over a file that another program
+//! changed meanwhile; its example shows a whole update.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -804,7 +778,7 @@ pub fn payload_intact(file: &File, header: &Header) -> io::Result<bool> {
 
 /// Writes `header` over the start of `file` marked unsealed (its stored payload checksum
 /// kept, now stale), then syncs: before the first bit of the payload changes.
-pub fn mark_unsealed(file: &File, header: &Header) -> io::Result<()> {
+fn mark_unsealed(file: &File, header: &Header) -> io::Result<()> {
     write_header(file, &header.to_bytes(header.payload_checksum, true))
 }
 
@@ -812,11 +786,213 @@ pub fn mark_unsealed(file: &File, header: &Header) -> io::Result<()> {
 /// then the payload checksum computed from the file and the sealed header written and
 /// synced. Returns the checksum. The pages go first so that a crash can never leave a
 /// sealed header over bits that did not reach the disk.
-pub fn seal(file: &File, map: &MmapMut, header: &Header) -> io::Result<u64> {
+fn seal(file: &File, map: &MmapMut, header: &Header) -> io::Result<u64> {
     map.flush()?;
     let sum = checksum_of(file, header.payload_offset as u64, header.payload_len)?;
     write_header(file, &header.to_bytes(sum, false))?;
     Ok(sum)
+}
+
+/// What another program did to a file that a writer in place holds open (it takes no
+/// lock), found by [`Sealing::check`]: the writer writes no header over it any more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Foreign {
+    /// The file's header or length is not what the writer left there: rewritten (`cp
+    /// other.bloom f.bloom` truncates and writes the same inode) or cut short.
+    Changed,
+    /// The writer's path no longer names the file it opened: another file was put there
+    /// (`mv`), or it was removed.
+    Replaced,
+}
+
+impl Foreign {
+    /// What happened, in a few words: "was changed by another program" or "was replaced or
+    /// removed by another program".
+    pub fn what(self) -> &'static str {
+        match self {
+            Foreign::Changed => "was changed by another program",
+            Foreign::Replaced => "was replaced or removed by another program",
+        }
+    }
+
+    /// How it was seen, in words to follow [`what`](Self::what) and the writer's context.
+    pub fn seen(self) -> &'static str {
+        match self {
+            Foreign::Changed => "(its header or length is not what this writer left there)",
+            Foreign::Replaced => "(its name no longer names the file this writer opened)",
+        }
+    }
+}
+
+/// Why a [`Sealing`] step did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum SealError {
+    /// Reading, writing or syncing the file failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// Another program changed the file: nothing was written over it.
+    #[error("{} {}", .0.what(), .0.seen())]
+    Foreign(Foreign),
+}
+
+/// A writer in place's side of the sealing protocol (docs/format.md, "Sealed and unsealed
+/// files"), the same for every tool: the header it keeps, marked unsealed
+/// ([`unseal`](Self::unseal)) before the first bit changes and sealed ([`seal`](Self::seal))
+/// when it is done, and what the file must still hold before each header write.
+///
+/// Another program, which takes no lock, may rewrite the file meanwhile (`cp other.bloom
+/// f.bloom` truncates and writes the same inode), cut it short, or put another file at its
+/// name. This writer's header written over such a file would seal it as valid over the
+/// other program's bits (answering "absent" for every item of both), or seal an unnamed
+/// inode while the name holds none of the items added. So each header write first checks
+/// that the file still starts with the bytes this writer left there, has the length it
+/// had, and is still what its path names ([`check`](Self::check)); once that fails,
+/// nothing more is written and every later step fails the same way.
+///
+/// ```
+/// use std::io::Write;
+///
+/// use bloomery::any::{self, Spec};
+/// use bloomery::format::native::{Header, Variant};
+/// use bloomery::{file, in_place};
+///
+/// let filter = any::create(&Spec::new(Variant::Blocked, 1_000, 0.01))?;
+/// let path = std::env::temp_dir().join(format!("bloomery-sealing-doc-{}.bloom", std::process::id()));
+/// std::fs::File::create(&path)?.write_all(&filter.envelope().to_vec())?;
+///
+/// let handle = std::fs::OpenOptions::new().read(true).write(true).open(&path)?;
+/// // SAFETY: a file of this example's own, which nothing else truncates.
+/// let mut map = unsafe { memmap2::MmapMut::map_mut(&handle)? };
+/// let header = Header::parse(&map)?;
+/// let mut sealing = file::Sealing::new(&handle, &path, header.clone(), &map[..header.payload_offset])?;
+/// sealing.unseal(&handle)?;
+/// let mut in_place = in_place::view_mut(&header, &mut map[header.payload_offset..])?.unwrap();
+/// let hash = in_place.hasher().hash(b"apple");
+/// in_place.insert_hashes(&[hash]);
+/// drop(in_place);
+/// sealing.seal(&handle, &map)?;
+/// assert!(!sealing.unsealed());
+///
+/// // Another program rewrites the file: the writer's next header write is refused.
+/// std::fs::write(&path, filter.envelope().to_vec())?;
+/// assert!(matches!(
+///     sealing.unseal(&handle),
+///     Err(file::SealError::Foreign(file::Foreign::Changed))
+/// ));
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Sealing {
+    header: Header,
+    /// The bytes before the payload as this writer left them: as read at open, then with
+    /// the header it last wrote.
+    on_disk: Vec<u8>,
+    /// The file's length at open.
+    len: u64,
+    /// The path the writer opened (symlinks followed), and the file's device and inode.
+    real: PathBuf,
+    identity: (u64, u64),
+    /// What another program did, once seen.
+    foreign: Option<Foreign>,
+}
+
+impl Sealing {
+    /// The protocol for `file`, which the caller opened at `real` (its path with symlinks
+    /// followed), holds locked against other writers and read `header` from:
+    /// `header_bytes` are the bytes the header was parsed from (at least the bytes before
+    /// the payload). The file's length and identity are taken now.
+    pub fn new(file: &File, real: &Path, header: Header, header_bytes: &[u8]) -> io::Result<Self> {
+        let metadata = file.metadata()?;
+        let before_payload = header.payload_offset.min(header_bytes.len());
+        Ok(Self {
+            header,
+            on_disk: header_bytes[..before_payload].to_vec(),
+            len: metadata.len(),
+            real: real.to_owned(),
+            identity: (metadata.dev(), metadata.ino()),
+            foreign: None,
+        })
+    }
+
+    /// The header as this writer keeps it (`unsealed` as it last wrote it).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Whether the file is unsealed (found so at open, or marked by this writer): it must
+    /// be sealed.
+    pub fn unsealed(&self) -> bool {
+        self.header.unsealed
+    }
+
+    /// What another program did to the file, if this writer has seen it.
+    pub fn foreign(&self) -> Option<Foreign> {
+        self.foreign
+    }
+
+    /// Checks that the file is still what this writer left: its path names it, it starts
+    /// with the bytes this writer left there and has its length. A writer calls it before
+    /// each header write (which [`unseal`](Self::unseal) and [`seal`](Self::seal) do), and
+    /// may call it more often (before each batch of bits) to stop sooner.
+    pub fn check(&mut self, file: &File) -> Result<(), SealError> {
+        if let Some(foreign) = self.foreign {
+            return Err(SealError::Foreign(foreign));
+        }
+        let named = fs::metadata(&self.real).is_ok_and(|named| (named.dev(), named.ino()) == self.identity);
+        let found = if !named {
+            Some(Foreign::Replaced)
+        } else if !holds(file, &self.on_disk, self.len)? {
+            Some(Foreign::Changed)
+        } else {
+            None
+        };
+        match found {
+            Some(foreign) => {
+                self.foreign = Some(foreign);
+                Err(SealError::Foreign(foreign))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the file unsealed, durably, before the first bit of its payload changes
+    /// (after [`check`](Self::check)); nothing when it is unsealed already.
+    pub fn unseal(&mut self, file: &File) -> Result<(), SealError> {
+        if self.header.unsealed {
+            return self
+                .foreign
+                .map_or(Ok(()), |foreign| Err(SealError::Foreign(foreign)));
+        }
+        self.check(file)?;
+        mark_unsealed(file, &self.header)?;
+        self.header.unsealed = true;
+        self.left(self.header.to_bytes(self.header.payload_checksum, true));
+        Ok(())
+    }
+
+    /// Seals the file, whose payload `map` maps writable, if it is unsealed (after
+    /// [`check`](Self::check)): every changed page synced, then the payload checksum
+    /// computed from the file and the sealed header written and synced. Fails, writing
+    /// nothing, once another program was seen to change the file, sealed or not.
+    pub fn seal(&mut self, file: &File, map: &MmapMut) -> Result<(), SealError> {
+        if !self.header.unsealed {
+            return self
+                .foreign
+                .map_or(Ok(()), |foreign| Err(SealError::Foreign(foreign)));
+        }
+        self.check(file)?;
+        self.header.payload_checksum = seal(file, map, &self.header)?;
+        self.header.unsealed = false;
+        self.left(self.header.to_bytes(self.header.payload_checksum, false));
+        Ok(())
+    }
+
+    /// Records the header bytes this writer wrote.
+    fn left(&mut self, header: Vec<u8>) {
+        let end = header.len().min(self.on_disk.len());
+        self.on_disk.splice(..end, header[..end].iter().copied());
+    }
 }
 
 /// Why a file with `links` names (hard links) must not be replaced by a new file renamed
@@ -844,7 +1020,7 @@ pub fn replacing_splits_links(links: u64) -> Option<String> {
 /// asks before each header write: another program that rewrote the file meanwhile (`cp
 /// other.bloom f.bloom` truncates and writes the same inode) must not get this writer's
 /// header written over its bytes, sealed as valid and answering for the wrong items.
-pub fn holds(file: &File, header_bytes: &[u8], len: u64) -> io::Result<bool> {
+fn holds(file: &File, header_bytes: &[u8], len: u64) -> io::Result<bool> {
     if file.metadata()?.len() != len {
         return Ok(false);
     }
@@ -960,6 +1136,101 @@ pub fn allocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A blocked filter's file in `dir`, opened for writing and mapped, with its sealing.
+    fn writer(dir: &Path, name: &str) -> (PathBuf, File, MmapMut, Sealing) {
+        let filter = crate::any::create(&crate::any::Spec::new(
+            crate::format::native::Variant::Blocked,
+            1_000,
+            0.01,
+        ))
+        .unwrap();
+        let path = dir.join(name);
+        fs::write(&path, filter.envelope().to_vec()).unwrap();
+        let file = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        // SAFETY: the test's own file, which nothing truncates while mapped.
+        let map = unsafe { MmapMut::map_mut(&file) }.unwrap();
+        let header = Header::parse(&map).unwrap();
+        let sealing = Sealing::new(&file, &path, header, &map).unwrap();
+        (path, file, map, sealing)
+    }
+
+    #[test]
+    fn sealing_marks_and_seals_and_every_header_write_checks_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, file, map, mut sealing) = writer(dir.path(), "f.bloom");
+        sealing.unseal(&file).unwrap();
+        assert!(Header::parse(&fs::read(&path).unwrap()).unwrap().unsealed);
+        sealing.seal(&file, &map).unwrap();
+        // Sealed and whole: every checksum holds.
+        crate::any::open(&fs::read(&path).unwrap()).unwrap();
+        // Unsealed and sealed again: the writer's own header writes are what it expects.
+        sealing.unseal(&file).unwrap();
+        sealing.seal(&file, &map).unwrap();
+        assert!(!sealing.unsealed());
+        assert_eq!(sealing.foreign(), None);
+    }
+
+    #[test]
+    fn a_file_put_at_the_writers_name_is_never_sealed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, file, map, mut sealing) = writer(dir.path(), "f.bloom");
+        let (other, ..) = writer(dir.path(), "other.bloom");
+        sealing.unseal(&file).unwrap();
+        let theirs = fs::read(&other).unwrap();
+        fs::rename(&other, &path).unwrap();
+        let refused = sealing.seal(&file, &map).unwrap_err();
+        assert!(
+            matches!(refused, SealError::Foreign(Foreign::Replaced)),
+            "{refused:?}"
+        );
+        assert!(
+            refused
+                .to_string()
+                .starts_with("was replaced or removed by another program")
+        );
+        assert_eq!(fs::read(&path).unwrap(), theirs);
+        // Final: refused again, also once removed.
+        fs::remove_file(&path).unwrap();
+        assert!(matches!(
+            sealing.check(&file),
+            Err(SealError::Foreign(Foreign::Replaced))
+        ));
+    }
+
+    #[test]
+    fn a_file_cut_short_or_rewritten_is_never_sealed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, file, map, mut sealing) = writer(dir.path(), "f.bloom");
+        sealing.unseal(&file).unwrap();
+        let len = file.metadata().unwrap().len();
+        file.set_len(len - 64).unwrap();
+        assert!(matches!(
+            sealing.seal(&file, &map),
+            Err(SealError::Foreign(Foreign::Changed))
+        ));
+        // Its length back, its header as the writer left it: still refused, never sealed.
+        file.set_len(len).unwrap();
+        assert!(matches!(
+            sealing.seal(&file, &map),
+            Err(SealError::Foreign(Foreign::Changed))
+        ));
+        assert!(matches!(
+            sealing.unseal(&file),
+            Err(SealError::Foreign(Foreign::Changed))
+        ));
+
+        // A sealed file whose header another program changed: its next unseal is refused.
+        let (_, file, _map, mut sealing) = writer(dir.path(), "g.bloom");
+        let mut header = vec![0u8; 16];
+        file.read_exact_at(&mut header, 0).unwrap();
+        header[15] ^= 1;
+        file.write_all_at(&header, 0).unwrap();
+        assert!(matches!(
+            sealing.unseal(&file),
+            Err(SealError::Foreign(Foreign::Changed))
+        ));
+    }
 
     #[test]
     fn cgroup_limits_of_the_group_and_its_parents_bound_the_memory() {
