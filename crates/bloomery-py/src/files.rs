@@ -450,8 +450,15 @@ impl Locked {
     pub fn open(path: &Path, alone: bool) -> Result<(Self, Box<dyn DynFilter>)> {
         let (mut file, real, held) = lock_existing(path, alone)?;
         let refused = |error| bytes_error(path, error);
+        let metadata = file.metadata().io_at(path)?;
+        // A file of other names (hard links) cannot be saved back (`replace`): refused now,
+        // before anything is added to a filter that could not be saved, as the CLI refuses
+        // it before reading any item.
+        if let Some(problem) = file::replacing_splits_links(metadata.nlink()) {
+            return Err(FileError::Io(io::Error::other(problem), path.to_owned()));
+        }
         // The header first: a large file of something else costs one header's read.
-        let len = file.metadata().io_at(path)?.len();
+        let len = metadata.len();
         // Locked: no writer changes it meanwhile, so this header is the file's.
         let header = file::read_header(&file, len).io_at(path)?.map_err(refused)?;
         // The file's bytes, then the filter made from them: twice its size for a moment

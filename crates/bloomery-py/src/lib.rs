@@ -1212,7 +1212,9 @@ impl PyBloomFilter {
     /// whatever its size, and a lookup reads only the pages it touches; ``verify=True``
     /// checks the payload checksum first, reading the file once); mode ``"r+"`` reads it
     /// whole (every checksum checked) and locks it against other writers (the CLI's
-    /// lock) until ``close()``; ``save()`` writes it back atomically. Mode ``"a"`` adds
+    /// lock) until ``close()``; ``save()`` writes it back atomically (a new file renamed
+    /// over the name, so a file with other names, hard links, is refused at open, as the
+    /// CLI refuses it: they would keep the old filter). Mode ``"a"`` adds
     /// items in place, as ``bloomery add`` does, to classic, blocked and split-block files
     /// of any size: the file is mapped writable and locked until ``close()``, memory is the
     /// pages touched, and only they are written. The file is marked unsealed before the

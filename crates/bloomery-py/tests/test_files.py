@@ -558,10 +558,12 @@ def test_save_to_a_hard_link_of_the_file_held_open(tmp_path, mode):
     name, and "r+" cannot save back either."""
     opened, other = tmp_path / "opened.bloom", tmp_path / "other.bloom"
     BloomFilter(100).save(opened)
-    os.link(opened, other)
+    # Linked once open: mode "r+" refuses to open a file with other names.
     script = f"""
+import os
 from bloomery import BloomFilter
 f = BloomFilter.open({str(opened)!r}, {mode!r})
+os.link({str(opened)!r}, {str(other)!r})
 f.add("added")
 try:
     f.save({str(other)!r})
@@ -886,12 +888,19 @@ def test_a_file_with_other_hard_links_is_not_replaced(cli, tmp_path):
     BloomFilter(1000, kind="counting").save(first)
     os.link(first, second)
     before = first.read_bytes()
-    f = BloomFilter.open(first, "r+")
-    f.add("apple")
+    # Refused at open, before anything is added that could not be saved back.
     with pytest.raises(OSError, match="has 2 hard links") as error:
+        BloomFilter.open(first, "r+")
+    cli_error = cli("add", first, "apple", check=False).stderr.decode().strip()
+    assert cli_error == f"bloomery: {error.value}"
+    # Linked while open: the save is refused, and a close that could not save keeps the
+    # filter open and locked (as on a full disk): let go of unsaved.
+    os.unlink(second)
+    f = BloomFilter.open(first, "r+")
+    os.link(first, second)
+    f.add("apple")
+    with pytest.raises(OSError, match="has 2 hard links"):
         f.save()
-    # A close that could not save keeps the filter open and locked (as on a full disk):
-    # let go of unsaved.
     with pytest.raises(OSError, match="has 2 hard links"):
         f.close()
     with warnings.catch_warnings():
@@ -899,8 +908,6 @@ def test_a_file_with_other_hard_links_is_not_replaced(cli, tmp_path):
         del f
         gc.collect()
     assert first.read_bytes() == before == second.read_bytes()
-    cli_error = cli("add", first, "apple", check=False).stderr.decode().strip()
-    assert cli_error == f"bloomery: {error.value}"
     blocked = tmp_path / "b1.bloom"
     BloomFilter(1000).save(blocked)
     os.link(blocked, tmp_path / "b2.bloom")
