@@ -106,9 +106,13 @@ impl AllowlistedBloomFilter {
         &self.filter
     }
 
-    /// Bytes of filter bits and listed items.
+    /// Bytes of filter bits and of the list of allowed items (its slots and their room).
     pub fn memory_bytes(&self) -> usize {
-        std::mem::size_of_val(self.filter.words()) + self.allowed.iter().map(Vec::len).sum::<usize>()
+        // The set's slots (a vector's header and a control byte per slot it has room for)
+        // and each item's own room: for short items the slots are most of it.
+        let set = self.allowed.capacity() * (std::mem::size_of::<Vec<u8>>() + 1)
+            + self.allowed.iter().map(Vec::capacity).sum::<usize>();
+        std::mem::size_of_val(self.filter.words()) + set
     }
 
     /// Union of the filters and of the lists, keeping only listed items that the union

@@ -398,4 +398,12 @@ fn an_allowlisted_file_loads_within_its_budget() {
         load.peak_chunks + bytes.len() > 2 * bytes.len(),
         "more than the fixed-size variants' budget: {load:?}"
     );
+    // What the filter says it takes is about what it keeps (it counted the items' bytes
+    // only: 1.1 of 7.6 MB).
+    let reported = load.memory_bytes as f64;
+    let kept = load.retained_heap as f64;
+    assert!(
+        (0.7 * kept..=1.3 * kept).contains(&reported),
+        "memory_bytes {reported}, keeps {kept}"
+    );
 }
