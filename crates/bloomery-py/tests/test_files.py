@@ -617,6 +617,39 @@ for make in (lambda: BloomFilter({items}), lambda: BloomFilter({items} // 10, ki
     assert result.stdout.split("\n")[:3] == ["MemoryError True"] * 3, result.stdout
 
 
+def test_a_growth_step_the_system_refuses_is_a_memory_error_and_loses_no_item():
+    """A growing filter's new sub-filter that the system will not allocate (here, past the
+    address-space limit) is refused with MemoryError, by a batch call (saying that the
+    items before the refused one were added) and by add(); every item added before stays
+    present, and the filter takes items again once memory allows."""
+    script = """
+import array, resource
+from bloomery import BloomFilter
+n = 1_000_000
+f = BloomFilter(n, kind="scalable")
+items = array.array("q", range(8 * n))
+size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+resource.setrlimit(resource.RLIMIT_AS, (size + (4 << 20), hard))
+try:
+    f.add_many(items)
+    print("added")
+except MemoryError as error:
+    print("batch", "the system refused" in str(error), "before the refused one were added" in str(error))
+added = len(f)
+try:
+    f.add(-1)
+    print("added")
+except MemoryError as error:
+    print("add", "the system refused" in str(error))
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+print(added >= 3 * n, all(f.contains_many(items[:added])), len(f) == added)
+f.add_many(items)
+print(all(f.contains_many(items)))
+"""
+    assert run_script(script) == ["batch True True", "add True", "True True True", "True"]
+
+
 def test_opening_a_large_file_of_something_else_for_update_reads_only_its_header(tmp_path):
     """Mode "r+" loads the file whole, but checks its header first: a 2 GB file of zeros
     (sparse) is refused as not a filter's without being read into memory."""
