@@ -561,6 +561,22 @@ impl PyBloomFilter {
                 _ => Err(FileError::Closed),
             }));
         }
+        if own_file {
+            // Back to the file this filter holds the lock of (mode "r+"): replaced under that
+            // lock, which no other writer can take meanwhile (no wait, only the writing).
+            let Some(FileLink {
+                lock: Some(locked), ..
+            }) = link.as_mut()
+            else {
+                // Its file let go of (closed).
+                return Err(closed_error());
+            };
+            return Ok(self.shared.read_detached(py, |state| match state {
+                State::Owned(filter) => locked.save(&filter.envelope(), &target),
+                // Closed meanwhile (or, from another thread, changed in state).
+                _ => Err(FileError::Closed),
+            }));
+        }
         // The file whose lock this filter holds (mode "r+", or "a"): another name of it (a
         // hard link) is replaced under that lock, not waited for.
         let held = link
@@ -568,46 +584,33 @@ impl PyBloomFilter {
             .and_then(|link| link.lock.as_ref())
             .map(Locked::held)
             .or(in_place_held);
-        // Back to the file this filter holds the lock of: replaced under that lock.
-        let locked = match link.as_mut() {
-            Some(FileLink {
-                lock: Some(locked), ..
-            }) if own_file => Some(locked),
-            // Its file let go of (closed).
-            _ if own_file => return Err(closed_error()),
-            _ => None,
+        // Elsewhere, the target is made ready first, holding nothing of this filter: not
+        // its state (other threads add to it meanwhile, and what they added is saved), nor
+        // its link to a file (`path`, `mode`, `repr()` and `close()` from other threads
+        // answer meanwhile: one that waited behind a wait for another writer's lock could
+        // be the thread that would close that writer, and neither went on).
+        drop(link);
+        let ready = match py.detach(|| files::SaveTarget::prepare(&target, held, alone)) {
+            Ok(ready) => ready,
+            Err(error) => return Ok(Err(error)),
         };
-        // Elsewhere, the target is made ready first, before the state is locked: a wait
-        // for another writer's lock holds nothing of this filter (other threads add to it
-        // meanwhile, and what they added is saved).
-        let target_ready = match locked {
-            Some(_) => None,
-            None => match py.detach(|| files::SaveTarget::prepare(&target, held, alone)) {
-                Ok(ready) => Some(ready),
-                Err(error) => return Ok(Err(error)),
-            },
-        };
-        let saved = self
-            .shared
-            .read_detached(py, |state| match (state, locked, target_ready) {
-                (State::Owned(filter), Some(locked), _) => locked.save(&filter.envelope(), &target),
-                (State::Owned(filter), None, Some(ready)) => {
-                    ready.write(|writer| filter.envelope().write_to(writer))
-                }
-                (State::Mapped(mapped), None, Some(ready)) => mapped
-                    .file_bytes()
-                    .and_then(|bytes| ready.write(|writer| writer.write_all(&bytes))),
-                (State::InPlace(file), None, Some(ready)) => file
-                    .envelope_bytes()
-                    .and_then(|bytes| ready.write(|writer| writer.write_all(&bytes))),
-                // Closed meanwhile (or, from another thread, changed in state).
-                _ => Err(FileError::Closed),
-            });
+        let saved = self.shared.read_detached(py, |state| match state {
+            State::Owned(filter) => ready.write(|writer| filter.envelope().write_to(writer)),
+            State::Mapped(mapped) => mapped
+                .file_bytes()
+                .and_then(|bytes| ready.write(|writer| writer.write_all(&bytes))),
+            State::InPlace(file) => file
+                .envelope_bytes()
+                .and_then(|bytes| ready.write(|writer| writer.write_all(&bytes))),
+            // Closed meanwhile.
+            State::Closed => Err(FileError::Closed),
+        });
         if let Err(error) = saved {
             return Ok(Err(error));
         }
         // A filter made in memory reports the file it was last saved to; one opened from a
         // file keeps reporting that file (where `save()` without a path goes).
+        let mut link = self.link(py);
         if link.as_ref().is_none_or(|link| link.mode == "w") {
             *link = Some(FileLink {
                 path: target,

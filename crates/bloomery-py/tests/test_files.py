@@ -587,6 +587,31 @@ print("other", "added" in BloomFilter.open({str(other)!r}))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["opened.bloom", "other.bloom"]
 
 
+def test_a_save_waiting_for_a_lock_leaves_the_filter_answering_other_threads(tmp_path):
+    """save(path) waiting for another writer's lock held the filter's link to its file the
+    whole time: repr(), path, mode and close() of the same filter waited behind it, and
+    when the thread waiting there was the one that would close that writer, neither went
+    on (a hang that Ctrl-C did not end). They answer at once now; the save goes on once
+    the lock is let go of."""
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    script = f"""
+import threading, time
+from bloomery import BloomFilter
+g = BloomFilter.open({str(path)!r}, "a")
+f = BloomFilter(1000)
+f.add("x")
+saver = threading.Thread(target=lambda: f.save({str(path)!r}))
+saver.start()
+time.sleep(0.5)
+print(saver.is_alive(), repr(f).startswith("<bloomery.BloomFilter"), f.path, f.mode)
+g.close()
+saver.join(30)
+print(saver.is_alive(), f.path == {str(path)!r}, "x" in BloomFilter.open({str(path)!r}))
+"""
+    assert run_script(script) == ["True True None None", "False True True"]
+
+
 def memory_a_filter_may_use() -> int:
     with open("/proc/meminfo") as meminfo:
         kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable:"))
