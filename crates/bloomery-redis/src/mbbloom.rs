@@ -303,7 +303,14 @@ pub fn loadchunk(
         };
         return Some(filter.load_scandump_chunk(iterator, data).map_err(bad));
     }
-    if iterator != 1 || data.starts_with(&bloomery::format::native::MAGIC) || !redis_key.is_empty() {
+    // Bloomery's own piece 1 starts with its header. A RedisBloom header starts with the
+    // chain's item count (a u64, little-endian), which a RESTORE or an RDB file may set to
+    // the 8 bytes of the magic: taken for bloomery's, its pieces were refused, so a key
+    // RESTORE accepted was dropped by the replay of an AOF rewrite. Only a whole header
+    // of ours is ours.
+    let ours = data.starts_with(&bloomery::format::native::MAGIC)
+        && bloomery::format::native::Header::parse(data).is_ok();
+    if iterator != 1 || ours || !redis_key.is_empty() {
         return None;
     }
     let bytes = RedisBloomFilter::scandump_header_bytes(data).ok()?;

@@ -219,6 +219,42 @@ def test_aof_rewrite_and_replay_keep_redisbloom_filters(tmp_path):
         server.stop()
 
 
+def test_a_restored_count_that_reads_as_the_magic_survives_an_aof_rewrite(tmp_path):
+    """A RedisBloom header starts with the chain's item count, little-endian: a RESTORE
+    may set it to the 8 bytes of bloomery's magic. The AOF rewrite's first LOADCHUNK
+    piece then began with the magic, was taken for bloomery's own format and refused, and
+    the replay dropped the key (its items absent after a restart)."""
+    server = Server(tmp_path, "--aof-use-rdb-preamble", "no", "--rdbcompression", "no").start()
+    try:
+        client = server.client()
+        client.execute_command("BF.RESERVE", "src", "0.01", "100", "LAYOUT", "redisbloom")
+        client.execute_command("BF.ADD", "src", "apple")
+        value = Value(client.dump("src"))
+        magic = int.from_bytes(b"BLOOMERY", "little")
+        fields = list(value.fields)
+        # The chain's count, and its one link's (which must add up to it).
+        assert fields[0][0] == "uint" and fields[-1][0] == "uint"
+        fields[0] = fields[-1] = ("uint", magic)
+        client.execute_command("RESTORE", "restored", 0, value.payload(value.body(fields)))
+        assert client.execute_command("BF.EXISTS", "restored", "apple") == 1
+        client.config_set("appendonly", "yes")  # writes the AOF by a rewrite
+        deadline = time.monotonic() + 30
+        while client.info("persistence")["aof_rewrite_in_progress"] or client.info("persistence")[
+            "aof_rewrite_scheduled"
+        ]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        server.stop()
+        server.extra += ["--appendonly", "yes"]
+        server.start()
+        client = server.client()
+        assert client.type("restored") == b"MBbloom--"
+        assert client.execute_command("BF.EXISTS", "restored", "apple") == 1
+        assert client.execute_command("BF.EXISTS", "src", "apple") == 1
+    finally:
+        server.stop()
+
+
 def murmur2_32(data: bytes, seed: int) -> int:
     """MurmurHash2, 32-bit: RedisBloom's hash for filters without its FORCE64 option."""
     m, mask = 0x5BD1E995, 0xFFFFFFFF
