@@ -1487,6 +1487,19 @@ impl Atomic {
         }
     }
 
+    /// Bytes of its bits: what each copy of it takes.
+    fn memory_bytes(&self) -> u64 {
+        match self {
+            Atomic::Classic(filter) => {
+                use bloomery::FilterStats;
+                filter.memory_bytes() as u64
+            }
+            Atomic::Blocked(filter) => filter.num_blocks() * 64,
+        }
+    }
+
+    /// The concurrent twin of a blocked or classic filter: copied, then made atomic (for a
+    /// moment the filter and two copies: [`TWIN_COPIES`] with the filter).
     fn from_dyn(filter: &dyn DynFilter) -> PyResult<Self> {
         if let Some(classic) = filter.as_any().downcast_ref::<ClassicBloomFilter>() {
             Ok(Atomic::Classic(AtomicBloomFilter::from(classic.clone())))
@@ -1501,7 +1514,18 @@ impl Atomic {
     }
 }
 
+/// What making a concurrent filter from a plain one takes at its peak, in copies of the
+/// filter: the plain one, its clone and the atomic words ([`Atomic::from_dyn`]).
+const TWIN_COPIES: u64 = 3;
+
 impl PyConcurrentBloomFilter {
+    /// Refuses with `MemoryError`, before anything is allocated, an operation that takes
+    /// `copies` of this filter at once when they would not fit in the memory a filter may
+    /// use: a failed allocation aborts the interpreter (as `BloomFilter`'s copies check).
+    fn within_memory(&self, copies: u64, what: &str) -> PyResult<()> {
+        within_memory(self.filter.memory_bytes(), copies, || what.to_owned())
+    }
+
     /// Adds a batch: chunks read with the GIL, inserted without it (for the blocked kind
     /// hashed as read and inserted by the filter's batch call, which prefetches ahead of
     /// its atomic ORs).
@@ -1567,8 +1591,8 @@ impl PyConcurrentBloomFilter {
         let mut spec = Spec::new(variant, expected_items, fpp);
         spec.seed = seed;
         refuse_ignored_options(&spec)?;
-        // Made, then copied into atomic words: twice its size for a moment.
-        let filter = create_within_memory(py, &spec, 2)?;
+        // Made, then copied and made atomic.
+        let filter = create_within_memory(py, &spec, TWIN_COPIES)?;
         Ok(Self {
             filter: Atomic::from_dyn(filter.as_ref())?,
         })
@@ -1669,12 +1693,15 @@ impl PyConcurrentBloomFilter {
 
     /// A ``BloomFilter`` with the same bits (items added meanwhile by other threads may or
     /// may not be in it).
-    fn snapshot(&self, py: Python<'_>) -> PyBloomFilter {
-        PyBloomFilter::from_owned(py.detach(|| self.filter.to_dyn()))
+    fn snapshot(&self, py: Python<'_>) -> PyResult<PyBloomFilter> {
+        self.within_memory(1, "a snapshot of the filter")?;
+        Ok(PyBloomFilter::from_owned(py.detach(|| self.filter.to_dyn())))
     }
 
     /// A copy.
     fn copy(&self, py: Python<'_>) -> PyResult<Self> {
+        // A snapshot, then its concurrent twin, beside this filter.
+        self.within_memory(TWIN_COPIES, "a copy of the filter")?;
         let filter = py.detach(|| self.filter.to_dyn());
         Ok(Self {
             filter: Atomic::from_dyn(filter.as_ref())?,
@@ -1682,17 +1709,21 @@ impl PyConcurrentBloomFilter {
     }
 
     /// The file bytes of ``snapshot()``.
-    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        // A snapshot, its bytes, then Python's copy of them.
+        self.within_memory(3, "a copy of the filter's bytes")?;
         let bytes = py.detach(|| self.filter.to_dyn().envelope().to_vec());
-        PyBytes::new(py, &bytes)
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// A concurrent filter from file bytes of a blocked or classic filter.
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data = bytes_of(data)?;
-        // The filter read (as from_bytes counts it), then its concurrent twin.
-        within_memory(data.len() as u64, 3, || "a filter of these bytes".into())?;
+        // The bytes, the filter read from them and its concurrent twin.
+        within_memory(data.len() as u64, 1 + TWIN_COPIES, || {
+            "a filter of these bytes".into()
+        })?;
         let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
         Ok(Self {
             filter: Atomic::from_dyn(filter.as_ref())?,
@@ -1702,6 +1733,10 @@ impl PyConcurrentBloomFilter {
     /// A concurrent filter with the bits of ``filter`` (a blocked or classic ``BloomFilter``).
     #[staticmethod]
     fn from_filter(py: Python<'_>, filter: PyRef<'_, PyBloomFilter>) -> PyResult<Self> {
+        // A snapshot of it, then its concurrent twin (a file's snapshot is read first: one
+        // more copy for a moment, which `snapshot` checks).
+        let len = filter.shared.read(py, State::file_len);
+        within_memory(len, TWIN_COPIES, || "a concurrent copy of the filter".into())?;
         let owned = filter.snapshot(py)?;
         Ok(Self {
             filter: Atomic::from_dyn(owned.as_ref())?,
@@ -1710,6 +1745,7 @@ impl PyConcurrentBloomFilter {
 
     /// Writes ``snapshot()`` to ``path`` atomically (as ``BloomFilter.save``).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        self.within_memory(1, "a snapshot of the filter to save")?;
         waiting_for_locks(py, |alone| {
             Ok(py.detach(|| {
                 let ready = files::SaveTarget::prepare(&path, None, alone)?;
@@ -1729,7 +1765,7 @@ impl PyConcurrentBloomFilter {
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
         let from_bytes = py.get_type::<PyConcurrentBloomFilter>().getattr("from_bytes")?;
-        Ok((from_bytes, (self.to_bytes(py),)))
+        Ok((from_bytes, (self.to_bytes(py)?,)))
     }
 }
 

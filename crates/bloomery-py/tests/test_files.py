@@ -675,6 +675,38 @@ print(all(f.contains_many(items)))
     assert run_script(script) == ["batch True True", "add True", "True True True", "True"]
 
 
+def test_copies_of_a_concurrent_filter_that_would_not_fit_are_memory_errors(tmp_path):
+    """ConcurrentBloomFilter's copy(), to_bytes(), pickling and from_filter() took copies
+    of the filter unchecked, and a failed allocation aborted the interpreter where
+    BloomFilter's raised MemoryError. Each checks the copies it takes first now; what fits
+    (a snapshot, a save) still works."""
+    path = tmp_path / "f.bloom"
+    script = f"""
+import pickle, resource
+from bloomery import BloomFilter, ConcurrentBloomFilter
+f = ConcurrentBloomFilter(20_000_000)
+f.add("x")
+plain = BloomFilter(20_000_000)
+size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+resource.setrlimit(resource.RLIMIT_AS, (size + f.memory_bytes * 3 // 2, hard))
+for name, make in [("copy", f.copy), ("to_bytes", f.to_bytes), ("pickle", lambda: pickle.dumps(f)),
+                   ("from_filter", lambda: ConcurrentBloomFilter.from_filter(plain))]:
+    try:
+        make()
+        print(name, "made")
+    except MemoryError as error:
+        print(name, "more than the memory" in str(error))
+print("snapshot", "x" in f.snapshot())
+f.save({str(path)!r})
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+print("saved", "x" in BloomFilter.open({str(path)!r}), "x" in f.copy())
+"""
+    assert run_script(script) == [
+        "copy True", "to_bytes True", "pickle True", "from_filter True", "snapshot True", "saved True True"
+    ]
+
+
 def test_opening_a_large_file_of_something_else_for_update_reads_only_its_header(tmp_path):
     """Mode "r+" loads the file whole, but checks its header first: a 2 GB file of zeros
     (sparse) is refused as not a filter's without being read into memory."""
