@@ -1319,7 +1319,8 @@ impl PyBloomFilter {
     /// as it is.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let mut link = self.link(py);
-        let Some(file) = link.as_mut() else {
+        // Not a file's: made in memory (and perhaps saved, which only records the path).
+        let Some(file) = link.as_mut().filter(|link| link.mode != "w") else {
             return Ok(());
         };
         let path = file.path.clone();

@@ -612,6 +612,23 @@ print(saver.is_alive(), f.path == {str(path)!r}, "x" in BloomFilter.open({str(pa
     assert run_script(script) == ["True True None None", "False True True"]
 
 
+def test_close_leaves_a_filter_made_in_memory_as_it_is_saved_or_not(tmp_path):
+    """close() lets go of a file; a filter made in memory is not a file's, saved or not
+    (a save records only where it went): it stays usable, as the docs say. A saved one was
+    closed, one never saved was not."""
+    path = tmp_path / "f.bloom"
+    for save in [False, True]:
+        f = BloomFilter(100)
+        f.add("x")
+        if save:
+            f.save(path)
+        f.close()
+        with f:
+            f.add("y")
+        assert not f.closed and "x" in f and "y" in f
+    assert "x" in BloomFilter.open(path) and "y" not in BloomFilter.open(path)
+
+
 def memory_a_filter_may_use() -> int:
     with open("/proc/meminfo") as meminfo:
         kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable:"))
