@@ -506,6 +506,12 @@ fn blocked_with_seed<F: std::ops::Deref<Target = BlockedBloomFilter>>(
 /// Items are ``str`` (UTF-8), ``bytes``-like objects and ``int`` (64-bit, Guava's
 /// ``longFunnel``), hashed as the Rust library, the CLI and Guava hash them.
 ///
+/// Threads may share a filter (batch calls release the GIL). A process made by
+/// ``os.fork()`` while another thread was inside a call on a filter (a batch, a save)
+/// inherits that call's lock without the thread that would let go of it: the child's
+/// calls on that filter wait forever. Fork before starting threads, or use
+/// ``multiprocessing``'s ``"spawn"`` or ``"forkserver"`` start methods.
+///
 /// >>> from bloomery import BloomFilter
 /// >>> seen = BloomFilter(1000, 0.01)
 /// >>> seen.add("apple")
