@@ -36,9 +36,32 @@ pyo3::import_exception!(io, UnsupportedOperation);
 /// system refused as `MemoryError`.
 fn value_error(error: bloomery::Error) -> PyErr {
     match error {
-        bloomery::Error::OutOfMemory { .. } => pyo3::exceptions::PyMemoryError::new_err(error.to_string()),
+        bloomery::Error::OutOfMemory { .. } | bloomery::Error::MemoryLimit { .. } => {
+            pyo3::exceptions::PyMemoryError::new_err(memory_words(&error))
+        }
         other => PyValueError::new_err(other.to_string()),
     }
+}
+
+/// An error's words, a refused growth step's in terms of the memory a filter may use
+/// (the only limit this package sets: [`growth_room`]).
+fn memory_words(error: &bloomery::Error) -> String {
+    match error {
+        bloomery::Error::MemoryLimit { needed, limit } => format!(
+            "the filter cannot grow: it would take {needed} bytes, more than the memory a filter \
+             may use (its {limit} bytes now and 90% of the available)"
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// The bytes a growing filter's next growth step (a new sub-filter or generation) may
+/// allocate: the memory a filter may use ([`bloomery::file::memory_available`]), read when
+/// a step is due. A step past it is refused with `MemoryError` before anything is
+/// allocated, where the allocation could succeed and the pages filled later bring the
+/// kernel's out-of-memory killer (as the CLI refuses it).
+fn growth_room() -> u64 {
+    bloomery::file::memory_available().unwrap_or(u64::MAX)
 }
 
 fn file_error(error: FileError) -> PyErr {
@@ -221,23 +244,27 @@ impl State {
     fn insert_batch(&mut self, items: &[&[u8]]) -> PyResult<()> {
         match self {
             State::InPlace(file) => file.insert(items).map_err(file_error),
-            _ => self.owned()?.insert_batch(items).map_err(|error| match error {
-                // A batch stops at the refused item (full, or its growth refused): say what
-                // became of the others.
-                bloomery::Error::Full { .. }
-                | bloomery::Error::MemoryLimit { .. }
-                | bloomery::Error::OutOfMemory { .. } => {
-                    let message = format!(
-                        "{error}; the items of this call before the refused one were added, the rest were not"
-                    );
-                    if matches!(error, bloomery::Error::OutOfMemory { .. }) {
-                        pyo3::exceptions::PyMemoryError::new_err(message)
-                    } else {
-                        PyValueError::new_err(message)
+            _ => self
+                .owned()?
+                .insert_batch_within_room(items, &growth_room)
+                .map_err(|error| match error {
+                    // A batch stops at the refused item (full, or its growth refused): say what
+                    // became of the others.
+                    bloomery::Error::Full { .. }
+                    | bloomery::Error::MemoryLimit { .. }
+                    | bloomery::Error::OutOfMemory { .. } => {
+                        let message = format!(
+                            "{}; the items of this call before the refused one were added, the rest were not",
+                            memory_words(&error)
+                        );
+                        if !matches!(error, bloomery::Error::Full { .. }) {
+                            pyo3::exceptions::PyMemoryError::new_err(message)
+                        } else {
+                            PyValueError::new_err(message)
+                        }
                     }
-                }
-                other => value_error(other),
-            }),
+                    other => value_error(other),
+                }),
         }
     }
 
@@ -702,7 +729,11 @@ impl PyBloomFilter {
     #[inline]
     fn add_bytes(&self, py: Python<'_>, bytes: &[u8]) -> Option<PyResult<bool>> {
         self.shared.write(py, |state| match state {
-            State::Owned(filter) => Some(filter.insert(bytes).map_err(value_error)),
+            State::Owned(filter) => Some(
+                filter
+                    .insert_within_room(bytes, &growth_room)
+                    .map_err(value_error),
+            ),
             State::InPlace(file) => Some(file.insert_one(bytes).map_err(file_error)),
             _ => None,
         })

@@ -91,6 +91,47 @@ pub trait FilterView: Send + Sync {
     fn describe(&self) -> Vec<(&'static str, String)>;
 }
 
+/// How far a growing filter's growth step (a new sub-filter, link or generation) may go:
+/// checked before anything is allocated, refused with [`Error::MemoryLimit`].
+#[derive(Clone, Copy)]
+pub(crate) enum GrowthLimit<'a> {
+    /// No limit.
+    None,
+    /// The filter's bytes after the step, at most this many.
+    Total(u64),
+    /// The step's own bytes, at most what this says when asked (only when a step is due).
+    Room(&'a dyn Fn() -> u64),
+}
+
+impl GrowthLimit<'_> {
+    /// Refuses a step that allocates `new_bytes` for a filter of `kept_bytes` (what stays
+    /// of it once the step is done: a rotating filter drops its oldest generation after).
+    pub(crate) fn check(self, kept_bytes: u64, new_bytes: u64) -> Result<()> {
+        let needed = kept_bytes.saturating_add(new_bytes);
+        let limit = match self {
+            GrowthLimit::None => return Ok(()),
+            GrowthLimit::Total(limit) => limit,
+            GrowthLimit::Room(room) => {
+                let room = room();
+                if new_bytes <= room {
+                    return Ok(());
+                }
+                kept_bytes.saturating_add(room)
+            }
+        };
+        if needed > limit {
+            return Err(Error::MemoryLimit { needed, limit });
+        }
+        Ok(())
+    }
+}
+
+impl From<Option<u64>> for GrowthLimit<'_> {
+    fn from(limit: Option<u64>) -> Self {
+        limit.map_or(GrowthLimit::None, GrowthLimit::Total)
+    }
+}
+
 /// Everything a tool does with a filter it owns.
 pub trait DynFilter: FilterView {
     /// Adds the item with these bytes: `Ok(true)` when the filter changed, `Ok(false)`
@@ -108,6 +149,37 @@ pub trait DynFilter: FilterView {
         self.insert(item)
     }
 
+    /// As [`insert`](Self::insert), but refusing with [`Error::MemoryLimit`], before
+    /// allocating, a growth step that would allocate more than `room()` bytes; `room` is
+    /// asked only when a step is due (so it may be costly: the memory available now,
+    /// [`crate::file::memory_available`]). Filters of a fixed size never ask it.
+    ///
+    /// ```
+    /// use bloomery::any::{self, Spec};
+    /// use bloomery::format::native::Variant;
+    ///
+    /// let mut filter = any::create(&Spec::new(Variant::Scalable, 100, 0.01))?;
+    /// let asked = std::cell::Cell::new(0);
+    /// let room = || {
+    ///     asked.set(asked.get() + 1);
+    ///     0 // bytes: no room for a second sub-filter
+    /// };
+    /// let mut refused = None;
+    /// for i in 0..1_000u32 {
+    ///     if let Err(error) = filter.insert_within_room(&i.to_le_bytes(), &room) {
+    ///         refused = Some(error);
+    ///         break;
+    ///     }
+    /// }
+    /// assert!(matches!(refused, Some(bloomery::Error::MemoryLimit { .. })));
+    /// assert_eq!(asked.get(), 1); // once, when the first sub-filter was full
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
+        let _ = room;
+        self.insert(item)
+    }
+
     /// Adds every item in order (the blocked filter hashes ahead and prefetches). Stops at
     /// the first refusal, with the items before it added.
     fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
@@ -115,6 +187,14 @@ pub trait DynFilter: FilterView {
             self.insert(item)?;
         }
         Ok(())
+    }
+
+    /// As [`insert_batch`](Self::insert_batch), each growth step held to `room()` as
+    /// [`insert_within_room`](Self::insert_within_room) holds it. Filters of a fixed size
+    /// take their batch call.
+    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
+        let _ = room;
+        self.insert_batch(items)
     }
 
     /// Removes one occurrence of the item (counting filters only).
@@ -870,6 +950,17 @@ impl DynFilter for ScalableBloomFilter {
         ScalableBloomFilter::insert_within(self, item, Some(memory_limit))
     }
 
+    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
+        self.insert_limited(item, GrowthLimit::Room(room))
+    }
+
+    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
+        for item in items {
+            self.insert_within_room(item, room)?;
+        }
+        Ok(())
+    }
+
     owned_filter_common!();
 }
 
@@ -934,6 +1025,17 @@ impl DynFilter for RedisBloomFilter {
 
     fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
         RedisBloomFilter::insert_within(self, item, Some(memory_limit))
+    }
+
+    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
+        self.insert_limited(item, GrowthLimit::Room(room))
+    }
+
+    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
+        for item in items {
+            self.insert_within_room(item, room)?;
+        }
+        Ok(())
     }
 
     owned_filter_common!();
@@ -1006,9 +1108,21 @@ impl DynFilter for ScalableBlockedBloomFilter {
         self.insert_hash_within(self.hash(item), Some(memory_limit))
     }
 
+    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
+        self.insert_hash_limited(self.hash(item), GrowthLimit::Room(room))
+    }
+
     fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
         let mut added = vec![false; items.len()];
         self.insert_batch_within(items, &mut added, None)
+    }
+
+    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
+        let mut added = vec![false; items.len()];
+        match self.insert_batch_limited(items, &mut added, GrowthLimit::Room(room)) {
+            (_, None) => Ok(()),
+            (_, Some(error)) => Err(error),
+        }
     }
 
     owned_filter_common!();
@@ -1141,6 +1255,17 @@ impl DynFilter for RotatingBloomFilter {
 
     fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
         RotatingBloomFilter::insert_within(self, item, crate::rotating::now_ms(), Some(memory_limit))
+    }
+
+    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
+        self.insert_limited(item, crate::rotating::now_ms(), GrowthLimit::Room(room))
+    }
+
+    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
+        for item in items {
+            self.insert_within_room(item, room)?;
+        }
+        Ok(())
     }
 
     owned_filter_common!();

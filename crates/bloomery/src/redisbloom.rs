@@ -48,6 +48,7 @@
 
 use std::borrow::Cow;
 
+use crate::any::GrowthLimit;
 use crate::error::{Error, Result, first_sub_filter_error, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{murmur2_32, murmur64a};
@@ -361,6 +362,11 @@ impl RedisBloomFilter {
     /// As [`insert`](Self::insert), refusing with [`Error::MemoryLimit`], before
     /// allocating, a new link that would take the filter's bits past `memory_limit` bytes.
     pub fn insert_within(&mut self, item: &[u8], memory_limit: Option<u64>) -> Result<bool> {
+        self.insert_limited(item, memory_limit.into())
+    }
+
+    /// As [`insert_within`](Self::insert_within), under any [`GrowthLimit`].
+    pub(crate) fn insert_limited(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
         let hash = hash_pair(self.options, item);
         if self.links.iter().rev().any(|link| link.contains(hash)) {
             return Ok(false);
@@ -408,12 +414,7 @@ impl RedisBloomFilter {
                 });
             }
             let (_, bytes, _) = link_shape(entries, error)?;
-            if let Some(limit) = memory_limit {
-                let needed = self.bitmap_bytes().saturating_add(bytes);
-                if needed > limit {
-                    return Err(Error::MemoryLimit { needed, limit });
-                }
-            }
+            limit.check(self.bitmap_bytes(), bytes)?;
             self.links.push(Link::new(entries, error)?);
         }
         let newest = self.links.last_mut().expect("a chain has a link");

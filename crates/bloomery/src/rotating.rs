@@ -24,6 +24,7 @@
 use std::collections::VecDeque;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::any::GrowthLimit;
 use crate::classic::{BloomFilter, read_embedded, read_words, write_embedded};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
@@ -130,15 +131,15 @@ impl RotatingBloomFilter {
             fpp,
             window_ms,
         };
-        filter.start_generation(now_ms, None)?;
+        filter.start_generation(now_ms, GrowthLimit::None)?;
         Ok(filter)
     }
 
     /// Starts a generation (dropping the oldest when all are kept), unless a new one
     /// would take the filter past `memory_limit` bytes (checked before allocating).
-    fn start_generation(&mut self, now_ms: u64, memory_limit: Option<u64>) -> Result<()> {
+    fn start_generation(&mut self, now_ms: u64, limit: GrowthLimit<'_>) -> Result<()> {
         let full = self.generations.len() == self.max_generations;
-        if let Some(limit) = memory_limit {
+        if !matches!(limit, GrowthLimit::None) {
             // The oldest generation is dropped when all are kept, but a file may hold
             // generations smaller than the ones it makes (version 2 stores each one's
             // shape), so the new one is counted against what stays, not assumed equal.
@@ -147,10 +148,7 @@ impl RotatingBloomFilter {
                 Some(oldest) if full => std::mem::size_of_val(oldest.filter.words()) as u64,
                 _ => 0,
             };
-            let needed = (self.memory_bytes() as u64 - dropped).saturating_add(new_bytes);
-            if needed > limit {
-                return Err(Error::MemoryLimit { needed, limit });
-            }
+            limit.check(self.memory_bytes() as u64 - dropped, new_bytes)?;
         }
         // Made before the oldest goes: a generation that cannot be made (its shape, or the
         // memory refused) leaves every generation where it was.
@@ -200,6 +198,16 @@ impl RotatingBloomFilter {
         now_ms: u64,
         memory_limit: Option<u64>,
     ) -> Result<bool> {
+        self.insert_limited(item, now_ms, memory_limit.into())
+    }
+
+    /// As [`insert_within`](Self::insert_within), under any [`GrowthLimit`].
+    pub(crate) fn insert_limited<T: Funnel + ?Sized>(
+        &mut self,
+        item: &T,
+        now_ms: u64,
+        limit: GrowthLimit<'_>,
+    ) -> Result<bool> {
         let hash = hash_item(item);
         // Time never goes back: a generation started at an earlier time would end the
         // newest one before the items it holds were added, and they would be forgotten
@@ -218,7 +226,7 @@ impl RotatingBloomFilter {
             .window_ms
             .is_some_and(|window| now_ms.saturating_sub(newest.started_ms) >= window);
         if newest.len >= self.items_per_generation || expired {
-            self.start_generation(now_ms, memory_limit)?;
+            self.start_generation(now_ms, limit)?;
         }
         let newest = self.generations.back_mut().expect("at least one generation");
         let changed = newest.filter.insert_hash(hash);

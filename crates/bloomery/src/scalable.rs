@@ -23,6 +23,7 @@
 //! adding up (`cargo run --release -p bloomery --example double_hashing_floor`, and
 //! `tests/variants.rs`, `filters_hashed_as_guava_keep_their_rate_...`).
 
+use crate::any::GrowthLimit;
 use crate::classic::{BloomFilter, read_embedded, write_embedded};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
@@ -140,7 +141,7 @@ impl ScalableBloomFilter {
             options,
         };
         filter
-            .push_sub_filter(None)
+            .push_sub_filter(GrowthLimit::None)
             .map_err(|error| first_sub_filter_error(error, capacity, fpp, &options))?;
         Ok(filter)
     }
@@ -152,7 +153,7 @@ impl ScalableBloomFilter {
 
     /// Adds the next sub-filter, unless it would take the filter past `memory_limit` bytes
     /// (checked before anything is allocated).
-    fn push_sub_filter(&mut self, memory_limit: Option<u64>) -> Result<()> {
+    fn push_sub_filter(&mut self, limit: GrowthLimit<'_>) -> Result<()> {
         let index = self.filters.len();
         if index >= MAX_SUB_FILTERS {
             return Err(Error::Full {
@@ -160,12 +161,9 @@ impl ScalableBloomFilter {
             });
         }
         let (capacity, fpp) = self.sub_filter_params(index);
-        if let Some(limit) = memory_limit {
+        if !matches!(limit, GrowthLimit::None) {
             let new_bytes = ClassicShape::for_rate(capacity, fpp)?.num_words as u64 * 8;
-            let needed = (self.memory_bytes() as u64).saturating_add(new_bytes);
-            if needed > limit {
-                return Err(Error::MemoryLimit { needed, limit });
-            }
+            limit.check(self.memory_bytes() as u64, new_bytes)?;
         }
         let filter = BloomFilter::try_with_shape(ClassicShape::for_rate(capacity, fpp)?)?;
         self.filters.push(SubFilter {
@@ -203,6 +201,15 @@ impl ScalableBloomFilter {
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn insert_within<T: Funnel + ?Sized>(&mut self, item: &T, memory_limit: Option<u64>) -> Result<bool> {
+        self.insert_limited(item, memory_limit.into())
+    }
+
+    /// As [`insert_within`](Self::insert_within), under any [`GrowthLimit`].
+    pub(crate) fn insert_limited<T: Funnel + ?Sized>(
+        &mut self,
+        item: &T,
+        limit: GrowthLimit<'_>,
+    ) -> Result<bool> {
         let hash = hash_item(item);
         if self.filters.iter().any(|sub| sub.filter.contains_hash(hash)) {
             return Ok(false);
@@ -214,7 +221,7 @@ impl ScalableBloomFilter {
                     capacity: self.capacity(),
                 });
             }
-            self.push_sub_filter(memory_limit)?;
+            self.push_sub_filter(limit)?;
         }
         let newest = self.filters.last_mut().expect("at least one sub-filter");
         newest.filter.insert_hash(hash);

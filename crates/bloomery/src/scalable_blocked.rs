@@ -36,6 +36,7 @@
 use std::borrow::Cow;
 
 use crate::BlockedBloomFilter;
+use crate::any::GrowthLimit;
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, xxh3_64_item};
@@ -89,7 +90,7 @@ impl ScalableBlockedBloomFilter {
             seed,
         };
         filter
-            .push_link(None)
+            .push_link(GrowthLimit::None)
             .map_err(|error| first_sub_filter_error(error, capacity, fpp, &options))?;
         Ok(filter)
     }
@@ -104,7 +105,7 @@ impl ScalableBlockedBloomFilter {
     }
 
     /// Adds the next sub-filter, unless it would take the filter past `memory_limit`.
-    fn push_link(&mut self, memory_limit: Option<u64>) -> Result<()> {
+    fn push_link(&mut self, limit: GrowthLimit<'_>) -> Result<()> {
         let index = self.links.len();
         if index >= MAX_SUB_FILTERS {
             return Err(Error::Full {
@@ -113,14 +114,7 @@ impl ScalableBlockedBloomFilter {
         }
         let (capacity, fpp) = sub_filter_params(self.initial_capacity, self.fpp, &self.options, index);
         let num_blocks = blocked_num_blocks(capacity, fpp)?;
-        if let Some(limit) = memory_limit {
-            let needed = self
-                .memory_bytes()
-                .saturating_add(num_blocks.saturating_mul(BLOCK_BITS / 8));
-            if needed > limit {
-                return Err(Error::MemoryLimit { needed, limit });
-            }
-        }
+        limit.check(self.memory_bytes(), num_blocks.saturating_mul(BLOCK_BITS / 8))?;
         self.links.push(Link {
             filter: BlockedBloomFilter::with_num_blocks(num_blocks, self.seed)?,
             capacity,
@@ -156,6 +150,11 @@ impl ScalableBlockedBloomFilter {
     /// As [`insert`](Self::insert) for an item's hash, refusing with
     /// [`Error::MemoryLimit`] (before allocating) growth past `memory_limit` bytes.
     pub fn insert_hash_within(&mut self, hash: u64, memory_limit: Option<u64>) -> Result<bool> {
+        self.insert_hash_limited(hash, memory_limit.into())
+    }
+
+    /// As [`insert_hash_within`](Self::insert_hash_within), under any [`GrowthLimit`].
+    pub(crate) fn insert_hash_limited(&mut self, hash: u64, limit: GrowthLimit<'_>) -> Result<bool> {
         if self.contains_hash(hash) {
             return Ok(false);
         }
@@ -166,7 +165,7 @@ impl ScalableBlockedBloomFilter {
                     capacity: self.capacity(),
                 });
             }
-            self.push_link(memory_limit)?;
+            self.push_link(limit)?;
         }
         let newest = self.links.last_mut().expect("a chain has a sub-filter");
         newest.filter.insert_hash(hash);
@@ -221,6 +220,16 @@ impl ScalableBlockedBloomFilter {
         added: &mut [bool],
         memory_limit: Option<u64>,
     ) -> (usize, Option<Error>) {
+        self.insert_batch_limited(items, added, memory_limit.into())
+    }
+
+    /// As [`insert_batch_until`](Self::insert_batch_until), under any [`GrowthLimit`].
+    pub(crate) fn insert_batch_limited(
+        &mut self,
+        items: &[&[u8]],
+        added: &mut [bool],
+        limit: GrowthLimit<'_>,
+    ) -> (usize, Option<Error>) {
         assert_eq!(items.len(), added.len(), "one answer per item");
         let hashes: Vec<u64> = items.iter().map(|item| self.hash(*item)).collect();
         for (i, &hash) in hashes.iter().enumerate() {
@@ -229,7 +238,7 @@ impl ScalableBlockedBloomFilter {
                     link.filter.prefetch_hash(ahead);
                 }
             }
-            match self.insert_hash_within(hash, memory_limit) {
+            match self.insert_hash_limited(hash, limit) {
                 Ok(new) => added[i] = new,
                 Err(error) => return (i, Some(error)),
             }

@@ -106,3 +106,99 @@ fn a_rotating_file_that_cannot_make_a_generation_refuses_to_rotate() {
     assert_eq!(filter.stats().sub_filters, 2);
     assert!(RotatingBloomFilter::new(2, 1, 1e-30).is_err());
 }
+
+/// `insert_within_room` asks for the room only when a growth step is due, refuses the step
+/// that would not fit before allocating it (the item not added, every item before it
+/// present, the filter as it was), and grows when there is room.
+#[test]
+fn every_growing_filter_asks_for_room_only_when_it_grows() {
+    for variant in [
+        Variant::Scalable,
+        Variant::ScalableBlocked,
+        Variant::RedisBloom,
+        Variant::Rotating,
+    ] {
+        let mut filter = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
+        let asked = std::cell::Cell::new(0u32);
+        let no_room = || {
+            asked.set(asked.get() + 1);
+            0
+        };
+        let mut added = Vec::new();
+        let refused = (0..100_000u64).find_map(|item| {
+            let bytes = item.to_le_bytes();
+            match filter.insert_within_room(&bytes, &no_room) {
+                Ok(_) => {
+                    added.push(bytes);
+                    None
+                }
+                Err(error) => Some((bytes, error)),
+            }
+        });
+        let (item, error) = refused.unwrap_or_else(|| panic!("{variant:?}: never grew"));
+        assert!(matches!(error, Error::MemoryLimit { .. }), "{variant:?}: {error}");
+        assert_eq!(asked.get(), 1, "{variant:?}: asked before a step was due");
+        assert!(added.len() >= 1_000, "{variant:?}: refused at {}", added.len());
+        assert!(added.iter().all(|item| filter.contains(item)), "{variant:?}");
+        assert_eq!(filter.stats().sub_filters, 1, "{variant:?}");
+        // With room: it grows, and holds the refused item and every one before.
+        let room = || u64::MAX;
+        assert!(filter.insert_within_room(&item, &room).is_ok(), "{variant:?}");
+        assert_eq!(filter.stats().sub_filters, 2, "{variant:?}");
+        assert!(filter.contains(&item), "{variant:?}");
+        if variant != Variant::Rotating {
+            assert!(added.iter().all(|item| filter.contains(item)), "{variant:?}");
+        }
+    }
+}
+
+/// The batch call holds every growth step to the room the same way (stopping at the
+/// refused item, the ones before it added).
+#[test]
+fn every_growing_filter_holds_a_batch_to_the_room() {
+    for variant in [
+        Variant::Scalable,
+        Variant::ScalableBlocked,
+        Variant::RedisBloom,
+        Variant::Rotating,
+    ] {
+        let mut filter = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
+        let asked = std::cell::Cell::new(0u32);
+        let no_room = || {
+            asked.set(asked.get() + 1);
+            0
+        };
+        let items: Vec<[u8; 8]> = (0..5_000u64).map(u64::to_le_bytes).collect();
+        let slices: Vec<&[u8]> = items.iter().map(|item| &item[..]).collect();
+        let error = filter
+            .insert_batch_within_room(&slices, &no_room)
+            .expect_err("the batch needs a second sub-filter");
+        assert!(matches!(error, Error::MemoryLimit { .. }), "{variant:?}: {error}");
+        assert_eq!(asked.get(), 1, "{variant:?}");
+        assert_eq!(filter.stats().sub_filters, 1, "{variant:?}");
+        let present = slices.iter().take_while(|item| filter.contains(item)).count();
+        assert!(present >= 1_000, "{variant:?}: {present}");
+        filter.insert_batch_within_room(&slices, &|| u64::MAX).unwrap();
+        assert!(
+            slices.iter().rev().take(1_000).all(|item| filter.contains(item)),
+            "{variant:?}"
+        );
+    }
+}
+
+/// Filters of a fixed size never ask.
+#[test]
+fn fixed_size_filters_never_ask_for_room() {
+    for variant in [
+        Variant::Classic,
+        Variant::Blocked,
+        Variant::Counting,
+        Variant::SplitBlock,
+    ] {
+        let mut filter = any::create(&Spec::new(variant, 100, 0.01)).unwrap();
+        let room = || -> u64 { panic!("{variant:?} asked for room") };
+        for item in 0..10_000u64 {
+            filter.insert_within_room(&item.to_le_bytes(), &room).unwrap();
+        }
+    }
+}
