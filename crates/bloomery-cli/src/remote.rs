@@ -13,6 +13,7 @@ use bloomery::sharding::ShardPlan;
 use bloomery_cluster::{Connection, ShardedFilter, Target};
 use clap::{ArgMatches, Args};
 
+use crate::batch::BATCH_BYTES;
 use crate::error::{CliError, Context, Result, items_before_added};
 use crate::items::{ItemFormat, for_each_item};
 use crate::progress::Progress;
@@ -343,6 +344,13 @@ impl Batch {
         self.lines.clear();
         self.ends.clear();
     }
+
+    /// Whether the batch is due: `items` items, or lines of [`BATCH_BYTES`] (lines may be
+    /// up to 64 MiB each: by count alone, a batch of them held gigabytes, and a failed
+    /// allocation aborted the tool).
+    fn is_full(&self, items: usize) -> bool {
+        self.hashes.len() >= items || self.lines.len() >= BATCH_BYTES
+    }
 }
 
 fn check(
@@ -358,10 +366,14 @@ fn check(
     let mut batch = Batch::new(remote.batch());
     let mut count = 0u64;
     let mut found = 0u64;
-    let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<bool> {
+    // After the reader left (`| head`), the lookups go on quietly to the end of the input,
+    // as for a file: the exit status says whether every item was present, not only the
+    // printed ones (it said 0 for an input whose absent item came after the reader left).
+    let mut printing = !quiet && !counts;
+    let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<()> {
         let present = sharded.contains_hashes(&batch.hashes).map_err(remote_error)?;
         found += present.iter().filter(|&&present| present).count() as u64;
-        if !quiet && !counts {
+        if printing {
             for (line, present) in batch.lines().zip(present) {
                 let label: &[u8] = if present {
                     b"probably present\t"
@@ -373,27 +385,32 @@ fn check(
                     .and_then(|()| out.write_all(line))
                     .and_then(|()| out.write_all(b"\n"));
                 if let Err(error) = written {
-                    return stop_on(error);
+                    printing = stop_on(error)?;
+                    break;
                 }
             }
         }
         batch.clear();
-        Ok(true)
+        Ok(())
     };
-    let mut keep_going = Ok(true);
+    let mut looked_up = Ok(());
     let read = for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
         batch.push(sharded.hash(item), raw);
         count += 1;
-        if batch.hashes.len() == remote.batch() {
-            keep_going = flush(&mut batch, &mut sharded);
+        if batch.is_full(remote.batch()) {
+            looked_up = flush(&mut batch, &mut sharded);
         }
-        Ok(matches!(keep_going, Ok(true)))
+        Ok(looked_up.is_ok())
     });
+    looked_up?;
     // The items read before a bad one are answered too.
-    if keep_going? && !batch.hashes.is_empty() {
+    if !batch.hashes.is_empty() {
         flush(&mut batch, &mut sharded)?;
     }
     read?;
+    if printing && let Err(error) = out.flush() {
+        stop_on(error)?;
+    }
     if count == 0 {
         return Err(CliError::new(format!(
             "{name}: no items given (as arguments, with --input, or on standard input)"
@@ -463,7 +480,7 @@ fn dedup(
     let read = for_each_item(&[], inputs, format, |item, line| {
         progress.tick_by(1);
         batch.push(sharded.hash(item), line);
-        if batch.hashes.len() == remote.batch() {
+        if batch.is_full(remote.batch()) {
             keep_going = flush(&mut batch, sharded);
         }
         Ok(matches!(keep_going, Ok(true)))

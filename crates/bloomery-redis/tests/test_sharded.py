@@ -215,6 +215,39 @@ def test_cli_a_bad_item_ends_the_run_after_the_items_before_it(server):
     assert dedup.stdout == b"6\n7\n"
 
 
+def test_cli_check_answers_for_every_item_after_its_reader_left(server, tmp_path):
+    """`check ... | head -1`: the lookups go on quietly to the end of the input, as for a
+    file, so that the exit status says whether every item was present (it said 0, all
+    present, for an input whose absent item came after the reader left)."""
+    url = f"redis://127.0.0.1:{server.port}"
+    added = tmp_path / "added.txt"
+    added.write_bytes(b"".join(b"%d\n" % i for i in range(100_000)))
+    subprocess.run([str(BLOOMERY), "create", "--redis", url, "f", "--items", "200000"], check=True, timeout=60)
+    subprocess.run([str(BLOOMERY), "add", "--redis", url, "f", "-i", added], check=True, timeout=120)
+    probe = tmp_path / "probe.txt"
+    probe.write_bytes(added.read_bytes() + b"never added\n")
+    for extra in [[], ["--count"]]:
+        run = subprocess.run(f"'{BLOOMERY}' check --redis {url} f -i '{probe}' {' '.join(extra)} | head -1; "
+                             "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True,
+                             timeout=120)
+        assert run.returncode == 1, (extra, run.returncode, run.stderr)
+        assert run.stderr == b"", run.stderr
+
+
+def test_cli_check_and_dedup_batch_long_lines_by_their_bytes(server):
+    """Remote batches were cut by item count only (65,536 lines), and lines may be 64 MiB:
+    a batch of long lines held gigabytes, and the failed allocation aborted the tool (exit
+    134). They are cut at 16 MiB of lines too, as a file's batches are."""
+    url = f"redis://127.0.0.1:{server.port}"
+    # 1,200 lines of 1 MiB under a 1 GB address-space limit.
+    make = "import sys\nw = sys.stdout.buffer\nfor i in range(1200): w.write(b'%08d' % i + b'x' * (1 << 20) + b'\\n')"
+    subprocess.run([str(BLOOMERY), "create", "--redis", url, "f", "--items", "10000"], check=True, timeout=60)
+    for command in [f"check --redis {url} f", f"dedup --redis {url} --filter g --items 10000"]:
+        run = subprocess.run(f"ulimit -v 1000000; python3 -c \"{make}\" | '{BLOOMERY}' {command} > /dev/null",
+                             shell=True, executable="/bin/bash", capture_output=True, timeout=120)
+        assert run.returncode in (0, 1), (command, run.returncode, run.stderr[-500:])
+
+
 def bloomery(*args, **kwargs):
     return subprocess.run([str(BLOOMERY), *map(str, args)], capture_output=True, timeout=120, **kwargs)
 
