@@ -198,17 +198,18 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_
 }
 
 /// A length, then pieces adding up to exactly that length, which must be at most `limit`:
-/// checked before anything is reserved, and at most one piece is reserved ahead.
+/// checked before anything is reserved; the bytes grow by doubling, never past that
+/// length (`append_within`).
 fn load_chunks(rdb: *mut raw::RedisModuleIO, limit: u64) -> Option<Vec<u8>> {
     let total = raw::load_unsigned(rdb).ok().filter(|&total| total <= limit)?;
-    let mut bytes = Vec::with_capacity(total.min(CHUNK_BYTES as u64) as usize);
+    let mut bytes = Vec::new();
     while (bytes.len() as u64) < total {
         let chunk = raw::load_string_buffer(rdb).ok()?;
         let chunk = chunk.as_ref();
         if chunk.is_empty() || bytes.len() as u64 + chunk.len() as u64 > total {
             return None;
         }
-        bytes.extend_from_slice(chunk);
+        bloomery::format::pieces::append_within(&mut bytes, chunk, total).ok()?;
     }
     Some(bytes)
 }

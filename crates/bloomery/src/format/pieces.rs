@@ -26,7 +26,7 @@
 //! # Ok::<(), bloomery::Error>(())
 //! ```
 
-use crate::error::{Result, inconsistent};
+use crate::error::{Error, Result, inconsistent};
 use crate::format::native::Header;
 
 /// Where a reassembly stands after a piece.
@@ -36,6 +36,35 @@ pub enum Assembled {
     Complete(Vec<u8>),
     /// More pieces are needed.
     NeedMore(PieceAssembler),
+}
+
+/// Appends `piece` to `bytes`, which hold at most `total` bytes once every piece is in
+/// (the caller checked `piece` fits): growing by doubling, as a `Vec` does, but never
+/// past `total` (an envelope just over a power of two took nearly twice its size for a
+/// moment, 2 GiB for one at a 1 GiB cap), and refused with [`Error::OutOfMemory`] where
+/// the system will not give the room (a failed allocation would abort the process: a
+/// Redis server loading pieces).
+///
+/// ```
+/// let mut bytes = Vec::new();
+/// for _ in 0..3 {
+///     bloomery::format::pieces::append_within(&mut bytes, &[7; 400], 1_200)?;
+/// }
+/// assert_eq!(bytes.len(), 1_200);
+/// assert_eq!(bytes.capacity(), 1_200); // doubling would have made 1,600
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub fn append_within(bytes: &mut Vec<u8>, piece: &[u8], total: u64) -> Result<()> {
+    let needed = bytes.len().saturating_add(piece.len());
+    if needed > bytes.capacity() {
+        let total = usize::try_from(total).unwrap_or(usize::MAX);
+        let room = bytes.capacity().saturating_mul(2).min(total).max(needed);
+        bytes
+            .try_reserve_exact(room - bytes.len())
+            .map_err(|_| Error::OutOfMemory { bytes: room as u64 })?;
+    }
+    bytes.extend_from_slice(piece);
+    Ok(())
 }
 
 /// An envelope being reassembled from numbered pieces (the first is number 1).
@@ -90,12 +119,7 @@ impl PieceAssembler {
                 self.piece_len
             )));
         }
-        if self.bytes.is_empty() {
-            // Reserve for what is coming, at most one piece ahead of what has arrived.
-            self.bytes
-                .reserve(self.total.min((self.piece_len as u64).saturating_mul(2)) as usize);
-        }
-        self.bytes.extend_from_slice(piece);
+        append_within(&mut self.bytes, piece, self.total)?;
         self.next += 1;
         Ok(if last {
             Assembled::Complete(self.bytes)
