@@ -16,7 +16,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyIterator, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyIterator, PyList, PyString, PyTuple};
 
 /// Items per chunk of a batch call: large enough that releasing and taking the GIL costs
 /// nothing next to the work, small enough to stay in cache.
@@ -395,11 +395,12 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
         // SAFETY: checked above.
         return Ok(each(unsafe { value.cast_unchecked::<PyBytes>() }.as_bytes()));
     }
-    if let Ok(array) = value.cast::<PyByteArray>() {
-        return Ok(each(&array.to_vec()));
-    }
+    // A bytearray too: its bytes are read through an export of them, which keeps it
+    // from being resized while `each` runs (which may wait for the filter's lock with the
+    // GIL released, letting other threads run).
     if let Ok(buffer) = PyUntypedBuffer::get(value) {
-        return Ok(each(&buffer_bytes(&one_item_buffer(buffer)?)?));
+        let buffer = one_item_buffer(buffer)?;
+        return Ok(each(buffer_slice(&buffer)?));
     }
     if value.hasattr("__index__")? {
         // SAFETY: GIL held; PyNumber_Index returns a new reference to an int, or NULL
@@ -442,18 +443,20 @@ fn order_and_code(format: &[u8]) -> (u8, u8) {
     }
 }
 
-/// A buffer's bytes (a memoryview item), which must be contiguous.
-fn buffer_bytes(buffer: &PyUntypedBuffer) -> PyResult<Vec<u8>> {
+/// A buffer item's bytes (a bytearray, a memoryview, an mmap...), which must be
+/// contiguous: read where they lie, not copied (a copy of an item larger than the memory
+/// left aborted the process). The export `buffer` holds keeps them there, and their
+/// owner from resizing or freeing them, as long as the slice lives.
+fn buffer_slice(buffer: &PyUntypedBuffer) -> PyResult<&[u8]> {
     if !buffer.is_c_contiguous() {
         return Err(PyValueError::new_err("a buffer item must be C-contiguous"));
     }
     let len = buffer.len_bytes();
-    let mut bytes = vec![0u8; len];
-    if len > 0 {
-        // SAFETY: a contiguous buffer of `len` bytes, held by `buffer` while we copy.
-        unsafe { std::ptr::copy_nonoverlapping(buffer.buf_ptr().cast::<u8>(), bytes.as_mut_ptr(), len) };
+    if len == 0 {
+        return Ok(&[]);
     }
-    Ok(bytes)
+    // SAFETY: a contiguous buffer of `len` bytes, exported to `buffer` while it is held.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), len) })
 }
 
 /// A chunk of items copied out of Python objects: their bytes end to end.
