@@ -9,7 +9,8 @@
 //!   `--format long` does): Rust `i64`, Guava's `longFunnel`.
 //!
 //! Batches come in chunks copied out of Python objects while the GIL is held, so the
-//! filter works on them with the GIL released.
+//! filter works on them with the GIL released; an item of more than [`CHUNK_BYTES`] is not
+//! copied but kept where it lies, its owner held ([`Chunk::push_from`]).
 
 use bloomery::hash::xxh3_64_bytes;
 use pyo3::buffer::PyUntypedBuffer;
@@ -339,8 +340,9 @@ unsafe fn push_common_items<S: Sink, const NON_TEMPORAL: bool>(
         }
         // SAFETY: a live object, as the caller promises; the bytes are copied at once.
         match unsafe { common_item(item, &mut int) } {
-            Some(bytes) => chunk.push(bytes),
-            None => return Some((at, Some(item))),
+            Some(bytes) if bytes.len() <= CHUNK_BYTES => chunk.push(bytes),
+            // An other item, or a large str: the general road, which can hold it in place.
+            _ => return Some((at, Some(item))),
         }
         if chunk.full() {
             return Some((at + 1, None));
@@ -459,11 +461,96 @@ fn buffer_slice(buffer: &PyUntypedBuffer) -> PyResult<&[u8]> {
     Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), len) })
 }
 
-/// A chunk of items copied out of Python objects: their bytes end to end.
+/// A chunk of items copied out of Python objects: their bytes end to end, but for one
+/// item of more than [`CHUNK_BYTES`], which is kept where it lies (the chunk ends there).
 #[derive(Default)]
 pub struct Chunk {
     bytes: Vec<u8>,
     ends: Vec<usize>,
+    /// The large item, and how many items come before it.
+    large: Option<(usize, InPlace)>,
+}
+
+/// An item's bytes read where they lie, with what keeps them there while a [`Chunk`] is
+/// used without the GIL: a reference to the object that owns them and, for a buffer, an
+/// export of it (which keeps a bytearray from being resized and an mmap from closing).
+/// A chunk copied each item, and a copy of an item larger than the memory left (a 1 GiB
+/// bytes in `update([big])` of a classic filter) aborted the process.
+///
+/// A bytes object's and a str's bytes never change. A writable buffer's may, by another
+/// thread while the filter reads them without the GIL (as a mapped file's may, by another
+/// process, at any time): the item is then the bytes the filter read.
+struct InPlace {
+    bytes: *const u8,
+    len: usize,
+    _owner: Py<PyAny>,
+    _export: Option<PyUntypedBuffer>,
+}
+
+// SAFETY: the bytes are only read, and what keeps them alive (a reference and an export,
+// both `Send` and `Sync`) goes with them.
+unsafe impl Send for InPlace {}
+// SAFETY: as above.
+unsafe impl Sync for InPlace {}
+
+impl InPlace {
+    /// `item` kept where it lies, when it lies in memory that `owner` (the object it was
+    /// read from) keeps while it is referenced: a bytes object's or a str's own bytes
+    /// (which never change), or a contiguous buffer `owner` exports. `None` otherwise: the
+    /// caller copies it.
+    fn new(item: &[u8], owner: &Bound<'_, PyAny>) -> Option<Self> {
+        let pointer = owner.as_ptr();
+        let mut export = None;
+        // SAFETY: a live object, the GIL held: its bytes (a bytes object's, a str's cached
+        // UTF-8) live as long as it does.
+        let (start, len) = unsafe {
+            if ffi::PyBytes_Check(pointer) != 0 {
+                (
+                    ffi::PyBytes_AsString(pointer).cast::<u8>().cast_const(),
+                    ffi::PyBytes_Size(pointer),
+                )
+            } else if ffi::PyUnicode_Check(pointer) != 0 {
+                let mut len = 0;
+                let data = ffi::PyUnicode_AsUTF8AndSize(pointer, &mut len);
+                if data.is_null() {
+                    // Not reached: the item's bytes were read from this str.
+                    drop(PyErr::take(owner.py()));
+                    return None;
+                }
+                (data.cast::<u8>(), len)
+            } else {
+                let buffer = PyUntypedBuffer::get(owner).ok()?;
+                if !buffer.is_c_contiguous() {
+                    return None;
+                }
+                let place = (
+                    buffer.buf_ptr().cast::<u8>().cast_const(),
+                    buffer.len_bytes() as isize,
+                );
+                export = Some(buffer);
+                place
+            }
+        };
+        let (start, end) = (
+            start as usize,
+            (start as usize).saturating_add(len.max(0) as usize),
+        );
+        let (first, last) = (item.as_ptr() as usize, item.as_ptr() as usize + item.len());
+        if !(start <= first && last <= end) {
+            return None;
+        }
+        Some(Self {
+            bytes: item.as_ptr(),
+            len: item.len(),
+            _owner: owner.clone().unbind(),
+            _export: export,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: checked in `new` to lie in memory that `_owner` or `_export` keeps.
+        unsafe { std::slice::from_raw_parts(self.bytes, self.len) }
+    }
 }
 
 impl Chunk {
@@ -472,12 +559,14 @@ impl Chunk {
         Self {
             bytes: Vec::with_capacity(CHUNK * 32),
             ends: Vec::with_capacity(CHUNK),
+            large: None,
         }
     }
 
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
+        self.large = None;
     }
 
     /// An `int` item: 8 bytes, copied without a call to `memcpy`.
@@ -492,17 +581,36 @@ impl Chunk {
         self.ends.push(self.bytes.len());
     }
 
-    /// The items as slices, for the library's batch calls.
+    /// An item read from `owner`: one of more than [`CHUNK_BYTES`] is kept where it lies
+    /// ([`InPlace`]) when it is the chunk's first such item (the chunk is then
+    /// [full](Sink::full)); any other is copied.
+    pub fn push_from(&mut self, item: &[u8], owner: &Bound<'_, PyAny>) {
+        if item.len() > CHUNK_BYTES
+            && self.large.is_none()
+            && let Some(large) = InPlace::new(item, owner)
+        {
+            self.large = Some((self.ends.len(), large));
+            return;
+        }
+        self.push(item);
+    }
+
+    /// The items as slices, in the order they came, for the library's batch calls.
     pub fn slices(&self) -> Vec<&[u8]> {
         let mut start = 0;
-        self.ends
+        let mut slices: Vec<&[u8]> = self
+            .ends
             .iter()
             .map(|&end| {
                 let item = &self.bytes[start..end];
                 start = end;
                 item
             })
-            .collect()
+            .collect();
+        if let Some((before, large)) = &self.large {
+            slices.insert(*before, large.bytes());
+        }
+        slices
     }
 }
 
@@ -512,6 +620,11 @@ pub trait Sink {
     fn clear(&mut self);
     /// Takes an item's bytes.
     fn push(&mut self, item: &[u8]);
+    /// Takes an item's bytes, read from `owner` (which keeps them while it lives).
+    fn push_from(&mut self, item: &[u8], owner: &Bound<'_, PyAny>) {
+        let _ = owner;
+        self.push(item);
+    }
     /// Takes an `int` item's 8 bytes.
     fn push_int(&mut self, item: [u8; 8]) {
         self.push(&item);
@@ -533,17 +646,24 @@ impl Sink for Chunk {
         Chunk::push(self, item);
     }
 
+    fn push_from(&mut self, item: &[u8], owner: &Bound<'_, PyAny>) {
+        Chunk::push_from(self, item, owner);
+    }
+
     fn push_int(&mut self, item: [u8; 8]) {
         Chunk::push_int(self, item);
     }
 
     fn count(&self) -> usize {
-        self.ends.len()
+        match self.large {
+            Some(_) => self.ends.len() + 1,
+            None => self.ends.len(),
+        }
     }
 
     #[inline(always)]
     fn full(&self) -> bool {
-        self.bytes.len() >= CHUNK_BYTES
+        self.bytes.len() >= CHUNK_BYTES || self.large.is_some()
     }
 }
 
@@ -732,6 +852,8 @@ pub enum Source<'py> {
         buffer: PyUntypedBuffer,
         element: Element,
         count: usize,
+        /// The object exporting it (which keeps an item of it in place: [`InPlace`]).
+        object: Bound<'py, PyAny>,
     },
     /// A list or tuple, indexed.
     Sequence(Bound<'py, PyAny>, usize),
@@ -773,6 +895,7 @@ impl<'py> Source<'py> {
                 buffer,
                 element,
                 count,
+                object: items.clone(),
             });
         }
         if item_size.is_some() {
@@ -863,6 +986,7 @@ impl<'py> Source<'py> {
                 buffer,
                 element,
                 count,
+                object,
             } => {
                 let (width, base) = match *element {
                     Element::Int { size, .. } => (size, buffer.buf_ptr().cast::<u8>()),
@@ -878,7 +1002,11 @@ impl<'py> Source<'py> {
                 let bytes = unsafe {
                     std::slice::from_raw_parts(base.add(position * width), (end - position) * width)
                 };
-                push_elements(bytes, *element, chunk);
+                match *element {
+                    // One item (`most` is 1), which a chunk may keep where it lies.
+                    Element::Raw { item_size } if item_size > CHUNK_BYTES => chunk.push_from(bytes, object),
+                    _ => push_elements(bytes, *element, chunk),
+                }
                 Ok(end - position)
             }
             Source::Sequence(sequence, _) => {
@@ -926,7 +1054,7 @@ impl<'py> Source<'py> {
                         };
                         // SAFETY: a live object the list holds; now a reference of our own.
                         let item = unsafe { Bound::from_borrowed_ptr(list.py(), item) };
-                        with_item(&item, |bytes| chunk.push(bytes))?;
+                        with_item(&item, |bytes| chunk.push_from(bytes, &item))?;
                         index = at + 1;
                         if chunk.full() {
                             break;
@@ -938,7 +1066,7 @@ impl<'py> Source<'py> {
                     let end = tuple.len().min(position.saturating_add(CHUNK));
                     for index in position..end.max(position) {
                         let item = tuple.get_borrowed_item(index)?;
-                        with_item(&item, |bytes| chunk.push(bytes))?;
+                        with_item(&item, |bytes| chunk.push_from(bytes, &item))?;
                         if chunk.full() {
                             break;
                         }
@@ -951,7 +1079,8 @@ impl<'py> Source<'py> {
                     let Some(item) = iterator.next() else {
                         break;
                     };
-                    with_item(&item?, |bytes| chunk.push(bytes))?;
+                    let item = item?;
+                    with_item(&item, |bytes| chunk.push_from(bytes, &item))?;
                 }
                 Ok(chunk.count())
             }

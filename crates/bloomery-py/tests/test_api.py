@@ -2,6 +2,7 @@
 
 import array
 import copy
+import mmap
 import os
 import struct
 import subprocess
@@ -760,3 +761,80 @@ def test_a_filter_redisbloom_made_comes_from_its_scandump_pieces(name):
         BloomFilter.from_redisbloom_scandump(joined[:-1])
     with pytest.raises(ValueError, match="only redisbloom filters"):
         BloomFilter(100).to_redisbloom_scandump()
+
+
+def test_a_large_buffer_item_is_hashed_where_it_lies_not_copied(tmp_path):
+    """A single item larger than the room left under the address-space limit, as a
+    memoryview, a bytearray, an mmap, a str, a bytes item of a non-blocked kind's batch or a
+    buffer cut into one item: read where it lies. Each was copied first (the memoryview,
+    bytearray and mmap item on every road, and every item of a chunk a kind that copies
+    items reads), and a copy past the limit aborted the interpreter."""
+    path = tmp_path / "sparse.bin"
+    n = (16 << 20) + 1  # above CHUNK_BYTES: a chunk holds it alone
+    with open(path, "wb") as file:
+        file.truncate(n)
+    script = tmp_path / "large_item.py"
+    script.write_text(
+        "import mmap, os, resource\n"
+        "import bloomery\n"
+        f"n = {n}\n"
+        "big = b'x' * n\n"
+        "text = 'x' * n\n"
+        "array = bytearray(big)\n"
+        f"fd = os.open({str(path)!r}, os.O_RDONLY)\n"
+        "mm = mmap.mmap(fd, n, prot=mmap.PROT_READ)\n"
+        "size = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + (8 << 20), resource.RLIM_INFINITY))\n"
+        "filters = [bloomery.BloomFilter(1000, 0.01, kind) for kind in ['blocked', 'classic', 'counting']]\n"
+        "filters += [bloomery.ConcurrentBloomFilter(1000, 0.01, kind) for kind in ['blocked', 'classic']]\n"
+        "for f in filters:\n"
+        "    f.add(memoryview(big)); f.add(array); f.add(mm)\n"
+        "    f.update([big], (memoryview(big),), iter([array]), [mm], [text])\n"
+        "    f.add_many(mm, item_size=n); f.add_many(memoryview(big), item_size=n)\n"
+        "    assert memoryview(big) in f and array in f and mm in f and big in f\n"
+        "    assert f.contains_many([big, memoryview(big), array, mm, text, b'y' * 10]) == [True] * 5 + [False]\n"
+        "    assert f.contains_many(mm, item_size=n) == [True]\n"
+        "print('ok')\n"
+    )
+    prints_ok(script)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_large_item_has_the_same_bits_on_every_road(kind, tmp_path):
+    """An item larger than a chunk's bytes is read where it lies on the roads that copied
+    it (a buffer or bytearray item, a chunk's large item): each road must still give the
+    filter the bits add() of its bytes gives, and each lookup road must find it."""
+    n = (8 << 20) + 1
+    path = tmp_path / "item.bin"
+    path.write_bytes(b"x" * n)
+    wide = "\u00e9" * (n // 2 + 1)
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        for reference, forms in [
+            (b"x" * n, [b"x" * n, "x" * n, bytearray(b"x" * n), memoryview(b"x" * n), mm]),
+            (wide.encode(), [wide, bytearray(wide.encode()), memoryview(wide.encode())]),
+        ]:
+            alone, after_small = BloomFilter(100, 0.01, kind), BloomFilter(100, 0.01, kind)
+            alone.add(reference)
+            after_small.add("small")
+            after_small.add(reference)
+            for form in forms:
+                roads = [
+                    (alone, lambda f: f.add(form)),
+                    (alone, lambda f: f.update([form])),
+                    (alone, lambda f: f.update((form,))),
+                    (alone, lambda f: f.add_many(iter([form]))),
+                    (after_small, lambda f: f.update(["small", form])),
+                ]
+                if not isinstance(form, str):
+                    roads.append((alone, lambda f: f.add_many(form, item_size=len(reference))))
+                for expected, road in roads:
+                    f = BloomFilter(100, 0.01, kind)
+                    road(f)
+                    if kind != "rotating":  # whose bytes hold the time each filter was made
+                        assert f.to_bytes() == expected.to_bytes()
+                    assert form in f and reference in f
+                    assert f.contains_many([form, "other"]) == [True, False]
+                    assert f.contains_many(iter((b"a", form))) == [False, True]
+                    if not isinstance(form, str):
+                        assert f.contains_many(form, item_size=len(reference)) == [True]
+
