@@ -14,7 +14,7 @@
 
 use bloomery::hash::xxh3_64_bytes;
 use pyo3::buffer::PyUntypedBuffer;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator, PyList, PyString, PyTuple};
@@ -845,6 +845,20 @@ pub fn each_iterable(
     Ok(())
 }
 
+/// Room in `answers` for `more` answers (amortized, as a push grows it): a `MemoryError`
+/// when the system refuses it, instead of the abort of a failed allocation.
+pub fn reserve_answers(answers: &mut Vec<bool>, more: usize) -> PyResult<()> {
+    answers
+        .try_reserve(more)
+        .map_err(|_| answers_refused(answers.len().saturating_add(more)))
+}
+
+fn answers_refused(count: usize) -> PyErr {
+    PyMemoryError::new_err(format!(
+        "cannot allocate {count} bytes for the answers of {count} items: the system refused them"
+    ))
+}
+
 /// Where a batch's items come from.
 pub enum Source<'py> {
     /// A buffer (bytes, numpy arrays, array.array, memoryview): read directly.
@@ -902,6 +916,18 @@ impl<'py> Source<'py> {
             return Err(PyTypeError::new_err("item_size= is for buffers (bytes, arrays)"));
         }
         Ok(Source::Iterator(items.try_iter()?))
+    }
+
+    /// Room for a lookup's answers, one per item when the source knows how many, asked
+    /// for before any item is read: a `MemoryError` when the system refuses it (an
+    /// allocation that fails aborts the process; a 2 GiB buffer of 1-byte items wants 2
+    /// GiB of answers).
+    pub fn answers(&self) -> PyResult<Vec<bool>> {
+        let mut answers = Vec::new();
+        answers
+            .try_reserve_exact(self.len_hint())
+            .map_err(|_| answers_refused(self.len_hint()))?;
+        Ok(answers)
     }
 
     /// How many items, when known.
@@ -970,6 +996,7 @@ impl<'py> Source<'py> {
     ) -> PyResult<()> {
         self.for_each_hashed(py, seed, None, |hashes| {
             let start = results.len();
+            reserve_answers(results, hashes.len())?;
             results.resize(start + hashes.len(), false);
             each(hashes, &mut results[start..])
         })

@@ -755,7 +755,7 @@ impl PyBloomFilter {
     fn lookup_source(&self, py: Python<'_>, mut source: Source<'_>) -> PyResult<Vec<bool>> {
         // A closed filter refuses an empty batch too, as it refuses any other.
         self.shared.read(py, |state| state.view().map(drop))?;
-        let mut results = Vec::with_capacity(source.len_hint());
+        let mut results = source.answers()?;
         if let Some(seed) = self.blocked_seed(py) {
             source.lookup_hashed(py, seed, &mut results, |hashes, answers| {
                 self.shared.read_detached(py, |state| -> PyResult<()> {
@@ -775,6 +775,7 @@ impl PyBloomFilter {
         while let copied @ 1.. = source.fill(position, &mut chunk)? {
             position += copied;
             let start = results.len();
+            items::reserve_answers(&mut results, copied)?;
             results.resize(start + copied, false);
             let (chunk, answers) = (&chunk, &mut results[start..]);
             self.shared.read_detached(py, |state| -> PyResult<()> {
@@ -1669,7 +1670,7 @@ impl PyConcurrentBloomFilter {
         item_size: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let mut source = Source::new(items, item_size)?;
-        let mut results = Vec::with_capacity(source.len_hint());
+        let mut results = source.answers()?;
         if let Atomic::Blocked(filter) = &self.filter {
             // Hashed as read, looked up by the filter's batch call (prefetching ahead).
             source.lookup_hashed(py, filter.seed(), &mut results, |hashes, answers| {
@@ -1686,6 +1687,7 @@ impl PyConcurrentBloomFilter {
                 break;
             }
             position += copied;
+            items::reserve_answers(&mut results, copied)?;
             let chunk = &chunk;
             let answers = &mut results;
             py.detach(|| answers.extend(chunk.slices().into_iter().map(|item| self.filter.contains(item))));

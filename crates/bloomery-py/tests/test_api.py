@@ -838,3 +838,34 @@ def test_a_large_item_has_the_same_bits_on_every_road(kind, tmp_path):
                     if not isinstance(form, str):
                         assert f.contains_many(form, item_size=len(reference)) == [True]
 
+
+def test_answers_for_more_items_than_memory_holds_are_a_memory_error(tmp_path):
+    """contains_many on a buffer of more items than the answers' memory allows (a 2 GiB
+    sparse file mapped, one item a byte, under an address-space limit): a MemoryError
+    before any item is looked up, for both classes' kinds. The room for the answers was
+    asked for with an allocation whose failure aborted the interpreter."""
+    path = tmp_path / "sparse.bin"
+    n = 2 << 30
+    with open(path, "wb") as file:
+        file.truncate(n)
+    script = tmp_path / "answers.py"
+    script.write_text(
+        "import mmap, os, resource\n"
+        "import bloomery\n"
+        f"fd = os.open({str(path)!r}, os.O_RDONLY)\n"
+        f"mm = mmap.mmap(fd, {n}, prot=mmap.PROT_READ)\n"
+        "filters = [bloomery.BloomFilter(1000, 0.01, kind) for kind in ['blocked', 'classic']]\n"
+        "filters += [bloomery.ConcurrentBloomFilter(1000, 0.01, kind) for kind in ['blocked', 'classic']]\n"
+        "size = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + (256 << 20), resource.RLIM_INFINITY))\n"
+        "for f in filters:\n"
+        "    try:\n"
+        "        f.contains_many(mm, item_size=1)\n"
+        "    except MemoryError as error:\n"
+        "        assert 'the system refused' in str(error), error\n"
+        "    else:\n"
+        "        raise SystemExit('answered past the limit')\n"
+        "print('ok')\n"
+    )
+    prints_ok(script)
+
