@@ -712,6 +712,12 @@ pub enum Element {
 /// What a buffer's format says about its elements (struct module syntax).
 fn element_of(buffer: &PyUntypedBuffer, item_size: Option<usize>) -> PyResult<Element> {
     let format = buffer.format().to_string_lossy().into_owned();
+    // Pointers are never items, even as raw bytes; padded or wide text is, asked for.
+    if let Some((even_raw, why)) = not_items(&format)
+        && (item_size.is_none() || even_raw)
+    {
+        return Err(PyValueError::new_err(why));
+    }
     if let Some(item_size) = item_size {
         if item_size == 0 {
             return Err(PyValueError::new_err("item_size must be at least 1"));
@@ -752,6 +758,52 @@ fn element_of(buffer: &PyUntypedBuffer, item_size: Option<usize>) -> PyResult<El
              int64 array, each element an int item) or bytes with item_size="
         ))),
     }
+}
+
+/// Why a buffer of this format holds no items, for the formats whose raw bytes would look
+/// like items but are not (and whether item_size= is refused too): numpy's text arrays
+/// and object arrays. Their elements cut as raw bytes with item_size= (what the general
+/// message advises for other formats) would be NUL-padded or UCS-4 bytes, never found as
+/// the bytes or str items they hold (b"a" from an 'S3' array is stored as b"a\0\0"), or
+/// pointers. `None` for any other format.
+fn not_items(format: &str) -> Option<(bool, String)> {
+    let code = format
+        .trim_start_matches(['@', '=', '<', '>', '!'])
+        .trim_start_matches(|c: char| c.is_ascii_digit());
+    let why = match code {
+        "s" => (
+            false,
+            format!(
+                "a buffer of '{format}' elements (a numpy bytes array, dtype 'S') holds no items: \
+                 numpy pads each with NULs to the array's width (b\"a\" in an 'S3' array is \
+                 b\"a\\x00\\x00\"), and the padded bytes would not find the item; pass \
+                 arr.tolist(), a list of bytes"
+            ),
+        ),
+        "w" | "u" => (
+            false,
+            format!(
+                "a buffer of '{format}' elements (a numpy str array, dtype 'U', or an \
+                 array.array('u')) holds no items: it holds each str as {}, padded with NULs \
+                 to the array's width, not as the UTF-8 bytes a str item is; pass \
+                 arr.tolist(), a list of str",
+                if code == "w" {
+                    "UCS-4 (4 bytes a character)"
+                } else {
+                    "UCS-2 (2 bytes a character)"
+                }
+            ),
+        ),
+        "O" => (
+            true,
+            format!(
+                "a buffer of '{format}' elements (a numpy object array) holds pointers to \
+                 Python objects, not items: pass arr.tolist(), a list of the objects"
+            ),
+        ),
+        _ => return None,
+    };
+    Some(why)
 }
 
 /// An integer element's item bytes: the value as an `int` item (8 bytes little-endian).

@@ -869,3 +869,36 @@ def test_answers_for_more_items_than_memory_holds_are_a_memory_error(tmp_path):
     )
     prints_ok(script)
 
+
+def test_numpy_string_arrays_are_refused_saying_why_and_what_works():
+    """A numpy bytes array holds its items NUL-padded to one width, and a str array as
+    UCS-4: neither's raw bytes are its items. Refused, saying so and that tolist() works,
+    without advising item_size= (whose NUL-padded items b"a" would not find); an object
+    array holds pointers, refused even with item_size=."""
+    np = pytest.importorskip("numpy")
+    cases = [
+        (np.array([b"a", b"abc"]), "NUL"),
+        (np.array([b"a"]), "NUL"),
+        (np.array([b"ab", b"cd"]).astype(">S2"), "NUL"),
+        (np.array(["a", "abc"]), "UCS-4"),
+        (np.array(["a"], dtype=">U1"), "UCS-4"),
+        (np.array([b"a", "abc", 1], dtype=object), "object"),
+    ]
+    filters = [BloomFilter(1000), BloomFilter(1000, kind="classic"), bloomery.ConcurrentBloomFilter(1000)]
+    for array_, why in cases:
+        for f in filters:
+            for call in [f.add_many, f.contains_many, lambda items: f.update(items)]:
+                with pytest.raises(ValueError) as error:
+                    call(array_)
+                message = str(error.value)
+                assert why in message and "tolist()" in message, message
+                assert "item_size" not in message, message
+        f.add_many(array_.tolist())
+        assert all(f.contains_many(array_.tolist()))
+        assert array_.tolist()[0] in f
+    with pytest.raises(ValueError, match="pointers"):
+        BloomFilter(1000).add_many(np.array([b"a"], dtype=object), item_size=8)
+    # Asked for by name, a bytes array's raw bytes are still items of item_size bytes.
+    f = BloomFilter(1000)
+    f.add_many(np.array([b"ab", b"cd"]), item_size=2)
+    assert f.contains_many([b"ab", b"cd"]) == [True, True]
