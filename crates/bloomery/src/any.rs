@@ -132,6 +132,15 @@ impl From<Option<u64>> for GrowthLimit<'_> {
     }
 }
 
+/// A growing filter's batch held to `room` (`insert_batch_within_room`): item by item,
+/// stopping at the first refusal.
+fn each_within_room(filter: &mut dyn DynFilter, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
+    for item in items {
+        filter.insert_within_room(item, room)?;
+    }
+    Ok(())
+}
+
 /// Everything a tool does with a filter it owns.
 pub trait DynFilter: FilterView {
     /// Adds the item with these bytes: `Ok(true)` when the filter changed, `Ok(false)`
@@ -955,10 +964,7 @@ impl DynFilter for ScalableBloomFilter {
     }
 
     fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
-        for item in items {
-            self.insert_within_room(item, room)?;
-        }
-        Ok(())
+        each_within_room(self, items, room)
     }
 
     owned_filter_common!();
@@ -1032,10 +1038,7 @@ impl DynFilter for RedisBloomFilter {
     }
 
     fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
-        for item in items {
-            self.insert_within_room(item, room)?;
-        }
-        Ok(())
+        each_within_room(self, items, room)
     }
 
     owned_filter_common!();
@@ -1262,10 +1265,7 @@ impl DynFilter for RotatingBloomFilter {
     }
 
     fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
-        for item in items {
-            self.insert_within_room(item, room)?;
-        }
-        Ok(())
+        each_within_room(self, items, room)
     }
 
     owned_filter_common!();
