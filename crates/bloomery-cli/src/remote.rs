@@ -98,8 +98,8 @@ impl RemoteArgs {
     }
 
     fn connect(&self, target: &Target) -> Result<Connection> {
-        let mut connection = Connection::open(target).map_err(remote_error)?;
-        connection.set_retry_for(Duration::from_secs(self.retry_seconds));
+        let connection = Connection::open_retrying(target, Duration::from_secs(self.retry_seconds))
+            .map_err(remote_error)?;
         if matches!(target, Target::Single(_)) && !connection.notices_restarts() {
             let _ = writeln!(
                 io::stderr(),

@@ -21,10 +21,13 @@
 //!
 //! Targets: `redis://HOST:PORT[/DB]` is one server; `redis+cluster://HOST:PORT[,HOST:PORT...]`
 //! is a cluster, reached through any of the listed nodes (list several: a node that is down
-//! is skipped). Redirections while slots move (`MOVED`, `ASK`): the redis crate's cluster
-//! client (1.8) follows them for single commands but hands a pipeline's back as its error,
-//! so a batch that meets one goes again command by command, each routed by its key (the
-//! crate then follows `MOVED` with a fresh slot map, and `ASK` with `ASKING`). A lost
+//! is skipped; one that is not in cluster mode is an error at once, [`Error::NotACluster`]).
+//! Redirections while slots move (`MOVED`, `ASK`): the redis crate's cluster client (1.8)
+//! hands a pipeline's back as its error, so a batch that meets one goes again: after a
+//! `MOVED`, with the crate's slot map refreshed; the commands sent `ASK` with `ASKING`, on
+//! this client's own connection to the node named, recorded for `WAIT` (the crate would
+//! follow `ASK` itself for a single command, to a node its slot map does not name, where
+//! no `WAIT` would go). The first connect is retried as later ones are. A lost
 //! connection, `CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`, `READONLY`, `LOADING` or a `WAIT`
 //! refused by a replica (a failover under way) make this client send the whole batch
 //! again, for at most [`Connection::set_retry_for`] (30 s by default), after which the last
@@ -45,7 +48,8 @@
 //!
 //! On a cluster, `WAIT` goes only to the primaries the batch wrote to: one `WAIT` per slot
 //! of a key written, routed by the redis crate's slot map to that slot's primary, as the
-//! batch's command for that key was. This relies on the redis crate's synchronous cluster
+//! batch's command for that key was, and one on each connection of this client's own that
+//! carried a write an `ASK` sent to a slot's new node. This relies on the redis crate's synchronous cluster
 //! connection (redis 1.8: `ClusterConnection`, one connection per node address, which its
 //! pipelines and `route_command` both take from the same map) replacing a node's
 //! connection only when it fails, and then sending the failed command again on the new
@@ -53,11 +57,21 @@
 //! connection that carried that primary's last write of the batch. A primary that owns
 //! several slots written gets several `WAIT`s; once one has answered enough replicas the
 //! others answer at once (nothing was written since), and the first answer short of the
-//! replicas asked for ends the wait (so `WAIT` blocks at most once per primary). Not
-//! covered: a write that an `ASK` redirection (a slot half-way through moving) sent to the
-//! slot's new node, whose `WAIT` goes to the old one; and a connection that fails between
-//! its last reply and the `WAIT` and is replaced by a slot-map refresh the batch's
-//! redirections caused (the new connection has written nothing). (The redis crate's own
+//! replicas asked for ends the wait (so `WAIT` blocks at most once per primary). A batch
+//! that met a `MOVED` has the slot map refreshed before its commands go again, so they
+//! and their `WAIT` use the connections of the new map. Not covered: a connection that
+//! fails between its last reply and the `WAIT` and is silently replaced by the redis
+//! crate (only a slot-map refresh does that, and none happens between a batch's last
+//! write and its `WAIT`, so this is the crate's behaviour to keep in mind when upgrading).
+//!
+//! Restarts: after each batch of adds on a cluster, the client reads every primary's
+//! `run_id` (`INFO server`, one round trip per primary); a primary's address answering with
+//! another `run_id` than when first seen is [`Error::Restarted`] (a primary killed and
+//! restarted within the node timeout, so no failover, comes back from its last RDB, and
+//! its replicas copy it: the writes acknowledged since, `WAIT` or not, are gone). Not
+//! covered: a restart after the last batch's check; and a node that failed over, came
+//! back as a replica and was made primary again is taken as restarted (an error where
+//! nothing may be lost: run the add again). (The redis crate's own
 //! routing of a keyless `WAIT` sends it to every primary and keeps the fewest replicas, so
 //! a primary that was not written to, with fewer replicas, would fail the batch.)
 
@@ -66,7 +80,9 @@ use std::time::{Duration, Instant};
 
 use bloomery::Funnel;
 use bloomery::sharding::{ShardPlan, check_name, shard_key};
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use std::sync::Arc;
+
+use redis::cluster_routing::{MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Arg, Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
 
 /// What can go wrong.
@@ -114,6 +130,11 @@ pub enum Error {
         "{0} restarted during the run (its run_id changed): the writes it acknowledged before may be lost, unless its persistence (AOF with appendfsync always) kept them; run the add again (adding is idempotent) and make its persistence match what you need"
     )]
     Restarted(String),
+    /// A cluster target whose node is a server not in cluster mode.
+    #[error(
+        "{0} is not a cluster node (cluster mode is off): reach it as one server, redis://HOST:PORT (the CLI's --redis)"
+    )]
+    NotACluster(String),
     /// A reply of an unexpected shape.
     #[error("unexpected reply to {command}: {reply}")]
     Reply {
@@ -234,7 +255,94 @@ fn redacted(url: &str) -> String {
 
 enum Inner {
     Single(redis::Connection),
-    Cluster(Box<redis::cluster::ClusterConnection>),
+    Cluster(Box<ClusterInner>),
+}
+
+/// A cluster connection: the redis crate's, and this client's own connections to the nodes
+/// that `ASK` redirections sent commands to (which the crate's slot map does not name for
+/// those slots), kept as long as the crate's, so that a `WAIT` reaches every node written
+/// to on the connection that wrote.
+struct ClusterInner {
+    connection: redis::cluster::ClusterConnection,
+    /// A node's URL (the first listed), whose host and port an `ASK` address replaces.
+    template: String,
+    timeout: Duration,
+    /// Per `host:port`, this client's connection there.
+    asked: std::collections::HashMap<String, redis::Connection>,
+    /// The addresses of `asked` written to since the last `WAIT` that covered them.
+    unwaited: std::collections::BTreeSet<String>,
+}
+
+impl ClusterInner {
+    /// `command` sent after `ASKING` to `address`, on this client's connection there
+    /// (made if missing); a write is recorded for the next `WAIT`. A redirection again
+    /// (the slot moved on meanwhile) is the error, worth retrying.
+    fn ask(&mut self, address: &str, command: &Cmd) -> redis::RedisResult<Value> {
+        let connection = match self.asked.entry(address.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let url = node_url(&self.template, address)?;
+                let connection =
+                    redis::Client::open(url.as_str())?.get_connection_with_timeout(self.timeout)?;
+                connection.set_read_timeout(Some(self.timeout))?;
+                connection.set_write_timeout(Some(self.timeout))?;
+                entry.insert(connection)
+            }
+        };
+        let mut pipe = redis::pipe();
+        pipe.cmd("ASKING").ignore().add_command(command.clone());
+        if !is_read(command) {
+            // Recorded before sending: a write that may have arrived is waited for.
+            self.unwaited.insert(address.to_owned());
+        }
+        match pipe.query::<Vec<Value>>(connection) {
+            Ok(mut replies) if replies.len() == 1 => Ok(replies.remove(0)),
+            Ok(replies) => Err(RedisError::from((
+                ErrorKind::Client,
+                "unexpected replies after ASKING",
+                format!("{replies:?}"),
+            ))),
+            // One command's error reply: as that command's error (so that a redirection
+            // is seen as one, and retried).
+            Err(error) => match error.clone().into_server_errors().as_deref() {
+                Some([(_, one)]) => Err(RedisError::from(one.clone())),
+                _ => Err(error),
+            },
+        }
+    }
+}
+
+/// `template` (a node's URL, with its user, password and database) at `address`
+/// (`host:port`).
+fn node_url(template: &str, address: &str) -> redis::RedisResult<String> {
+    let bad = || {
+        RedisError::from((
+            ErrorKind::Client,
+            "an ASK redirection to an address that does not parse",
+            address.to_owned(),
+        ))
+    };
+    let (host, port) = address.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    let mut url = url::Url::parse(template).map_err(|_| bad())?;
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    };
+    url.set_host(Some(&host)).map_err(|_| bad())?;
+    url.set_port(Some(port)).map_err(|_| bad())?;
+    Ok(url.to_string())
+}
+
+/// Whether `command` (one this client sends) writes nothing.
+fn is_read(command: &Cmd) -> bool {
+    matches!(
+        command.args_iter().next(),
+        Some(Arg::Simple(name)) if [b"BF.HASHEXISTS".as_slice(), b"EXISTS", b"GET", b"BF.CARD"]
+            .iter()
+            .any(|read| name.eq_ignore_ascii_case(read))
+    )
 }
 
 /// How often the redis crate's cluster client tries a command again by itself (after a
@@ -261,6 +369,11 @@ pub struct Connection {
     /// differs is an error ([`Error::Restarted`]), since a restart may have lost
     /// acknowledged writes (a batch sent again would succeed on a filter that lost them).
     run_id: Option<String>,
+    /// On a cluster, per primary's address (`host:port`) seen after a batch of adds: the
+    /// `run_id` of the server there when first seen. Another one later is a primary
+    /// restarted within the node timeout (no failover), perhaps from an older RDB, which
+    /// its replicas then copy: [`Error::Restarted`].
+    run_ids: std::collections::HashMap<String, String>,
 }
 
 /// A one-server connection's server `run_id` (`INFO server`), if the user may ask.
@@ -299,21 +412,31 @@ fn worth_retrying(error: &RedisError) -> bool {
 }
 
 impl Connection {
-    /// Connects to `target`.
+    /// Connects to `target`, trying again for up to 30 s on failures worth retrying (as
+    /// [`open_retrying`](Self::open_retrying)).
     pub fn open(target: &Target) -> Result<Self> {
-        let timeout = Duration::from_secs(10);
-        let mut inner = connect(target, timeout).map_err(|source| Error::Redis {
-            context: format!("connecting to {}", target.shown()),
-            source,
-        })?;
-        let run_id = run_id_of(&mut inner);
-        Ok(Self {
+        Self::open_retrying(target, Duration::from_secs(30))
+    }
+
+    /// Connects to `target`, trying again for up to `retry_for` (zero: once) while the
+    /// failure is worth retrying (a connection refused, or dropped while connecting, a
+    /// cluster not yet up), as every later reconnect does; `retry_for` is then the
+    /// connection's [`set_retry_for`](Self::set_retry_for).
+    pub fn open_retrying(target: &Target, retry_for: Duration) -> Result<Self> {
+        let mut connection = Self {
             target: target.clone(),
-            inner: Some(inner),
-            retry_for: Duration::from_secs(30),
-            timeout,
-            run_id,
-        })
+            inner: None,
+            retry_for,
+            timeout: Duration::from_secs(10),
+            run_id: None,
+            run_ids: std::collections::HashMap::new(),
+        };
+        let context = || format!("connecting to {}", target.shown());
+        connection.retrying(&context, |_| Ok(()))?;
+        if let Some(inner) = connection.inner.as_mut() {
+            connection.run_id = run_id_of(inner);
+        }
+        Ok(connection)
     }
 
     /// How long to keep reconnecting and sending again after failures worth retrying
@@ -323,9 +446,12 @@ impl Connection {
     }
 
     /// Whether a restart of the one server is noticed (its `run_id` could be read when
-    /// connecting; never on a cluster, where failovers are expected).
+    /// connecting). On a cluster, always: after each batch of adds the primaries' `run_id`s
+    /// are read ([`pipeline_and_wait`](Self::pipeline_and_wait)), and a primary's address
+    /// served by another server process than before is [`Error::Restarted`] (a node whose
+    /// `INFO` is refused goes unchecked).
     pub fn notices_restarts(&self) -> bool {
-        self.run_id.is_some()
+        matches!(self.target, Target::Cluster(_)) || self.run_id.is_some()
     }
 
     /// The target.
@@ -372,14 +498,35 @@ impl Connection {
         let keys = commands.iter().filter_map(first_key);
         let written = routes(keys.chain(earlier.iter().copied()));
         let base = self.timeout;
-        self.retrying(context, |inner| {
+        let mut run_ids = std::mem::take(&mut self.run_ids);
+        let mut restarted = None;
+        let sent = self.retrying(context, |inner| {
             let replies = send_pipeline(inner, commands)?;
             let waited = match wait {
                 Some((replicas, timeout)) => Some(send_wait(inner, &written, replicas, timeout, base)?),
                 None => None,
             };
+            if let Inner::Cluster(cluster) = inner {
+                restarted = restarted_primary(&mut cluster.connection, &mut run_ids)?;
+                if let Some(address) = &restarted {
+                    return Err(RedisError::from((
+                        ErrorKind::Client,
+                        "a primary restarted during the run",
+                        address.clone(),
+                    )));
+                }
+            }
             Ok((replies, waited))
-        })
+        });
+        self.run_ids = run_ids;
+        match restarted {
+            Some(address) => {
+                // Its connections are not trusted further.
+                self.inner = None;
+                Err(Error::Restarted(format!("the cluster's primary at {address}")))
+            }
+            None => sent,
+        }
     }
 
     /// `WAIT replicas timeout` on the current connections (on a cluster, on the primaries
@@ -423,7 +570,7 @@ impl Connection {
     pub fn query(&mut self, command: &Cmd, context: &dyn Fn() -> String) -> Result<Value> {
         self.retrying(context, |inner| match inner {
             Inner::Single(connection) => command.query(connection),
-            Inner::Cluster(connection) => command.query(&mut **connection),
+            Inner::Cluster(cluster) => command.query(&mut cluster.connection),
         })
     }
 
@@ -470,6 +617,15 @@ impl Connection {
                 },
                 Err(error) => error,
             };
+            // A server not in cluster mode gives the redis crate no slots, and every
+            // command then finds no connection: said at once, not retried.
+            if error.kind() == ErrorKind::ClusterConnectionNotFound
+                && let Target::Cluster(nodes) = &self.target
+                && let Some(node) = not_a_cluster(nodes, self.timeout)
+            {
+                self.inner = None;
+                return Err(Error::NotACluster(node));
+            }
             if let Some(hint) = self.not_a_cluster_client(&error) {
                 return Err(Error::Redis {
                     context: format!("{}: {hint}", context()),
@@ -510,35 +666,127 @@ fn send_pipeline(inner: &mut Inner, commands: &[Cmd]) -> redis::RedisResult<Vec<
             }
             pipe.query(connection)
         }
-        Inner::Cluster(connection) => {
-            let mut pipe = redis::cluster::cluster_pipe();
-            for command in commands {
-                pipe.add_command(command.clone());
+        Inner::Cluster(cluster) => match cluster_pipeline(&mut cluster.connection, commands) {
+            Err(error) if only_redirections(&error) => follow_redirections(cluster, commands, &error),
+            other => other,
+        },
+    }
+}
+
+/// `commands` as one pipeline of the redis crate (one per node, by its slot map).
+fn cluster_pipeline(
+    connection: &mut redis::cluster::ClusterConnection,
+    commands: &[Cmd],
+) -> redis::RedisResult<Vec<Value>> {
+    let mut pipe = redis::cluster::cluster_pipe();
+    for command in commands {
+        pipe.add_command(command.clone());
+    }
+    pipe.query(connection)
+}
+
+/// `commands` again after their pipeline met redirections (`error`): the redis crate
+/// (1.8) hands a pipeline's back as its error rather than following them. Where one was
+/// `MOVED`, the crate's slot map is refreshed first (a read of that key, which the crate
+/// follows with a fresh map); then every command not sent `ASK` goes again as one
+/// pipeline on that map (the ones that were not redirected ran once already: sent again,
+/// an add reports its items as old, as any batch sent again does, and the write is again
+/// on the connection its `WAIT` goes to); and each command sent `ASK` (its slot half-way
+/// through moving, the key already on the new node) goes with `ASKING` to the address
+/// named, on this client's own connection there, recorded for the `WAIT`
+/// ([`ClusterInner::ask`]). The crate would follow `ASK` by itself for a single command,
+/// but to a node its slot map does not name, where the `WAIT` would not go. A redirection
+/// met again is the error, and the batch goes again (the slot is moving on).
+fn follow_redirections(
+    cluster: &mut ClusterInner,
+    commands: &[Cmd],
+    error: &RedisError,
+) -> redis::RedisResult<Vec<Value>> {
+    let errors = error
+        .clone()
+        .into_server_errors()
+        .unwrap_or_else(|| Arc::from([]));
+    let mut asked: Vec<(usize, String)> = Vec::new();
+    let mut moved = None;
+    for (index, server_error) in errors.iter() {
+        let redirect = || server_error.details()?.split_ascii_whitespace().nth(1);
+        match server_error.kind() {
+            Some(ServerErrorKind::Ask) => {
+                let address = redirect().ok_or_else(|| RedisError::from(server_error.clone()))?;
+                asked.push((*index, address.to_owned()));
             }
-            match pipe.query(connection) {
-                // The redis crate (1.8) hands a pipeline's redirections back as its error
-                // rather than following them: while slots move, every command of the batch
-                // goes again alone, routed by its key, which follows `MOVED` (with a fresh
-                // slot map) and `ASK` (with `ASKING`, to the slot's new node). The
-                // commands that were not redirected ran once already: sent again, an add
-                // reports its items as old (as any batch sent again does).
-                Err(error) if only_redirections(&error) => commands
-                    .iter()
-                    .map(|command| {
-                        let key = first_key(command).ok_or_else(|| {
-                            RedisError::from((ErrorKind::Client, "a command without a key"))
-                        })?;
-                        let route = Route::with_key(key, SlotAddr::Master);
-                        connection.route_command(
-                            command,
-                            RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
-                        )
-                    })
-                    .collect(),
-                other => other,
+            Some(ServerErrorKind::Moved) => moved = moved.or(Some(*index)),
+            _ => {}
+        }
+    }
+    if let Some(index) = moved
+        && let Some(key) = commands.get(index).and_then(first_key)
+    {
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(key);
+        let route = Route::with_key(key, SlotAddr::Master);
+        cluster.connection.route_command(
+            &exists,
+            RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+        )?;
+    }
+    let mut replies = vec![Value::Nil; commands.len()];
+    let others: Vec<usize> = (0..commands.len())
+        .filter(|index| !asked.iter().any(|(asked, _)| asked == index))
+        .collect();
+    if !others.is_empty() {
+        let again: Vec<Cmd> = others.iter().map(|&index| commands[index].clone()).collect();
+        for (index, reply) in others
+            .iter()
+            .zip(cluster_pipeline(&mut cluster.connection, &again)?)
+        {
+            replies[*index] = reply;
+        }
+    }
+    for (index, address) in asked {
+        replies[index] = cluster.ask(&address, &commands[index])?;
+    }
+    Ok(replies)
+}
+
+/// The address of a primary (of the slot map: every primary) whose `run_id` differs from
+/// the one seen there before, if any; the `run_id`s of primaries seen first are kept.
+fn restarted_primary(
+    connection: &mut redis::cluster::ClusterConnection,
+    run_ids: &mut std::collections::HashMap<String, String>,
+) -> redis::RedisResult<Option<String>> {
+    let mut info = redis::cmd("INFO");
+    info.arg("server");
+    let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+    let Value::Map(replies) = connection.route_command(&info, routing)? else {
+        return Ok(None);
+    };
+    for (address, reply) in replies {
+        let Value::BulkString(address) = &address else {
+            continue;
+        };
+        let text = match &reply {
+            Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            Value::VerbatimString { text, .. } => text.clone(),
+            _ => continue,
+        };
+        let Some(run_id) = text
+            .lines()
+            .find_map(|line| line.strip_prefix("run_id:"))
+            .map(|id| id.trim().to_owned())
+        else {
+            continue;
+        };
+        let address = String::from_utf8_lossy(address).into_owned();
+        match run_ids.get(&address) {
+            Some(seen) if *seen != run_id => return Ok(Some(address)),
+            Some(_) => {}
+            None => {
+                run_ids.insert(address, run_id);
             }
         }
     }
+    Ok(None)
 }
 
 /// Whether the connections that gave `error` are in step with their servers: an error the
@@ -617,12 +865,35 @@ fn send_wait(
             restored?;
             Ok(reply)
         }
-        Inner::Cluster(connection) => {
+        Inner::Cluster(cluster) => {
+            let connection = &mut cluster.connection;
             connection.set_read_timeout(reply_timeout)?;
             connection.set_auto_reconnect(false);
-            let reply = wait_on_primaries(connection, &wait, written, replicas);
+            let mut reply = wait_on_primaries(connection, &wait, written, replicas);
             connection.set_auto_reconnect(true);
             let restored = connection.set_read_timeout(Some(base));
+            // And every node an `ASK` sent a write to, on the connection that carried it.
+            if matches!(reply, Ok(Value::Int(got)) if got >= i64::try_from(replicas).unwrap_or(i64::MAX)) {
+                for address in &cluster.unwaited {
+                    let Some(connection) = cluster.asked.get_mut(address) else {
+                        continue;
+                    };
+                    connection.set_read_timeout(reply_timeout)?;
+                    let asked: redis::RedisResult<Value> = wait.query(connection);
+                    connection.set_read_timeout(Some(base))?;
+                    match asked? {
+                        Value::Int(got) if got >= i64::try_from(replicas).unwrap_or(i64::MAX) => {}
+                        other => {
+                            reply = Ok(other);
+                            break;
+                        }
+                    }
+                }
+                if matches!(reply, Ok(Value::Int(got)) if got >= i64::try_from(replicas).unwrap_or(i64::MAX))
+                {
+                    cluster.unwaited.clear();
+                }
+            }
             let reply = reply?;
             restored?;
             Ok(reply)
@@ -661,6 +932,27 @@ fn wait_on_primaries(
     Ok(Value::Int(fewest.unwrap_or(wanted)))
 }
 
+/// The first of `nodes` that answers and is a server not in cluster mode (`INFO cluster`
+/// says `cluster_enabled:0`), as its messages show it; `None` if the first that answers
+/// is a cluster node, or none answers. The redis crate reaches the first node that
+/// answers.
+fn not_a_cluster(nodes: &[String], timeout: Duration) -> Option<String> {
+    for node in nodes {
+        let Ok(mut connection) =
+            redis::Client::open(node.as_str()).and_then(|client| client.get_connection_with_timeout(timeout))
+        else {
+            continue;
+        };
+        connection.set_read_timeout(Some(timeout)).ok()?;
+        let info: String = redis::cmd("INFO").arg("cluster").query(&mut connection).ok()?;
+        return info
+            .lines()
+            .any(|line| line.trim() == "cluster_enabled:0")
+            .then(|| redacted(node));
+    }
+    None
+}
+
 fn connect(target: &Target, timeout: Duration) -> redis::RedisResult<Inner> {
     match target {
         Target::Single(url) => {
@@ -682,7 +974,13 @@ fn connect(target: &Target, timeout: Duration) -> redis::RedisResult<Inner> {
                 .min_retry_wait(10)
                 .max_retry_wait(200)
                 .build()?;
-            Ok(Inner::Cluster(Box::new(client.get_connection()?)))
+            Ok(Inner::Cluster(Box::new(ClusterInner {
+                connection: client.get_connection()?,
+                template: nodes[0].clone(),
+                timeout,
+                asked: std::collections::HashMap::new(),
+                unwaited: std::collections::BTreeSet::new(),
+            })))
         }
     }
 }
