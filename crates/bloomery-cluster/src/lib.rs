@@ -377,14 +377,22 @@ pub struct Connection {
 }
 
 /// A one-server connection's server `run_id` (`INFO server`), if the user may ask.
-fn run_id_of(inner: &mut Inner) -> Option<String> {
+/// An `INFO` refused for want of a password (or with a wrong one) is that error: every
+/// later command would be refused the same way, and the note that restarts go unnoticed
+/// said nothing of the cause.
+fn run_id_of(inner: &mut Inner) -> redis::RedisResult<Option<String>> {
     let Inner::Single(connection) = inner else {
-        return None;
+        return Ok(None);
     };
-    let info: String = redis::cmd("INFO").arg("server").query(connection).ok()?;
-    info.lines()
+    let info: String = match redis::cmd("INFO").arg("server").query(connection) {
+        Ok(info) => info,
+        Err(error) if matches!(error.code(), Some("NOAUTH" | "WRONGPASS")) => return Err(error),
+        Err(_) => return Ok(None),
+    };
+    Ok(info
+        .lines()
         .find_map(|line| line.strip_prefix("run_id:"))
-        .map(|id| id.trim().to_owned())
+        .map(|id| id.trim().to_owned()))
 }
 
 /// Whether an error may go away by itself: connections lost or refused, a cluster
@@ -434,7 +442,10 @@ impl Connection {
         let context = || format!("connecting to {}", target.shown());
         connection.retrying(&context, |_| Ok(()))?;
         if let Some(inner) = connection.inner.as_mut() {
-            connection.run_id = run_id_of(inner);
+            connection.run_id = run_id_of(inner).map_err(|source| Error::Redis {
+                context: context(),
+                source,
+            })?;
         }
         Ok(connection)
     }
@@ -597,7 +608,7 @@ impl Connection {
                 && self.run_id.is_some()
                 && let Ok(inner) = connected.as_mut()
             {
-                let now = run_id_of(inner);
+                let now = run_id_of(inner).ok().flatten();
                 if now.is_some() && now != self.run_id {
                     return Err(Error::Restarted(self.target.shown()));
                 }

@@ -344,6 +344,15 @@ def test_cli_hides_the_password_and_names_a_missing_module(server, tmp_path):
     assert blind.returncode == 0 and b"run_id cannot be read" in blind.stderr, blind.stderr
     tls = bloomery("check", "--redis", f"rediss://app:s3cret@127.0.0.1:{server.port}", "pw", "x")
     assert tls.returncode == 2 and b"TLS" in tls.stderr and b"s3cret" not in tls.stderr, tls.stderr
+    # No password where the server wants one: that error, first and alone (the note that
+    # restarts would go unnoticed came first, naming INFO as the cause).
+    r.execute_command("ACL", "SETUSER", "default", "on", "resetpass", ">sesame")
+    try:
+        anonymous = bloomery("check", "--redis", f"redis://127.0.0.1:{server.port}", "pw", "x")
+    finally:
+        r.execute_command("ACL", "SETUSER", "default", "on", "nopass")
+    assert anonymous.returncode == 2 and b"NOAUTH" in anonymous.stderr, anonymous.stderr
+    assert b"run_id" not in anonymous.stderr and anonymous.stderr.count(b"\n") == 1, anonymous.stderr
     # A server without the module: create says so and writes nothing.
     (tmp_path / "plain").mkdir()
     plain = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", str(tmp_path / "plain.sock"),
