@@ -377,16 +377,23 @@ pub struct Connection {
 }
 
 /// A one-server connection's server `run_id` (`INFO server`), if the user may ask.
-/// An `INFO` refused for want of a password (or with a wrong one) is that error: every
-/// later command would be refused the same way, and the note that restarts go unnoticed
-/// said nothing of the cause.
+/// `None` where the server refuses `INFO` to this user (an ACL, a renamed command). An
+/// `INFO` refused for want of a password (or with a wrong one), or that got no answer
+/// (the connection lost, or no reply in time), is that error: every later command would
+/// fail the same way, and the note that restarts go unnoticed said nothing of the cause.
 fn run_id_of(inner: &mut Inner) -> redis::RedisResult<Option<String>> {
     let Inner::Single(connection) = inner else {
         return Ok(None);
     };
     let info: String = match redis::cmd("INFO").arg("server").query(connection) {
         Ok(info) => info,
-        Err(error) if matches!(error.code(), Some("NOAUTH" | "WRONGPASS")) => return Err(error),
+        Err(error)
+            if matches!(error.code(), Some("NOAUTH" | "WRONGPASS"))
+                || error.is_io_error()
+                || error.is_timeout() =>
+        {
+            return Err(error);
+        }
         Err(_) => return Ok(None),
     };
     Ok(info
@@ -440,13 +447,7 @@ impl Connection {
             run_ids: std::collections::HashMap::new(),
         };
         let context = || format!("connecting to {}", target.shown());
-        connection.retrying(&context, |_| Ok(()))?;
-        if let Some(inner) = connection.inner.as_mut() {
-            connection.run_id = run_id_of(inner).map_err(|source| Error::Redis {
-                context: context(),
-                source,
-            })?;
-        }
+        connection.run_id = connection.retrying(&context, run_id_of)?;
         Ok(connection)
     }
 
@@ -644,8 +645,18 @@ impl Connection {
                 });
             }
             if !worth_retrying(&error) || Instant::now() + pause > deadline {
+                // A read or write that timed out says only "Resource temporarily
+                // unavailable" (the socket's EAGAIN): said as what it is.
+                let context = if error.is_timeout() {
+                    format!(
+                        "{}: no reply in time (the server, or the network to it, stalled)",
+                        context()
+                    )
+                } else {
+                    context()
+                };
                 return Err(Error::Redis {
-                    context: context(),
+                    context,
                     source: error,
                 });
             }

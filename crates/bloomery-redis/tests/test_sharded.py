@@ -2,6 +2,7 @@
 docs/sharding.md's routing implemented here from the spec alone (xxhash, fmix64,
 multiply-shift) against what the `bloomery` CLI writes."""
 import os
+import signal
 import struct
 import subprocess
 import time
@@ -246,6 +247,20 @@ def test_cli_check_and_dedup_batch_long_lines_by_their_bytes(server):
         run = subprocess.run(f"ulimit -v 1000000; python3 -c \"{make}\" | '{BLOOMERY}' {command} > /dev/null",
                              shell=True, executable="/bin/bash", capture_output=True, timeout=120)
         assert run.returncode in (0, 1), (command, run.returncode, run.stderr[-500:])
+
+
+def test_cli_a_server_that_stops_answering_is_said_to_have_stalled(server):
+    """A server paused (SIGSTOP) past the retry window: the run ends with exit 2 and says
+    no reply came in time, where it said only the socket's "Resource temporarily
+    unavailable (os error 11)"."""
+    url = f"redis://127.0.0.1:{server.port}"
+    assert bloomery("create", "--redis", url, "f", "--items", "1000").returncode == 0
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        stalled = bloomery("check", "--redis", url, "--retry-seconds", "0", "f", "x")
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+    assert stalled.returncode == 2 and b"no reply in time" in stalled.stderr, stalled.stderr
 
 
 def bloomery(*args, **kwargs):
