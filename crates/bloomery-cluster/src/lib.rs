@@ -68,8 +68,10 @@
 //! `run_id` (`INFO server`, one round trip per primary); a primary's address answering with
 //! another `run_id` than when first seen is [`Error::Restarted`] (a primary killed and
 //! restarted within the node timeout, so no failover, comes back from its last RDB, and
-//! its replicas copy it: the writes acknowledged since, `WAIT` or not, are gone). Not
-//! covered: a restart after the last batch's check; and a node that failed over, came
+//! its replicas copy it: the writes acknowledged since, `WAIT` or not, are gone); a user
+//! the primaries refuse `INFO` goes unchecked, as on one server. Not covered: a restart
+//! during the first batch (its `run_id`s are the first seen, after it), or after the last
+//! batch's check; and a node that failed over, came
 //! back as a replica and was made primary again is taken as restarted (an error where
 //! nothing may be lost: run the add again). (The redis crate's own
 //! routing of a keyless `WAIT` sends it to every primary and keeps the fewest replicas, so
@@ -780,8 +782,14 @@ fn restarted_primary(
     let mut info = redis::cmd("INFO");
     info.arg("server");
     let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
-    let Value::Map(replies) = connection.route_command(&info, routing)? else {
-        return Ok(None);
+    let replies = match connection.route_command(&info, routing) {
+        Ok(Value::Map(replies)) => replies,
+        Ok(_) => return Ok(None),
+        // A user the primaries refuse INFO (`-@dangerous`, `-info`), or INFO renamed: the
+        // restarts go unchecked (as on one server), where every batch failed after its
+        // writes (a run that could never add).
+        Err(error) if info_refused(&error) => return Ok(None),
+        Err(error) => return Err(error),
     };
     for (address, reply) in replies {
         let Value::BulkString(address) = &address else {
@@ -809,6 +817,29 @@ fn restarted_primary(
         }
     }
     Ok(None)
+}
+
+/// Whether `error` is a server's refusal of `INFO` to this user: no permission (an ACL), or
+/// no such command (renamed).
+fn info_refused(error: &RedisError) -> bool {
+    let refusals = error.clone().into_server_errors();
+    let refused = |error: &redis::ServerError| {
+        error.code() == "NOPERM"
+            || (error.code() == "ERR"
+                && error
+                    .details()
+                    .is_some_and(|details| details.contains("unknown command")))
+    };
+    match refusals.as_deref() {
+        Some(errors) if !errors.is_empty() => errors.iter().all(|(_, error)| refused(error)),
+        _ => {
+            error.code() == Some("NOPERM")
+                || (error.code() == Some("ERR")
+                    && error
+                        .detail()
+                        .is_some_and(|detail| detail.contains("unknown command")))
+        }
+    }
 }
 
 /// Whether the connections that gave `error` are in step with their servers: an error the
@@ -896,14 +927,27 @@ fn send_wait(
             let restored = connection.set_read_timeout(Some(base));
             // And every node an `ASK` sent a write to, on the connection that carried it.
             if matches!(reply, Ok(Value::Int(got)) if got >= i64::try_from(replicas).unwrap_or(i64::MAX)) {
-                for address in &cluster.unwaited {
-                    let Some(connection) = cluster.asked.get_mut(address) else {
+                let addresses: Vec<String> = cluster.unwaited.iter().cloned().collect();
+                for address in addresses {
+                    let Some(connection) = cluster.asked.get_mut(&address) else {
                         continue;
                     };
                     connection.set_read_timeout(reply_timeout)?;
                     let asked: redis::RedisResult<Value> = wait.query(connection);
-                    connection.set_read_timeout(Some(base))?;
-                    match asked? {
+                    let restored = connection.set_read_timeout(Some(base));
+                    let asked = match asked.and_then(|asked| restored.map(|()| asked)) {
+                        Ok(asked) => asked,
+                        Err(error) => {
+                            // A node demoted since (its `WAIT` refused on a replica), or a
+                            // connection lost: dropped, so that the batch, sent again as a
+                            // whole, goes where the slots are now, and this address is
+                            // not waited on forever.
+                            cluster.asked.remove(&address);
+                            cluster.unwaited.remove(&address);
+                            return Err(error);
+                        }
+                    };
+                    match asked {
                         Value::Int(got) if got >= i64::try_from(replicas).unwrap_or(i64::MAX) => {}
                         other => {
                             reply = Ok(other);

@@ -969,3 +969,32 @@ fn the_first_connection_is_retried_as_later_ones_are() {
         "{reply:?}"
     );
 }
+
+/// A user the primaries refuse `INFO` (`-info`, or the common `+@all -@dangerous`): the
+/// restart check goes unchecked, as on one server, and adds go on. Every batch failed
+/// after its writes, which the filter then held.
+#[test]
+fn a_cluster_whose_acl_refuses_info_still_adds() {
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cluster = Cluster::start("noinfo");
+    for node in &cluster.primaries {
+        let _: String = node.query(redis::cmd("ACL").arg("SETUSER").arg("default").arg("-info"));
+    }
+    let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
+    let connection = Connection::open(&cluster.target()).expect("connected");
+    let (mut filter, _) = ShardedFilter::create(connection, "urls", plan).expect("created");
+    let added = filter.add_hashes(&[plan.hash("a"), plan.hash("b")]);
+    assert_eq!(
+        added.expect("added on a cluster whose ACL refuses INFO"),
+        [true, true]
+    );
+    assert_eq!(
+        filter
+            .contains_hashes(&[plan.hash("a"), plan.hash("b")])
+            .expect("looked up"),
+        [true, true]
+    );
+}
