@@ -477,9 +477,8 @@ pub struct Chunk {
 /// A chunk copied each item, and a copy of an item larger than the memory left (a 1 GiB
 /// bytes in `update([big])` of a classic filter) aborted the process.
 ///
-/// A bytes object's and a str's bytes never change. A writable buffer's may, by another
-/// thread while the filter reads them without the GIL (as a mapped file's may, by another
-/// process, at any time): the item is then the bytes the filter read.
+/// A bytes object's and a str's bytes never change, nor do a read-only buffer's through
+/// Python; a writable buffer is not kept in place (see [`InPlace::new`]).
 struct InPlace {
     bytes: *const u8,
     len: usize,
@@ -496,8 +495,8 @@ unsafe impl Sync for InPlace {}
 impl InPlace {
     /// `item` kept where it lies, when it lies in memory that `owner` (the object it was
     /// read from) keeps while it is referenced: a bytes object's or a str's own bytes
-    /// (which never change), or a contiguous buffer `owner` exports. `None` otherwise: the
-    /// caller copies it.
+    /// (which never change), or a contiguous read-only buffer `owner` exports. `None`
+    /// otherwise: the caller copies it (with the GIL held).
     fn new(item: &[u8], owner: &Bound<'_, PyAny>) -> Option<Self> {
         let pointer = owner.as_ptr();
         let mut export = None;
@@ -520,7 +519,11 @@ impl InPlace {
                 (data.cast::<u8>(), len)
             } else {
                 let buffer = PyUntypedBuffer::get(owner).ok()?;
-                if !buffer.is_c_contiguous() {
+                // A writable buffer (a bytearray, a memoryview of one) may be written by
+                // another thread while the filter reads it without the GIL: the item would
+                // be neither value it held (a false negative for both), and a data race.
+                // Copied with the GIL held, as every item was.
+                if !buffer.is_c_contiguous() || !buffer.readonly() {
                     return None;
                 }
                 let place = (
