@@ -640,6 +640,12 @@ impl InPlace {
         self.file.held
     }
 
+    /// Whether another program was seen to change or replace the file: this writer then
+    /// writes no header to it any more, and can never seal it.
+    pub fn foreign(&self) -> bool {
+        self.sealing.foreign().is_some()
+    }
+
     /// The filter as it is now, for lookups and statistics.
     pub fn view(&self) -> Box<dyn FilterView + '_> {
         self.filter.view()

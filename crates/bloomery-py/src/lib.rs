@@ -1377,7 +1377,11 @@ impl PyBloomFilter {
                 State::InPlace(file) => file.seal(),
                 State::Mapped(_) | State::Closed => Ok(()),
             };
-            if saved.is_ok() {
+            // A file another program changed or replaced meanwhile is never sealed by this
+            // filter (`bloomery::file::Sealing`), so no later close could: closed all the
+            // same, its lock let go of, and the refusal raised once.
+            let foreign = matches!(state, State::InPlace(file) if file.foreign());
+            if saved.is_ok() || foreign {
                 *state = State::Closed;
                 lock = None;
             }

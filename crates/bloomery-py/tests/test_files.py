@@ -964,6 +964,7 @@ def test_a_file_another_program_rewrites_while_open_in_mode_a_is_never_sealed_ov
         target.write(source.read())
     with pytest.raises(OSError, match="was changed by another program"):
         f.close()
+    assert f.closed
     assert path.read_bytes() == other.read_bytes()
     back = BloomFilter.open(path, verify=True)
     assert all(f"o{i}" in back for i in range(1000))
@@ -986,9 +987,15 @@ def test_a_file_another_program_puts_in_its_place_while_open_in_mode_a_is_never_
     f.add("after")
     with pytest.raises(OSError, match="was replaced or removed by another program"):
         f.close()
+    # Closed all the same, its lock let go of: no later close could seal it.
+    assert f.closed
+    f.close()
     assert path.read_bytes() == expected
     back = BloomFilter.open(path, verify=True)
     assert all(f"o{i}" in back for i in range(100))
+    with BloomFilter.open(path, "a") as again:
+        again.add("new")
+    assert "new" in BloomFilter.open(path, verify=True)
 
 
 def test_a_file_with_other_hard_links_is_not_replaced(cli, tmp_path):
