@@ -139,21 +139,18 @@ impl RotatingBloomFilter {
     /// would take the filter past `memory_limit` bytes (checked before allocating).
     fn start_generation(&mut self, now_ms: u64, limit: GrowthLimit<'_>) -> Result<()> {
         let full = self.generations.len() == self.max_generations;
-        if !matches!(limit, GrowthLimit::None) {
-            // The oldest generation is dropped when all are kept, but a file may hold
-            // generations smaller than the ones it makes (version 2 stores each one's
-            // shape), so the new one is counted against what stays, not assumed equal.
-            let new_bytes = ClassicShape::for_rate(self.items_per_generation, self.fpp)?.num_words as u64 * 8;
-            let dropped = match self.generations.front() {
-                Some(oldest) if full => std::mem::size_of_val(oldest.filter.words()) as u64,
-                _ => 0,
-            };
-            limit.check(self.memory_bytes() as u64 - dropped, new_bytes)?;
-        }
+        let shape = ClassicShape::for_rate(self.items_per_generation, self.fpp)?;
+        // The oldest generation is dropped when all are kept, but a file may hold
+        // generations smaller than the ones it makes (version 2 stores each one's shape),
+        // so the new one is counted against what stays, not assumed equal.
+        let dropped = match self.generations.front() {
+            Some(oldest) if full => std::mem::size_of_val(oldest.filter.words()) as u64,
+            _ => 0,
+        };
+        limit.check(self.memory_bytes() as u64 - dropped, shape.num_words as u64 * 8)?;
         // Made before the oldest goes: a generation that cannot be made (its shape, or the
         // memory refused) leaves every generation where it was.
-        let filter =
-            BloomFilter::try_with_shape(ClassicShape::for_rate(self.items_per_generation, self.fpp)?)?;
+        let filter = BloomFilter::try_with_shape(shape)?;
         if full {
             self.generations.pop_front();
         }

@@ -161,11 +161,9 @@ impl ScalableBloomFilter {
             });
         }
         let (capacity, fpp) = self.sub_filter_params(index);
-        if !matches!(limit, GrowthLimit::None) {
-            let new_bytes = ClassicShape::for_rate(capacity, fpp)?.num_words as u64 * 8;
-            limit.check(self.memory_bytes() as u64, new_bytes)?;
-        }
-        let filter = BloomFilter::try_with_shape(ClassicShape::for_rate(capacity, fpp)?)?;
+        let shape = ClassicShape::for_rate(capacity, fpp)?;
+        limit.check(self.memory_bytes() as u64, shape.num_words as u64 * 8)?;
+        let filter = BloomFilter::try_with_shape(shape)?;
         self.filters.push(SubFilter {
             filter,
             capacity,
