@@ -108,9 +108,8 @@ impl AllowlistedBloomFilter {
 
     /// Bytes of filter bits and of the list of allowed items (its slots and their room).
     pub fn memory_bytes(&self) -> usize {
-        // The set's slots (a vector's header and a control byte per slot it has room for)
-        // and each item's own room: for short items the slots are most of it.
-        let set = self.allowed.capacity() * (std::mem::size_of::<Vec<u8>>() + 1)
+        // The set's slots and each item's own room.
+        let set = crate::bits::table_slot_bytes::<Vec<u8>>(self.allowed.capacity())
             + self.allowed.iter().map(Vec::capacity).sum::<usize>();
         std::mem::size_of_val(self.filter.words()) + set
     }

@@ -235,11 +235,10 @@ impl RetouchedBloomFilter {
 
     /// Bytes of bits and bookkeeping (estimated: 16 bytes per recorded item per bit).
     pub fn memory_bytes(&self) -> usize {
-        // Each map's slots (a key and a list's header, and a control byte, per slot it has
-        // room for) and each list's room: what the lists hold, not only their entries' bytes
-        // (for short lists the slots are most of it).
+        // Each map's slots and each list's room: what the lists hold, not only their
+        // entries' bytes.
         let map_bytes = |map: &HashMap<u64, Vec<ItemHash>>| {
-            map.capacity() * (std::mem::size_of::<(u64, Vec<ItemHash>)>() + 1)
+            crate::bits::table_slot_bytes::<(u64, Vec<ItemHash>)>(map.capacity())
                 + map
                     .values()
                     .map(|list| list.capacity() * std::mem::size_of::<ItemHash>())

@@ -278,6 +278,14 @@ impl From<AtomicBitVec> for BitVec {
 }
 
 /// The number of set bits in `words`.
+/// Bytes of a hash table's slots with room for `capacity` entries of type `E`: each slot
+/// an entry and a control byte (the standard library's tables), whatever the entries hold
+/// elsewhere. For the filters' item lists, whose slots are most of their memory when the
+/// lists are short.
+pub(crate) fn table_slot_bytes<E>(capacity: usize) -> usize {
+    capacity * (std::mem::size_of::<E>() + 1)
+}
+
 pub(crate) fn count_ones(words: &[u64]) -> u64 {
     words.iter().map(|word| u64::from(word.count_ones())).sum()
 }
