@@ -936,9 +936,7 @@ impl Sealing {
     /// each header write (which [`unseal`](Self::unseal) and [`seal`](Self::seal) do), and
     /// may call it more often (before each batch of bits) to stop sooner.
     pub fn check(&mut self, file: &File) -> Result<(), SealError> {
-        if let Some(foreign) = self.foreign {
-            return Err(SealError::Foreign(foreign));
-        }
+        self.not_seen_foreign()?;
         let named = fs::metadata(&self.real).is_ok_and(|named| (named.dev(), named.ino()) == self.identity);
         let found = if !named {
             Some(Foreign::Replaced)
@@ -960,9 +958,7 @@ impl Sealing {
     /// (after [`check`](Self::check)); nothing when it is unsealed already.
     pub fn unseal(&mut self, file: &File) -> Result<(), SealError> {
         if self.header.unsealed {
-            return self
-                .foreign
-                .map_or(Ok(()), |foreign| Err(SealError::Foreign(foreign)));
+            return self.not_seen_foreign();
         }
         self.check(file)?;
         mark_unsealed(file, &self.header)?;
@@ -977,15 +973,19 @@ impl Sealing {
     /// nothing, once another program was seen to change the file, sealed or not.
     pub fn seal(&mut self, file: &File, map: &MmapMut) -> Result<(), SealError> {
         if !self.header.unsealed {
-            return self
-                .foreign
-                .map_or(Ok(()), |foreign| Err(SealError::Foreign(foreign)));
+            return self.not_seen_foreign();
         }
         self.check(file)?;
         self.header.payload_checksum = seal(file, map, &self.header)?;
         self.header.unsealed = false;
         self.left(self.header.to_bytes(self.header.payload_checksum, false));
         Ok(())
+    }
+
+    /// The refusal once another program was seen to change the file.
+    fn not_seen_foreign(&self) -> Result<(), SealError> {
+        self.foreign
+            .map_or(Ok(()), |foreign| Err(SealError::Foreign(foreign)))
     }
 
     /// Records the header bytes this writer wrote.
