@@ -398,10 +398,14 @@ fn run_id_of(inner: &mut Inner) -> redis::RedisResult<Option<String>> {
         }
         Err(_) => return Ok(None),
     };
-    Ok(info
-        .lines()
+    Ok(run_id_in(&info))
+}
+
+/// The server `run_id` an `INFO server` reply gives.
+fn run_id_in(info: &str) -> Option<String> {
+    info.lines()
         .find_map(|line| line.strip_prefix("run_id:"))
-        .map(|id| id.trim().to_owned()))
+        .map(|id| id.trim().to_owned())
 }
 
 /// Whether an error may go away by itself: connections lost or refused, a cluster
@@ -800,11 +804,7 @@ fn restarted_primary(
             Value::VerbatimString { text, .. } => text.clone(),
             _ => continue,
         };
-        let Some(run_id) = text
-            .lines()
-            .find_map(|line| line.strip_prefix("run_id:"))
-            .map(|id| id.trim().to_owned())
-        else {
+        let Some(run_id) = run_id_in(&text) else {
             continue;
         };
         let address = String::from_utf8_lossy(address).into_owned();
@@ -822,23 +822,15 @@ fn restarted_primary(
 /// Whether `error` is a server's refusal of `INFO` to this user: no permission (an ACL), or
 /// no such command (renamed).
 fn info_refused(error: &RedisError) -> bool {
-    let refusals = error.clone().into_server_errors();
-    let refused = |error: &redis::ServerError| {
-        error.code() == "NOPERM"
-            || (error.code() == "ERR"
-                && error
-                    .details()
-                    .is_some_and(|details| details.contains("unknown command")))
+    let refused = |code: Option<&str>, detail: Option<&str>| {
+        code == Some("NOPERM")
+            || (code == Some("ERR") && detail.is_some_and(|detail| detail.contains("unknown command")))
     };
-    match refusals.as_deref() {
-        Some(errors) if !errors.is_empty() => errors.iter().all(|(_, error)| refused(error)),
-        _ => {
-            error.code() == Some("NOPERM")
-                || (error.code() == Some("ERR")
-                    && error
-                        .detail()
-                        .is_some_and(|detail| detail.contains("unknown command")))
-        }
+    match error.clone().into_server_errors().as_deref() {
+        Some(errors) if !errors.is_empty() => errors
+            .iter()
+            .all(|(_, error)| refused(Some(error.code()), error.details())),
+        _ => refused(error.code(), error.detail()),
     }
 }
 
@@ -925,8 +917,9 @@ fn send_wait(
             let mut reply = wait_on_primaries(connection, &wait, written, replicas);
             connection.set_auto_reconnect(true);
             let restored = connection.set_read_timeout(Some(base));
+            let enough = |reply: &Value| matches!(reply, Value::Int(got) if *got >= i64::try_from(replicas).unwrap_or(i64::MAX));
             // And every node an `ASK` sent a write to, on the connection that carried it.
-            if matches!(reply, Ok(Value::Int(got)) if got >= i64::try_from(replicas).unwrap_or(i64::MAX)) {
+            if reply.as_ref().is_ok_and(enough) {
                 let addresses: Vec<String> = cluster.unwaited.iter().cloned().collect();
                 for address in addresses {
                     let Some(connection) = cluster.asked.get_mut(&address) else {
@@ -947,16 +940,12 @@ fn send_wait(
                             return Err(error);
                         }
                     };
-                    match asked {
-                        Value::Int(got) if got >= i64::try_from(replicas).unwrap_or(i64::MAX) => {}
-                        other => {
-                            reply = Ok(other);
-                            break;
-                        }
+                    if !enough(&asked) {
+                        reply = Ok(asked);
+                        break;
                     }
                 }
-                if matches!(reply, Ok(Value::Int(got)) if got >= i64::try_from(replicas).unwrap_or(i64::MAX))
-                {
+                if reply.as_ref().is_ok_and(enough) {
                     cluster.unwaited.clear();
                 }
             }
