@@ -431,6 +431,17 @@ impl Cluster {
     }
 
     /// The primary that owns `key`'s slot.
+    /// The primary that owns `key`'s slot, and another its slot can move to.
+    fn owner_and_next(&self, key: &str) -> (&Node, &Node) {
+        let owner = self.owner(key);
+        let next = self
+            .primaries
+            .iter()
+            .find(|node| node.port != owner.port)
+            .expect("another primary");
+        (owner, next)
+    }
+
     fn owner(&self, key: &str) -> &Node {
         let slot: u16 = self.primaries[0].query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key));
         let index = RANGES
@@ -479,6 +490,20 @@ impl Drop for Cluster {
 
 /// The filter `name`, created with `plan` by one client (which wrote its metadata key),
 /// opened by another that waits for `replicas` replicas, at most `wait`, after each batch.
+/// `CLUSTER SETSLOT slot state id` on `node`.
+fn set_slot(node: &Node, slot: u16, state: &str, id: &str) {
+    let _: String = node.query(redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id));
+}
+
+/// Marks `key`'s slot half way through moving from `owner` to `next` (IMPORTING on `next`,
+/// MIGRATING on `owner`); returns the slot.
+fn begin_move(owner: &Node, next: &Node, key: &str) -> u16 {
+    let slot: u16 = owner.query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key));
+    set_slot(next, slot, "IMPORTING", &owner.id());
+    set_slot(owner, slot, "MIGRATING", &next.id());
+    slot
+}
+
 fn opened(cluster: &Cluster, name: &str, plan: ShardPlan, replicas: usize, wait: Duration) -> ShardedFilter {
     let connection = Connection::open(&cluster.target()).expect("connected");
     let (_, created) = ShardedFilter::create(connection, name, plan).expect("created");
@@ -686,18 +711,8 @@ fn a_batch_follows_ask_while_a_slot_moves() {
     let name = "moving";
     let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
     let key = shard_key(name, 0);
-    let owner = cluster.owner(&key);
-    let next = cluster
-        .primaries
-        .iter()
-        .find(|node| node.port != owner.port)
-        .expect("another primary");
-    let slot: u16 = owner.query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(&key));
-    let setslot = |node: &Node, state: &str, id: &str| {
-        let _: String = node.query(redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id));
-    };
-    setslot(next, "IMPORTING", &owner.id());
-    setslot(owner, "MIGRATING", &next.id());
+    let (owner, next) = cluster.owner_and_next(&key);
+    let slot = begin_move(owner, next, &key);
     let mut connection = Connection::open(&cluster.target()).expect("connected");
     connection.set_retry_for(Duration::from_secs(2));
     let (mut filter, _) = ShardedFilter::create(connection, name, plan).expect("created");
@@ -723,7 +738,7 @@ fn a_batch_follows_ask_while_a_slot_moves() {
     assert_eq!(exists, 1);
     // The move finished: `MOVED`, and the items are where the slot now is.
     for node in &cluster.primaries {
-        setslot(node, "NODE", &next.id());
+        set_slot(node, slot, "NODE", &next.id());
     }
     assert_eq!(
         filter.contains_hashes(&hashes).expect("checked after the move"),
@@ -816,21 +831,11 @@ fn a_wait_after_ask_goes_to_the_node_the_write_went_to() {
     let name = "moving";
     let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
     let key = shard_key(name, 0);
-    let owner = cluster.owner(&key);
-    let next = cluster
-        .primaries
-        .iter()
-        .find(|node| node.port != owner.port)
-        .expect("another primary");
+    let (owner, next) = cluster.owner_and_next(&key);
     // The old node has a replica (its `WAIT` answers 1); the new node has none.
     let _replica = cluster.add_replica(owner);
     let mut filter = opened(&cluster, name, plan, 1, Duration::from_millis(300));
-    let slot: u16 = owner.query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(&key));
-    let setslot = |node: &Node, state: &str, id: &str| {
-        let _: String = node.query(redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id));
-    };
-    setslot(next, "IMPORTING", &owner.id());
-    setslot(owner, "MIGRATING", &next.id());
+    begin_move(owner, next, &key);
     let _: String = owner.query(
         redis::cmd("MIGRATE")
             .arg("127.0.0.1")
