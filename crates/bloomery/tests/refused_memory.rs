@@ -107,17 +107,20 @@ fn a_rotating_file_that_cannot_make_a_generation_refuses_to_rotate() {
     assert!(RotatingBloomFilter::new(2, 1, 1e-30).is_err());
 }
 
+/// The variants that allocate as they grow.
+const GROWING: [Variant; 4] = [
+    Variant::Scalable,
+    Variant::ScalableBlocked,
+    Variant::RedisBloom,
+    Variant::Rotating,
+];
+
 /// `insert_within_room` asks for the room only when a growth step is due, refuses the step
 /// that would not fit before allocating it (the item not added, every item before it
 /// present, the filter as it was), and grows when there is room.
 #[test]
 fn every_growing_filter_asks_for_room_only_when_it_grows() {
-    for variant in [
-        Variant::Scalable,
-        Variant::ScalableBlocked,
-        Variant::RedisBloom,
-        Variant::Rotating,
-    ] {
+    for variant in GROWING {
         let mut filter = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
         let asked = std::cell::Cell::new(0u32);
         let no_room = || {
@@ -156,12 +159,7 @@ fn every_growing_filter_asks_for_room_only_when_it_grows() {
 /// refused item, the ones before it added).
 #[test]
 fn every_growing_filter_holds_a_batch_to_the_room() {
-    for variant in [
-        Variant::Scalable,
-        Variant::ScalableBlocked,
-        Variant::RedisBloom,
-        Variant::Rotating,
-    ] {
+    for variant in GROWING {
         let mut filter = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
         let asked = std::cell::Cell::new(0u32);
         let no_room = || {
