@@ -35,11 +35,18 @@ pyo3::import_exception!(io, UnsupportedOperation);
 /// The library's error as Python's `ValueError`, in the words the CLI prints; memory the
 /// system refused as `MemoryError`.
 fn value_error(error: bloomery::Error) -> PyErr {
+    let words = memory_words(&error);
+    library_error(&error, words)
+}
+
+/// `error` as its Python exception, in `words`: memory refused (by the system, or past the
+/// memory a filter may use) is `MemoryError`, anything else `ValueError`.
+fn library_error(error: &bloomery::Error, words: String) -> PyErr {
     match error {
         bloomery::Error::OutOfMemory { .. } | bloomery::Error::MemoryLimit { .. } => {
-            pyo3::exceptions::PyMemoryError::new_err(memory_words(&error))
+            pyo3::exceptions::PyMemoryError::new_err(words)
         }
-        other => PyValueError::new_err(other.to_string()),
+        _ => PyValueError::new_err(words),
     }
 }
 
@@ -252,17 +259,13 @@ impl State {
                     // became of the others.
                     bloomery::Error::Full { .. }
                     | bloomery::Error::MemoryLimit { .. }
-                    | bloomery::Error::OutOfMemory { .. } => {
-                        let message = format!(
+                    | bloomery::Error::OutOfMemory { .. } => library_error(
+                        &error,
+                        format!(
                             "{}; the items of this call before the refused one were added, the rest were not",
                             memory_words(&error)
-                        );
-                        if !matches!(error, bloomery::Error::Full { .. }) {
-                            pyo3::exceptions::PyMemoryError::new_err(message)
-                        } else {
-                            PyValueError::new_err(message)
-                        }
-                    }
+                        ),
+                    ),
                     other => value_error(other),
                 }),
         }
@@ -1601,20 +1604,13 @@ impl PyConcurrentBloomFilter {
     }
 
     fn stats(&self) -> (u64, f64, u64) {
+        let bytes = self.filter.memory_bytes();
         match &self.filter {
             Atomic::Classic(filter) => {
                 use bloomery::FilterStats;
-                (
-                    filter.estimated_len(),
-                    filter.expected_fpp(),
-                    filter.memory_bytes() as u64,
-                )
+                (filter.estimated_len(), filter.expected_fpp(), bytes)
             }
-            Atomic::Blocked(filter) => (
-                filter.estimated_len(),
-                filter.expected_fpp(),
-                filter.num_blocks() * 64,
-            ),
+            Atomic::Blocked(filter) => (filter.estimated_len(), filter.expected_fpp(), bytes),
         }
     }
 }
