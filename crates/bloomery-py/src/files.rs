@@ -425,6 +425,15 @@ pub struct Locked {
     owner: u32,
 }
 
+/// Refuses to replace a file of other names (hard links), in the CLI's words
+/// (`file::replacing_splits_links`).
+fn refuse_links(metadata: &Metadata, shown: &Path) -> Result<()> {
+    match file::replacing_splits_links(metadata.nlink()) {
+        Some(problem) => Err(FileError::Io(io::Error::other(problem), shown.to_owned())),
+        None => Ok(()),
+    }
+}
+
 /// Refuses a change to a file that process `owner` opened for update, from a child it made
 /// with `fork()`: the child holds copies of the parent's objects (and shares its lock), but
 /// is not the file's writer; what it wrote would race the parent's writes, or replace the
@@ -454,9 +463,7 @@ impl Locked {
         // A file of other names (hard links) cannot be saved back (`replace`): refused now,
         // before anything is added to a filter that could not be saved, as the CLI refuses
         // it before reading any item.
-        if let Some(problem) = file::replacing_splits_links(metadata.nlink()) {
-            return Err(FileError::Io(io::Error::other(problem), path.to_owned()));
-        }
+        refuse_links(&metadata, path)?;
         // The header first: a large file of something else costs one header's read.
         let len = metadata.len();
         // Locked: no writer changes it meanwhile, so this header is the file's.
@@ -874,9 +881,7 @@ fn replace(
     // A new file renamed over one name of a file with others (hard links) leaves them the
     // old filter: lookups through them would answer "absent" for what was added since (the
     // CLI refuses it in the same words).
-    if let Some(problem) = file::replacing_splits_links(old.nlink()) {
-        return Err(FileError::Io(io::Error::other(problem), shown.to_owned()));
-    }
+    refuse_links(old, shown)?;
     let temporary = TempFile::beside(real).io_at(shown)?;
     let file = temporary.file();
     if lock {

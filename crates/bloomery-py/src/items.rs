@@ -468,7 +468,7 @@ pub struct Chunk {
     bytes: Vec<u8>,
     ends: Vec<usize>,
     /// The large item, and how many items come before it.
-    large: Option<(usize, InPlace)>,
+    large: Option<(usize, HeldItem)>,
 }
 
 /// An item's bytes read where they lie, with what keeps them there while a [`Chunk`] is
@@ -478,8 +478,8 @@ pub struct Chunk {
 /// bytes in `update([big])` of a classic filter) aborted the process.
 ///
 /// A bytes object's and a str's bytes never change, nor do a read-only buffer's through
-/// Python; a writable buffer is not kept in place (see [`InPlace::new`]).
-struct InPlace {
+/// Python; a writable buffer is not kept in place (see [`HeldItem::new`]).
+struct HeldItem {
     bytes: *const u8,
     len: usize,
     _owner: Py<PyAny>,
@@ -488,11 +488,11 @@ struct InPlace {
 
 // SAFETY: the bytes are only read, and what keeps them alive (a reference and an export,
 // both `Send` and `Sync`) goes with them.
-unsafe impl Send for InPlace {}
+unsafe impl Send for HeldItem {}
 // SAFETY: as above.
-unsafe impl Sync for InPlace {}
+unsafe impl Sync for HeldItem {}
 
-impl InPlace {
+impl HeldItem {
     /// `item` kept where it lies, when it lies in memory that `owner` (the object it was
     /// read from) keeps while it is referenced: a bytes object's or a str's own bytes
     /// (which never change), or a contiguous read-only buffer `owner` exports. `None`
@@ -523,13 +523,11 @@ impl InPlace {
                 // another thread while the filter reads it without the GIL: the item would
                 // be neither value it held (a false negative for both), and a data race.
                 // Copied with the GIL held, as every item was.
-                if !buffer.is_c_contiguous() || !buffer.readonly() {
+                if !buffer.readonly() {
                     return None;
                 }
-                let place = (
-                    buffer.buf_ptr().cast::<u8>().cast_const(),
-                    buffer.len_bytes() as isize,
-                );
+                let bytes = buffer_slice(&buffer).ok()?;
+                let place = (bytes.as_ptr(), bytes.len() as isize);
                 export = Some(buffer);
                 place
             }
@@ -585,12 +583,12 @@ impl Chunk {
     }
 
     /// An item read from `owner`: one of more than [`CHUNK_BYTES`] is kept where it lies
-    /// ([`InPlace`]) when it is the chunk's first such item (the chunk is then
+    /// ([`HeldItem`]) when it is the chunk's first such item (the chunk is then
     /// [full](Sink::full)); any other is copied.
     pub fn push_from(&mut self, item: &[u8], owner: &Bound<'_, PyAny>) {
         if item.len() > CHUNK_BYTES
             && self.large.is_none()
-            && let Some(large) = InPlace::new(item, owner)
+            && let Some(large) = HeldItem::new(item, owner)
         {
             self.large = Some((self.ends.len(), large));
             return;
@@ -903,15 +901,12 @@ pub fn each_iterable(
 /// Room in `answers` for `more` answers (amortized, as a push grows it): a `MemoryError`
 /// when the system refuses it, instead of the abort of a failed allocation.
 pub fn reserve_answers(answers: &mut Vec<bool>, more: usize) -> PyResult<()> {
-    answers
-        .try_reserve(more)
-        .map_err(|_| answers_refused(answers.len().saturating_add(more)))
-}
-
-fn answers_refused(count: usize) -> PyErr {
-    PyMemoryError::new_err(format!(
-        "cannot allocate {count} bytes for the answers of {count} items: the system refused them"
-    ))
+    answers.try_reserve(more).map_err(|_| {
+        let count = answers.len().saturating_add(more);
+        PyMemoryError::new_err(format!(
+            "cannot allocate {count} bytes for the answers of {count} items: the system refused them"
+        ))
+    })
 }
 
 /// Where a batch's items come from.
@@ -921,7 +916,7 @@ pub enum Source<'py> {
         buffer: PyUntypedBuffer,
         element: Element,
         count: usize,
-        /// The object exporting it (which keeps an item of it in place: [`InPlace`]).
+        /// The object exporting it (which keeps an item of it in place: [`HeldItem`]).
         object: Bound<'py, PyAny>,
     },
     /// A list or tuple, indexed.
@@ -979,9 +974,7 @@ impl<'py> Source<'py> {
     /// GiB of answers).
     pub fn answers(&self) -> PyResult<Vec<bool>> {
         let mut answers = Vec::new();
-        answers
-            .try_reserve_exact(self.len_hint())
-            .map_err(|_| answers_refused(self.len_hint()))?;
+        reserve_answers(&mut answers, self.len_hint())?;
         Ok(answers)
     }
 
