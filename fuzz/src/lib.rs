@@ -19,7 +19,7 @@
 use std::io::{self, Read};
 use std::sync::OnceLock;
 
-use bloomery::any::{self, DynFilter, FilterView};
+use bloomery::any::{self, DynFilter, FilterView, GrowthLimit};
 use bloomery::format::native::{Header, Variant};
 use bloomery::{
     AllowlistedBloomFilter, BloomFilter, ClearingScheme, CountingBloomFilter, Error, RetouchedBloomFilter,
@@ -444,7 +444,7 @@ pub fn exercise_filter(mut filter: Box<dyn DynFilter>, inserts: usize) -> Vec<bo
 
     let limit = filter.stats().memory_bytes.saturating_add(MAX_GROWN_BYTES);
     for item in ITEMS.iter().cycle().take(inserts) {
-        match filter.insert_within(item, limit) {
+        match filter.insert_within(item, GrowthLimit::Total(limit)) {
             Ok(_) => assert!(filter.contains(item), "{variant}: an inserted item is absent"),
             Err(Error::MemoryLimit { needed, .. }) => {
                 trace(

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bloomery::any::{self, DynFilter};
+use bloomery::any::{self, DynFilter, GrowthLimit};
 use bloomery::in_place;
 
 use crate::batch::{self, Keep, for_each_batch};
@@ -171,7 +171,7 @@ fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode
         |batch| {
             for index in 0..batch.len() {
                 filter
-                    .insert_within(batch.item(index), growth_limit)
+                    .insert_within(batch.item(index), GrowthLimit::Total(growth_limit))
                     .map_err(|error| {
                         was_refused = true;
                         refused(path, batch.raw(index), &error)
@@ -404,7 +404,7 @@ pub fn dedup(
             (_, Some(filter)) => {
                 let growth_limit = growth_limit.unwrap_or(u64::MAX);
                 for index in 0..batch.len() {
-                    match filter.insert_within(batch.item(index), growth_limit) {
+                    match filter.insert_within(batch.item(index), GrowthLimit::Total(growth_limit)) {
                         Ok(is_new) => new[index] = is_new,
                         Err(error) => {
                             refused = Some(CliError::new(format!(

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bloomery::any::{self, DynFilter, FilterView, Spec, SpecOption};
+use bloomery::any::{self, DynFilter, FilterView, GrowthLimit, Spec, SpecOption};
 use bloomery::format::native::Variant;
 use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::{
@@ -253,7 +253,7 @@ impl State {
             State::InPlace(file) => file.insert(items).map_err(file_error),
             _ => self
                 .owned()?
-                .insert_batch_within_room(items, &growth_room)
+                .insert_batch_within(items, GrowthLimit::Room(&growth_room))
                 .map_err(|error| match error {
                     // A batch stops at the refused item (full, or its growth refused): say what
                     // became of the others.
@@ -734,7 +734,7 @@ impl PyBloomFilter {
         self.shared.write(py, |state| match state {
             State::Owned(filter) => Some(
                 filter
-                    .insert_within_room(bytes, &growth_room)
+                    .insert_within(bytes, GrowthLimit::Room(&growth_room))
                     .map_err(value_error),
             ),
             State::InPlace(file) => Some(file.insert_one(bytes).map_err(file_error)),

@@ -4,7 +4,7 @@
 //! `BF.CARD` does) instead of 0, and a filter beyond the memory cap is refused with an
 //! error instead of taking the server down.
 
-use bloomery::any::{self, DynFilter, Spec};
+use bloomery::any::{self, DynFilter, GrowthLimit, Spec};
 use bloomery::format::native::Variant;
 use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
@@ -498,7 +498,7 @@ fn add_items(
     } else {
         for item in items {
             let inserted = match cap {
-                Some(cap) => filter.insert_within(item.as_slice(), cap),
+                Some(cap) => filter.insert_within(item.as_slice(), GrowthLimit::Total(cap)),
                 None => filter.insert(item.as_slice()),
             };
             match inserted {

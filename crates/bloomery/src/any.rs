@@ -91,15 +91,19 @@ pub trait FilterView: Send + Sync {
     fn describe(&self) -> Vec<(&'static str, String)>;
 }
 
-/// How far a growing filter's growth step (a new sub-filter, link or generation) may go:
-/// checked before anything is allocated, refused with [`Error::MemoryLimit`].
+/// How far a growing filter's growth step (a new sub-filter, link or generation) may go
+/// ([`DynFilter::insert_within`]): checked before anything is allocated, refused with
+/// [`Error::MemoryLimit`].
 #[derive(Clone, Copy)]
-pub(crate) enum GrowthLimit<'a> {
+pub enum GrowthLimit<'a> {
     /// No limit.
     None,
-    /// The filter's bytes after the step, at most this many.
+    /// The filter's bytes after the step, at most this many (a server's cap per key, a
+    /// tool's limit computed per batch).
     Total(u64),
-    /// The step's own bytes, at most what this says when asked (only when a step is due).
+    /// The step's own bytes, at most what this says when asked, which is only when a step
+    /// is due (so it may be costly: the memory available now,
+    /// [`crate::file::memory_available`]).
     Room(&'a dyn Fn() -> u64),
 }
 
@@ -132,11 +136,11 @@ impl From<Option<u64>> for GrowthLimit<'_> {
     }
 }
 
-/// A growing filter's batch held to `room` (`insert_batch_within_room`): item by item,
+/// A growing filter's batch held to `limit` (`insert_batch_within`): item by item,
 /// stopping at the first refusal.
-fn each_within_room(filter: &mut dyn DynFilter, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
+fn each_within(filter: &mut dyn DynFilter, items: &[&[u8]], limit: GrowthLimit<'_>) -> Result<()> {
     for item in items {
-        filter.insert_within_room(item, room)?;
+        filter.insert_within(item, limit)?;
     }
     Ok(())
 }
@@ -150,21 +154,12 @@ pub trait DynFilter: FilterView {
 
     /// As [`insert`](Self::insert), but refusing with [`Error::MemoryLimit`], before
     /// allocating, a growth step (a scalable filter's new sub-filter, a rotating filter's
-    /// new generation) that would take the filter past `memory_limit` bytes. Filters of a
-    /// fixed size never allocate on insert; the retouched filter's item lists grow by 16
+    /// new generation) past `limit`. Filters of a fixed size never allocate on insert (and
+    /// never ask a [`GrowthLimit::Room`]); the retouched filter's item lists grow by 16
     /// bytes per item and are not limited here.
-    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
-        let _ = memory_limit;
-        self.insert(item)
-    }
-
-    /// As [`insert`](Self::insert), but refusing with [`Error::MemoryLimit`], before
-    /// allocating, a growth step that would allocate more than `room()` bytes; `room` is
-    /// asked only when a step is due (so it may be costly: the memory available now,
-    /// [`crate::file::memory_available`]). Filters of a fixed size never ask it.
     ///
     /// ```
-    /// use bloomery::any::{self, Spec};
+    /// use bloomery::any::{self, GrowthLimit, Spec};
     /// use bloomery::format::native::Variant;
     ///
     /// let mut filter = any::create(&Spec::new(Variant::Scalable, 100, 0.01))?;
@@ -175,7 +170,7 @@ pub trait DynFilter: FilterView {
     /// };
     /// let mut refused = None;
     /// for i in 0..1_000u32 {
-    ///     if let Err(error) = filter.insert_within_room(&i.to_le_bytes(), &room) {
+    ///     if let Err(error) = filter.insert_within(&i.to_le_bytes(), GrowthLimit::Room(&room)) {
     ///         refused = Some(error);
     ///         break;
     ///     }
@@ -184,8 +179,8 @@ pub trait DynFilter: FilterView {
     /// assert_eq!(asked.get(), 1); // once, when the first sub-filter was full
     /// # Ok::<(), bloomery::Error>(())
     /// ```
-    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
-        let _ = room;
+    fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        let _ = limit;
         self.insert(item)
     }
 
@@ -198,11 +193,11 @@ pub trait DynFilter: FilterView {
         Ok(())
     }
 
-    /// As [`insert_batch`](Self::insert_batch), each growth step held to `room()` as
-    /// [`insert_within_room`](Self::insert_within_room) holds it. Filters of a fixed size
-    /// take their batch call.
-    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
-        let _ = room;
+    /// As [`insert_batch`](Self::insert_batch), each growth step held to `limit` as
+    /// [`insert_within`](Self::insert_within) holds it. Filters of a fixed size take their
+    /// batch call.
+    fn insert_batch_within(&mut self, items: &[&[u8]], limit: GrowthLimit<'_>) -> Result<()> {
+        let _ = limit;
         self.insert_batch(items)
     }
 
@@ -955,16 +950,12 @@ impl DynFilter for ScalableBloomFilter {
         ScalableBloomFilter::insert(self, item)
     }
 
-    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
-        ScalableBloomFilter::insert_within(self, item, Some(memory_limit))
+    fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        self.insert_limited(item, limit)
     }
 
-    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
-        self.insert_limited(item, GrowthLimit::Room(room))
-    }
-
-    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
-        each_within_room(self, items, room)
+    fn insert_batch_within(&mut self, items: &[&[u8]], limit: GrowthLimit<'_>) -> Result<()> {
+        each_within(self, items, limit)
     }
 
     owned_filter_common!();
@@ -1029,16 +1020,12 @@ impl DynFilter for RedisBloomFilter {
         RedisBloomFilter::insert(self, item)
     }
 
-    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
-        RedisBloomFilter::insert_within(self, item, Some(memory_limit))
+    fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        self.insert_limited(item, limit)
     }
 
-    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
-        self.insert_limited(item, GrowthLimit::Room(room))
-    }
-
-    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
-        each_within_room(self, items, room)
+    fn insert_batch_within(&mut self, items: &[&[u8]], limit: GrowthLimit<'_>) -> Result<()> {
+        each_within(self, items, limit)
     }
 
     owned_filter_common!();
@@ -1107,12 +1094,8 @@ impl DynFilter for ScalableBlockedBloomFilter {
         ScalableBlockedBloomFilter::insert(self, item)
     }
 
-    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
-        self.insert_hash_within(self.hash(item), Some(memory_limit))
-    }
-
-    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
-        self.insert_hash_limited(self.hash(item), GrowthLimit::Room(room))
+    fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        self.insert_hash_limited(self.hash(item), limit)
     }
 
     fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
@@ -1120,9 +1103,9 @@ impl DynFilter for ScalableBlockedBloomFilter {
         self.insert_batch_within(items, &mut added, None)
     }
 
-    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
+    fn insert_batch_within(&mut self, items: &[&[u8]], limit: GrowthLimit<'_>) -> Result<()> {
         let mut added = vec![false; items.len()];
-        match self.insert_batch_limited(items, &mut added, GrowthLimit::Room(room)) {
+        match self.insert_batch_limited(items, &mut added, limit) {
             (_, None) => Ok(()),
             (_, Some(error)) => Err(error),
         }
@@ -1256,16 +1239,12 @@ impl DynFilter for RotatingBloomFilter {
         RotatingBloomFilter::insert_within(self, item, crate::rotating::now_ms(), None)
     }
 
-    fn insert_within(&mut self, item: &[u8], memory_limit: u64) -> Result<bool> {
-        RotatingBloomFilter::insert_within(self, item, crate::rotating::now_ms(), Some(memory_limit))
+    fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        self.insert_limited(item, crate::rotating::now_ms(), limit)
     }
 
-    fn insert_within_room(&mut self, item: &[u8], room: &dyn Fn() -> u64) -> Result<bool> {
-        self.insert_limited(item, crate::rotating::now_ms(), GrowthLimit::Room(room))
-    }
-
-    fn insert_batch_within_room(&mut self, items: &[&[u8]], room: &dyn Fn() -> u64) -> Result<()> {
-        each_within_room(self, items, room)
+    fn insert_batch_within(&mut self, items: &[&[u8]], limit: GrowthLimit<'_>) -> Result<()> {
+        each_within(self, items, limit)
     }
 
     owned_filter_common!();
@@ -1461,7 +1440,7 @@ mod tests {
             let mut added = Vec::new();
             let error = loop {
                 let item = (added.len() as u64).to_le_bytes();
-                match filter.insert_within(&item, limit) {
+                match filter.insert_within(&item, GrowthLimit::Total(limit)) {
                     Ok(_) => added.push(item),
                     Err(error) => break error,
                 }
@@ -1474,7 +1453,11 @@ mod tests {
             assert_eq!(filter.stats().memory_bytes, limit, "{variant:?}");
             assert!(added.iter().all(|item| filter.contains(item)), "{variant:?}");
             // With room, the same insert grows the filter.
-            assert!(filter.insert_within(&u64::MAX.to_le_bytes(), 4 * limit).unwrap());
+            assert!(
+                filter
+                    .insert_within(&u64::MAX.to_le_bytes(), GrowthLimit::Total(4 * limit))
+                    .unwrap()
+            );
             assert_eq!(filter.stats().sub_filters, 2, "{variant:?}");
         }
     }

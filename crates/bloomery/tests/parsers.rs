@@ -14,7 +14,7 @@
 
 use std::sync::OnceLock;
 
-use bloomery::any::{self, DynFilter, FilterView};
+use bloomery::any::{self, DynFilter, FilterView, GrowthLimit};
 use bloomery::format::native::{Header, Persist};
 use bloomery::format::pieces::{Assembled, PieceAssembler};
 use bloomery::redisbloom::RedisBloomFilter;
@@ -599,7 +599,7 @@ fn check_native(bytes: &[u8]) -> Result<bool, TestCaseError> {
     variant_api(&*filter)?;
     let limit = filter.stats().memory_bytes.saturating_add(MAX_GROWTH_BYTES);
     for item in ITEMS {
-        match filter.insert_within(item, limit) {
+        match filter.insert_within(item, GrowthLimit::Total(limit)) {
             Ok(_) => prop_assert!(
                 filter.contains(item),
                 "{}: an inserted item is absent",

@@ -4,7 +4,7 @@
 //! system refuses them whatever its overcommit policy (the blocked case, which fits the
 //! address space, is refused where the kernel will not overcommit that much, as here).
 
-use bloomery::any::{self, Spec};
+use bloomery::any::{self, GrowthLimit, Spec};
 use bloomery::format::native::{self, Persist, Variant};
 use bloomery::redisbloom::{RdbLink, RedisBloomFilter};
 use bloomery::{BlockedBloomFilter, Error, RotatingBloomFilter};
@@ -115,7 +115,7 @@ const GROWING: [Variant; 4] = [
     Variant::Rotating,
 ];
 
-/// `insert_within_room` asks for the room only when a growth step is due, refuses the step
+/// `insert_within` under `GrowthLimit::Room` asks for the room only when a growth step is due, refuses the step
 /// that would not fit before allocating it (the item not added, every item before it
 /// present, the filter as it was), and grows when there is room.
 #[test]
@@ -130,7 +130,7 @@ fn every_growing_filter_asks_for_room_only_when_it_grows() {
         let mut added = Vec::new();
         let refused = (0..100_000u64).find_map(|item| {
             let bytes = item.to_le_bytes();
-            match filter.insert_within_room(&bytes, &no_room) {
+            match filter.insert_within(&bytes, GrowthLimit::Room(&no_room)) {
                 Ok(_) => {
                     added.push(bytes);
                     None
@@ -146,7 +146,10 @@ fn every_growing_filter_asks_for_room_only_when_it_grows() {
         assert_eq!(filter.stats().sub_filters, 1, "{variant:?}");
         // With room: it grows, and holds the refused item and every one before.
         let room = || u64::MAX;
-        assert!(filter.insert_within_room(&item, &room).is_ok(), "{variant:?}");
+        assert!(
+            filter.insert_within(&item, GrowthLimit::Room(&room)).is_ok(),
+            "{variant:?}"
+        );
         assert_eq!(filter.stats().sub_filters, 2, "{variant:?}");
         assert!(filter.contains(&item), "{variant:?}");
         if variant != Variant::Rotating {
@@ -169,14 +172,16 @@ fn every_growing_filter_holds_a_batch_to_the_room() {
         let items: Vec<[u8; 8]> = (0..5_000u64).map(u64::to_le_bytes).collect();
         let slices: Vec<&[u8]> = items.iter().map(|item| &item[..]).collect();
         let error = filter
-            .insert_batch_within_room(&slices, &no_room)
+            .insert_batch_within(&slices, GrowthLimit::Room(&no_room))
             .expect_err("the batch needs a second sub-filter");
         assert!(matches!(error, Error::MemoryLimit { .. }), "{variant:?}: {error}");
         assert_eq!(asked.get(), 1, "{variant:?}");
         assert_eq!(filter.stats().sub_filters, 1, "{variant:?}");
         let present = slices.iter().take_while(|item| filter.contains(item)).count();
         assert!(present >= 1_000, "{variant:?}: {present}");
-        filter.insert_batch_within_room(&slices, &|| u64::MAX).unwrap();
+        filter
+            .insert_batch_within(&slices, GrowthLimit::Room(&|| u64::MAX))
+            .unwrap();
         assert!(
             slices.iter().rev().take(1_000).all(|item| filter.contains(item)),
             "{variant:?}"
@@ -196,7 +201,9 @@ fn fixed_size_filters_never_ask_for_room() {
         let mut filter = any::create(&Spec::new(variant, 100, 0.01)).unwrap();
         let room = || -> u64 { panic!("{variant:?} asked for room") };
         for item in 0..10_000u64 {
-            filter.insert_within_room(&item.to_le_bytes(), &room).unwrap();
+            filter
+                .insert_within(&item.to_le_bytes(), GrowthLimit::Room(&room))
+                .unwrap();
         }
     }
 }
