@@ -69,9 +69,10 @@
 //! another `run_id` than when first seen is [`Error::Restarted`] (a primary killed and
 //! restarted within the node timeout, so no failover, comes back from its last RDB, and
 //! its replicas copy it: the writes acknowledged since, `WAIT` or not, are gone); a user
-//! the primaries refuse `INFO` goes unchecked, as on one server. Not covered: a restart
-//! during the first batch (its `run_id`s are the first seen, after it), or after the last
-//! batch's check; and a node that failed over, came
+//! the primaries refuse `INFO` goes unchecked, as on one server. The `run_id`s are read
+//! before the first batch too, so a restart during it is seen. Not covered: a restart
+//! after the last batch's check, or before the first batch (which goes to the new process
+//! in full); and a node that failed over, came
 //! back as a replica and was made primary again is taken as restarted (an error where
 //! nothing may be lost: run the add again). (The redis crate's own
 //! routing of a keyless `WAIT` sends it to every primary and keeps the fewest replicas, so
@@ -371,11 +372,13 @@ pub struct Connection {
     /// differs is an error ([`Error::Restarted`]), since a restart may have lost
     /// acknowledged writes (a batch sent again would succeed on a filter that lost them).
     run_id: Option<String>,
-    /// On a cluster, per primary's address (`host:port`) seen after a batch of adds: the
-    /// `run_id` of the server there when first seen. Another one later is a primary
-    /// restarted within the node timeout (no failover), perhaps from an older RDB, which
-    /// its replicas then copy: [`Error::Restarted`].
+    /// On a cluster, per primary's address (`host:port`) seen before the first batch of
+    /// adds or after one: the `run_id` of the server there when first seen. Another one
+    /// later is a primary restarted within the node timeout (no failover), perhaps from an
+    /// older RDB, which its replicas then copy: [`Error::Restarted`].
     run_ids: std::collections::HashMap<String, String>,
+    /// Whether the primaries' `run_id`s were read before a first batch of adds.
+    primaries_seen: bool,
 }
 
 /// A one-server connection's server `run_id` (`INFO server`), if the user may ask.
@@ -451,6 +454,7 @@ impl Connection {
             timeout: Duration::from_secs(10),
             run_id: None,
             run_ids: std::collections::HashMap::new(),
+            primaries_seen: false,
         };
         let context = || format!("connecting to {}", target.shown());
         connection.run_id = connection.retrying(&context, run_id_of)?;
@@ -517,8 +521,19 @@ impl Connection {
         let written = routes(keys.chain(earlier.iter().copied()));
         let base = self.timeout;
         let mut run_ids = std::mem::take(&mut self.run_ids);
+        let mut primaries_seen = self.primaries_seen;
         let mut restarted = None;
         let sent = self.retrying(context, |inner| {
+            if let Inner::Cluster(cluster) = inner
+                && !primaries_seen
+            {
+                // The primaries' `run_id`s before the first batch's writes, so that a
+                // restart after them (which lost them) is seen by the check after the
+                // batch (a restart before them loses nothing: the batch goes to the new
+                // process in full).
+                restarted_primary(&mut cluster.connection, &mut run_ids)?;
+                primaries_seen = true;
+            }
             let replies = send_pipeline(inner, commands)?;
             let waited = match wait {
                 Some((replicas, timeout)) => Some(send_wait(inner, &written, replicas, timeout, base)?),
@@ -537,6 +552,7 @@ impl Connection {
             Ok((replies, waited))
         });
         self.run_ids = run_ids;
+        self.primaries_seen = primaries_seen;
         match restarted {
             Some(address) => {
                 // Its connections are not trusted further.

@@ -893,6 +893,47 @@ fn a_primary_restarted_from_an_older_rdb_is_an_error() {
 }
 
 #[test]
+fn the_primaries_run_ids_are_read_before_the_first_batch_writes() {
+    // A primary restarted after the first batch's writes and before the check after it
+    // comes back without them: the check must compare with a run_id read before the
+    // writes. The client before this fix read the run_ids first after the first batch (so
+    // took the new process's as the first seen, and reported success). The owner's
+    // MONITOR shows the order of what the client sent it.
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cluster = Cluster::start("first-seen");
+    let name = "urls";
+    let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
+    let key = shard_key(name, 0);
+    let connection = Connection::open(&cluster.target()).expect("connected");
+    let (mut filter, _) = ShardedFilter::create(connection, name, plan).expect("created");
+    let mut monitor = TcpStream::connect(("127.0.0.1", cluster.owner(&key).port)).expect("connected");
+    monitor
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a timeout");
+    monitor.write_all(b"MONITOR\r\n").expect("sent");
+    let mut lines = BufReader::new(monitor.try_clone().expect("a second handle")).lines();
+    assert_eq!(lines.next().expect("a reply").expect("read"), "+OK");
+    filter.add_hashes(&[plan.hash("first")]).expect("added");
+    let mut seen = Vec::new();
+    for line in lines {
+        let line = line.expect("the monitor's output");
+        let command = line
+            .split_once("] ")
+            .map_or(String::new(), |(_, command)| command.to_ascii_uppercase());
+        if command.starts_with("\"INFO\"") {
+            seen.push("INFO");
+        } else if command.starts_with("\"BF.HASHADD\"") {
+            seen.push("BF.HASHADD");
+            break;
+        }
+    }
+    assert_eq!(seen.first(), Some(&"INFO"), "{seen:?}");
+}
+
+#[test]
 fn a_server_not_in_cluster_mode_is_said_at_once() {
     // The client before this fix retried for its 30 s and then said "No connections
     // found - ClusterConnectionNotFound".
