@@ -403,6 +403,18 @@ impl Header {
         // Checked after the checksum: a damaged variant field reads as damage, not as news.
         let variant = Variant::from_code(variant_code)
             .ok_or(Error::format(FORMAT, FormatProblem::UnknownVariant(variant_code)))?;
+        // Only the variants updated in place are ever unsealed (docs/format.md): the mark
+        // on another is damage, which no seal can mend (a load refused it as unsealed, and
+        // sent the user to `bloomery seal`, which refused it the same way).
+        if unsealed && !crate::in_place::updates_in_place(variant) {
+            return Err(Error::format(
+                FORMAT,
+                FormatProblem::Inconsistent(format!(
+                    "the unsealed mark on a {} filter, whose files are always written whole",
+                    variant.name()
+                )),
+            ));
+        }
         Ok(Self {
             version,
             variant,
@@ -884,6 +896,23 @@ mod tests {
             Header::parse(&version_1).err().map(|error| error.to_string()),
             Some(Error::format(FORMAT, FormatProblem::UnsupportedVersion(0x8001)).to_string())
         );
+    }
+
+    #[test]
+    fn the_unsealed_mark_is_refused_as_damage_on_a_variant_never_updated_in_place() {
+        // Files of the other variants are always written whole: the mark on one was
+        // read as "unsealed, run `bloomery seal`", which refused it the same way.
+        for variant in Variant::ALL {
+            let header = encode_header_sealed_or_not(variant, &[0; 8], 64, 0, true);
+            let parsed = Header::parse(&header);
+            if crate::in_place::updates_in_place(variant) {
+                assert!(parsed.expect("an unsealed header").unsealed, "{variant:?}");
+            } else {
+                let error = parsed.expect_err("the mark refused").to_string();
+                assert!(error.contains("the unsealed mark on a"), "{variant:?}: {error}");
+                assert!(!error.contains("seal it"), "{variant:?}: {error}");
+            }
+        }
     }
 
     #[test]
