@@ -173,7 +173,9 @@ impl ScalableBloomFilter {
     }
 
     /// Adds `item`. `Ok(false)` when it was (probably) present already; `Err(Error::Full)`
-    /// when a non-scaling filter is at capacity, or a scaling one cannot grow further.
+    /// when a non-scaling filter is at capacity, or a scaling one has its most sub-filters;
+    /// the error of sizing the next sub-filter, tighter than the last, when it cannot be
+    /// sized (too many hash functions or bits). The item is not added then.
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {
         self.insert_within(item, None)
     }

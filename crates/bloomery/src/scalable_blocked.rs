@@ -142,7 +142,9 @@ impl ScalableBlockedBloomFilter {
     }
 
     /// Adds the item: `Ok(true)` when added, `Ok(false)` when (probably) present already,
-    /// [`Error::Full`] when a non-scaling filter is at capacity or growth ran out.
+    /// [`Error::Full`] when a non-scaling filter is at capacity or has its most sub-filters,
+    /// the error of sizing the next, tighter sub-filter when it cannot be sized (past the
+    /// most blocks); the item is not added then.
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {
         self.insert_hash_within(self.hash(item), None)
     }

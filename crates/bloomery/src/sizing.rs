@@ -381,7 +381,9 @@ pub const MAX_NUM_BLOCKS: u64 = 1 << 32;
 /// (1 - (1 - 1/64)^x)^8: each of its 8 lanes must have the fresh item's bit set, and each
 /// of the x items set one of 64 bits in that lane. Block loads are Poisson with mean
 /// λ = n / blocks, so the rate is Σ_x Pois(x; λ) · (1 - (63/64)^x)^8 (Putze, Sanders &
-/// Singler, "Cache-, Hash- and Space-Efficient Bloom Filters", 2007). Busy blocks cost
+/// Singler, "Cache-, Hash- and Space-Efficient Bloom Filters", 2007), plus the chance that
+/// the fresh item's 32-bit key, which picks its 8 bits, is one of its block's x keys (about
+/// x / 2^32: a floor under the rate that matters only below about 10^-9). Busy blocks cost
 /// more than quiet ones save, so a blocked filter needs more bits than a classic one for
 /// the same p: see [`blocked_num_blocks`].
 ///
@@ -393,14 +395,23 @@ pub const MAX_NUM_BLOCKS: u64 = 1 << 32;
 /// assert!(p < 0.01 && p > 0.0099, "{p}");
 /// ```
 pub fn blocked_false_positive_rate(num_blocks: u64, num_items: u64) -> f64 {
-    poisson_block_rate(num_blocks, num_items, 64.0)
+    poisson_block_rate(num_blocks, num_items, 64.0, true)
 }
 
 /// The false-positive probability of a filter of `num_blocks` blocks, each of eight words
 /// of `word_bits` bits, where an item sets one bit in each word of one block: the Poisson
 /// mixture Σ_x Pois(x; n / blocks) · (1 - (1 - 1/word_bits)^x)^8 (see
 /// [`blocked_false_positive_rate`]; the split-block filter is the same with 32-bit words).
-fn poisson_block_rate(num_blocks: u64, num_items: u64, word_bits: f64) -> f64 {
+///
+/// All eight bits come from the hash's low 32 bits (its key), so a fresh item whose key is
+/// one of the x keys in its block is answered "present" whatever the bits: each term is
+/// c + (1 - c) · (1 - (1 - 1/word_bits)^x)^8 with c = 1 - (1 - 2^-32)^x, about x / 2^32.
+/// That floor is negligible at the usual rates (10^-8 of the rate at 1%) and dominant below
+/// about 10^-9: without it, a filter sized for 10^-12 answered falsely a hundred times as
+/// often.
+fn poisson_block_rate(num_blocks: u64, num_items: u64, word_bits: f64, key_floor: bool) -> f64 {
+    /// The keys an item's bits in its block come from: its hash's low 32 bits.
+    const KEYS: f64 = 4_294_967_296.0;
     if num_blocks == 0 {
         return 1.0;
     }
@@ -421,10 +432,17 @@ fn poisson_block_rate(num_blocks: u64, num_items: u64, word_bits: f64) -> f64 {
     }
     let last = (mean + spread).ceil() as u64;
     let first = (mean - spread).max(0.0).floor() as u64;
+    let key_miss_ln = (-1.0 / KEYS).ln_1p();
     let mut rate = 0.0;
     for x in first..=last {
         let probability = (x as f64 * mean.ln() - mean - ln_factorial(x)).exp();
-        rate += probability * (1.0 - word_miss.powf(x as f64)).powi(BLOCK_LANES as i32);
+        let same_key = if key_floor {
+            -(x as f64 * key_miss_ln).exp_m1()
+        } else {
+            0.0
+        };
+        let bits = (1.0 - word_miss.powf(x as f64)).powi(BLOCK_LANES as i32);
+        rate += probability * (same_key + (1.0 - same_key) * bits);
     }
     rate.min(1.0)
 }
@@ -459,6 +477,8 @@ pub const BLOCKED_HEADROOM: f64 = 0.95;
 /// optimum (-log2(p) / ln 2): 5.96 vs 4.79 at p = 10%, 10.21 vs 9.59 at 1%, 15.87 vs 14.38
 /// at 0.1%, 23.82 vs 19.17 at 0.01%, 35.29 vs 23.96 at 0.001% (headroom included). It buys
 /// one cache line per item; below about 0.01% a classic filter is the thriftier choice.
+/// Below about 10^-9 the floor its 32-bit keys set (items per block / 2^32, see
+/// [`blocked_false_positive_rate`]) takes over, and the blocks needed grow as 1 / p.
 ///
 /// ```
 /// let blocks = bloomery::sizing::blocked_num_blocks(1_000_000, 0.01)?;
@@ -470,30 +490,37 @@ pub fn blocked_num_blocks(expected_items: u64, fpp: f64) -> Result<u64> {
         expected_items,
         fpp,
         MAX_NUM_BLOCKS,
-        blocked_false_positive_rate,
+        64.0,
         "blocked",
         "a blocked filter has at most 2^32 blocks of 512 bits (256 GiB); \
          use fewer items per filter or a higher fpp",
     )
 }
 
-/// The fewest blocks (1 ..= `max_blocks`) at which `rate(blocks, n)` is at most
-/// [`BLOCKED_HEADROOM`] · `fpp`; the rate falls as blocks are added, so a binary search.
+/// The fewest blocks (1 ..= `max_blocks`) of eight `word_bits`-bit words at which the
+/// rate ([`poisson_block_rate`]) is at most [`BLOCKED_HEADROOM`] · `fpp`; the rate falls as
+/// blocks are added, so a binary search.
+///
+/// The search is made without the same-key floor first, and kept where the floor there is
+/// at most a hundredth of the target (so the rate with it stays under 0.96 p, inside the
+/// headroom): at every usual rate the sizes are those of the bits alone, as filters,
+/// shard plans and their documented sizes were made before the floor was counted. Where
+/// the floor is more (below about 10^-8), the search is made again with it.
 fn fewest_blocks(
     expected_items: u64,
     fpp: f64,
     max_blocks: u64,
-    rate: fn(u64, u64) -> f64,
+    word_bits: f64,
     layout: &str,
     too_many: &str,
 ) -> Result<u64> {
     check_fpp(fpp)?;
     let n = expected_items.max(1);
     let target = fpp * BLOCKED_HEADROOM;
-    let (mut low, mut high) = (1u64, max_blocks);
-    if rate(high, n) > target {
+    let rate = |blocks, items, key_floor| poisson_block_rate(blocks, items, word_bits, key_floor);
+    if rate(max_blocks, n, true) > target {
         // Fewer items would not help when even one item at the largest size misses it.
-        let floor = rate(high, 1) / BLOCKED_HEADROOM;
+        let floor = rate(max_blocks, 1, true) / BLOCKED_HEADROOM;
         let problem = if floor > fpp {
             format!(
                 "a {layout} filter sets 8 bits per item, and reaches no rate below {} \
@@ -509,15 +536,24 @@ fn fewest_blocks(
             problem,
         });
     }
-    while low < high {
-        let middle = low + (high - low) / 2;
-        if rate(middle, n) <= target {
-            high = middle;
-        } else {
-            low = middle + 1;
+    let fewest = |mut low: u64, key_floor: bool| {
+        let mut high = max_blocks;
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if rate(middle, n, key_floor) <= target {
+                high = middle;
+            } else {
+                low = middle + 1;
+            }
         }
+        low
+    };
+    let bits_alone = fewest(1, false);
+    let key_floor = n as f64 / bits_alone as f64 / 4_294_967_296.0;
+    if key_floor <= target / 100.0 {
+        return Ok(bits_alone);
     }
-    Ok(low)
+    Ok(fewest(bits_alone, true))
 }
 
 /// Bits in one block of the split-block filter (Parquet's SBBF): eight 32-bit words.
@@ -542,7 +578,7 @@ pub const MAX_SPLIT_BLOCKS: u64 = (1 << 26) - 1;
 /// assert!((p - 0.01265).abs() < 0.00001, "{p}");
 /// ```
 pub fn split_block_false_positive_rate(num_blocks: u64, num_items: u64) -> f64 {
-    poisson_block_rate(num_blocks, num_items, 32.0)
+    poisson_block_rate(num_blocks, num_items, 32.0, true)
 }
 
 /// The number of 256-bit blocks a split-block filter needs so that, holding
@@ -581,7 +617,7 @@ pub fn split_block_num_blocks(expected_items: u64, fpp: f64) -> Result<u64> {
         expected_items,
         fpp,
         MAX_SPLIT_BLOCKS,
-        split_block_false_positive_rate,
+        32.0,
         "split-block",
         "a split-block filter has at most 2^26 - 1 blocks of 256 bits (Parquet's i32 byte \
          count, 2 GiB); use fewer items per filter or a higher fpp",
@@ -707,9 +743,44 @@ mod tests {
             assert!(rate <= previous, "{blocks} blocks: {rate} > {previous}");
             previous = rate;
         }
-        // One block holding one item: exactly 1/64 per lane.
+        // Blocks holding one item (a thousandth of them) answer falsely where a fresh
+        // item has the same key (2^-32), or else finds its bit in each lane (1/64 each).
         let one = blocked_false_positive_rate(1_000_000, 1_000);
-        assert!(one < (1.0f64 / 64.0).powi(8) * 1.01, "{one}");
+        let expected = 0.001 * (2f64.powi(-32) + (1.0f64 / 64.0).powi(8));
+        assert!((one - expected).abs() < expected * 0.01, "{one} vs {expected}");
+    }
+
+    #[test]
+    fn block_sizing_keeps_the_same_key_floor_under_the_rate_asked() {
+        // A fresh item whose 32-bit key is one of the keys stored in its block is answered
+        // "present" whatever the bits, so no blocked or split-block filter answers falsely
+        // less often than (items per block) / 2^32. Sizing without that floor gave one item
+        // at 10^-12 two blocks: a rate of 1.2 · 10^-10.
+        let mut sized = 0;
+        for (layout, sizing) in [
+            ("blocked", blocked_num_blocks as fn(u64, f64) -> Result<u64>),
+            ("split-block", split_block_num_blocks),
+        ] {
+            for n in [1, 1_000, 1_000_000] {
+                for p in [1e-8, 1e-9, 1e-10, 1e-12] {
+                    let blocks = match sizing(n, p) {
+                        Ok(blocks) => blocks,
+                        // Past the layout's most blocks: refused, not sized short.
+                        Err(error) => {
+                            assert!(error.to_string().contains("at most"), "{error}");
+                            continue;
+                        }
+                    };
+                    sized += 1;
+                    let floor = n as f64 / blocks as f64 / 4_294_967_296.0;
+                    assert!(
+                        floor <= p,
+                        "{layout}, {n} items at {p}: {blocks} blocks, floor {floor}"
+                    );
+                }
+            }
+        }
+        assert!(sized >= 20, "{sized}");
     }
 
     #[test]
@@ -745,10 +816,16 @@ mod tests {
 
     #[test]
     fn blocked_sizing_reaches_the_target_with_the_fewest_blocks() {
-        for p in [0.1, 0.01, 0.001, 1e-4, 1e-5] {
+        // Sized on the bits alone where the same-key floor is at most a hundredth of the
+        // target (so the whole rate is within 1.01 times it), on the whole rate below.
+        for p in [0.1, 0.01, 0.001, 1e-4, 1e-5, 1e-8, 1e-9, 1e-10] {
             let blocks = blocked_num_blocks(100_000, p).unwrap();
-            assert!(blocked_false_positive_rate(blocks, 100_000) <= p * BLOCKED_HEADROOM);
-            assert!(blocked_false_positive_rate(blocks - 1, 100_000) > p * BLOCKED_HEADROOM);
+            let target = p * BLOCKED_HEADROOM;
+            assert!(
+                blocked_false_positive_rate(blocks, 100_000) <= target * 1.01,
+                "{p}"
+            );
+            assert!(blocked_false_positive_rate(blocks - 1, 100_000) > target, "{p}");
         }
     }
 
@@ -793,10 +870,17 @@ mod tests {
 
     #[test]
     fn split_block_sizing_reaches_the_target_with_the_fewest_blocks() {
-        for p in [0.1, 0.01, 0.001, 1e-4, 1e-5] {
+        for p in [0.1, 0.01, 0.001, 1e-4, 1e-5, 1e-8, 1e-9, 1e-10] {
             let blocks = split_block_num_blocks(100_000, p).unwrap();
-            assert!(split_block_false_positive_rate(blocks, 100_000) <= p * BLOCKED_HEADROOM);
-            assert!(split_block_false_positive_rate(blocks - 1, 100_000) > p * BLOCKED_HEADROOM);
+            let target = p * BLOCKED_HEADROOM;
+            assert!(
+                split_block_false_positive_rate(blocks, 100_000) <= target * 1.01,
+                "{p}"
+            );
+            assert!(
+                split_block_false_positive_rate(blocks - 1, 100_000) > target,
+                "{p}"
+            );
         }
         let message = split_block_num_blocks(10_000_000_000, 0.01)
             .unwrap_err()
