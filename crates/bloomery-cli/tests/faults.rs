@@ -667,7 +667,7 @@ fn a_filter_too_big_for_memory_or_max_bytes_is_refused_before_allocating() {
                 "--items",
                 "1000",
                 "--fpp",
-                "1e-20",
+                "1e-15",
                 "--max-bytes",
                 "1000000000",
             ])

@@ -818,8 +818,9 @@ impl PyBloomFilter {
     /// probability ``fpp``. ``seed`` is the blocked filter's hash seed, ``generations``
     /// the rotating filter's, ``scaling=False`` makes a scalable filter refuse items
     /// beyond its capacity. ``hash`` is the split-block filter's: ``"parquet"`` (XXH64,
-    /// seed 0, what Parquet reads) or ``"xxh3"`` (XXH3-64 with ``seed``, the blocked
-    /// filter's hash: faster, not readable by Parquet).
+    /// seed 0, what Parquet reads; sized as its readers take it, a power of two bytes up
+    /// to 128 MiB) or ``"xxh3"`` (XXH3-64 with ``seed``, the blocked filter's hash:
+    /// faster, sized exactly, not readable by Parquet).
     ///
     /// >>> BloomFilter(10**6, 0.001, kind="classic").memory_bytes
     /// 1797128

@@ -269,6 +269,15 @@ impl Clone for Box<dyn DynFilter> {
     }
 }
 
+/// The hasher of the split-block filter `spec` makes.
+fn split_block_hasher(spec: &Spec) -> SplitBlockHasher {
+    if spec.split_block_parquet {
+        SplitBlockHasher::Parquet
+    } else {
+        SplitBlockHasher::Xxh3 { seed: spec.seed }
+    }
+}
+
 fn unsupported(variant: Variant, operation: &'static str) -> Error {
     Error::Unsupported {
         variant: variant.name(),
@@ -438,7 +447,8 @@ impl Spec {
                 classic_bytes(n, p)?.saturating_mul(self.generations as u64)
             }
             Variant::SplitBlock => {
-                crate::sizing::split_block_num_blocks(n, p)? * (crate::sizing::SPLIT_BLOCK_BITS / 8)
+                crate::split_block::num_blocks_for(n, p, split_block_hasher(self))?
+                    * (crate::sizing::SPLIT_BLOCK_BITS / 8)
             }
             Variant::RedisBloom => {
                 // As `RedisBloomFilter::new` refuses it, first: `first_link_bytes` sizes
@@ -472,11 +482,7 @@ pub fn create(spec: &Spec) -> Result<Box<dyn DynFilter>> {
         Variant::SplitBlock => Box::new(SplitBlockBloomFilter::with_fpp_and_hasher(
             n,
             p,
-            if spec.split_block_parquet {
-                SplitBlockHasher::Parquet
-            } else {
-                SplitBlockHasher::Xxh3 { seed: spec.seed }
-            },
+            split_block_hasher(spec),
         )?),
         Variant::RedisBloom => Box::new(RedisBloomFilter::new(
             n,

@@ -486,6 +486,7 @@ mod tests {
     use super::*;
     use crate::any::{self, Spec};
     use crate::blocked::Block;
+    use crate::split_block::SplitBlockBloomFilter;
 
     /// `bytes` copied to 64-byte-aligned memory, as a memory map gives them.
     fn aligned(bytes: &[u8]) -> Vec<Block> {
@@ -585,7 +586,11 @@ mod tests {
 
     /// What `in_place` says of a union with the file of a new filter made from `spec`.
     fn union_with_new(in_place: &dyn FilterMut, spec: &Spec) -> Result<()> {
-        let file = any::create(spec).unwrap().envelope().to_vec();
+        union_with(in_place, any::create(spec).unwrap().as_ref())
+    }
+
+    fn union_with(in_place: &dyn FilterMut, other: &dyn DynFilter) -> Result<()> {
+        let file = other.envelope().to_vec();
         let header = Header::parse(&file).unwrap();
         let mut memory = aligned(&file);
         in_place.check_union(&header, &as_bytes(&mut memory)[header.payload_offset..file.len()])
@@ -626,13 +631,16 @@ mod tests {
             // Another shape, another hasher, another variant: refused.
             let in_place = view_mut(&header, bytes).unwrap().unwrap();
             if variant == Variant::SplitBlock {
-                let other_hasher = Spec {
-                    split_block_parquet: !spec.split_block_parquet,
-                    ..spec
+                // The same blocks, the other hasher (their sizing differs too).
+                let split = mine.as_any().downcast_ref::<SplitBlockBloomFilter>().unwrap();
+                let other_hasher = match split.hasher() {
+                    SplitBlockHasher::Parquet => SplitBlockHasher::Xxh3 { seed: spec.seed },
+                    SplitBlockHasher::Xxh3 { .. } => SplitBlockHasher::Parquet,
                 };
-                let message = union_with_new(in_place.as_ref(), &other_hasher)
-                    .unwrap_err()
-                    .to_string();
+                let other =
+                    SplitBlockBloomFilter::with_num_blocks_and_hasher(split.num_blocks(), other_hasher)
+                        .unwrap();
+                let message = union_with(in_place.as_ref(), &other).unwrap_err().to_string();
                 assert!(message.contains("hashers differ"), "{message}");
             }
             let bigger = Spec {

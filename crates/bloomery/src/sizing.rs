@@ -523,8 +523,9 @@ fn fewest_blocks(
         let floor = rate(max_blocks, 1, true) / BLOCKED_HEADROOM;
         let problem = if floor > fpp {
             format!(
-                "a {layout} filter sets 8 bits per item, and reaches no rate below {} \
-                 (one item at its largest size); use a higher fpp or a classic filter",
+                "a {layout} filter picks an item's block and its 8 bits from 64 hash bits, \
+                 and reaches no rate below {} (one item at its largest size); use a higher \
+                 fpp or a classic filter",
                 crate::error::Rate(floor)
             )
         } else {
@@ -584,8 +585,10 @@ pub fn split_block_false_positive_rate(num_blocks: u64, num_items: u64) -> f64 {
 /// The number of 256-bit blocks a split-block filter needs so that, holding
 /// `expected_items`, its false-positive probability ([`split_block_false_positive_rate`])
 /// is at most [`BLOCKED_HEADROOM`] · `fpp`: the blocked filter's exact sizing, for the
-/// split-block layout. Any whole number of blocks is a valid Parquet bitset (Parquet's
-/// writers round up to a power of two bytes, which costs up to twice the bits).
+/// split-block layout, and the size of a split-block filter with bloomery's own hash. A
+/// filter that hashes as Parquet does is rounded up to a power of two bytes, the only
+/// sizes most Parquet readers take ([`parquet_num_blocks`]), which costs up to twice the
+/// bits.
 ///
 /// Bits per item, headroom included, for 10^6 items (the classic optimum is
 /// -log2(p) / ln 2; Parquet's writers' formula, before their power-of-two rounding, is
@@ -622,6 +625,50 @@ pub fn split_block_num_blocks(expected_items: u64, fpp: f64) -> Result<u64> {
         "a split-block filter has at most 2^26 - 1 blocks of 256 bits (Parquet's i32 byte \
          count, 2 GiB); use fewer items per filter or a higher fpp",
     )
+}
+
+/// The most blocks of a bitset that every Parquet reader takes: 2^22 (128 MiB). Arrow C++'s
+/// reader (pyarrow; Velox, ClickHouse and Doris carry the same code) refuses any size that
+/// is not a power of two bytes from 32 B to 128 MiB ("Given length of bitset is illegal"),
+/// and parquet-mr's (Spark's) drops a filter over 128 MiB; their writers round up to a
+/// power of two within those bounds, as the Rust `parquet` crate's do.
+pub const MAX_PARQUET_READER_BLOCKS: u64 = 1 << 22;
+
+/// Whether a split-block bitset of `num_blocks` blocks is one every Parquet reader takes:
+/// a power of two bytes from 32 B (one block) to 128 MiB ([`MAX_PARQUET_READER_BLOCKS`]).
+///
+/// ```
+/// use bloomery::sizing::parquet_readers_take;
+///
+/// assert!(parquet_readers_take(65_536));
+/// assert!(!parquet_readers_take(41_591));
+/// assert!(!parquet_readers_take(1 << 23));
+/// ```
+pub fn parquet_readers_take(num_blocks: u64) -> bool {
+    num_blocks.is_power_of_two() && num_blocks <= MAX_PARQUET_READER_BLOCKS
+}
+
+/// The blocks of a split-block filter that hashes as Parquet does, for `expected_items` at
+/// `fpp`: [`split_block_num_blocks`] rounded up to a power of two, a size every Parquet
+/// reader takes ([`parquet_readers_take`]), as Parquet's writers round. That costs up to
+/// twice the bits (and the rate falls below `fpp`). Where the exact size is over the
+/// readers' 128 MiB, it is kept: no Parquet reader but the Rust crate takes such a filter,
+/// and exporting it to Parquet's format is refused.
+///
+/// ```
+/// use bloomery::sizing::{parquet_num_blocks, split_block_num_blocks};
+///
+/// assert_eq!(split_block_num_blocks(1_000_000, 0.01)?, 41_591);
+/// assert_eq!(parquet_num_blocks(1_000_000, 0.01)?, 65_536); // 2 MiB
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub fn parquet_num_blocks(expected_items: u64, fpp: f64) -> Result<u64> {
+    let exact = split_block_num_blocks(expected_items, fpp)?;
+    Ok(if exact <= MAX_PARQUET_READER_BLOCKS {
+        exact.next_power_of_two()
+    } else {
+        exact
+    })
 }
 
 /// Bits per item that Parquet's writers size with for `fpp`: c = -8 / ln(1 - p^(1/8)),

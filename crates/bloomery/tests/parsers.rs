@@ -1194,8 +1194,17 @@ proptest! {
         match (expect, parsed) {
             (Expect::Accept(header_len), Ok(mut filter)) => {
                 prop_assert_eq!(&*filter.bitset(), &bytes[header_len..]);
-                let written = filter.to_parquet_bytes().unwrap();
-                prop_assert_eq!(&SplitBlockBloomFilter::from_parquet_bytes(&written).unwrap(), &filter);
+                // Written back where every Parquet reader takes its size, refused elsewhere.
+                match filter.to_parquet_bytes() {
+                    Ok(written) => {
+                        prop_assert!(bloomery::sizing::parquet_readers_take(filter.num_blocks()));
+                        prop_assert_eq!(&SplitBlockBloomFilter::from_parquet_bytes(&written).unwrap(), &filter);
+                    }
+                    Err(error) => {
+                        prop_assert!(!bloomery::sizing::parquet_readers_take(filter.num_blocks()));
+                        prop_assert!(error.to_string().contains("power of two"), "{}", error);
+                    }
+                }
                 for item in ITEMS {
                     filter.insert(item);
                 }

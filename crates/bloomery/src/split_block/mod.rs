@@ -1,7 +1,8 @@
 //! The split-block Bloom filter, bit for bit Apache Parquet's Split Block Bloom Filter
 //! (SBBF; parquet-format's BloomFilter.md), which Parquet, Arrow, Spark and Impala write
 //! into files to skip row groups: a filter built here is the bitset a Parquet writer
-//! would store for the same values, and a bitset read from a Parquet file answers here.
+//! would store for the same values (at the sizes Parquet's readers take: a power of two
+//! bytes, at most 128 MiB), and a bitset read from a Parquet file answers here.
 //!
 //! An item is funnelled to bytes ([`Funnel`]) and hashed with XXH64, seed 0: Parquet
 //! hashes a value's plain encoding, which for BYTE_ARRAY, INT32 and INT64 columns is what
@@ -15,9 +16,12 @@
 //! Sizing is exact for the layout ([`crate::sizing::split_block_num_blocks`]): a
 //! Poisson mixture over block loads, with the blocked filter's 5% headroom. At 1% that is
 //! 10.65 bits per item (the 512-bit blocked filter needs 10.21, a classic one 9.59); for
-//! 10^6 keys, 41,591 blocks and a measured rate of 0.959% over 10^6 fresh keys (0.099%
-//! at 0.1%, 17.06 bits per item)
-//! (`cargo test --release -p bloomery --test split_block -- --nocapture` prints it).
+//! 10^6 keys, 41,591 blocks and a measured rate of 0.952% over 10^6 fresh keys (0.090%
+//! at 0.1%, 17.06 bits per item). A filter that hashes as Parquet does is rounded up to a
+//! power of two bytes, the only sizes most Parquet readers take
+//! ([`crate::sizing::parquet_num_blocks`]): 65,536 blocks for the same 10^6 keys at 1%
+//! (16.78 bits per item, measured 0.105%)
+//! (`cargo test --release -p bloomery --test split_block -- --nocapture` prints both).
 //!
 //! Parquet's file bytes are [`to_parquet_bytes`](SplitBlockBloomFilter::to_parquet_bytes)
 //! (the Thrift header of [`crate::format::parquet`] and the bitset, what a column chunk's
@@ -276,6 +280,15 @@ fn check_num_blocks(num_blocks: u64) -> Result<usize> {
     Ok(num_blocks as usize)
 }
 
+/// The blocks of a filter for `expected_items` at `fpp` hashing with `hasher`: as Parquet's
+/// readers take it for Parquet's hash, exactly for bloomery's own.
+pub(crate) fn num_blocks_for(expected_items: u64, fpp: f64, hasher: SplitBlockHasher) -> Result<u64> {
+    match hasher {
+        SplitBlockHasher::Parquet => crate::sizing::parquet_num_blocks(expected_items, fpp),
+        SplitBlockHasher::Xxh3 { .. } => split_block_num_blocks(expected_items, fpp),
+    }
+}
+
 /// The number of bits set in `blocks`.
 fn bit_count(blocks: &[SplitBlock]) -> u64 {
     blocks
@@ -346,14 +359,16 @@ pub(crate) fn check_same_shape(
     (mine, my_hasher): (usize, SplitBlockHasher),
     (theirs, their_hasher): (usize, SplitBlockHasher),
 ) -> Result<()> {
-    let reason = if mine != theirs {
-        format!("num_blocks differ: {mine} vs {theirs}")
-    } else if my_hasher != their_hasher {
+    // The hashers first: filters of different hashers are sized differently too (Parquet's
+    // to a power of two bytes), and the hasher is the difference to name.
+    let reason = if my_hasher != their_hasher {
         format!(
             "hashers differ: {} vs {}",
             my_hasher.describe(),
             their_hasher.describe()
         )
+    } else if mine != theirs {
+        format!("num_blocks differ: {mine} vs {theirs}")
     } else {
         return Ok(());
     };
@@ -373,13 +388,25 @@ fn bitset_blocks(format: &'static str, len: usize) -> Result<usize> {
 }
 
 impl SplitBlockBloomFilter {
-    /// A filter for `expected_items` at false-positive probability `fpp`, sized exactly for
-    /// the layout ([`crate::sizing::split_block_num_blocks`]), hashing as Parquet does.
+    /// A filter for `expected_items` at false-positive probability `fpp`, hashing as Parquet
+    /// does, sized as Parquet's readers take it: the layout's exact size rounded up to a
+    /// power of two bytes ([`crate::sizing::parquet_num_blocks`]).
+    ///
+    /// ```
+    /// use bloomery::SplitBlockBloomFilter;
+    ///
+    /// let filter = SplitBlockBloomFilter::with_fpp(1_000_000, 0.01)?;
+    /// assert_eq!(filter.num_blocks(), 65_536);
+    /// assert_eq!(filter.to_parquet_bitset()?.len(), 2 << 20);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         Self::with_fpp_and_hasher(expected_items, fpp, SplitBlockHasher::Parquet)
     }
 
-    /// As [`with_fpp`](Self::with_fpp), hashing items with `hasher`.
+    /// As [`with_fpp`](Self::with_fpp), hashing items with `hasher`: with Parquet's, sized
+    /// as Parquet's readers take it ([`crate::sizing::parquet_num_blocks`]); with bloomery's
+    /// own, exactly ([`crate::sizing::split_block_num_blocks`]).
     ///
     /// ```
     /// use bloomery::split_block::SplitBlockHasher;
@@ -395,11 +422,13 @@ impl SplitBlockBloomFilter {
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn with_fpp_and_hasher(expected_items: u64, fpp: f64, hasher: SplitBlockHasher) -> Result<Self> {
-        Self::with_num_blocks_and_hasher(split_block_num_blocks(expected_items, fpp)?, hasher)
+        Self::with_num_blocks_and_hasher(num_blocks_for(expected_items, fpp, hasher)?, hasher)
     }
 
     /// A filter of `num_blocks` 256-bit blocks (1 ..= 2^26 - 1), hashing as Parquet does;
-    /// `num_blocks · 32` is the Parquet bitset's length in bytes.
+    /// `num_blocks · 32` is the Parquet bitset's length in bytes, which most Parquet readers
+    /// take only when it is a power of two up to 128 MiB
+    /// ([`crate::sizing::parquet_readers_take`]; export refuses other sizes).
     pub fn with_num_blocks(num_blocks: u64) -> Result<Self> {
         Self::with_num_blocks_and_hasher(num_blocks, SplitBlockHasher::Parquet)
     }
@@ -584,13 +613,35 @@ impl SplitBlockBloomFilter {
     }
 
     /// Parquet's bitset ([`bitset`](Self::bitset)); an error for a filter that does not
-    /// hash as Parquet does, whose items a Parquet reader would not find.
+    /// hash as Parquet does, whose items a Parquet reader would not find, and for one whose
+    /// size most Parquet readers refuse: not a power of two bytes, or over 128 MiB
+    /// ([`crate::sizing::parquet_readers_take`]; Arrow C++'s reader throws on it, and a
+    /// query over the file fails). [`with_fpp`](Self::with_fpp) sizes filters they take.
+    ///
+    /// ```
+    /// use bloomery::SplitBlockBloomFilter;
+    ///
+    /// // 41,591 blocks: a bitset of 1,330,912 bytes, which Arrow C++ and Spark refuse.
+    /// let odd = SplitBlockBloomFilter::with_num_blocks(41_591)?;
+    /// assert!(odd.to_parquet_bitset().unwrap_err().to_string().contains("power of two"));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
     pub fn to_parquet_bitset(&self) -> Result<Cow<'_, [u8]>> {
         if self.road.hasher != SplitBlockHasher::Parquet {
             return Err(Error::Parameter {
                 name: "a split-block filter's hasher",
                 value: self.road.hasher.describe(),
                 allowed: "Parquet's (XXH64, seed 0) for Parquet's format, whose readers hash with it",
+            });
+        }
+        if !crate::sizing::parquet_readers_take(self.num_blocks()) {
+            return Err(Error::Parameter {
+                name: "a split-block filter's size for Parquet's format",
+                value: format!("{} bytes", self.num_blocks() * BLOCK_BYTES as u64),
+                allowed: "a power of two bytes from 32 B to 128 MiB, the only sizes Parquet's \
+                          readers all take (Arrow C++, parquet-mr/Spark); a filter made for n \
+                          items at p is sized so (`bloomery create --variant split-block`, \
+                          SplitBlockBloomFilter::with_fpp); add its items to one",
             });
         }
         Ok(self.bitset())
