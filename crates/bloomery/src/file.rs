@@ -378,8 +378,11 @@ pub enum Payload {
 /// Judges a payload read after `header` (every reader of a file that a writer may update
 /// in place): unsealed, or its checksum holds (`holds`, asked only for a sealed header),
 /// or, when it does not, the header read again (`header_now`, `None` when it cannot be
-/// read) tells a writer that changed the file meanwhile (another header) from damage (the
-/// same header: `None`).
+/// read) tells a writer in place that changed the file meanwhile from damage (`None`). A
+/// writer in place rewrites only the header's mark and payload checksum, so that is
+/// another header of the same filter ([`Header::same_filter`]); the same header, none, or
+/// one of another filter (another program rewrote the file: `cp other.bloom f.bloom`) is
+/// not: the bits read are not this filter's.
 pub fn judge_payload(
     header: &Header,
     holds: impl FnOnce() -> io::Result<bool>,
@@ -391,7 +394,9 @@ pub fn judge_payload(
     if holds()? {
         return Ok(Some(Payload::Sealed));
     }
-    Ok((header_now().as_ref() != Some(header)).then_some(Payload::Changing))
+    Ok(header_now()
+        .is_some_and(|now| now != *header && now.same_filter(header))
+        .then_some(Payload::Changing))
 }
 
 /// Whether another open file holds the writers' lock of `file` (the exclusive `flock` of
@@ -1153,6 +1158,37 @@ mod tests {
         let header = Header::parse(&map).unwrap();
         let sealing = Sealing::new(&file, &path, header, &map).unwrap();
         (path, file, map, sealing)
+    }
+
+    #[test]
+    fn a_failed_checksum_is_a_writer_at_work_only_under_a_header_of_the_same_filter() {
+        let header_of = |items| {
+            let filter = crate::any::create(&crate::any::Spec::new(
+                crate::format::native::Variant::Blocked,
+                items,
+                0.01,
+            ))
+            .unwrap();
+            Header::parse(&filter.envelope().to_vec()).unwrap()
+        };
+        let header = header_of(1_000);
+        let judge = |now: Option<Header>| judge_payload(&header, || Ok(false), || now).unwrap();
+        // Marked unsealed, or sealed with another checksum, by a writer in place: changing.
+        let unsealed = Header::parse(&header.to_bytes(header.payload_checksum, true)).unwrap();
+        assert_eq!(judge(Some(unsealed)), Some(Payload::Changing));
+        let resealed = Header::parse(&header.to_bytes(header.payload_checksum ^ 1, false)).unwrap();
+        assert_eq!(judge(Some(resealed)), Some(Payload::Changing));
+        // The same header: damage. None read, or another filter's (another program wrote
+        // the file meanwhile): not this filter's bits either. The reader before this fix
+        // took both for a writer at work and answered from the bits it read.
+        assert_eq!(judge(Some(header.clone())), None);
+        assert_eq!(judge(None), None);
+        assert_eq!(judge(Some(header_of(2_000))), None);
+        // A checksum that holds: sealed, whatever the header now.
+        assert_eq!(
+            judge_payload(&header, || Ok(true), || None).unwrap(),
+            Some(Payload::Sealed)
+        );
     }
 
     #[test]

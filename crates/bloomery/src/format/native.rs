@@ -426,6 +426,29 @@ impl Header {
         })
     }
 
+    /// Whether `other` describes the same filter: the same variant, parameters and payload
+    /// (offset and length), whatever its version, mark and payload checksum, which a
+    /// writer in place rewrites (docs/format.md, "Sealed and unsealed files").
+    ///
+    /// ```
+    /// use bloomery::any::{self, Spec};
+    /// use bloomery::format::native::{Header, Variant};
+    ///
+    /// let bytes = any::create(&Spec::new(Variant::Blocked, 1_000, 0.01))?.envelope().to_vec();
+    /// let header = Header::parse(&bytes)?;
+    /// let unsealed = Header::parse(&header.to_bytes(7, true))?;
+    /// assert!(unsealed.same_filter(&header));
+    /// let other = any::create(&Spec::new(Variant::Blocked, 2_000, 0.01))?.envelope().to_vec();
+    /// assert!(!Header::parse(&other)?.same_filter(&header));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn same_filter(&self, other: &Header) -> bool {
+        self.variant == other.variant
+            && self.params == other.params
+            && self.payload_offset == other.payload_offset
+            && self.payload_len == other.payload_len
+    }
+
     /// This header's bytes (format version 2) with `payload_checksum`, sealed or marked
     /// [`UNSEALED`]: what an in-place writer writes over the header before its first change
     /// (unsealed, the old checksum kept) and after its last (sealed, the new one). A sealed
