@@ -120,7 +120,7 @@ impl Region {
 
     /// Lets go of the mapped pages of bytes `from..to` of the payload: they leave this
     /// process's resident memory; their contents, changed ones included, stay in the file's
-    /// page cache and are written back by the kernel (and synced by [`seal`]).
+    /// page cache and are written back by the kernel (and synced by [`Sealing::seal`]).
     pub fn release(self, from: u64, to: u64) {
         if let Some((address, len)) = self.pages(from, to) {
             // SAFETY: MADV_DONTNEED on a shared file mapping (or a read-only one) only
@@ -345,7 +345,7 @@ const HEADER_READ_PAUSE: std::time::Duration = std::time::Duration::from_millis(
 
 /// A header read and parsed by `parse` (which reads the file's first bytes afresh each
 /// time: a mapping, or a read at offset 0), read again while its header checksum fails, up
-/// to [`HEADER_READS`] times; then the last result.
+/// to `HEADER_READS` (5) times, `HEADER_READ_PAUSE` (2 ms) apart; then the last result.
 pub fn parse_header_settled(mut parse: impl FnMut() -> crate::Result<Header>) -> crate::Result<Header> {
     let mut attempt = 1;
     loop {
