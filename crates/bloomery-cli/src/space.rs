@@ -3,7 +3,8 @@
 //! classic, blocked and split-block variants, written as a sparse file and updated in
 //! place), the disk it goes to (a sparse file's blocks are reserved when it is created),
 //! or the user's `--max-bytes`; a file to update by copy is refused when it would not fit
-//! in memory (files updated in place are mapped, never loaded).
+//! in memory (files updated in place are mapped, never loaded), as is a file queried from
+//! a copy in memory (`check`, `info`) when the copy would not fit.
 //! Measured before this check: `create --items 1000 --fpp 1e-21` aborted trying to
 //! allocate 239 GB, and `--fpp 1e-20` wrote a 24 GB file using 23.4 GB of RSS on a 24 GB
 //! machine.
@@ -122,6 +123,22 @@ pub fn check_memory_for(path: &Path, variant: Variant, len: u64) -> Result<()> {
     match memory_available() {
         Some(available) if needed > available => Err(CliError::new(format!(
             "{}: the file is {len} bytes; loading it takes {needed} bytes for a moment, more than the memory it may use (90% of the available, {available} bytes)",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses to answer from a mapped file of a variant built in memory to be queried (all
+/// but classic, blocked and split-block, which are answered from the mapping): the copy
+/// takes what a load takes ([`check_memory_for`]) less the file's bytes, which the mapping
+/// holds. Without it, `check` and `info` of such a file larger than memory aborted the
+/// process ("memory allocation of N bytes failed", status 134).
+pub fn check_memory_for_view(path: &Path, variant: Variant, len: u64) -> Result<()> {
+    let needed = bloomery::file::load_bytes(variant, len).saturating_sub(len);
+    match memory_available() {
+        Some(available) if needed > available => Err(CliError::new(format!(
+            "{}: the file is {len} bytes; a {variant} filter is answered from a copy in memory, which takes {needed} bytes, more than the memory it may use (90% of the available, {available} bytes)",
             path.display()
         ))),
         _ => Ok(()),

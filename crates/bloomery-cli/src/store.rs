@@ -552,8 +552,13 @@ impl Mapped {
     }
 
     /// A view that answers queries: the classic, blocked and split-block variants from the
-    /// mapped bytes in place, the others built in memory.
+    /// mapped bytes in place, the others built in memory (refused first when the copy
+    /// would not fit: [`space::check_memory_for_view`]).
     pub fn view(&self) -> Result<Box<dyn FilterView + '_>> {
+        let variant = self.header.variant;
+        if !bloomery::in_place::updates_in_place(variant) {
+            space::check_memory_for_view(&self.path, variant, self.file_len())?;
+        }
         any::view(&self.header, &self.map[self.header.payload_offset..]).with_path(&self.path)
     }
 }

@@ -637,6 +637,67 @@ fn a_file_whose_load_takes_more_than_memory_is_refused_before_reading() {
     );
 }
 
+/// `check` and `info` answer a counting (scalable, rotating, ...) file from a copy built in
+/// memory, which they allocated unchecked: under an address space with room for the
+/// mapping and half as much again, both aborted (status 134, "memory allocation of N bytes
+/// failed") where `verify` refused. Now refused the same way, before the copy; a classic
+/// file of the same size, answered from its mapping, is still checked under that limit.
+#[test]
+fn check_and_info_of_a_file_whose_copy_does_not_fit_in_memory_are_refused() {
+    let dir = open_dir();
+    let counting = dir.path().join("counting.bloom");
+    ok(bloomery()
+        .args([
+            "create",
+            "--variant",
+            "counting",
+            "--items",
+            "50000000",
+            "--fpp",
+            "0.1",
+        ])
+        .arg(&counting));
+    let len = fs::metadata(&counting).unwrap().len();
+    let limit = len + len / 2;
+    for args in [&["check", "-q"][..], &["info"][..]] {
+        let mut command = bloomery();
+        command.args(args).arg(&counting);
+        if args[0] == "check" {
+            command.arg("x");
+        }
+        let message = error_of(with_address_space(&mut command, limit));
+        assert!(
+            message.contains(&format!(
+                "a counting filter is answered from a copy in memory, which takes {len} bytes, \
+                 more than the memory it may use"
+            )),
+            "{args:?}: {message}"
+        );
+    }
+    // Answered from the mapping: no copy, not refused.
+    let classic = dir.path().join("classic.bloom");
+    // A classic filter takes a bit per counting filter's 4-bit counter: a quarter (a
+    // little more items, for at least as many bytes).
+    ok(bloomery()
+        .args([
+            "create",
+            "--variant",
+            "classic",
+            "--items",
+            "201000000",
+            "--fpp",
+            "0.1",
+        ])
+        .arg(&classic));
+    let classic_len = fs::metadata(&classic).unwrap().len();
+    assert!(classic_len >= len, "{classic_len} < {len}");
+    let output = with_address_space(bloomery().args(["check", "-q"]).arg(&classic).arg("x"), limit)
+        .output()
+        .expect("runs");
+    assert_clean_end(&output, "check of a classic file");
+    assert_eq!(output.status.code(), Some(1));
+}
+
 #[test]
 fn a_filter_too_big_for_memory_or_max_bytes_is_refused_before_allocating() {
     let dir = open_dir();
