@@ -361,6 +361,34 @@ fn a_large_file_of_something_else_is_refused_by_its_header_not_loaded() {
     assert!(export.contains("wrong magic bytes"), "{export}");
 }
 
+/// A file name of 226 to 255 bytes is valid, but the temporary file beside it
+/// (`.NAME.PID.UNIQUE.tmp`, 30 bytes more) was not: `create` failed with "File name too
+/// long", as did every command that writes a whole file (an add to a scalable filter, a
+/// merge's output). The temporary name is now shortened for a long name.
+#[test]
+fn a_long_file_name_can_be_created_added_to_and_merged_into() {
+    let dir = TempDir::new().unwrap();
+    let long = |last: char| format!("{}{last}.bloom", "f".repeat(248));
+    let scalable = create(&dir, &long('s'), "scalable", 100);
+    let blocked = create(&dir, &long('b'), "blocked", 100);
+    for path in [&scalable, &blocked] {
+        assert_eq!(path.file_name().unwrap().len(), 255);
+        bloomery().arg("add").arg(path).arg("x").assert().success();
+        bloomery().arg("check").arg(path).arg("x").assert().success();
+    }
+    let merged = dir.path().join(long('m'));
+    bloomery()
+        .arg("merge")
+        .arg(&merged)
+        .arg(&blocked)
+        .arg(&blocked)
+        .assert()
+        .success();
+    bloomery().arg("check").arg(&merged).arg("x").assert().success();
+    // No temporary file is left.
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 3);
+}
+
 #[test]
 fn merge_and_intersect_combine_compatible_files() {
     let dir = TempDir::new().unwrap();

@@ -160,7 +160,9 @@ impl Region {
 ///
 /// It is named `.NAME.PID.UNIQUE.tmp` beside `NAME`, created exclusively (never through a
 /// link or onto another file), so that every tool's writers find the files of writers that
-/// were killed: [`remove_stale_temporaries`].
+/// were killed: [`remove_stale_temporaries`]. A `NAME` too long for that to fit in 255
+/// bytes is shortened to its start, `~` and a hash of the whole name
+/// ([`temporary_name_part`]).
 ///
 /// ```
 /// use std::io::Write;
@@ -183,16 +185,47 @@ pub struct TempFile {
     done: bool,
 }
 
+/// The longest name part of a temporary file's name such that `.PART.PID.UNIQUE.tmp` fits
+/// in the 255 bytes a file name may have (NAME_MAX) with the longest process id (10
+/// digits) and unique number (16 hexadecimal digits): 222 bytes.
+const TEMPORARY_PART_MAX: usize = 255 - ".".len() - ".4294967295.ffffffffffffffff.tmp".len();
+
+/// What stands for `target`'s name in the names of its temporary files: the name itself
+/// (lossily UTF-8) when it is at most [`TEMPORARY_PART_MAX`] bytes; else its start (whole
+/// characters), `~` and 16 hexadecimal digits of a hash of the whole name (FNV-1a of its
+/// bytes), 222 bytes at most: a name of up to 255 bytes then gets temporary files whose
+/// names fit too (they once did not: "File name too long" for any name past 225 bytes).
+/// Two long names that start alike differ in their hashes, so the writers of one never
+/// take the other's temporary files for their own.
+pub fn temporary_name_part(target: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let name = target.file_name().unwrap_or_default();
+    let lossy = name.to_string_lossy();
+    if lossy.len() <= TEMPORARY_PART_MAX {
+        return lossy.into_owned();
+    }
+    let hash = name
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    let mut keep = TEMPORARY_PART_MAX - "~0123456789abcdef".len();
+    while !lossy.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}~{hash:016x}", &lossy[..keep])
+}
+
 /// The name prefix of `target`'s temporary files: `.NAME.` (then the writer's process id,
-/// a unique number and `.tmp`).
+/// a unique number and `.tmp`), `NAME` as [`temporary_name_part`] gives it.
 fn temporary_prefix(target: &Path) -> String {
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    format!(".{name}.")
+    format!(".{}.", temporary_name_part(target))
 }
 
 impl TempFile {
-    /// Creates `.NAME.PID.UNIQUE.tmp` beside `target`, exclusively, readable and writable
-    /// as the umask allows.
+    /// Creates `.NAME.PID.UNIQUE.tmp` beside `target` (`NAME` shortened where it is long:
+    /// [`temporary_name_part`]), exclusively, readable and writable as the umask allows.
     pub fn beside(target: &Path) -> io::Result<Self> {
         let directory = target.parent().unwrap_or(Path::new("."));
         let prefix = temporary_prefix(target);
@@ -1300,6 +1333,42 @@ mod tests {
         // No limit anywhere: nothing known.
         assert_eq!(cgroup_headroom("0::/elsewhere\n4:memory:/\n", root.path()), None);
         assert_eq!(cgroup_headroom("", root.path()), None);
+    }
+
+    /// A name of 226 to 255 bytes made a temporary name past 255 ("File name too long"):
+    /// its temporary files now take a shortened name, which the stale files' removal knows,
+    /// and which tells apart two long names that start alike.
+    #[test]
+    fn a_long_name_gets_temporary_files_and_its_stale_ones_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        for length in [TEMPORARY_PART_MAX, TEMPORARY_PART_MAX + 1, 255] {
+            // Two-byte characters: the shortened name keeps whole ones.
+            let target = dir.path().join("é".repeat(length / 2) + &"f".repeat(length % 2));
+            let temporary = TempFile::beside(&target).unwrap();
+            let name = temporary.path.file_name().unwrap().len();
+            assert!(name <= 255, "{length}: {name}");
+            temporary
+                .fill(|out| out.write_all(b"new"))
+                .unwrap()
+                .link_as_new(&target)
+                .unwrap();
+            assert_eq!(fs::read(&target).unwrap(), b"new");
+        }
+        let long = |last: char| dir.path().join(format!("{}{last}.bloom", "f".repeat(240)));
+        let (target, sibling) = (long('a'), long('b'));
+        fs::write(&target, b"filter").unwrap();
+        let part = temporary_name_part(&target);
+        assert_eq!(part.len(), TEMPORARY_PART_MAX);
+        assert_ne!(part, temporary_name_part(&sibling));
+        let stale = dir.path().join(format!(".{part}.4294967295.1.tmp"));
+        let siblings = dir
+            .path()
+            .join(format!(".{}.4294967295.1.tmp", temporary_name_part(&sibling)));
+        fs::write(&stale, b"partial").unwrap();
+        fs::write(&siblings, b"partial").unwrap();
+        drop(lock_for_update(&target).unwrap().expect("nothing replaced it"));
+        assert_eq!(stale.exists(), !Path::new("/proc/self").exists());
+        assert!(siblings.exists());
     }
 
     #[test]
