@@ -204,6 +204,8 @@ impl Spill {
 /// A locked filter file mapped writable, for the variants updated in place.
 pub struct Writable {
     locked: Locked,
+    /// Before `map`: forgotten by the SIGBUS handler before the mapping goes.
+    _watched: crate::sigbus::Watched,
     map: MmapMut,
     /// The header (`header()`) and its marks as this writer left them, checked before every change
     /// ([`check_unchanged`](Self::check_unchanged)).
@@ -236,16 +238,17 @@ impl Writable {
                 header.payload_len
             ))
         })?;
-        crate::sigbus::guard(&shown);
         // SAFETY: the file is locked against this tool's other writers, which change it
         // only under the lock; readers map it read-only. A program that truncates it anyway
-        // raises SIGBUS, which `sigbus::guard` turns into an error line (the file is then
-        // left unsealed, its bits valid).
+        // raises SIGBUS, which `sigbus::watch` turns into an error line naming it (the file
+        // is then left unsealed, its bits valid).
         let map = unsafe { MmapMut::map_mut(locked.file()) }.with_path(&shown)?;
+        let watched = crate::sigbus::watch(&shown, &map);
         let sealing =
             file::Sealing::new(locked.file(), locked.real(), header.clone(), &map).with_path(&shown)?;
         let mut writable = Self {
             locked,
+            _watched: watched,
             map,
             was_unsealed: header.unsealed,
             sealing,

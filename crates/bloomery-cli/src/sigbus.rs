@@ -5,47 +5,245 @@
 //! this only happens when something else rewrites the file or the file system cannot
 //! reserve blocks; then the tool prints one line naming the file and exits with status 2,
 //! like any other error (a file being updated in place is left unsealed, its bits valid).
+//!
+//! The file named is the one whose mapping holds the faulting address (`si_addr`): a run
+//! may map several (`merge --force a a b` maps `a` and `b`), and naming the first mapped
+//! blamed `a` for `b`'s truncation. Where the address is in no mapping known here, the
+//! line names every file mapped.
 
-use std::ffi::CString;
+use std::ffi::c_void;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
-/// The message for the handler, formatted before it can be needed (a signal handler may
-/// not allocate).
-static MESSAGE: OnceLock<CString> = OnceLock::new();
+/// A mapping the handler knows: its address range and its file's name. Written only by
+/// [`watch`] and [`Watched`]'s drop, read by the handler (atomics: no locks, no
+/// allocation).
+struct Slot {
+    /// Taken by a [`Watched`].
+    claimed: AtomicBool,
+    /// The fields below are set (for the handler).
+    used: AtomicBool,
+    start: AtomicUsize,
+    end: AtomicUsize,
+    name: AtomicPtr<u8>,
+    name_len: AtomicUsize,
+}
 
-extern "C" fn on_sigbus(_signal: libc::c_int) {
-    if let Some(message) = MESSAGE.get() {
-        let bytes = message.as_bytes();
-        // SAFETY: write(2) and _exit(2) are async-signal-safe; the buffer is a static
-        // that lives for the whole process.
-        unsafe {
-            libc::write(2, bytes.as_ptr().cast(), bytes.len());
+impl Slot {
+    const fn empty() -> Self {
+        Self {
+            claimed: AtomicBool::new(false),
+            used: AtomicBool::new(false),
+            start: AtomicUsize::new(0),
+            end: AtomicUsize::new(0),
+            name: AtomicPtr::new(std::ptr::null_mut()),
+            name_len: AtomicUsize::new(0),
         }
     }
-    // SAFETY: as above.
+
+    /// The name of the file mapped here, if the slot is in use.
+    fn name(&self) -> Option<&'static [u8]> {
+        if !self.used.load(Ordering::Acquire) {
+            return None;
+        }
+        let name = self.name.load(Ordering::Relaxed);
+        // SAFETY: `name` and `name_len` are those of a leaked, never freed boxed slice,
+        // stored before `used` was set (Release).
+        Some(unsafe { std::slice::from_raw_parts(name, self.name_len.load(Ordering::Relaxed)) })
+    }
+}
+
+/// More than a command maps at once but for a merge in place of more inputs (it maps them
+/// all): a fault in a mapping past these is not named alone (the line names those known,
+/// then "...").
+const SLOTS: usize = 64;
+static MAPPINGS: [Slot; SLOTS] = [const { Slot::empty() }; SLOTS];
+/// Whether a mapping could not be given a slot.
+static OVERFLOW: AtomicBool = AtomicBool::new(false);
+
+const SUFFIX: &[u8] =
+    b" changed size while it was mapped (rewritten in place by another program?), or the disk is full\n";
+
+/// write(2) of all of `bytes` to stderr, as far as it goes.
+fn say(bytes: &[u8]) {
+    // SAFETY: write(2) is async-signal-safe; the buffer outlives the call.
+    unsafe {
+        libc::write(2, bytes.as_ptr().cast(), bytes.len());
+    }
+}
+
+extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _context: *mut c_void) {
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler; si_addr is
+    // set for a SIGBUS the kernel raised (si_code > 0), not for one sent (kill, raise).
+    let address = unsafe { ((*info).si_code > 0).then(|| (*info).si_addr() as usize) };
+    let owner = address.and_then(|address| {
+        MAPPINGS.iter().find_map(|slot| {
+            let name = slot.name()?;
+            let range = slot.start.load(Ordering::Relaxed)..slot.end.load(Ordering::Relaxed);
+            range.contains(&address).then_some(name)
+        })
+    });
+    say(b"bloomery: ");
+    match owner {
+        Some(name) => {
+            say(name);
+            say(b": the file");
+        }
+        None => {
+            say(b"one of the files mapped (");
+            let mut first = true;
+            for name in MAPPINGS.iter().filter_map(Slot::name) {
+                if !first {
+                    say(b", ");
+                }
+                say(name);
+                first = false;
+            }
+            if OVERFLOW.load(Ordering::Relaxed) {
+                say(b", ...");
+            }
+            say(b")");
+        }
+    }
+    say(SUFFIX);
+    // SAFETY: _exit(2) is async-signal-safe.
     unsafe { libc::_exit(2) }
 }
 
-/// Installs the handler for reads of the file mapped from `path` (the first call wins:
-/// the tool maps one file per run).
-pub fn guard(path: &Path) {
-    let text = format!(
-        "bloomery: {}: the file changed size while it was mapped (rewritten in place by another program?), or the disk is full\n",
-        path.display()
-    );
-    let Ok(message) = CString::new(text) else {
-        return;
-    };
-    if MESSAGE.set(message).is_err() {
-        return;
+/// Installs the handler (once per process).
+fn install() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler
+        // has the signature SA_SIGINFO expects and only calls async-signal-safe functions.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_sigbus as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+        }
+    });
+}
+
+/// A mapping the handler names; forgotten when dropped (drop it before, or with, the
+/// mapping: its addresses may be mapped again for another file).
+pub struct Watched {
+    slot: Option<&'static Slot>,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot {
+            // The name stays leaked: a handler may be reading it.
+            slot.used.store(false, Ordering::Release);
+            slot.claimed.store(false, Ordering::Release);
+        }
     }
-    // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler has
-    // the signature sa_handler expects and only calls async-signal-safe functions.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigbus as *const () as libc::sighandler_t;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+}
+
+/// Installs the handler and has it name `path` for a fault in `mapping`, the file's
+/// mapped bytes, until the returned value is dropped.
+pub fn watch(path: &Path, mapping: &[u8]) -> Watched {
+    install();
+    let free = MAPPINGS.iter().find(|slot| {
+        slot.claimed
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    });
+    let Some(slot) = free else {
+        OVERFLOW.store(true, Ordering::Relaxed);
+        return Watched { slot: None };
+    };
+    let name: &'static mut [u8] = Box::leak(path.display().to_string().into_bytes().into_boxed_slice());
+    let start = mapping.as_ptr() as usize;
+    slot.name.store(name.as_mut_ptr(), Ordering::Relaxed);
+    slot.name_len.store(name.len(), Ordering::Relaxed);
+    slot.start.store(start, Ordering::Relaxed);
+    slot.end.store(start + mapping.len(), Ordering::Relaxed);
+    slot.used.store(true, Ordering::Release);
+    Watched { slot: Some(slot) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+
+    /// Runs `fault` in a child process (fork) whose stderr is a pipe; returns its exit
+    /// status and what it wrote there. The child does only what a signal handler may.
+    fn in_child(fault: impl FnOnce()) -> (i32, String) {
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) writes two descriptors into `fds`.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child calls only async-signal-safe functions (dup2, a read of the
+        // mapping, the handler's write and _exit) before it exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            unsafe {
+                libc::dup2(fds[1], 2);
+            }
+            fault();
+            unsafe { libc::_exit(0) }
+        }
+        // SAFETY: the read end is ours, closed once (by the File).
+        unsafe { libc::close(fds[1]) };
+        let mut said = String::new();
+        unsafe { std::fs::File::from_raw_fd(fds[0]) }
+            .read_to_string(&mut said)
+            .unwrap();
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status), "status {status}: {said}");
+        (libc::WEXITSTATUS(status), said)
+    }
+
+    /// `merge --force a a b` maps `a` and `b`; `b` truncated meanwhile was said to be `a`
+    /// (the handler named the first file mapped). The file whose mapping holds the address
+    /// is named; a SIGBUS at no mapped address names every file mapped.
+    #[test]
+    fn a_fault_names_the_file_whose_mapping_it_is_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let [a, b] = ["a.bloom", "b.bloom"].map(|name| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, vec![1u8; 1 << 16]).unwrap();
+            path
+        });
+        let maps = [&a, &b].map(|path| {
+            let file = std::fs::File::open(path).unwrap();
+            // SAFETY: a test file nothing else writes; truncated below on purpose.
+            unsafe { memmap2::Mmap::map(&file) }.unwrap()
+        });
+        let _watched = [watch(&a, &maps[0]), watch(&b, &maps[1])];
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&b)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let (status, said) = in_child(|| {
+            // SAFETY: a read of a mapped page, past the file's end: the SIGBUS tested.
+            unsafe { std::ptr::read_volatile(maps[1].as_ptr().add(8192)) };
+        });
+        let expected = format!(
+            "bloomery: {}: the file changed size while it was mapped",
+            b.display()
+        );
+        assert_eq!(status, 2, "{said}");
+        assert!(said.starts_with(&expected) && said.lines().count() == 1, "{said}");
+        let (status, said) = in_child(|| unsafe {
+            libc::raise(libc::SIGBUS);
+        });
+        let expected = format!(
+            "bloomery: one of the files mapped ({}, {}) changed size while it was mapped",
+            a.display(),
+            b.display()
+        );
+        assert_eq!(status, 2, "{said}");
+        assert!(said.starts_with(&expected), "{said}");
     }
 }

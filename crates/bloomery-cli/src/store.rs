@@ -471,6 +471,8 @@ pub use bloomery::file::Payload;
 /// A filter file mapped read-only: the header is read and checked on open, the payload
 /// checksum when asked ([`Mapped::verify_payload`]).
 pub struct Mapped {
+    /// Before `map`: forgotten by the SIGBUS handler before the mapping goes.
+    _watched: crate::sigbus::Watched,
     map: Mmap,
     file: File,
     header: Header,
@@ -485,16 +487,17 @@ impl Mapped {
         let file = file::open_for_reading(&real).with_path(path)?;
         let metadata = file.metadata().with_path(path)?;
         regular(path, &metadata)?;
-        crate::sigbus::guard(path);
         // SAFETY: the map is read-only. This tool's writers either replace the file by
         // rename or, for the variants updated in place, only set bits in it (a reader then
         // sees a superset of the bits it would have seen; see `verify_payload` for the
         // checksum). A file truncated by another program while mapped raises SIGBUS, which
-        // `sigbus::guard` turns into a one-line error and exit status 2.
+        // `sigbus::watch` turns into a one-line error naming it and exit status 2.
         let map = unsafe { Mmap::map(&file) }.with_path(path)?;
+        let watched = crate::sigbus::watch(path, &map);
         let header = file::parse_header_settled(|| Header::parse(&map)).with_path(path)?;
         header.check_file_len(map.len() as u64).with_path(path)?;
         Ok(Self {
+            _watched: watched,
             map,
             file,
             header,
