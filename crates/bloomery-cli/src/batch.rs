@@ -4,6 +4,7 @@
 //! the caller in input order, so `check` prints its answers and `dedup` its lines in the
 //! order read.
 
+use std::cell::RefCell;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -11,7 +12,7 @@ use std::sync::mpsc;
 use bloomery::in_place::{ItemHash, ItemHasher};
 
 use crate::error::Result;
-use crate::items::{ItemFormat, for_each_item};
+use crate::items::{ItemFormat, for_each_item_until_waiting};
 
 /// Items per batch for lookups and ordered output: enough to amortise the hand-over and
 /// keep the prefetching loops full, small enough that output is not held back long.
@@ -43,6 +44,9 @@ pub struct Batch {
     /// The items' hashes, when the batch was read with a hasher.
     pub hashes: Vec<ItemHash>,
     len: usize,
+    /// Handed over short because the input has nothing more for now: what is done with
+    /// it (lines printed) should reach its reader before the input's next line comes.
+    pub input_waits: bool,
 }
 
 impl Batch {
@@ -103,9 +107,10 @@ impl Batch {
     }
 }
 
-/// Reads the items (as [`for_each_item`] does: `items` as arguments, then the lines of
+/// Reads the items (as [`crate::items::for_each_item`] does: `items` as arguments, then the lines of
 /// `files`, or standard input) on another thread, `per_batch` at a time (fewer when they
-/// reach [`BATCH_BYTES`]), and calls
+/// reach [`BATCH_BYTES`], or when a pipe's or terminal's next read would wait: then the
+/// batch so far is handed over, marked [`Batch::input_waits`]), and calls
 /// `each` with every batch, in input order, on this thread. Stops at the first error on
 /// either side (a bad item ends the batches before it, then the error is returned) or when
 /// `each` returns `Ok(false)`.
@@ -121,16 +126,34 @@ pub fn for_each_batch(
     let (sender, receiver) = mpsc::sync_channel::<Result<Batch>>(1);
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            let mut batch = Batch::with_capacity(per_batch, keep);
-            let read = for_each_item(items, files, format, |item, raw| {
-                batch.push(item, raw, keep);
-                if batch.len() < per_batch && batch.bytes() < BATCH_BYTES {
-                    return Ok(true);
-                }
-                let full = std::mem::replace(&mut batch, Batch::with_capacity(per_batch, keep));
-                // The user stopped: stop reading.
-                Ok(sender.send(Ok(full)).is_ok())
-            });
+            let batch = RefCell::new(Batch::with_capacity(per_batch, keep));
+            // The batch so far, handed over; false when the user stopped (stop reading).
+            let hand_over = |input_waits: bool| {
+                let next = Batch::with_capacity(per_batch, keep);
+                let mut batch = std::mem::replace(&mut *batch.borrow_mut(), next);
+                batch.input_waits = input_waits;
+                sender.send(Ok(batch)).is_ok()
+            };
+            let read = for_each_item_until_waiting(
+                items,
+                files,
+                format,
+                |item, raw| {
+                    let mut open = batch.borrow_mut();
+                    open.push(item, raw, keep);
+                    if open.len() < per_batch && open.bytes() < BATCH_BYTES {
+                        return Ok(true);
+                    }
+                    drop(open);
+                    Ok(hand_over(false))
+                },
+                // Lines that came, then nothing: used now rather than when the batch fills.
+                Some(|| {
+                    let waiting = batch.borrow().len() > 0;
+                    Ok(!waiting || hand_over(true))
+                }),
+            );
+            let batch = batch.into_inner();
             if batch.len() > 0 && sender.send(Ok(batch)).is_err() {
                 return;
             }

@@ -12,6 +12,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -100,7 +101,22 @@ pub fn for_each_item(
     items: &[OsString],
     files: &[PathBuf],
     format: ItemFormat,
+    each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+) -> Result<()> {
+    for_each_item_until_waiting(items, files, format, each, None::<fn() -> Result<bool>>)
+}
+
+/// As [`for_each_item`], and calls `waiting` (if any) whenever the next read of a pipe,
+/// terminal or socket would wait for its writer (nothing read is left to use, and the
+/// input has nothing ready): then the items so far can be used (`tail -f log | bloomery
+/// dedup` printed a line only once 4,096 had come). Never for a regular file, nor when
+/// the input has data ready. `waiting` returns false to stop, as `each` does.
+pub fn for_each_item_until_waiting(
+    items: &[OsString],
+    files: &[PathBuf],
+    format: ItemFormat,
     mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    mut waiting: Option<impl FnMut() -> Result<bool>>,
 ) -> Result<()> {
     // Every file opened before the first item is used: a missing or unreadable one is an
     // error before anything changed, not after the items before it were added. A named
@@ -152,14 +168,24 @@ pub fn for_each_item(
             let text = line.strip_suffix(b"\r").unwrap_or(line);
             one(line, text, &|| format!("{}, line {number}", shown.display()))
         };
+        let waiting = waiting
+            .as_mut()
+            .map(|waiting| waiting as &mut dyn FnMut() -> Result<bool>);
         let keep_going = if path.as_os_str() == "-" {
-            for_each_line(io::stdin().lock(), shown, &mut line_item)?
+            let stdin = io::stdin().lock();
+            let waits = may_wait(&stdin);
+            // Stdin's own buffer is bypassed by reads of 64 KiB: this one tells when
+            // every byte read was used.
+            let input = BufReader::with_capacity(1 << 16, stdin);
+            for_each_line(input, shown, &mut line_item, waiting.filter(|_| waits))?
         } else {
             let file = match file {
                 Some(file) => file,
                 None => File::open(path).with_path(path)?,
             };
-            for_each_line(BufReader::with_capacity(1 << 16, file), path, &mut line_item)?
+            let waits = may_wait(&file);
+            let input = BufReader::with_capacity(1 << 16, file);
+            for_each_line(input, path, &mut line_item, waiting.filter(|_| waits))?
         };
         if !keep_going {
             break;
@@ -173,17 +199,47 @@ pub fn for_each_item(
 /// process; a longer line is an error, as a bad item is.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 
-/// Calls `each` for every line of `input`, with its number (from 1); returns false when
-/// `each` asked to stop. A line longer than [`MAX_LINE_BYTES`] is an error.
-fn for_each_line<R: BufRead>(
-    mut input: R,
+/// Whether reads of `input` may wait for a writer: not a regular file (a pipe, a terminal,
+/// a socket).
+fn may_wait(input: &impl AsFd) -> bool {
+    // SAFETY: a zeroed stat is a valid out-parameter; fstat(2) writes only it.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    let known = unsafe { libc::fstat(input.as_fd().as_raw_fd(), &mut stat) } == 0;
+    known && stat.st_mode & libc::S_IFMT != libc::S_IFREG
+}
+
+/// Whether a read of `input` would wait now: nothing is ready (no data, no end of input).
+fn would_wait(input: &impl AsFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd: input.as_fd().as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll(2) of one descriptor, with a zero timeout, writes only `poll`.
+    unsafe { libc::poll(&mut poll, 1, 0) == 0 }
+}
+
+/// Calls `each` for every line of `input`, with its number (from 1), and `waiting` (if
+/// any) before a read that would wait ([`for_each_item_until_waiting`]); returns false
+/// when either asked to stop. A line longer than [`MAX_LINE_BYTES`] is an error.
+fn for_each_line<R: Read + AsFd>(
+    mut input: BufReader<R>,
     path: &Path,
     each: &mut impl FnMut(&[u8], u64) -> Result<bool>,
+    mut waiting: Option<&mut dyn FnMut() -> Result<bool>>,
 ) -> Result<bool> {
     let mut line = Vec::with_capacity(256);
     let mut number = 0u64;
     loop {
         line.clear();
+        // Every byte read is used: the next read may wait for a writer.
+        if let Some(waiting) = waiting.as_mut()
+            && input.buffer().is_empty()
+            && would_wait(input.get_ref())
+            && !waiting()?
+        {
+            return Ok(false);
+        }
         // One byte past the limit, to tell a line of exactly the limit from a longer one.
         let limit = MAX_LINE_BYTES as u64 + 1;
         if (&mut input)

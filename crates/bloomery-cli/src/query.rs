@@ -73,6 +73,15 @@ pub fn check(path: &Path, items: &ItemArgs, quiet: bool, counts: bool, verify: b
                         return Ok(reader_left);
                     }
                 }
+                // The input has no more for now (`tail -f log | bloomery check f`): the
+                // answers so far go out rather than wait for the next batch.
+                if batch.input_waits
+                    && let Err(error) = out.flush()
+                {
+                    let reader_left = error.kind() == io::ErrorKind::BrokenPipe;
+                    write_error = Some(error);
+                    return Ok(reader_left);
+                }
             }
             Ok(true)
         },

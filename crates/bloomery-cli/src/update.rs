@@ -440,6 +440,10 @@ pub fn dedup(
             if written.is_ok() {
                 writable.insert(&batch.hashes, &mut scratch)?;
             }
+        } else if written.is_ok() && batch.input_waits {
+            // The input has no more for now (`tail -f log | bloomery dedup`): the new
+            // lines so far go out rather than wait for the next batch.
+            written = out.flush();
         }
         match (written, refused) {
             (Ok(()), None) => Ok(true),

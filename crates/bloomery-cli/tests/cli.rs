@@ -253,6 +253,58 @@ fn dedup_prints_each_line_once_and_remembers_across_runs() {
     assert_eq!(second, "c\n");
 }
 
+/// `dedup` and `check` held their output until 4,096 lines had come or the input ended:
+/// `tail -f log | bloomery dedup` printed nothing for a quiet log. A line that comes, then
+/// nothing, is now answered while the input waits.
+#[test]
+fn dedup_and_check_answer_each_line_while_the_input_waits() {
+    let dir = TempDir::new().unwrap();
+    let seen = create(&dir, "seen.bloom", "blocked", 1000);
+    let runs: [(&[&str], &[&str]); 3] = [
+        (&["dedup", "--items", "1000"], &["a", "b"]),
+        (&["dedup", "--filter", seen.to_str().unwrap()], &["a", "b"]),
+        (
+            &["check", seen.to_str().unwrap()],
+            &["probably present\ta", "absent\tc"],
+        ),
+    ];
+    for (args, expected) in runs {
+        let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("bloomery"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("runs");
+        let mut stdin = child.stdin.take().expect("piped");
+        let stdout = child.stdout.take().expect("piped");
+        let (sender, lines) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let _ = sender.send(line.expect("reads"));
+            }
+        });
+        // The input stays open: each line must come out before the next goes in.
+        let inputs = if args[0] == "check" {
+            ["a", "c"]
+        } else {
+            ["a", "b"]
+        };
+        for (input, expected) in inputs.iter().zip(expected) {
+            writeln!(stdin, "{input}").expect("writes");
+            stdin.flush().expect("flushes");
+            let line = lines.recv_timeout(Duration::from_secs(10));
+            assert_eq!(line.as_deref(), Ok(*expected), "{args:?}");
+        }
+        drop(stdin);
+        assert!(
+            child.wait().expect("waits").code().is_some_and(|code| code < 2),
+            "{args:?}"
+        );
+        reader.join().unwrap();
+    }
+}
+
 #[test]
 fn dedup_over_a_rotating_filter_drops_lines_an_older_generation_holds() {
     // 1,500 lines rotate through generations; lines 1-5 come again while the filter still
