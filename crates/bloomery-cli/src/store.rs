@@ -47,9 +47,19 @@ fn resolve(path: &Path) -> Result<PathBuf> {
                     link.display()
                 )));
             }
-            let name = path
-                .file_name()
-                .ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
+            // `foo/` and `foo/.` name a directory: `file_name` would make them `foo`, and
+            // `create` made a file there.
+            use std::os::unix::ffi::OsStrExt;
+            let bytes = path.as_os_str().as_bytes();
+            let directory = [&b"/"[..], b"/.", b"/.."].iter().any(|end| bytes.ends_with(end))
+                || bytes == b"."
+                || bytes == b"..";
+            let name = path.file_name().filter(|_| !directory).ok_or_else(|| {
+                CliError::new(format!(
+                    "{}: not a file name (it names a directory; give the file's name)",
+                    path.display()
+                ))
+            })?;
             let parent = match path.parent() {
                 Some(parent) if !parent.as_os_str().is_empty() => parent,
                 _ => Path::new("."),

@@ -999,6 +999,23 @@ fn guava_long_and_integer_filters_are_built_and_checked_from_the_shell() {
     }
 }
 
+/// `create -n 10 foo/` (and `foo/.`) made a regular file `foo`, with status 0: a path
+/// ending in `/`, `/.` or `/..` names a directory, and is refused as not a file name.
+#[test]
+fn a_path_ending_in_a_slash_is_not_a_file_name() {
+    let dir = TempDir::new().unwrap();
+    let good = create(&dir, "good.bloom", "blocked", 1000);
+    let root = dir.path().display().to_string();
+    for end in ["/", "/.", "/.."] {
+        let path = format!("{root}/foo{end}");
+        let message = error_of(bloomery().args(["create", "--items", "10", &path]));
+        assert!(message.contains(&format!("{path}: not a file name")), "{message}");
+        let message = error_of(bloomery().arg("merge").arg(&path).arg(&good).arg(&good));
+        assert!(message.contains("not a file name"), "{message}");
+    }
+    assert!(!dir.path().join("foo").exists());
+}
+
 #[test]
 fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
     let dir = TempDir::new().unwrap();
