@@ -161,13 +161,9 @@ impl Spill {
     pub fn new(writable: &Writable) -> Option<Self> {
         let regions = spill_files(writable.regions());
         let directory = writable.locked.directory();
-        let name = writable
-            .locked
-            .real()
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
+        // Shortened as the temporary files' names are, so that a long name's spill files
+        // fit in 255 bytes too (else this road was silently not taken).
+        let name = bloomery::file::temporary_name_part(writable.locked.real());
         let mut files = Vec::with_capacity(regions as usize);
         for region in 0..regions {
             let path = directory.join(format!(".{name}.{}.spill-{region}.tmp", std::process::id()));

@@ -192,11 +192,23 @@ const TEMPORARY_PART_MAX: usize = 255 - ".".len() - ".4294967295.fffffffffffffff
 
 /// What stands for `target`'s name in the names of its temporary files: the name itself
 /// (lossily UTF-8) when it is at most [`TEMPORARY_PART_MAX`] bytes; else its start (whole
-/// characters), `~` and 16 hexadecimal digits of a hash of the whole name (FNV-1a of its
+/// characters), `~` and 16 hexadecimal digits of a hash of the whole name (XXH3-64 of its
 /// bytes), 222 bytes at most: a name of up to 255 bytes then gets temporary files whose
 /// names fit too (they once did not: "File name too long" for any name past 225 bytes).
 /// Two long names that start alike differ in their hashes, so the writers of one never
 /// take the other's temporary files for their own.
+///
+/// ```
+/// use std::path::Path;
+///
+/// use bloomery::file::temporary_name_part;
+///
+/// assert_eq!(temporary_name_part(Path::new("/data/urls.bloom")), "urls.bloom");
+/// let long = "u".repeat(250) + ".bloom";
+/// let part = temporary_name_part(Path::new(&long));
+/// assert_eq!(part.len(), 222);
+/// assert!(part.starts_with("uuu") && part.contains('~'));
+/// ```
 pub fn temporary_name_part(target: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let name = target.file_name().unwrap_or_default();
@@ -204,12 +216,7 @@ pub fn temporary_name_part(target: &Path) -> String {
     if lossy.len() <= TEMPORARY_PART_MAX {
         return lossy.into_owned();
     }
-    let hash = name
-        .as_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+    let hash = xxhash_rust::xxh3::xxh3_64(name.as_bytes());
     let mut keep = TEMPORARY_PART_MAX - "~0123456789abcdef".len();
     while !lossy.is_char_boundary(keep) {
         keep -= 1;
