@@ -67,8 +67,8 @@ struct ItemArgs {
 /// `--fpp -0.5` is told its range rather than "unexpected argument '-0'".
 #[derive(Args, Debug, Clone)]
 struct SizeArgs {
-    /// Expected number of distinct items (scalable, redisbloom: of the first sub-filter;
-    /// rotating: of each generation).
+    /// Expected number of distinct items (scalable, scalable-blocked, redisbloom: of the
+    /// first sub-filter; rotating: of each generation).
     #[arg(
         short = 'n',
         long = "items",
@@ -85,7 +85,8 @@ struct SizeArgs {
     )]
     fpp: f64,
     /// Filter variant: blocked (fastest), classic (Guava-compatible), counting (remove),
-    /// scalable (grows), retouched, allowlisted, rotating (forgets old generations),
+    /// scalable (grows), scalable-blocked (grows, in blocked sub-filters: the Redis
+    /// module's default), retouched, allowlisted, rotating (forgets old generations),
     /// split-block (Parquet's split block Bloom filter), or redisbloom (RedisBloom's
     /// scalable filter, bit for bit).
     #[arg(long, default_value = "blocked", value_parser = parse_variant)]
@@ -102,7 +103,8 @@ struct SizeArgs {
     /// Generations kept (rotating filters), 2 to 1024.
     #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
     generations: usize,
-    /// Refuse items beyond the capacity instead of growing (scalable and redisbloom filters).
+    /// Refuse items beyond the capacity instead of growing (scalable, scalable-blocked and
+    /// redisbloom filters).
     #[arg(long)]
     nonscaling: bool,
 }

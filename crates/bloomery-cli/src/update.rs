@@ -153,9 +153,17 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
 
 fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode> {
     let mut filter = locked.load()?;
+    // A rotating filter's newest generation's room before the run, for its warning.
+    let rotating_room = filter
+        .as_any()
+        .downcast_ref::<bloomery::RotatingBloomFilter>()
+        .map(bloomery::RotatingBloomFilter::newest_room);
     let growth_limit = space::growth_limit(filter.as_ref(), Limits::default());
     let mut progress = Progress::new("adding");
     let mut count = 0u64;
+    // Items that were not there before (`insert_within` answered true), for the rotating
+    // filter's warning.
+    let mut new_items = 0u64;
     let keep = Keep {
         items: true,
         raws: true,
@@ -170,12 +178,16 @@ fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode
         batch::BATCH,
         |batch| {
             for index in 0..batch.len() {
-                filter
+                let new = filter
                     .insert_within(batch.item(index), GrowthLimit::Total(growth_limit))
                     .map_err(|error| {
                         was_refused = true;
                         refused(path, batch.raw(index), &error)
                     })?;
+                // A branch, not `+= u64::from(new)` (rust-lang/rust#158206).
+                if new {
+                    new_items += 1;
+                }
             }
             count += batch.len() as u64;
             progress.tick_by(batch.len() as u64);
@@ -197,11 +209,41 @@ fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode
     }
     locked.save(filter.as_ref())?;
     // A rotating filter is never past its capacity: it starts a generation instead (its
-    // count is of every generation kept, its capacity one generation's).
-    if filter.variant() != bloomery::format::native::Variant::Rotating {
-        warn_if_overfull(path, &filter.stats());
+    // count is of every generation kept, its capacity one generation's). It forgets,
+    // though, and may forget items of this very run.
+    match (
+        filter.as_any().downcast_ref::<bloomery::RotatingBloomFilter>(),
+        rotating_room,
+    ) {
+        (Some(rotating), Some(room)) => warn_if_forgotten(path, rotating, room, new_items),
+        _ => warn_if_overfull(path, &filter.stats()),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns when a run added so many new items to the rotating filter at `path` that the
+/// generation its first item went to has rotated out: more than that generation's room
+/// (`room`, the newest's before the run; a whole generation's when it was full) and
+/// generations - 1 more generations (`bloomery create -n 1 --variant rotating r; add r a b
+/// c` left `check r a` absent, and said nothing). Counted by new items, which each fill a
+/// generation's room (an item seen before may too: then it said nothing where it could).
+fn warn_if_forgotten(path: &Path, rotating: &bloomery::RotatingBloomFilter, room: u64, new_items: u64) {
+    let per_generation = rotating.items_per_generation();
+    let first_room = if room == 0 { per_generation } else { room };
+    let kept = (rotating.max_generations() as u64 - 1)
+        .saturating_mul(per_generation)
+        .saturating_add(first_room);
+    if new_items > kept {
+        let _ = writeln!(
+            io::stderr(),
+            "bloomery: warning: {}: added {new_items} new items to a rotating filter that keeps \
+             {} generations of {per_generation}: the first of them are forgotten already \
+             (`check` answers absent for them); for a longer memory, make the generations \
+             larger (--items) or more (--generations)",
+            path.display(),
+            rotating.max_generations()
+        );
+    }
 }
 
 /// Seals a file left unsealed by an update in place that did not finish (docs/format.md):

@@ -348,6 +348,49 @@ fn dedup_over_a_rotating_filter_drops_lines_an_older_generation_holds() {
 }
 
 #[test]
+fn an_add_whose_first_items_a_rotating_filter_forgot_says_so() {
+    // Two generations of one item: of "a b c", "a" is gone by "c" (its generation rotated
+    // out). The add said nothing, and `check` answered "absent".
+    let dir = TempDir::new().unwrap();
+    let short = create(&dir, "short.bloom", "rotating", 1);
+    let output = bloomery()
+        .arg("add")
+        .arg(&short)
+        .args(["a", "b", "c"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("added 3 new items to a rotating filter that keeps 2 generations of 1")
+            && stderr.contains("are forgotten already"),
+        "{stderr}"
+    );
+    let answers = String::from_utf8(
+        bloomery()
+            .arg("check")
+            .arg(&short)
+            .arg("a")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(answers.starts_with("absent"), "{answers}");
+    // All kept (the last of 2 generations of 1,000 not full): nothing said.
+    let long = create(&dir, "long.bloom", "rotating", 1_000);
+    let output = bloomery()
+        .arg("add")
+        .arg(&long)
+        .write_stdin(lines("item", 1_000))
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    check_all(&long, lines("item", 1_000));
+}
+
+#[test]
 fn dedup_keeps_the_lines_it_printed_when_the_filter_fills_mid_run() {
     // A filter of 4,500 that does not grow, given 5,000 lines (more than one batch): it
     // refuses a line part way; the lines printed before it are saved in the filter, so a

@@ -313,6 +313,22 @@ impl RotatingBloomFilter {
         self.items_per_generation
     }
 
+    /// The items the newest generation takes before the next one starts (by count: a
+    /// filter that rotates by time may start one sooner).
+    ///
+    /// ```
+    /// use bloomery::RotatingBloomFilter;
+    ///
+    /// let mut recent = RotatingBloomFilter::new(2, 3, 0.01)?;
+    /// recent.insert("a");
+    /// assert_eq!(recent.newest_room(), 2);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn newest_room(&self) -> u64 {
+        let newest = self.generations.back().expect("at least one generation");
+        self.items_per_generation.saturating_sub(newest.len)
+    }
+
     /// The generations kept now.
     pub fn num_generations(&self) -> usize {
         self.generations.len()
