@@ -184,7 +184,7 @@ fn add_by_copy(path: &Path, locked: Locked, items: &ItemArgs) -> Result<ExitCode
                         was_refused = true;
                         refused(path, batch.raw(index), &error)
                     })?;
-                // A branch, not `+= u64::from(new)` (rust-lang/rust#158206).
+                // A branch, not an addition of the flag as an integer (rust-lang/rust#158206).
                 if new {
                     new_items += 1;
                 }
