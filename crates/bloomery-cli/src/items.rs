@@ -232,9 +232,11 @@ fn for_each_line<R: Read + AsFd>(
     let mut number = 0u64;
     loop {
         line.clear();
-        // Every byte read is used: the next read may wait for a writer.
+        // No whole line left in what was read (none, or the start of one: a producer's
+        // block of output ends mid-line): the next read may wait for a writer. The start
+        // of a line is not in the batch yet, so the batch may go now.
         if let Some(waiting) = waiting.as_mut()
-            && input.buffer().is_empty()
+            && !input.buffer().contains(&b'\n')
             && would_wait(input.get_ref())
             && !waiting()?
         {

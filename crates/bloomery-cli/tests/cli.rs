@@ -284,14 +284,16 @@ fn dedup_and_check_answer_each_line_while_the_input_waits() {
                 let _ = sender.send(line.expect("reads"));
             }
         });
-        // The input stays open: each line must come out before the next goes in.
-        let inputs = if args[0] == "check" {
-            ["a", "c"]
+        // The input stays open: each line must come out before the next goes in. The
+        // first write ends with the start of the second line, as a producer's block of
+        // output ends mid-line (the line before was held until the next line ended).
+        let writes = if args[0] == "check" {
+            ["a\nc", "\n"]
         } else {
-            ["a", "b"]
+            ["a\nb", "\n"]
         };
-        for (input, expected) in inputs.iter().zip(expected) {
-            writeln!(stdin, "{input}").expect("writes");
+        for (input, expected) in writes.iter().zip(expected) {
+            write!(stdin, "{input}").expect("writes");
             stdin.flush().expect("flushes");
             let line = lines.recv_timeout(Duration::from_secs(10));
             assert_eq!(line.as_deref(), Ok(*expected), "{args:?}");
