@@ -383,7 +383,7 @@ pub const MAX_NUM_BLOCKS: u64 = 1 << 32;
 /// λ = n / blocks, so the rate is Σ_x Pois(x; λ) · (1 - (63/64)^x)^8 (Putze, Sanders &
 /// Singler, "Cache-, Hash- and Space-Efficient Bloom Filters", 2007), plus the chance that
 /// the fresh item's 32-bit key, which picks its 8 bits, is one of its block's x keys (about
-/// x / 2^32: a floor under the rate that matters only below about 10^-9). Busy blocks cost
+/// x / 2^32: a floor under the rate, a hundredth of it from about 10^-7 down). Busy blocks cost
 /// more than quiet ones save, so a blocked filter needs more bits than a classic one for
 /// the same p: see [`blocked_num_blocks`].
 ///
@@ -501,11 +501,13 @@ pub fn blocked_num_blocks(expected_items: u64, fpp: f64) -> Result<u64> {
 /// rate ([`poisson_block_rate`]) is at most [`BLOCKED_HEADROOM`] · `fpp`; the rate falls as
 /// blocks are added, so a binary search.
 ///
-/// The search is made without the same-key floor first, and kept where the floor there is
-/// at most a hundredth of the target (so the rate with it stays under 0.96 p, inside the
-/// headroom): at every usual rate the sizes are those of the bits alone, as filters,
-/// shard plans and their documented sizes were made before the floor was counted. Where
-/// the floor is more (below about 10^-8), the search is made again with it.
+/// The size is the larger of two searches: on the bits alone (without the same-key floor)
+/// at the target, and on the whole rate at 1.01 times the target. Where the floor is at
+/// most about a hundredth of the target, the first is the larger: at the usual rates (to
+/// about 10^-7 for the blocked filter; the tests pin 10^-1 to 10^-6) the sizes are
+/// those of the bits alone, as filters, shard plans and their documented sizes were made
+/// before the floor was counted. Below, the second takes over. Either way the whole rate
+/// is at most 1.01 · 0.95 p < p, and the size grows with n and as p falls.
 fn fewest_blocks(
     expected_items: u64,
     fpp: f64,
@@ -537,7 +539,7 @@ fn fewest_blocks(
             problem,
         });
     }
-    let fewest = |mut low: u64, key_floor: bool| {
+    let fewest = |mut low: u64, key_floor: bool, target: f64| {
         let mut high = max_blocks;
         while low < high {
             let middle = low + (high - low) / 2;
@@ -549,12 +551,7 @@ fn fewest_blocks(
         }
         low
     };
-    let bits_alone = fewest(1, false);
-    let key_floor = n as f64 / bits_alone as f64 / 4_294_967_296.0;
-    if key_floor <= target / 100.0 {
-        return Ok(bits_alone);
-    }
-    Ok(fewest(bits_alone, true))
+    Ok(fewest(1, false, target).max(fewest(1, true, target * 1.01)))
 }
 
 /// Bits in one block of the split-block filter (Parquet's SBBF): eight 32-bit words.
@@ -795,6 +792,39 @@ mod tests {
         let one = blocked_false_positive_rate(1_000_000, 1_000);
         let expected = 0.001 * (2f64.powi(-32) + (1.0f64 / 64.0).powi(8));
         assert!((one - expected).abs() < expected * 0.01, "{one} vs {expected}");
+    }
+
+    #[test]
+    fn block_sizes_at_the_usual_rates_are_those_of_the_bits_alone_and_grow_with_n() {
+        // The sizes filters, shard plans and documents were made with before the floor
+        // was counted stay the same from 10^-1 to 10^-6 (a plan stored on Redis is found
+        // again by its parameters).
+        for (word_bits, sizing) in [
+            (64.0, blocked_num_blocks as fn(u64, f64) -> Result<u64>),
+            (32.0, split_block_num_blocks),
+        ] {
+            for n in [1, 1_000, 1_000_000, 1_000_000_000] {
+                for p in [0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6] {
+                    let target = p * BLOCKED_HEADROOM;
+                    // Past the split-block filter's most blocks: refused, as before.
+                    let Ok(blocks) = sizing(n, p) else {
+                        assert!(word_bits == 32.0 && n == 1_000_000_000, "{n} at {p}");
+                        continue;
+                    };
+                    assert!(poisson_block_rate(blocks, n, word_bits, false) <= target);
+                    assert!(poisson_block_rate(blocks - 1, n, word_bits, false) > target || blocks == 1);
+                }
+            }
+            // One more item never takes fewer blocks (two searches, one size: the larger).
+            for p in [1.7708445668837053e-7, 1e-7, 3e-8] {
+                let mut previous = 0;
+                for n in 7_990..8_020 {
+                    let blocks = sizing(n, p).unwrap();
+                    assert!(blocks >= previous, "{n} at {p}: {blocks} < {previous}");
+                    previous = blocks;
+                }
+            }
+        }
     }
 
     #[test]
