@@ -1173,14 +1173,29 @@ pub struct Info {
     pub estimated_items: u64,
 }
 
+/// Whether a filter whose stored plan is `existing` is the one `asked` describes: the same
+/// plan, or one made for the same items, rate, seed and shards whose blocks per shard an
+/// earlier sizing chose (bloomery's block sizing counts a floor under the rate since
+/// 2026-11-28, which adds blocks below about 10^-7: a `create` run again for a filter made
+/// before was refused as "other parameters"). Its shards are what its plan says.
+fn same_filter(existing: &ShardPlan, asked: &ShardPlan) -> bool {
+    existing == asked
+        || (existing.expected_items() == asked.expected_items()
+            && existing.fpp() == asked.fpp()
+            && existing.seed() == asked.seed()
+            && existing.shards() == asked.shards())
+}
+
 impl ShardedFilter {
     /// Creates the filter `name` with `plan`: makes its S shards (`BF.HASHRESERVE`: empty
     /// blocked filters of the plan's geometry; shards that exist are checked and kept),
     /// then writes the plan to the metadata key (`SET NX`), so that a filter whose plan
     /// exists has every shard, and a shard missing later is one it lost: an error for
     /// every command on it, never answers for items it lost. If the filter exists with the
-    /// same plan, opens it (`created` is false) and makes nothing, a lost shard included
-    /// (making it anew would hide the loss); with another plan, an error. A create that
+    /// same plan (or one an earlier sizing made for the same items, rate, seed and shards,
+    /// with other blocks per shard), opens it (`created` is false) and makes nothing, a
+    /// lost shard included (making it anew would hide the loss); with another plan, an
+    /// error. A create that
     /// stopped part way wrote no plan, and the next one completes it. Nothing is written
     /// where the module is not loaded or a shard would be over its cap.
     pub fn create(mut connection: Connection, name: &str, plan: ShardPlan) -> Result<(Self, bool)> {
@@ -1193,7 +1208,7 @@ impl ShardedFilter {
         };
         let existing = read_plan(&mut connection, name)?;
         if let Some(existing) = &existing
-            && *existing != plan
+            && !same_filter(existing, &plan)
         {
             return Err(mismatch(existing));
         }
@@ -1232,7 +1247,7 @@ impl ShardedFilter {
             created = matches!(reply, Value::Okay) || matches!(&reply, Value::SimpleString(ok) if ok == "OK");
         }
         let mut filter = Self::open(connection, name)?;
-        if filter.plan != plan {
+        if !same_filter(&filter.plan, &plan) {
             // Another client created the name with another plan meanwhile.
             return Err(mismatch(&filter.plan));
         }

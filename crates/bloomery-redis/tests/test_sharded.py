@@ -180,6 +180,32 @@ def test_cli_dedup_prints_first_occurrences_in_order(server):
     assert other.returncode == 2 and b"other parameters" in other.stderr
 
 
+def test_cli_create_again_opens_a_filter_an_earlier_sizing_made_for_the_same_parameters(server, r):
+    """Block sizing counts a floor under the rate since 2026-11-28, which adds blocks below
+    about 1e-7: a filter made before for the same items, rate and shards has other blocks
+    per shard. `create` run again for it said "other parameters"; it is that filter, and
+    it answers for its items."""
+    url = f"redis://127.0.0.1:{server.port}"
+    assert bloomery("create", "--redis", url, "now", "--items", "100000", "--fpp", "1e-7",
+                    "--min-shards", "4").returncode == 0
+    plan = r.get("now").decode()
+    blocks = int(plan.split("blocks=")[1].split()[0])
+    # The same plan as an earlier sizing made it (fewer blocks), with its shards.
+    earlier = plan.replace(f"blocks={blocks}", f"blocks={blocks - 7}")
+    for shard in range(4):
+        r.execute_command("BF.HASHRESERVE", f"{{{shard}:before}}", blocks - 7, 0)
+    r.set("before", earlier)
+    again = bloomery("create", "--redis", url, "before", "--items", "100000", "--fpp", "1e-7", "--min-shards", "4")
+    assert again.returncode == 0, again.stderr
+    assert r.get("before").decode() == earlier
+    added = bloomery("add", "--redis", url, "before", "x", "y")
+    assert added.returncode == 0, added.stderr
+    assert bloomery("check", "--redis", url, "before", "x", "y").returncode == 0
+    # Other items or rate: still another filter.
+    other = bloomery("create", "--redis", url, "before", "--items", "100000", "--fpp", "1e-6", "--min-shards", "4")
+    assert other.returncode == 2 and b"other parameters" in other.stderr
+
+
 def test_cli_dedup_to_a_full_device_loses_at_most_the_batch_being_printed(server):
     """Over a shared filter a batch is added, then its new lines printed (the add's answer
     is what makes a line new once across processes); each batch is written through before
