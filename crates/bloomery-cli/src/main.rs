@@ -95,9 +95,10 @@ struct SizeArgs {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
     /// How a split-block filter hashes items: parquet (XXH64, seed 0: what Parquet,
-    /// Arrow and Spark read; sized as they take it, a power of two bytes up to 128 MiB)
-    /// or xxh3 (XXH3-64 with --seed, the blocked filter's hash: faster, above all for
-    /// long items, sized exactly, but not readable by Parquet).
+    /// Arrow and Spark read; sized as they take it, a power of two bytes, up to the 128
+    /// MiB they take: past that, sized exactly, with a warning, and not exported) or xxh3
+    /// (XXH3-64 with --seed, the blocked filter's hash: faster, above all for long items,
+    /// sized exactly, but not readable by Parquet).
     #[arg(long = "hash", value_enum, default_value_t = SplitBlockHash::Parquet)]
     split_block_hash: SplitBlockHash,
     /// Generations kept (rotating filters), 2 to 1024.

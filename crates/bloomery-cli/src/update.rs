@@ -40,7 +40,31 @@ fn new_filter(
 /// size is created in about the time it takes to checksum its zeros, without the memory.
 pub fn create(path: &Path, size: &SizeArgs, limits: Limits, force: bool) -> Result<ExitCode> {
     write_new(Output::open(path, force, false)?, size, limits)?;
+    warn_if_past_parquet_readers(path, &size.spec());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns when a split-block filter hashed as Parquet's, made for `spec`, is over the 128
+/// MiB Parquet's readers take (its exact size is kept there, and `export` refuses it):
+/// `--hash parquet` promises a filter Parquet reads.
+fn warn_if_past_parquet_readers(path: &Path, spec: &any::Spec) {
+    if spec.variant != bloomery::format::native::Variant::SplitBlock || !spec.split_block_parquet {
+        return;
+    }
+    let Ok(blocks) = bloomery::sizing::parquet_num_blocks(spec.expected_items, spec.fpp) else {
+        return;
+    };
+    if !bloomery::sizing::parquet_readers_take(blocks) {
+        let _ = writeln!(
+            io::stderr(),
+            "bloomery: warning: {}: a split-block filter of {} bytes, over the 128 MiB Parquet's \
+             readers take: it cannot be exported to Parquet's format; for Parquet, make one \
+             filter for fewer items (Parquet's writers make one per column chunk) or at a higher \
+             fpp; for a filter that is not for Parquet, --hash xxh3",
+            path.display(),
+            blocks * 32
+        );
+    }
 }
 
 /// Writes a new empty filter to `output`, as [`create`] does.

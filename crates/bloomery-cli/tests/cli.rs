@@ -720,6 +720,54 @@ fn a_split_block_filter_hashed_with_xxh3_finds_every_item_and_stays_out_of_parqu
 /// bloom filter (header and bitset), `parquet-sbbf-bitset` the bitset alone; `import`
 /// reads both back into split-block files that find every item.
 #[test]
+fn a_split_block_filter_for_parquet_past_its_readers_128_mib_is_said_at_create_and_export() {
+    // 1.1e8 items at 1%: 146 MB exactly, over what Parquet's readers take. The help said
+    // "up to 128 MiB" and create said nothing; export then sent the user to create.
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("big.bloom");
+    let output = bloomery()
+        .args([
+            "create",
+            "--variant",
+            "split-block",
+            "--items",
+            "110000000",
+            "--fpp",
+            "0.01",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("over the 128 MiB Parquet's readers take"),
+        "{stderr}"
+    );
+    let message = error_of(
+        bloomery()
+            .args(["export", "--format", "parquet-sbbf"])
+            .arg(&path)
+            .arg(dir.path().join("big.sbbf")),
+    );
+    assert!(message.contains("at most 128 MiB"), "{message}");
+    // Within it, or not for Parquet: nothing said.
+    for args in [
+        ["--items", "1000000", "--hash", "parquet"],
+        ["--items", "110000000", "--hash", "xxh3"],
+    ] {
+        let output = bloomery()
+            .args(["create", "--variant", "split-block", "--force"])
+            .args(args)
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "", "{args:?}");
+    }
+}
+
+#[test]
 fn parquet_sbbf_export_and_import_round_trip() {
     use bloomery::SplitBlockBloomFilter;
 
