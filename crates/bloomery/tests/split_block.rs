@@ -183,6 +183,14 @@ fn filters_made_for_parquet_have_the_sizes_parquets_readers_take() {
     );
     assert!(large.num_blocks() > 1 << 22);
     assert!(large.to_parquet_bitset().is_err());
+    // A filter an earlier bloomery sized for 10^6 items at 1% (41,591 blocks) does not
+    // merge with one made now (65,536), and the refusal says why.
+    let mut now = SplitBlockBloomFilter::with_fpp(1_000_000, 0.01).unwrap();
+    let message = now.union(&odd).unwrap_err().to_string();
+    assert!(message.contains("41591 blocks was made before"), "{message}");
+    let other_odd = SplitBlockBloomFilter::with_num_blocks(41_592).unwrap();
+    let message = other_odd.clone().union(&odd).unwrap_err().to_string();
+    assert!(!message.contains("made before"), "{message}");
     let largest_taken = SplitBlockBloomFilter::with_num_blocks(1 << 22).unwrap();
     assert!(largest_taken.to_parquet_bitset().is_ok());
     assert!(

@@ -368,7 +368,22 @@ pub(crate) fn check_same_shape(
             their_hasher.describe()
         )
     } else if mine != theirs {
-        format!("num_blocks differ: {mine} vs {theirs}")
+        // One sized before Parquet-hashed filters were sized as Parquet's readers take
+        // them (a power of two bytes), one after: said, since no create makes the old size.
+        let before = match (mine.is_power_of_two(), theirs.is_power_of_two()) {
+            (true, false) => Some(theirs),
+            (false, true) => Some(mine),
+            _ => None,
+        };
+        match before {
+            Some(old) if my_hasher == SplitBlockHasher::Parquet => format!(
+                "num_blocks differ: {mine} vs {theirs} (filters hashed as Parquet's are sized to a \
+                 power of two bytes since 2026-11-28, as Parquet's readers take them; the one of \
+                 {old} blocks was made before: add its items to a filter made now, or merge it \
+                 with filters of its size)"
+            ),
+            _ => format!("num_blocks differ: {mine} vs {theirs}"),
+        }
     } else {
         return Ok(());
     };
