@@ -369,10 +369,11 @@ pub(crate) fn check_same_shape(
         )
     } else if mine != theirs {
         // One sized before Parquet-hashed filters were sized as Parquet's readers take
-        // them (a power of two bytes), one after: said, since no create makes the old size.
+        // them (a power of two bytes), one after for the same items and rate (the next
+        // power of two): said, since no create makes the old size.
         let before = match (mine.is_power_of_two(), theirs.is_power_of_two()) {
-            (true, false) => Some(theirs),
-            (false, true) => Some(mine),
+            (true, false) if theirs.next_power_of_two() == mine => Some(theirs),
+            (false, true) if mine.next_power_of_two() == theirs => Some(mine),
             _ => None,
         };
         match before {
