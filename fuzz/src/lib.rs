@@ -668,7 +668,10 @@ pub fn check_parquet(bytes: &[u8]) -> String {
             // up to 128 MiB), refused elsewhere; read at any size.
             match filter.to_parquet_bytes() {
                 Ok(written) => {
-                    assert!(parquet_readers_take(filter.num_blocks()), "written at a size readers refuse");
+                    assert!(
+                        parquet_readers_take(filter.num_blocks()),
+                        "written at a size readers refuse"
+                    );
                     let again = SplitBlockBloomFilter::from_parquet_bytes(&written)
                         .unwrap_or_else(|error| panic!("its own Parquet bytes are refused: {error}"));
                     assert_eq!(again, filter, "Parquet bytes do not round-trip");
