@@ -120,13 +120,12 @@ pub fn growth_limit(filter: &dyn DynFilter, limits: Limits) -> u64 {
 /// filter's lists; as the Python package counts them).
 pub fn check_memory_for(path: &Path, variant: Variant, len: u64) -> Result<()> {
     let needed = bloomery::file::load_bytes(variant, len);
-    match memory_available() {
-        Some(available) if needed > available => Err(CliError::new(format!(
-            "{}: the file is {len} bytes; loading it takes {needed} bytes for a moment, more than the memory it may use (90% of the available, {available} bytes)",
-            path.display()
-        ))),
-        _ => Ok(()),
-    }
+    refuse_past_memory(
+        path,
+        len,
+        needed,
+        format!("loading it takes {needed} bytes for a moment"),
+    )
 }
 
 /// Refuses to answer from a mapped file of a variant built in memory to be queried (all
@@ -136,9 +135,16 @@ pub fn check_memory_for(path: &Path, variant: Variant, len: u64) -> Result<()> {
 /// process ("memory allocation of N bytes failed", status 134).
 pub fn check_memory_for_view(path: &Path, variant: Variant, len: u64) -> Result<()> {
     let needed = bloomery::file::load_bytes(variant, len).saturating_sub(len);
+    let takes = format!("a {variant} filter is answered from a copy in memory, which takes {needed} bytes");
+    refuse_past_memory(path, len, needed, takes)
+}
+
+/// The error for the file at `path`, `len` bytes, when `needed` bytes (what `takes` says
+/// they are for) are more than the memory the tool may use.
+fn refuse_past_memory(path: &Path, len: u64, needed: u64, takes: String) -> Result<()> {
     match memory_available() {
         Some(available) if needed > available => Err(CliError::new(format!(
-            "{}: the file is {len} bytes; a {variant} filter is answered from a copy in memory, which takes {needed} bytes, more than the memory it may use (90% of the available, {available} bytes)",
+            "{}: the file is {len} bytes; {takes}, more than the memory it may use (90% of the available, {available} bytes)",
             path.display()
         ))),
         _ => Ok(()),
