@@ -650,27 +650,23 @@ impl SplitBlockBloomFilter {
                 allowed: "Parquet's (XXH64, seed 0) for Parquet's format, whose readers hash with it",
             });
         }
-        if self.num_blocks() > crate::sizing::MAX_PARQUET_READER_BLOCKS {
-            return Err(Error::Parameter {
-                name: "a split-block filter's size for Parquet's format",
-                value: format!("{} bytes", self.num_blocks() * BLOCK_BYTES as u64),
-                allowed: "at most 128 MiB, the most Parquet's readers take (Arrow C++, \
-                          parquet-mr/Spark); make one filter for fewer items (Parquet's \
-                          writers make one per column chunk) or at a higher fpp",
-            });
-        }
-        if !crate::sizing::parquet_readers_take(self.num_blocks()) {
-            return Err(Error::Parameter {
-                name: "a split-block filter's size for Parquet's format",
-                value: format!("{} bytes", self.num_blocks() * BLOCK_BYTES as u64),
-                allowed: "a power of two bytes from 32 B to 128 MiB, the only sizes Parquet's \
-                          readers all take (Arrow C++, parquet-mr/Spark); a filter made for n \
-                          items at p is sized so since 2026-11-28 (`bloomery create --variant \
-                          split-block`, SplitBlockBloomFilter::with_fpp): add this filter's \
-                          items to one",
-            });
-        }
-        Ok(self.bitset())
+        let allowed = if self.num_blocks() > crate::sizing::MAX_PARQUET_READER_BLOCKS {
+            "at most 128 MiB, the most Parquet's readers take (Arrow C++, parquet-mr/Spark); \
+             make one filter for fewer items (Parquet's writers make one per column chunk) or \
+             at a higher fpp"
+        } else if !crate::sizing::parquet_readers_take(self.num_blocks()) {
+            "a power of two bytes from 32 B to 128 MiB, the only sizes Parquet's readers all \
+             take (Arrow C++, parquet-mr/Spark); a filter made for n items at p is sized so \
+             since 2026-11-28 (`bloomery create --variant split-block`, \
+             SplitBlockBloomFilter::with_fpp): add this filter's items to one"
+        } else {
+            return Ok(self.bitset());
+        };
+        Err(Error::Parameter {
+            name: "a split-block filter's size for Parquet's format",
+            value: format!("{} bytes", self.num_blocks() * BLOCK_BYTES as u64),
+            allowed,
+        })
     }
 
     /// The filter whose bitset is `bytes` (a positive multiple of 32 bytes, at most
