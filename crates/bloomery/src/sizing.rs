@@ -398,6 +398,9 @@ pub fn blocked_false_positive_rate(num_blocks: u64, num_items: u64) -> f64 {
     poisson_block_rate(num_blocks, num_items, 64.0, true)
 }
 
+/// The keys an item's bits in its block come from: its hash's low 32 bits, 2^32 of them.
+const BLOCK_KEYS: f64 = 4_294_967_296.0;
+
 /// The false-positive probability of a filter of `num_blocks` blocks, each of eight words
 /// of `word_bits` bits, where an item sets one bit in each word of one block: the Poisson
 /// mixture Σ_x Pois(x; n / blocks) · (1 - (1 - 1/word_bits)^x)^8 (see
@@ -406,12 +409,10 @@ pub fn blocked_false_positive_rate(num_blocks: u64, num_items: u64) -> f64 {
 /// All eight bits come from the hash's low 32 bits (its key), so a fresh item whose key is
 /// one of the x keys in its block is answered "present" whatever the bits: each term is
 /// c + (1 - c) · (1 - (1 - 1/word_bits)^x)^8 with c = 1 - (1 - 2^-32)^x, about x / 2^32.
-/// That floor is negligible at the usual rates (10^-8 of the rate at 1%) and dominant below
-/// about 10^-9: without it, a filter sized for 10^-12 answered falsely a hundred times as
-/// often.
+/// That floor is negligible at the usual rates (about 50 items a block at 1%: 10^-8, a
+/// millionth of the rate) and comes to dominate it below about 10^-9.
+/// `key_floor` false leaves it out (the sizes made before it was counted).
 fn poisson_block_rate(num_blocks: u64, num_items: u64, word_bits: f64, key_floor: bool) -> f64 {
-    /// The keys an item's bits in its block come from: its hash's low 32 bits.
-    const KEYS: f64 = 4_294_967_296.0;
     if num_blocks == 0 {
         return 1.0;
     }
@@ -432,7 +433,7 @@ fn poisson_block_rate(num_blocks: u64, num_items: u64, word_bits: f64, key_floor
     }
     let last = (mean + spread).ceil() as u64;
     let first = (mean - spread).max(0.0).floor() as u64;
-    let key_miss_ln = (-1.0 / KEYS).ln_1p();
+    let key_miss_ln = (-1.0 / BLOCK_KEYS).ln_1p();
     let mut rate = 0.0;
     for x in first..=last {
         let probability = (x as f64 * mean.ln() - mean - ln_factorial(x)).exp();
@@ -832,7 +833,7 @@ mod tests {
         // A fresh item whose 32-bit key is one of the keys stored in its block is answered
         // "present" whatever the bits, so no blocked or split-block filter answers falsely
         // less often than (items per block) / 2^32. Sizing without that floor gave one item
-        // at 10^-12 two blocks: a rate of 1.2 · 10^-10.
+        // at 10^-12 two blocks: a floor of 1.2 · 10^-10.
         let mut sized = 0;
         for (layout, sizing) in [
             ("blocked", blocked_num_blocks as fn(u64, f64) -> Result<u64>),
@@ -849,7 +850,7 @@ mod tests {
                         }
                     };
                     sized += 1;
-                    let floor = n as f64 / blocks as f64 / 4_294_967_296.0;
+                    let floor = n as f64 / blocks as f64 / BLOCK_KEYS;
                     assert!(
                         floor <= p,
                         "{layout}, {n} items at {p}: {blocks} blocks, floor {floor}"
@@ -893,8 +894,8 @@ mod tests {
 
     #[test]
     fn blocked_sizing_reaches_the_target_with_the_fewest_blocks() {
-        // Sized on the bits alone where the same-key floor is at most a hundredth of the
-        // target (so the whole rate is within 1.01 times it), on the whole rate below.
+        // The larger of the bits-alone size at the target and the whole-rate size at 1.01
+        // times it: within 1.01 times the target, and one block fewer misses it.
         for p in [0.1, 0.01, 0.001, 1e-4, 1e-5, 1e-8, 1e-9, 1e-10] {
             let blocks = blocked_num_blocks(100_000, p).unwrap();
             let target = p * BLOCKED_HEADROOM;
