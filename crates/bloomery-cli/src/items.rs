@@ -202,10 +202,12 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// Whether reads of `input` may wait for a writer: not a regular file (a pipe, a terminal,
 /// a socket).
 fn may_wait(input: &impl AsFd) -> bool {
-    // SAFETY: a zeroed stat is a valid out-parameter; fstat(2) writes only it.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    let known = unsafe { libc::fstat(input.as_fd().as_raw_fd(), &mut stat) } == 0;
-    known && stat.st_mode & libc::S_IFMT != libc::S_IFREG
+    input
+        .as_fd()
+        .try_clone_to_owned()
+        .map(File::from)
+        .and_then(|file| file.metadata())
+        .is_ok_and(|metadata| !metadata.file_type().is_file())
 }
 
 /// Whether a read of `input` would wait now: nothing is ready (no data, no end of input).

@@ -62,7 +62,7 @@ fn warn_if_past_parquet_readers(path: &Path, spec: &any::Spec) {
              filter for fewer items (Parquet's writers make one per column chunk) or at a higher \
              fpp; for a filter that is not for Parquet, --hash xxh3",
             path.display(),
-            blocks * 32
+            blocks * (bloomery::sizing::SPLIT_BLOCK_BITS / 8)
         );
     }
 }
