@@ -215,13 +215,9 @@ impl Mapped {
     /// Checks the payload checksum as the CLI's readers do (`Mapped::verify_payload` in
     /// crates/bloomery-cli/src/store.rs).
     fn verify_payload(&self) -> Result<()> {
+        // (The unsealed mark on a variant never updated in place is refused by
+        // `Header::parse`, before.)
         let header = &self.header;
-        if header.unsealed && !self.in_place() {
-            // The mark is not valid on this variant (docs/format.md).
-            return header
-                .verify_payload(&[])
-                .map_err(|error| bytes_error(&self.shown, error));
-        }
         file::judge_payload(
             header,
             || file::payload_intact(&self.file, header),
