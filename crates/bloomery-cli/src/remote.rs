@@ -307,7 +307,31 @@ fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Re
             "{name}: no items given (as arguments, with --input, or on standard input)"
         )));
     }
+    warn_if_overfull(name, &mut sharded);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns, as `add` to a file does, when the filter holds more items than it was sized for
+/// (each shard's `BF.CARD`, one pass over its bits on its node; a shard whose every bit is
+/// set counts as full). Said after the items are added; a failure to ask is not an error.
+fn warn_if_overfull(name: &str, sharded: &mut ShardedFilter) {
+    let Ok(info) = sharded.info() else {
+        return;
+    };
+    let stats = bloomery::any::Stats {
+        estimated_len: info.estimated_items,
+        expected_fpp: info.fpp_estimate(),
+        memory_bytes: info.plan.total_bytes(),
+        capacity: Some(info.plan.expected_items()),
+        refuses_beyond_capacity: false,
+        sub_filters: u64::from(info.plan.shards()),
+        expansion: None,
+    };
+    crate::update::warn_overfull(
+        &format!("sharded filter '{name}'"),
+        &stats,
+        "make a bigger sharded filter and add the items again",
+    );
 }
 
 /// Items of one batch: their hashes, and the lines as read (to print).
@@ -495,6 +519,8 @@ fn dedup(
         stop_on(error)?;
     }
     read?;
+    let name = sharded.name().to_owned();
+    warn_if_overfull(&name, sharded);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -538,12 +564,21 @@ fn info(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ExitCode> {
             "sized for",
             format!("{} items at fpp {}", plan.expected_items(), plan.fpp()),
         ),
-        ("estimated items", info.estimated_items.to_string()),
+        (
+            "estimated items",
+            match info.saturated_shards() {
+                0 => info.estimated_items.to_string(),
+                full => format!(
+                    "unknown: {full} of {} shards have every bit set (they answer present for everything)",
+                    plan.shards()
+                ),
+            },
+        ),
         (
             "false-positive estimate",
             format!(
-                "{:.6} (the sizing formula at the estimated items)",
-                plan.fpp_for_items(info.estimated_items)
+                "{:.6} (the mean of the shards' rates at their estimated items)",
+                info.fpp_estimate()
             ),
         ),
     ];

@@ -1169,8 +1169,44 @@ pub struct Info {
     /// Shards that exist: all of them, unless some were lost (deleted, evicted, flushed,
     /// a restart without persistence), which makes every command on them an error.
     pub shards_created: u32,
-    /// Distinct items, estimated from each shard's bit count, summed.
+    /// Distinct items, estimated from each shard's bit count, summed (saturating): the
+    /// shards with every bit set ([`saturated_shards`](Self::saturated_shards)) count as
+    /// `u64::MAX`, so any of them makes the sum `u64::MAX`.
     pub estimated_items: u64,
+    /// Each shard's estimated items (`BF.CARD`, 0 for a missing shard), in shard order;
+    /// `u64::MAX` for a shard whose every bit is set, which answers "present" for anything.
+    pub shard_items: Vec<u64>,
+}
+
+impl Info {
+    /// The shards whose every bit is set.
+    pub fn saturated_shards(&self) -> usize {
+        self.shard_items
+            .iter()
+            .filter(|&&items| items == u64::MAX)
+            .count()
+    }
+
+    /// The filter's false-positive rate estimated from each shard's items: the mean of the
+    /// shards' rates (an item is routed to each shard alike), 1 for a saturated shard.
+    pub fn fpp_estimate(&self) -> f64 {
+        if self.shard_items.is_empty() {
+            return 0.0;
+        }
+        let blocks = self.plan.blocks_per_shard();
+        let sum: f64 = self
+            .shard_items
+            .iter()
+            .map(|&items| {
+                if items == u64::MAX {
+                    1.0
+                } else {
+                    bloomery::sizing::blocked_false_positive_rate(blocks, items)
+                }
+            })
+            .sum();
+        sum / self.shard_items.len() as f64
+    }
 }
 
 /// Whether a filter whose stored plan is `existing` is the one `asked` describes: the same
@@ -1422,6 +1458,7 @@ impl ShardedFilter {
             plan: self.plan,
             shards_created: 0,
             estimated_items: 0,
+            shard_items: Vec::with_capacity(self.keys.len()),
         };
         for pair in replies.chunks(2) {
             match pair {
@@ -1429,7 +1466,14 @@ impl ShardedFilter {
                     if *exists > 0 {
                         info.shards_created += 1;
                     }
-                    info.estimated_items += (*card).max(0) as u64;
+                    // A shard whose every bit is set estimates u64::MAX items: the
+                    // module answers i64::MAX for it (-1 before 2026-11-28, a plain cast).
+                    let items = match u64::try_from(*card) {
+                        Ok(items) if *card < i64::MAX => items,
+                        _ => u64::MAX,
+                    };
+                    info.estimated_items = info.estimated_items.saturating_add(items);
+                    info.shard_items.push(items);
                 }
                 other => {
                     return Err(Error::Reply {

@@ -38,8 +38,8 @@ use bloomery::{Error as BloomError, RotatingBloomFilter};
 use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
-    AT_MEMORY_LIMIT, InsertOptions, booleans, parse_f64, parse_i64, rate_and_capacity, redisbloom_size,
-    refuse_existing, reply_info, word_is, write_filter,
+    AT_MEMORY_LIMIT, InsertOptions, booleans, integer, parse_f64, parse_i64, rate_and_capacity,
+    redisbloom_size, refuse_existing, reply_info, word_is, write_filter,
 };
 use crate::datatype::{BLOOM_TYPE, Stored};
 use crate::limits::cap_for_command;
@@ -434,25 +434,28 @@ pub fn info(ctx: &Context, filter: &RotatingBloomFilter, wanted: Option<&RedisSt
     // From fields (its stats would read every bit for a false-positive rate not shown).
     let (memory_bytes, generations) = (filter.memory_bytes() as u64, filter.num_generations() as u64);
     let window_ms = filter.window_ms().map_or(0, |ms| ms.saturating_mul(later));
-    let clamp = |value: u64| RedisValue::Integer(value.min(i64::MAX as u64) as i64);
     let fields = vec![
         (
             "Capacity",
             "CAPACITY",
-            clamp(filter.items_per_generation().saturating_mul(later)),
+            integer(filter.items_per_generation().saturating_mul(later)),
         ),
-        ("Size", "SIZE", clamp(redisbloom_size(memory_bytes, generations))),
-        ("Number of filters", "FILTERS", clamp(generations)),
+        (
+            "Size",
+            "SIZE",
+            integer(redisbloom_size(memory_bytes, generations)),
+        ),
+        ("Number of filters", "FILTERS", integer(generations)),
         (
             "Number of items inserted",
             "ITEMS",
-            clamp(filter.len_at(clock_ms())),
+            integer(filter.len_at(clock_ms())),
         ),
         ("Expansion rate", "EXPANSION", RedisValue::Null),
         (
             "Generations",
             "GENERATIONS",
-            clamp(filter.max_generations() as u64),
+            integer(filter.max_generations() as u64),
         ),
         (
             "Window seconds",

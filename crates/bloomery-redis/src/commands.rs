@@ -758,9 +758,13 @@ pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let redis_key = ctx.open_key(&args[1]);
     let filter = read_filter(&redis_key)?;
-    Ok(RedisValue::Integer(
-        filter.map_or(0, crate::aging::estimated_len) as i64
-    ))
+    Ok(integer(filter.map_or(0, crate::aging::estimated_len)))
+}
+
+/// A count as a reply integer, `i64::MAX` past it: a filter whose every bit is set
+/// estimates `u64::MAX` items ("saturated"), which a plain cast would answer as -1.
+pub fn integer(value: u64) -> RedisValue {
+    RedisValue::Integer(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
 /// What RedisBloom's `BF.INFO` counts as a filter's `Size`: its bits, plus 32 bytes for
@@ -826,22 +830,10 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     });
     let size = redisbloom_size(stats.memory_bytes, stats.sub_filters);
     let fields = vec![
-        (
-            "Capacity",
-            "CAPACITY",
-            RedisValue::Integer(stats.capacity.unwrap_or(0) as i64),
-        ),
-        ("Size", "SIZE", RedisValue::Integer(size as i64)),
-        (
-            "Number of filters",
-            "FILTERS",
-            RedisValue::Integer(stats.sub_filters as i64),
-        ),
-        (
-            "Number of items inserted",
-            "ITEMS",
-            RedisValue::Integer(stats.estimated_len as i64),
-        ),
+        ("Capacity", "CAPACITY", integer(stats.capacity.unwrap_or(0))),
+        ("Size", "SIZE", integer(size)),
+        ("Number of filters", "FILTERS", integer(stats.sub_filters)),
+        ("Number of items inserted", "ITEMS", integer(stats.estimated_len)),
         ("Expansion rate", "EXPANSION", expansion),
     ];
     reply_info(ctx, fields, args.get(2))

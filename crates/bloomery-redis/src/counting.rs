@@ -34,7 +34,7 @@ use redis_module::key::RedisKey;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
-    booleans, default_rate_and_capacity, notify_and_replicate, rate_and_capacity, read_filter,
+    booleans, default_rate_and_capacity, integer, notify_and_replicate, rate_and_capacity, read_filter,
     refuse_existing, reply_info, write_filter,
 };
 use crate::datatype::{BLOOM_TYPE, Stored};
@@ -205,10 +205,6 @@ pub fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let redis_key = ctx.open_key(&args[1]);
     let count = read(&redis_key)?.map_or(0, |filter| filter.count(args[2].as_slice()));
     Ok(RedisValue::Integer(i64::from(count)))
-}
-
-fn integer(value: u64) -> RedisValue {
-    RedisValue::Integer(value.min(i64::MAX as u64) as i64)
 }
 
 /// `CBF.CARD key`: the distinct items present, estimated from the counters in use.

@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy
 import pytest
 import redis
 import xxhash
@@ -164,6 +165,28 @@ def test_the_routing_spec_implemented_in_python_agrees_with_the_cli(server):
     assert keys == {f"{{{shard}:spec}}" for shard in range(shards)}
 
 
+def test_a_filter_created_from_the_spec_in_python_is_the_clis(server, r):
+    """docs/sharding.md's plan line written by another client: the fpp in plain decimal
+    with the fewest digits (what numpy's positional formatter writes), never Python's
+    repr, whose exponent the spec refuses with a message saying which form it wants."""
+    url = f"redis://127.0.0.1:{server.port}"
+    shards, blocks, seed, fpp = 8, 100, 5, 1e-5
+    for shard in range(shards):
+        assert r.execute_command("BF.HASHRESERVE", f"{{{shard}:py}}", blocks, seed) == 1
+        assert r.execute_command("BF.HASHRESERVE", f"{{{shard}:py}}", blocks, seed) == 0
+    text = f"bloomery-sharded v1 shards={shards} blocks={blocks} seed={seed} items=1000 fpp="
+    r.set("py", text + numpy.format_float_positional(fpp, unique=True, trim="-"))
+    assert r.get("py").decode().endswith("fpp=0.00001")
+    assert bloomery("add", "--redis", url, "py", "a", "b").returncode == 0
+    assert bloomery("check", "--redis", url, "py", "a", "b").returncode == 0
+    # A shard holding items answers 2: a create without the plan refuses to take it over.
+    shard = next(s for s in range(shards) if r.execute_command("BF.CARD", f"{{{s}:py}}") > 0)
+    assert r.execute_command("BF.HASHRESERVE", f"{{{shard}:py}}", blocks, seed) == 2
+    r.set("py", text + repr(fpp))
+    refused = bloomery("check", "--redis", url, "py", "a")
+    assert refused.returncode == 2 and b"fpp=\"1e-05\" is not a number in canonical form (plain decimal" in refused.stderr
+
+
 def test_cli_dedup_prints_first_occurrences_in_order(server):
     url = f"redis://127.0.0.1:{server.port}"
     lines = b"a\nb\na\nc\nb\nd\n"
@@ -204,6 +227,36 @@ def test_cli_create_again_opens_a_filter_an_earlier_sizing_made_for_the_same_par
     # Other items or rate: still another filter.
     other = bloomery("create", "--redis", url, "before", "--items", "100000", "--fpp", "1e-6", "--min-shards", "4")
     assert other.returncode == 2 and b"other parameters" in other.stderr
+
+
+def test_cli_an_overfilled_sharded_filter_says_so(server, r):
+    """A shard whose every bit is set estimates u64::MAX items: `BF.CARD` answered -1
+    for it (a plain cast), `info` summed it as 0 items at rate 0, and `add` said nothing
+    of a filter holding many times the items it was sized for (a file's `add` warns)."""
+    url = f"redis://127.0.0.1:{server.port}"
+    assert bloomery("create", "--redis", url, "small", "--items", "1000", "--min-shards", "4").returncode == 0
+    items = "".join(f"{i}\n" for i in range(100_000)).encode()
+    added = bloomery("add", "--redis", url, "small", input=items)
+    assert added.returncode == 0, added.stderr
+    assert b"warning: sharded filter 'small': holds every bit set, more than the 1000" in added.stderr, added.stderr
+    cards = [r.execute_command("BF.CARD", f"{{{shard}:small}}") for shard in range(4)]
+    assert cards == [2**63 - 1] * 4
+    assert r.execute_command("BF.INFO", "{0:small}", "ITEMS") == [2**63 - 1]
+    info = bloomery("info", "--redis", url, "small")
+    assert info.returncode == 0, info.stderr
+    assert b"estimated items: unknown: 4 of 4 shards have every bit set" in info.stdout, info.stdout
+    assert b"false-positive estimate: 1.000000" in info.stdout, info.stdout
+    # Filled to its size: no warning, and the estimate near the items.
+    assert bloomery("create", "--redis", url, "right", "--items", "100000", "--min-shards", "4").returncode == 0
+    added = bloomery("add", "--redis", url, "right", input=items)
+    assert added.returncode == 0 and b"warning" not in added.stderr, added.stderr
+    info = bloomery("info", "--redis", url, "right").stdout.decode()
+    estimated = int(info.split("estimated items: ")[1].split()[0])
+    assert 95_000 < estimated < 105_000, info
+    # Past it by half: warned, with the rate the shards have now.
+    more = "".join(f"x{i}\n" for i in range(50_000)).encode()
+    added = bloomery("add", "--redis", url, "right", input=more)
+    assert b"warning: sharded filter 'right': holds about 1" in added.stderr, added.stderr
 
 
 def test_cli_dedup_to_a_full_device_loses_at_most_the_batch_being_printed(server):

@@ -285,7 +285,8 @@ impl ShardPlan {
 
     /// The text form kept in the metadata key:
     /// `bloomery-sharded v1 shards=S blocks=B seed=SEED items=N fpp=P`, with decimal
-    /// integers and the fpp in Rust's shortest round-trip form.
+    /// integers and the fpp as Rust's `{}` writes it: plain decimal (no exponent), the
+    /// fewest digits that read back as the same value.
     pub fn to_text(&self) -> String {
         format!(
             "{TEXT_MAGIC} {TEXT_VERSION} shards={} blocks={} seed={} items={} fpp={}",
@@ -337,7 +338,12 @@ impl ShardPlan {
             .parse()
             .ok()
             .filter(|fpp: &f64| fpp.to_string() == fpp_text)
-            .ok_or_else(|| bad(format!("fpp={fpp_text:?} is not a number in canonical form")))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "fpp={fpp_text:?} is not a number in canonical form (plain decimal, no \
+                     exponent, the fewest digits that read back the same: docs/sharding.md)"
+                ))
+            })?;
         if let Some(extra) = words.next() {
             return Err(bad(format!("unexpected {extra:?} after fpp")));
         }
@@ -421,6 +427,7 @@ mod tests {
             "bloomery-sharded v1 shards=64 blocks=1 seed=0 items=1",
             "bloomery-sharded v1 shards=64 blocks=1 seed=0 items=1 fpp=0.01 extra=1",
             "bloomery-sharded v1 shards=64 blocks=1 seed=0 items=1 fpp=0.010",
+            "bloomery-sharded v1 shards=64 blocks=1 seed=0 items=1 fpp=1e-2",
             "bloomery-sharded v1 shards=064 blocks=1 seed=0 items=1 fpp=0.01",
             "bloomery-sharded v1 shards=+64 blocks=1 seed=0 items=1 fpp=0.01",
             "bloomery-sharded v1 blocks=1 shards=64 seed=0 items=1 fpp=0.01",
