@@ -152,7 +152,7 @@ fn run(remote: &RemoteArgs, target: &Target, command: &Command, matches: &ArgMat
         } => {
             if *force {
                 return Err(CliError::new(
-                    "--force does not apply to a sharded filter: delete its keys first (the name and {i:NAME} for each shard)",
+                    "--force does not apply to a sharded filter: delete its keys first (the name, and each shard's key: `bloomery info` lists them)",
                 ));
             }
             let plan = plan_for(remote, size, space)?;
@@ -536,9 +536,10 @@ fn info(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ExitCode> {
         (
             "shards",
             format!(
-                "{} (keys {{0:{name}}} .. {{{}:{name}}})",
+                "{} (keys {} .. {}, docs/sharding.md)",
                 plan.shards(),
-                plan.shards() - 1
+                plan.shard_key(name, 0),
+                plan.shard_key(name, plan.shards() - 1)
             ),
         ),
         (
@@ -583,9 +584,12 @@ fn info(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ExitCode> {
         ),
     ];
     let mut out = BufWriter::new(io::stdout().lock());
+    // Every shard's key, last: what to delete (with the name) to remove the filter.
+    let keys = (0..plan.shards()).map(|shard| plan.shard_key(name, shard));
     let written = lines
         .iter()
         .try_for_each(|(name, value)| writeln!(out, "{name}: {value}"))
+        .and_then(|()| writeln!(out, "shard keys: {}", keys.collect::<Vec<_>>().join(" ")))
         .and_then(|()| out.flush());
     crate::output::finish(written)?;
     Ok(ExitCode::SUCCESS)

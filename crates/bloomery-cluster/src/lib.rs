@@ -82,7 +82,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use bloomery::Funnel;
-use bloomery::sharding::{ShardPlan, check_name, shard_key};
+use bloomery::sharding::{KeyScheme, ShardPlan, check_name};
 use std::sync::Arc;
 
 use redis::cluster_routing::{MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
@@ -1084,7 +1084,9 @@ fn read_plan(connection: &mut Connection, name: &str) -> Result<Option<ShardPlan
 
 /// The keys of the shards of `name` under `plan`, in shard order.
 fn shard_keys(name: &str, plan: &ShardPlan) -> Vec<String> {
-    (0..plan.shards()).map(|shard| shard_key(name, shard)).collect()
+    (0..plan.shards())
+        .map(|shard| plan.shard_key(name, shard))
+        .collect()
 }
 
 /// Shards reserved per pipeline when a filter is created.
@@ -1144,8 +1146,46 @@ fn reserve_shards(
     Ok((holding, made))
 }
 
+/// Where `name` has no plan and a create would make `plan`'s shards at spread keys
+/// ([`KeyScheme::Spread`]): refuses if shards of an earlier bloomery's filter of that name
+/// are at its `{s:NAME}` keys (one of the plan's S, shard 0 included, for a filter of any
+/// shard count). That filter lost its plan; a filter made beside it would answer its items
+/// absent, where a create at the same keys refuses (its shards hold items).
+fn refuse_earlier_shards(connection: &mut Connection, name: &str, plan: &ShardPlan) -> Result<()> {
+    if plan.key_scheme() != KeyScheme::Spread {
+        return Ok(());
+    }
+    let tagged = plan.with_key_scheme(KeyScheme::Tagged);
+    let keys: Vec<String> = (0..plan.shards())
+        .map(|shard| tagged.shard_key(name, shard))
+        .collect();
+    for batch in keys.chunks(RESERVE_BATCH) {
+        let commands: Vec<Cmd> = batch
+            .iter()
+            .map(|key| {
+                let mut exists = redis::cmd("EXISTS");
+                exists.arg(key);
+                exists
+            })
+            .collect();
+        let replies = connection.pipeline(&commands, &|| {
+            format!("looking for the shards of an earlier sharded filter '{name}'")
+        })?;
+        if let Some((key, _)) = batch
+            .iter()
+            .zip(&replies)
+            .find(|(_, reply)| matches!(reply, Value::Int(1..)))
+        {
+            return Err(Error::Mismatch(format!(
+                "sharded filter '{name}' has no plan, but the shards of one an earlier bloomery made are there (first {key}; keys {{s:{name}}}, plan v1): that filter lost its plan (deleted, evicted, or a node restarted without persistence), and a filter made beside it would answer its items absent; delete its shards to make it anew"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A sharded filter: its plan, read from or written to the metadata key `name`, and its
-/// shards at `{i:name}`.
+/// shards at the keys the plan names ([`ShardPlan::shard_key`]).
 pub struct ShardedFilter {
     connection: Connection,
     name: String,
@@ -1250,6 +1290,7 @@ impl ShardedFilter {
         }
         let mut created = false;
         if existing.is_none() {
+            refuse_earlier_shards(&mut connection, name, &plan)?;
             let (holding, made) = reserve_shards(&mut connection, name, &plan)?;
             // Shards with items where no plan is: a filter that lost its plan (evicted, a
             // node restarted empty, deleted), unless another create wrote it meanwhile.
@@ -1271,10 +1312,11 @@ impl ShardedFilter {
                         connection.pipeline(&commands, &|| format!("removing the shards made for '{name}'"));
                 }
                 return Err(Error::Mismatch(format!(
-                    "sharded filter '{name}' has no plan, but {} of its shards hold items (first {}): a filter of that name lost its plan (deleted, evicted, or a node restarted without persistence), and taking its shards over would lose items silently; delete its shards ({{0:{name}}} .. {{{}:{name}}}) to make it anew",
+                    "sharded filter '{name}' has no plan, but {} of its shards hold items (first {}): a filter of that name lost its plan (deleted, evicted, or a node restarted without persistence), and taking its shards over would lose items silently; delete its shards ({} .. {}, docs/sharding.md) to make it anew",
                     holding.len(),
                     holding[0],
-                    plan.shards() - 1
+                    plan.shard_key(name, 0),
+                    plan.shard_key(name, plan.shards() - 1)
                 )));
             }
             let mut set = redis::cmd("SET");

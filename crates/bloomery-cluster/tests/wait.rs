@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bloomery::sharding::{ShardPlan, shard_key};
+use bloomery::sharding::ShardPlan;
 use bloomery_cluster::{Connection, Error, ShardedFilter, Target};
 
 /// What the server received: (connection number, command name), in order.
@@ -526,7 +526,7 @@ fn on_a_cluster_wait_goes_to_the_primaries_written_to() {
     let name = "urls";
     let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
     assert_eq!(plan.shards(), 1);
-    let owner = cluster.owner(&shard_key(name, 0));
+    let owner = cluster.owner(&plan.shard_key(name, 0));
     assert_ne!(owner.port, cluster.owner(name).port);
     let mut replica = cluster.add_replica(owner);
 
@@ -548,7 +548,7 @@ fn on_a_cluster_wait_goes_to_the_primaries_written_to() {
     let mut on_replica = replica.try_connect().expect("connected to the replica");
     let _: String = redis::cmd("READONLY").query(&mut on_replica).expect("READONLY");
     let exists: i64 = redis::cmd("EXISTS")
-        .arg(shard_key(name, 0))
+        .arg(plan.shard_key(name, 0))
         .query(&mut on_replica)
         .expect("EXISTS");
     assert_eq!(exists, 1);
@@ -562,7 +562,8 @@ fn on_a_cluster_wait_goes_to_the_primaries_written_to() {
     let other = (0..)
         .map(|i| format!("created{i}"))
         .find(|other| {
-            cluster.owner(&shard_key(other, 0)).port == owner.port && cluster.owner(other).port != owner.port
+            cluster.owner(&plan.shard_key(other, 0)).port == owner.port
+                && cluster.owner(other).port != owner.port
         })
         .expect("a name");
     let (mut creator, _) = ShardedFilter::create(connection, &other, plan).expect("created");
@@ -651,7 +652,7 @@ fn a_failed_call_never_leaves_replies_for_the_next() {
     let mut connection = Connection::open(&target).expect("connected");
     connection.set_retry_for(Duration::from_secs(1));
     let mut filter = ShardedFilter::open(connection, name).expect("opened");
-    let node_of = |hash: u64| cluster.owner(&shard_key(name, plan.shard_of(hash))).port;
+    let node_of = |hash: u64| cluster.owner(&plan.shard_key(name, plan.shard_of(hash))).port;
     let (second, third) = (cluster.primaries[1].port, cluster.primaries[2].port);
     let mut items = (0u64..).map(|i| plan.hash(&format!("item {i}")));
     let mut on = |port: u16| {
@@ -710,7 +711,7 @@ fn a_batch_follows_ask_while_a_slot_moves() {
     let cluster = Cluster::start("ask");
     let name = "moving";
     let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
-    let key = shard_key(name, 0);
+    let key = plan.shard_key(name, 0);
     let (owner, next) = cluster.owner_and_next(&key);
     let slot = begin_move(owner, next, &key);
     let mut connection = Connection::open(&cluster.target()).expect("connected");
@@ -830,7 +831,7 @@ fn a_wait_after_ask_goes_to_the_node_the_write_went_to() {
     let cluster = Cluster::start("askwait");
     let name = "moving";
     let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
-    let key = shard_key(name, 0);
+    let key = plan.shard_key(name, 0);
     let (owner, next) = cluster.owner_and_next(&key);
     // The old node has a replica (its `WAIT` answers 1); the new node has none.
     let _replica = cluster.add_replica(owner);
@@ -865,7 +866,7 @@ fn a_primary_restarted_from_an_older_rdb_is_an_error() {
     let mut cluster = Cluster::start("restart");
     let name = "urls";
     let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
-    let key = shard_key(name, 0);
+    let key = plan.shard_key(name, 0);
     let mut connection = Connection::open(&cluster.target()).expect("connected");
     connection.set_retry_for(Duration::from_secs(20));
     let (mut filter, _) = ShardedFilter::create(connection, name, plan).expect("created");
@@ -906,7 +907,7 @@ fn the_primaries_run_ids_are_read_before_the_first_batch_writes() {
     let cluster = Cluster::start("first-seen");
     let name = "urls";
     let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 1).expect("a plan");
-    let key = shard_key(name, 0);
+    let key = plan.shard_key(name, 0);
     let connection = Connection::open(&cluster.target()).expect("connected");
     let (mut filter, _) = ShardedFilter::create(connection, name, plan).expect("created");
     let mut monitor = TcpStream::connect(("127.0.0.1", cluster.owner(&key).port)).expect("connected");

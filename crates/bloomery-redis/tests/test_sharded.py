@@ -1,6 +1,7 @@
 """BF.HASHRESERVE / BF.HASHADD / BF.HASHEXISTS, the shard commands of sharded filters, on one server; and
 docs/sharding.md's routing implemented here from the spec alone (xxhash, fmix64,
 multiply-shift) against what the `bloomery` CLI writes."""
+import functools
 import os
 import signal
 import struct
@@ -21,6 +22,41 @@ MASK = (1 << 64) - 1
 
 def pack(*hashes) -> bytes:
     return struct.pack(f"<{len(hashes)}Q", *hashes)
+
+
+def crc16(data: bytes, crc: int = 0) -> int:
+    """CRC16-XMODEM, as Redis Cluster hashes keys."""
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc
+
+
+@functools.cache
+def slot_tags() -> dict:
+    """docs/sharding.md's tag of each slot: the shortest string of 0-9a-z whose CRC16 mod
+    16384 is the slot, the first in alphabetical order among those of its length."""
+    alphabet = b"0123456789abcdefghijklmnopqrstuvwxyz"
+    tags: dict = {}
+    prefixes = [(b"", 0)]
+    for _ in range(4):
+        longer = []
+        for prefix, crc in prefixes:
+            for char in alphabet:
+                tag, value = prefix + bytes([char]), crc16(bytes([char]), crc)
+                tags.setdefault(value % 16384, tag.decode())
+                longer.append((tag, value))
+        if len(tags) == 16384:
+            return tags
+        prefixes = longer
+    raise AssertionError(f"{len(tags)} slots have tags")
+
+
+def shard_key(name: str, shard: int, shards: int) -> str:
+    """docs/sharding.md's key of shard `shard` of `name` (plans v2)."""
+    slot = (xxhash.xxh3_64_intdigest(name.encode()) % 16384 + shard * 16384 // shards) % 16384
+    return f"{{{slot_tags()[slot]}}}{shard}:{name}"
 
 
 def fmix64(h: int) -> int:
@@ -130,8 +166,8 @@ def test_shards_replicate_dump_restore_and_notify(server, tmp_path):
 
 def test_the_routing_spec_implemented_in_python_agrees_with_the_cli(server):
     """docs/sharding.md from scratch: hash = XXH3-64(item, seed), shard = fmix64(hash) * S >>
-    64, key {shard:NAME}; items added here through BF.HASHADD are found by `bloomery check`,
-    and items the CLI adds are found here."""
+    64, key {T}shard:NAME with T the tag of the shard's slot; items added here through
+    BF.HASHADD are found by `bloomery check`, and items the CLI adds are found here."""
     assert BLOOMERY.exists(), f"build the CLI first: {BLOOMERY}"
     url = f"redis://127.0.0.1:{server.port}"
     subprocess.run([str(BLOOMERY), "create", "--redis", url, "spec", "--items", "100000", "--fpp", "0.01",
@@ -139,7 +175,7 @@ def test_the_routing_spec_implemented_in_python_agrees_with_the_cli(server):
     r = server.client()
     text = r.get("spec").decode()
     words = text.split()
-    assert words[:2] == ["bloomery-sharded", "v1"], text
+    assert words[:2] == ["bloomery-sharded", "v2"], text
     fields = dict(word.split("=") for word in words[2:])
     shards, blocks, seed = int(fields["shards"]), int(fields["blocks"]), int(fields["seed"])
     assert (shards, seed) == (32, 99)
@@ -151,7 +187,7 @@ def test_the_routing_spec_implemented_in_python_agrees_with_the_cli(server):
     mine = [b"python-%d" % i for i in range(2000)]
     for item in mine:
         shard, h = route(item)
-        assert r.execute_command("BF.HASHADD", f"{{{shard}:spec}}", blocks, seed, pack(h)) == b"\x01"
+        assert r.execute_command("BF.HASHADD", shard_key("spec", shard, shards), blocks, seed, pack(h)) == b"\x01"
     found = subprocess.run([str(BLOOMERY), "check", "--redis", url, "spec", "--quiet", *mine], timeout=60)
     assert found.returncode == 0
     theirs = [b"cli-%d" % i for i in range(2000)]
@@ -159,10 +195,14 @@ def test_the_routing_spec_implemented_in_python_agrees_with_the_cli(server):
                    check=True, timeout=60)
     for item in theirs:
         shard, h = route(item)
-        assert r.execute_command("BF.HASHEXISTS", f"{{{shard}:spec}}", blocks, seed, pack(h)) == b"\x01"
+        assert r.execute_command("BF.HASHEXISTS", shard_key("spec", shard, shards), blocks, seed, pack(h)) == b"\x01"
     # The shards are the ones the spec names, all made by create, and only those.
     keys = {key.decode() for key in r.keys("{*")}
-    assert keys == {f"{{{shard}:spec}}" for shard in range(shards)}
+    assert keys == {shard_key("spec", shard, shards) for shard in range(shards)}
+    # And `info` lists them, for deleting the filter.
+    info = subprocess.run([str(BLOOMERY), "info", "--redis", url, "spec"], capture_output=True, check=True,
+                          timeout=60).stdout.decode()
+    assert info.split("shard keys: ")[1].split() == [shard_key("spec", shard, shards) for shard in range(shards)]
 
 
 def test_a_filter_created_from_the_spec_in_python_is_the_clis(server, r):
@@ -172,16 +212,16 @@ def test_a_filter_created_from_the_spec_in_python_is_the_clis(server, r):
     url = f"redis://127.0.0.1:{server.port}"
     shards, blocks, seed, fpp = 8, 100, 5, 1e-5
     for shard in range(shards):
-        assert r.execute_command("BF.HASHRESERVE", f"{{{shard}:py}}", blocks, seed) == 1
-        assert r.execute_command("BF.HASHRESERVE", f"{{{shard}:py}}", blocks, seed) == 0
-    text = f"bloomery-sharded v1 shards={shards} blocks={blocks} seed={seed} items=1000 fpp="
+        assert r.execute_command("BF.HASHRESERVE", shard_key("py", shard, shards), blocks, seed) == 1
+        assert r.execute_command("BF.HASHRESERVE", shard_key("py", shard, shards), blocks, seed) == 0
+    text = f"bloomery-sharded v2 shards={shards} blocks={blocks} seed={seed} items=1000 fpp="
     r.set("py", text + numpy.format_float_positional(fpp, unique=True, trim="-"))
     assert r.get("py").decode().endswith("fpp=0.00001")
     assert bloomery("add", "--redis", url, "py", "a", "b").returncode == 0
     assert bloomery("check", "--redis", url, "py", "a", "b").returncode == 0
     # A shard holding items answers 2: a create without the plan refuses to take it over.
-    shard = next(s for s in range(shards) if r.execute_command("BF.CARD", f"{{{s}:py}}") > 0)
-    assert r.execute_command("BF.HASHRESERVE", f"{{{shard}:py}}", blocks, seed) == 2
+    shard = next(s for s in range(shards) if r.execute_command("BF.CARD", shard_key("py", s, shards)) > 0)
+    assert r.execute_command("BF.HASHRESERVE", shard_key("py", shard, shards), blocks, seed) == 2
     r.set("py", text + repr(fpp))
     refused = bloomery("check", "--redis", url, "py", "a")
     assert refused.returncode == 2 and b"fpp=\"1e-05\" is not a number in canonical form (plain decimal" in refused.stderr
@@ -214,7 +254,8 @@ def test_cli_create_again_opens_a_filter_an_earlier_sizing_made_for_the_same_par
     plan = r.get("now").decode()
     blocks = int(plan.split("blocks=")[1].split()[0])
     # The same plan as an earlier sizing made it (fewer blocks), with its shards.
-    earlier = plan.replace(f"blocks={blocks}", f"blocks={blocks - 7}")
+    # An earlier bloomery's plan: v1, shards at {s:NAME}.
+    earlier = plan.replace(f"blocks={blocks}", f"blocks={blocks - 7}").replace(" v2 ", " v1 ")
     for shard in range(4):
         r.execute_command("BF.HASHRESERVE", f"{{{shard}:before}}", blocks - 7, 0)
     r.set("before", earlier)
@@ -239,9 +280,9 @@ def test_cli_an_overfilled_sharded_filter_says_so(server, r):
     added = bloomery("add", "--redis", url, "small", input=items)
     assert added.returncode == 0, added.stderr
     assert b"warning: sharded filter 'small': holds every bit set, more than the 1000" in added.stderr, added.stderr
-    cards = [r.execute_command("BF.CARD", f"{{{shard}:small}}") for shard in range(4)]
+    cards = [r.execute_command("BF.CARD", shard_key("small", shard, 4)) for shard in range(4)]
     assert cards == [2**63 - 1] * 4
-    assert r.execute_command("BF.INFO", "{0:small}", "ITEMS") == [2**63 - 1]
+    assert r.execute_command("BF.INFO", shard_key("small", 0, 4), "ITEMS") == [2**63 - 1]
     info = bloomery("info", "--redis", url, "small")
     assert info.returncode == 0, info.stderr
     assert b"estimated items: unknown: 4 of 4 shards have every bit set" in info.stdout, info.stdout
@@ -257,6 +298,26 @@ def test_cli_an_overfilled_sharded_filter_says_so(server, r):
     more = "".join(f"x{i}\n" for i in range(50_000)).encode()
     added = bloomery("add", "--redis", url, "right", input=more)
     assert b"warning: sharded filter 'right': holds about 1" in added.stderr, added.stderr
+
+
+def test_cli_create_refuses_a_name_whose_earlier_filter_lost_its_plan(server, r):
+    """Filters are made with v2 plans, their shards at spread keys; an earlier bloomery's
+    filter (v1 plan, shards at {s:NAME}) whose plan was lost would not be seen by a create
+    that makes the v2 keys, and its items would be answered absent: refused, and nothing
+    is made."""
+    url = f"redis://127.0.0.1:{server.port}"
+    for shard in range(8):
+        r.execute_command("BF.HASHRESERVE", f"{{{shard}:old}}", 100, 0)
+    r.execute_command("BF.HASHADD", "{5:old}", 100, 0, pack(12345))
+    for run in (("create", "--redis", url, "old", "--items", "1000", "--min-shards", "8"),
+                ("dedup", "--redis", url, "--filter", "old", "--items", "1000", "--min-shards", "8")):
+        refused = bloomery(*run, input=b"x\n")
+        assert refused.returncode == 2 and b"the shards of one an earlier bloomery made are there" in refused.stderr, refused
+        assert refused.stdout == b""
+    assert not r.exists("old") and r.keys("{*}*:old") == []
+    # Once they are deleted, the name is free.
+    r.delete(*[f"{{{shard}:old}}" for shard in range(8)])
+    assert bloomery("create", "--redis", url, "old", "--items", "1000", "--min-shards", "8").returncode == 0
 
 
 def test_cli_dedup_to_a_full_device_loses_at_most_the_batch_being_printed(server):
@@ -355,13 +416,14 @@ def test_cli_a_lost_shard_is_an_error_for_add_and_check_never_absent(server):
     items = b"".join(b"item %d\n" % i for i in range(5000))
     assert bloomery("add", "--redis", url, "lost", input=items).returncode == 0
     r = server.client()
-    assert r.execute_command("EXISTS", *[f"{{{shard}:lost}}" for shard in range(8)]) == 8
-    r.delete("{3:lost}")  # as eviction or a partial flush would
+    assert r.execute_command("EXISTS", *[shard_key("lost", shard, 8) for shard in range(8)]) == 8
+    third = shard_key("lost", 3, 8)
+    r.delete(third)  # as eviction or a partial flush would
     check = bloomery("check", "--redis", url, "--count", "lost", input=items)
-    assert check.returncode == 2 and b"NOSHARD" in check.stderr and b"the shard {3:lost} is missing" in check.stderr, check
+    assert check.returncode == 2 and b"NOSHARD" in check.stderr and f"the shard {third} is missing".encode() in check.stderr, check
     add = bloomery("add", "--redis", url, "lost", input=items)
     assert add.returncode == 2 and b"NOSHARD" in add.stderr, add
-    assert not r.exists("{3:lost}")
+    assert not r.exists(third)
     info = bloomery("info", "--redis", url, "lost")
     assert b"shards present: 7 of 8: the others were lost" in info.stdout, info.stdout
     # Neither does a create with the same parameters (what `dedup --items` runs each time)
@@ -370,7 +432,7 @@ def test_cli_a_lost_shard_is_an_error_for_add_and_check_never_absent(server):
     dedup = bloomery("dedup", "--redis", url, "--filter", "lost", "--items", "100000", "--min-shards", "8",
                      input=items)
     assert dedup.returncode == 2 and b"NOSHARD" in dedup.stderr, dedup
-    assert not r.exists("{3:lost}")
+    assert not r.exists(third)
     # The plan lost too (evicted, a node restarted empty): a create (or a dedup that
     # creates) would take the shards that hold items over and make the lost one anew,
     # empty, so its items would be answered absent: refused.
@@ -380,16 +442,16 @@ def test_cli_a_lost_shard_is_an_error_for_add_and_check_never_absent(server):
         refused = bloomery(*run, input=items)
         assert refused.returncode == 2 and b"lost its plan" in refused.stderr, refused
         assert refused.stdout == b""
-    assert not r.exists("lost") and not r.exists("{3:lost}")
+    assert not r.exists("lost") and not r.exists(third)
     # A create that stopped part way (empty shards made, no plan yet) is completed by the
     # next.
     r.flushall()
     made = ("create", "--redis", url, "part", "--items", "1000", "--min-shards", "8")
     assert bloomery(*made).returncode == 0
-    r.delete("part", "{5:part}")  # as if it had stopped before these
+    r.delete("part", shard_key("part", 5, 8))  # as if it had stopped before these
     again = bloomery(*made)
     assert again.returncode == 0, again.stderr
-    assert r.exists("part") and r.exists("{5:part}")
+    assert r.exists("part") and r.exists(shard_key("part", 5, 8))
 
 
 def test_cli_add_through_a_server_restart_is_an_error(tmp_path):

@@ -129,7 +129,12 @@ def test_a_sharded_filter_on_a_cluster_survives_reshard_and_failover(cluster, tm
     fields = dict(word.split("=") for word in meta.split()[2:])
     shards, shard_bytes = int(fields["shards"]), int(fields["blocks"]) * 64
     assert shards >= 64 and shard_bytes * shards > 1_200_000_000, meta
-    assert sum(len(keys) for keys in shard_keys_per_node(servers).values()) == shards
+    # Spread evenly: the shards' slots are evenly spaced (docs/sharding.md, plans v2), and
+    # each primary owns a third of the slots in one range. With {s:NAME} keys (plans v1)
+    # some names put most of their shards on one node.
+    per_node = {port: len(keys) for port, keys in shard_keys_per_node(servers).items()}
+    assert sum(per_node.values()) == shards
+    assert all(shards // 3 - 1 <= count <= shards // 3 + 1 for count in per_node.values()), per_node
     bloomery("add", "urls", "first", "second", "third", seeds=seeds)
 
     # 10^6 items from two concurrent clients, each batch acknowledged by a replica (WAIT).

@@ -41,7 +41,9 @@
 //!
 //! Redis keys (the `bloomery-cluster` crate and the CLI use them): the plan's text form
 //! ([`ShardPlan::to_text`]) in a plain string at the filter's name, and shard i at
-//! [`shard_key`]`(name, i)` = `{i:NAME}`. docs/sharding.md has the whole specification.
+//! [`ShardPlan::shard_key`]`(name, i)` = `{T}i:NAME`, T a hash tag that puts the S shards
+//! at evenly spaced cluster slots ([`KeyScheme`]). docs/sharding.md has the whole
+//! specification.
 
 use crate::blocked::BlockedBloomFilter;
 use crate::error::{Error, FormatProblem, Result};
@@ -58,8 +60,117 @@ const BLOCK_BYTES: u64 = 64;
 /// The first word of the text form.
 const TEXT_MAGIC: &str = "bloomery-sharded";
 
-/// The text form's version.
-const TEXT_VERSION: &str = "v1";
+/// The text form's version of plans whose shards are at [`KeyScheme::Spread`] keys.
+const TEXT_VERSION: &str = "v2";
+
+/// The text form's version of plans whose shards are at [`KeyScheme::Tagged`] keys.
+const TEXT_VERSION_TAGGED: &str = "v1";
+
+/// The hash slots of a Redis Cluster.
+pub const CLUSTER_SLOTS: u16 = 16_384;
+
+/// How a plan names its shards' Redis keys: its text form's version says which.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyScheme {
+    /// Plans `v1` (bloomery before 2026-11-28): shard s at `{s:NAME}`. CRC16 is linear,
+    /// so the slots of one name's tags fall in a pattern of its own: for some names most
+    /// shards land on one node of a cluster (`v1_keys_can_crowd_one_node`). Read, not
+    /// made.
+    Tagged,
+    /// Plans `v2`: shard s at `{T}s:NAME`, where T is [`slot_tag`] of slot
+    /// `(XXH3-64(NAME) mod 16384 + ⌊s · 16384 / S⌋) mod 16384`: the shards' slots are
+    /// evenly spaced around the ring of slots, so a cluster whose nodes own even ranges
+    /// holds even numbers of them ([`ShardPlan::shard_slot`]).
+    Spread,
+}
+
+/// CRC16 as Redis Cluster hashes keys (XMODEM: polynomial 0x1021, initial value 0).
+///
+/// ```
+/// assert_eq!(bloomery::sharding::crc16(b"123456789"), 0x31c3);
+/// ```
+pub const fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc = 0u16;
+    let mut i = 0;
+    while i < bytes.len() {
+        crc ^= (bytes[i] as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+            bit += 1;
+        }
+        i += 1;
+    }
+    crc
+}
+
+/// The Redis Cluster hash slot of `key`: CRC16 mod 16384 of its hash tag (the bytes
+/// between its first `{` and the next `}`, when there are any), else of the whole key.
+///
+/// ```
+/// use bloomery::sharding::key_slot;
+///
+/// assert_eq!(key_slot(b"foo"), 12182);
+/// assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+/// // An empty tag (`{}`) counts for none: the whole key is hashed.
+/// assert_eq!(key_slot(b"foo{}{bar}"), bloomery::sharding::crc16(b"foo{}{bar}") % 16384);
+/// ```
+pub fn key_slot(key: &[u8]) -> u16 {
+    let tag = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        rest.iter()
+            .position(|&b| b == b'}')
+            .filter(|&len| len > 0)
+            .map(|len| &rest[..len])
+    });
+    crc16(tag.unwrap_or(key)) % CLUSTER_SLOTS
+}
+
+/// The characters of [`slot_tag`]s, in their order.
+const TAG_ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+
+/// The hash tag of `slot` (taken mod 16384): the shortest string of `0-9a-z` whose
+/// [`crc16`] mod 16384 is `slot`, the first in alphabetical order among those of its
+/// length (1 to 4 characters; computed once per process, 1.7 million CRC16s at most).
+///
+/// ```
+/// use bloomery::sharding::{key_slot, slot_tag};
+///
+/// assert_eq!(key_slot(format!("{{{}}}", slot_tag(7)).as_bytes()), 7);
+/// ```
+pub fn slot_tag(slot: u16) -> &'static str {
+    static TAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let tags = TAGS.get_or_init(|| {
+        let mut tags = vec![String::new(); usize::from(CLUSTER_SLOTS)];
+        let mut found = 0;
+        'lengths: for len in 1..=4u32 {
+            for index in 0..TAG_ALPHABET.len().pow(len) {
+                // The index's digits in base 36, most significant first: alphabetical order.
+                let mut tag = vec![0u8; len as usize];
+                let mut rest = index;
+                for byte in tag.iter_mut().rev() {
+                    *byte = TAG_ALPHABET[rest % TAG_ALPHABET.len()];
+                    rest /= TAG_ALPHABET.len();
+                }
+                let slot = usize::from(crc16(&tag) % CLUSTER_SLOTS);
+                if tags[slot].is_empty() {
+                    tags[slot] = String::from_utf8(tag).expect("ASCII");
+                    found += 1;
+                    if found == tags.len() {
+                        break 'lengths;
+                    }
+                }
+            }
+        }
+        assert_eq!(found, tags.len(), "tags of at most 4 characters reach every slot");
+        tags
+    });
+    &tags[usize::from(slot % CLUSTER_SLOTS)]
+}
 
 /// murmur3's 64-bit finaliser (`fmix64`), a bijection that spreads every input bit over
 /// all output bits: the shard is taken from `route_mix(h)`, not from `h`, whose bits the
@@ -79,28 +190,14 @@ pub const fn route_mix(mut h: u64) -> u64 {
     h
 }
 
-/// The Redis key of shard `shard` of the filter `name`: `{shard:name}`, the whole key one
-/// hash tag. The tag opens at the key's first byte and starts with the shard number, so the
-/// shards of one filter hash to different slots whatever `name` holds: a `{` in the name
-/// cannot open an earlier tag, and a `}` in it only shortens the tag, which still starts
-/// with the distinct shard number. Names that start with `{` are refused by clients (see
-/// [`check_name`]), so no filter's metadata key is another filter's shard key.
-///
-/// ```
-/// assert_eq!(bloomery::sharding::shard_key("urls", 7), "{7:urls}");
-/// ```
-pub fn shard_key(name: &str, shard: u32) -> String {
-    format!("{{{shard}:{name}}}")
-}
-
 /// Checks a sharded filter's name: not empty, and not starting with `{` (the form of shard
-/// keys, see [`shard_key`]).
+/// keys, see [`ShardPlan::shard_key`]).
 pub fn check_name(name: &str) -> Result<()> {
     if name.is_empty() || name.starts_with('{') {
         return Err(Error::Parameter {
             name: "a sharded filter's name",
             value: format!("{name:?}"),
-            allowed: "non-empty and not starting with '{' (shard keys are {i:NAME})",
+            allowed: "non-empty and not starting with '{' (shard keys start with their hash tag)",
         });
     }
     Ok(())
@@ -131,6 +228,7 @@ pub struct ShardPlan {
     seed: u64,
     expected_items: u64,
     fpp: f64,
+    keys: KeyScheme,
 }
 
 impl ShardPlan {
@@ -167,6 +265,7 @@ impl ShardPlan {
                     seed: 0,
                     expected_items,
                     fpp,
+                    keys: KeyScheme::Spread,
                 });
             }
             if shards >= u64::from(MAX_SHARDS) || per_shard == 1 {
@@ -217,7 +316,59 @@ impl ShardPlan {
             seed,
             expected_items,
             fpp,
+            keys: KeyScheme::Spread,
         })
+    }
+
+    /// The same plan with its shards at `keys` (plans are made [`KeyScheme::Spread`]).
+    pub fn with_key_scheme(mut self, keys: KeyScheme) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// How the plan names its shards' keys.
+    pub fn key_scheme(&self) -> KeyScheme {
+        self.keys
+    }
+
+    /// The Redis key of shard `shard` of the filter `name` ([`KeyScheme`]). Either way the
+    /// key opens with its hash tag, so nothing in `name` changes its slot, and names that
+    /// start with `{` are refused by clients ([`check_name`]), so no filter's metadata key
+    /// is another filter's shard key.
+    ///
+    /// ```
+    /// use bloomery::sharding::{KeyScheme, ShardPlan, key_slot};
+    ///
+    /// let plan = ShardPlan::new(1_000_000_000, 0.01, 64 << 20, 64)?;
+    /// assert_eq!(plan.shard_key("urls", 0), "{738}0:urls");
+    /// assert_eq!(plan.shard_key("urls", 7), "{1xk}7:urls");
+    /// assert_eq!(plan.shard_key("urls", 63), "{50n}63:urls");
+    /// assert_eq!(key_slot(plan.shard_key("urls", 7).as_bytes()), plan.shard_slot("urls", 7));
+    /// // Plans v1 (bloomery before 2026-11-28) keep their keys.
+    /// assert_eq!(plan.with_key_scheme(KeyScheme::Tagged).shard_key("urls", 7), "{7:urls}");
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn shard_key(&self, name: &str, shard: u32) -> String {
+        match self.keys {
+            KeyScheme::Tagged => format!("{{{shard}:{name}}}"),
+            KeyScheme::Spread => format!("{{{}}}{shard}:{name}", slot_tag(self.shard_slot(name, shard))),
+        }
+    }
+
+    /// The cluster slot of shard `shard` of `name`. With [`KeyScheme::Spread`] keys, the
+    /// name's own offset, XXH3-64 of its bytes mod 16384, plus ⌊shard · 16384 / S⌋, mod
+    /// 16384: S shards at evenly spaced slots, so each node holds its share of slots' worth
+    /// (a node owning a third of the slots in one range holds ⌊S/3⌋ or ⌈S/3⌉ shards).
+    pub fn shard_slot(&self, name: &str, shard: u32) -> u16 {
+        match self.keys {
+            KeyScheme::Tagged => key_slot(self.shard_key(name, shard).as_bytes()),
+            KeyScheme::Spread => {
+                let slots = u64::from(CLUSTER_SLOTS);
+                let offset = crate::hash::xxh3_64_bytes(name.as_bytes(), 0) % slots;
+                let step = u64::from(shard) * slots / u64::from(self.shards);
+                ((offset + step) % slots) as u16
+            }
+        }
     }
 
     /// The number of shards, S.
@@ -288,8 +439,12 @@ impl ShardPlan {
     /// integers and the fpp as Rust's `{}` writes it: plain decimal (no exponent), the
     /// fewest digits that read back as the same value.
     pub fn to_text(&self) -> String {
+        let version = match self.keys {
+            KeyScheme::Tagged => TEXT_VERSION_TAGGED,
+            KeyScheme::Spread => TEXT_VERSION,
+        };
         format!(
-            "{TEXT_MAGIC} {TEXT_VERSION} shards={} blocks={} seed={} items={} fpp={}",
+            "{TEXT_MAGIC} {version} shards={} blocks={} seed={} items={} fpp={}",
             self.shards, self.blocks_per_shard, self.seed, self.expected_items, self.fpp
         )
     }
@@ -305,15 +460,16 @@ impl ShardPlan {
         if words.next() != Some(TEXT_MAGIC) {
             return Err(bad(format!("does not start with '{TEXT_MAGIC} ': {text:?}")));
         }
-        match words.next() {
-            Some(TEXT_VERSION) => {}
+        let keys = match words.next() {
+            Some(TEXT_VERSION) => KeyScheme::Spread,
+            Some(TEXT_VERSION_TAGGED) => KeyScheme::Tagged,
             other => {
                 return Err(bad(format!(
-                    "version {:?}; this library reads {TEXT_VERSION}",
+                    "version {:?}; this library reads {TEXT_VERSION_TAGGED} and {TEXT_VERSION}",
                     other.unwrap_or("")
                 )));
             }
-        }
+        };
         let mut field = |name: &str| -> Result<&str> {
             let word = words.next().ok_or_else(|| bad(format!("{name}= is missing")))?;
             word.strip_prefix(name)
@@ -348,7 +504,9 @@ impl ShardPlan {
             return Err(bad(format!("unexpected {extra:?} after fpp")));
         }
         let shards = u32::try_from(shards).map_err(|_| bad(format!("shards={shards} is too many")))?;
-        Self::from_parts(shards, blocks, seed, items, fpp).map_err(|error| bad(error.to_string()))
+        Self::from_parts(shards, blocks, seed, items, fpp)
+            .map(|plan| plan.with_key_scheme(keys))
+            .map_err(|error| bad(error.to_string()))
     }
 }
 
@@ -414,16 +572,21 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "bloomery-sharded v1 shards=64 blocks={} seed=42 items=1000000000 fpp=0.01",
+                "bloomery-sharded v2 shards=64 blocks={} seed=42 items=1000000000 fpp=0.01",
                 plan.blocks_per_shard()
             )
         );
         assert_eq!(ShardPlan::from_text(&text).unwrap(), plan);
+        // v1 plans (shards at {s:NAME}) read as such, and write back the same.
+        let v1 = text.replace(" v2 ", " v1 ");
+        let tagged = ShardPlan::from_text(&v1).unwrap();
+        assert_eq!(tagged, plan.with_key_scheme(KeyScheme::Tagged));
+        assert_eq!(tagged.to_text(), v1);
         let odd = ShardPlan::from_parts(3, 5, u64::MAX, 7, 0.1 + 0.2).unwrap();
         assert_eq!(ShardPlan::from_text(&odd.to_text()).unwrap(), odd);
         for bad in [
             "",
-            "bloomery-sharded v2 shards=64 blocks=1 seed=0 items=1 fpp=0.01",
+            "bloomery-sharded v3 shards=64 blocks=1 seed=0 items=1 fpp=0.01",
             "bloomery-sharded v1 shards=64 blocks=1 seed=0 items=1",
             "bloomery-sharded v1 shards=64 blocks=1 seed=0 items=1 fpp=0.01 extra=1",
             "bloomery-sharded v1 shards=64 blocks=1 seed=0 items=1 fpp=0.010",
@@ -450,9 +613,87 @@ mod tests {
         assert!(check_name("a{b}c").is_ok());
         assert!(check_name("").is_err());
         assert!(check_name("{0:urls}").is_err());
-        // The shard number opens the tag whatever the name holds.
-        assert_eq!(shard_key("a}b", 12), "{12:a}b}");
-        assert_eq!(shard_key("x{y}", 0), "{0:x{y}}");
+        // The tag opens the key whatever the name holds.
+        let plan = ShardPlan::new(1_000, 0.01, 1 << 20, 16).unwrap();
+        let tagged = plan.with_key_scheme(KeyScheme::Tagged);
+        assert_eq!(tagged.shard_key("a}b", 12), "{12:a}b}");
+        assert_eq!(tagged.shard_key("x{y}", 0), "{0:x{y}}");
+        for name in ["a}b", "x{y}", "{", "}"] {
+            for shard in 0..16 {
+                let key = plan.shard_key(name, shard);
+                assert_eq!(key_slot(key.as_bytes()), plan.shard_slot(name, shard), "{key}");
+                assert_eq!(
+                    key_slot(tagged.shard_key(name, shard).as_bytes()),
+                    tagged.shard_slot(name, shard)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_slot_has_a_tag_of_at_most_four_characters() {
+        for slot in 0..CLUSTER_SLOTS {
+            let tag = slot_tag(slot);
+            assert!((1..=4).contains(&tag.len()), "{slot}: {tag:?}");
+            assert!(tag.bytes().all(|b| TAG_ALPHABET.contains(&b)), "{tag:?}");
+            assert_eq!(crc16(tag.as_bytes()) % CLUSTER_SLOTS, slot);
+        }
+        // The first of its length in alphabetical order: no earlier string of that length
+        // (checked for the one-character tags, and the two-character ones' first letters).
+        assert_eq!(slot_tag(crc16(b"0") % CLUSTER_SLOTS), "0");
+        assert_eq!(slot_tag(crc16(b"z") % CLUSTER_SLOTS), "z");
+    }
+
+    /// Shards of `name` in each third of the slots, as a cluster of three primaries made by
+    /// `redis-cli --cluster create` owns them (0-5460, 5461-10922, 10923-16383).
+    fn per_third(plan: &ShardPlan, name: &str) -> [u32; 3] {
+        let mut counts = [0; 3];
+        for shard in 0..plan.shards() {
+            let slot = key_slot(plan.shard_key(name, shard).as_bytes());
+            counts[match slot {
+                0..=5460 => 0,
+                5461..=10922 => 1,
+                _ => 2,
+            }] += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn v2_keys_spread_evenly_over_the_nodes() {
+        let plan = ShardPlan::new(1_000_000_000, 0.01, 64 << 20, 64).unwrap();
+        assert_eq!(plan.shards(), 64);
+        for i in 0..2_000 {
+            let name = format!("filter-{i}");
+            let counts = per_third(&plan, &name);
+            assert!(
+                counts.iter().all(|&count| (21..=22).contains(&count)),
+                "{name}: {counts:?}"
+            );
+            let mut slots: Vec<u16> = (0..64).map(|shard| plan.shard_slot(&name, shard)).collect();
+            slots.sort_unstable();
+            slots.dedup();
+            assert_eq!(slots.len(), 64, "{name}: shards share slots");
+        }
+    }
+
+    #[test]
+    fn v1_keys_can_crowd_one_node() {
+        // The control for the test above: with {s:NAME} tags, CRC16's linearity puts the
+        // 64 shards of this name 10 / 5 / 49 over the three thirds, and over 2,000 names
+        // many put more than 60% of their shards in one third.
+        let plan = ShardPlan::new(1_000_000_000, 0.01, 64 << 20, 64)
+            .unwrap()
+            .with_key_scheme(KeyScheme::Tagged);
+        assert_eq!(per_third(&plan, "zrhhntocwy"), [10, 5, 49]);
+        let crowded = (0..2_000)
+            .filter(|i| {
+                per_third(&plan, &format!("filter-{i}"))
+                    .iter()
+                    .any(|&count| count > 38)
+            })
+            .count();
+        assert!(crowded > 20, "{crowded}");
     }
 
     /// Per shard, the fraction of its blocks that `count` random items routed by `route`
