@@ -184,6 +184,9 @@ fn refuse_ignored_options(
             "{flag} applies only with --redis or --redis-cluster"
         )));
     }
+    if remote {
+        refuse_ignored_remote_options(matches)?;
+    }
     let Some(size) = size else {
         return Ok(());
     };
@@ -211,6 +214,41 @@ fn refuse_ignored_options(
         ))),
         None => Ok(()),
     }
+}
+
+/// Refuses, on a sharded filter, an option its command would ignore: shard sizing where no
+/// filter is made, replica waits where nothing is written, batches where none are sent,
+/// a local disk's space check.
+fn refuse_ignored_remote_options(matches: &ArgMatches) -> Result<(), CliError> {
+    let command = matches.subcommand_name().unwrap_or("");
+    let used_by = |id: &str| -> &[&str] {
+        match id {
+            "shard_bytes" | "min_shards" => &["create", "dedup"],
+            "wait" | "wait_ms" => &["add", "dedup"],
+            "batch_items" => &["add", "check", "dedup"],
+            _ => &["create", "add", "check", "dedup", "info"],
+        }
+    };
+    let given = given_options::<remote::RemoteArgs>(matches);
+    if let Some((id, flag)) = given.iter().find(|(id, _)| !used_by(id).contains(&command)) {
+        let why = match id.as_str() {
+            "shard_bytes" | "min_shards" => "it sizes a new sharded filter: create and dedup make one",
+            "wait" | "wait_ms" => "it waits for replicas after writes: add and dedup write",
+            _ => "it sets the batches of add, check and dedup",
+        };
+        return Err(CliError::new(format!(
+            "{flag} does not apply to {command} ({why})"
+        )));
+    }
+    if given.iter().any(|(id, _)| id == "wait_ms") && !given.iter().any(|(id, _)| id == "wait") {
+        return Err(CliError::new("--wait-ms applies only with --wait"));
+    }
+    if given_option(matches, "no_space_check") {
+        return Err(CliError::new(
+            "--no-space-check does not apply to a sharded filter (its shards take the servers' memory, not this machine's disk)",
+        ));
+    }
+    Ok(())
 }
 
 impl SizeArgs {

@@ -157,13 +157,22 @@ fn run(remote: &RemoteArgs, target: &Target, command: &Command, matches: &ArgMat
             }
             let plan = plan_for(remote, size, space)?;
             let name = name_of(file)?;
-            let (_, created) =
+            let (mut sharded, created) =
                 ShardedFilter::create(remote.connect(target)?, &name, plan).map_err(remote_error)?;
             if !created {
                 let _ = writeln!(
                     io::stderr(),
                     "bloomery: {name}: exists already with these parameters; left as it is"
                 );
+                let missing = sharded.missing_shards().map_err(remote_error)?;
+                if let Some(first) = missing.first() {
+                    let _ = writeln!(
+                        io::stderr(),
+                        "bloomery: warning: {name}: {} of its {} shards are missing (first {first}): lost with their items (deleted, evicted, flushed, or a restart without persistence); every command on them fails until the filter is made anew",
+                        missing.len(),
+                        sharded.plan().shards()
+                    );
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -716,6 +716,50 @@ fn a_split_block_filter_hashed_with_xxh3_finds_every_item_and_stays_out_of_parqu
     }
 }
 
+#[test]
+fn options_a_sharded_filters_command_would_ignore_are_refused() {
+    // Refused before connecting: no server listens on port 1.
+    let url = "redis://127.0.0.1:1";
+    for (command, args, expected) in [
+        (
+            "check",
+            &["--min-shards", "3"][..],
+            "--min-shards does not apply to check",
+        ),
+        (
+            "add",
+            &["--shard-bytes", "4096"],
+            "--shard-bytes does not apply to add",
+        ),
+        ("info", &["--wait", "1"], "--wait does not apply to info"),
+        ("check", &["--wait", "1"], "--wait does not apply to check"),
+        (
+            "info",
+            &["--batch-items", "5"],
+            "--batch-items does not apply to info",
+        ),
+        ("add", &["--wait-ms", "5"], "--wait-ms applies only with --wait"),
+        (
+            "create",
+            &["--items", "5", "--no-space-check"],
+            "--no-space-check does not apply to a sharded filter",
+        ),
+    ] {
+        let items: &[&str] = if matches!(command, "add" | "check") {
+            &["x"]
+        } else {
+            &[]
+        };
+        let message = error_of(
+            bloomery()
+                .args([command, "--redis", url, "f"])
+                .args(items)
+                .args(args),
+        );
+        assert!(message.contains(expected), "{command} {args:?}: {message}");
+    }
+}
+
 /// `export --format parquet-sbbf` writes what a Parquet file holds for a column chunk's
 /// bloom filter (header and bitset), `parquet-sbbf-bitset` the bitset alone; `import`
 /// reads both back into split-block files that find every item.

@@ -100,7 +100,7 @@ pub enum Error {
         why: String,
     },
     /// Redis refused or failed (after the retries, for failures worth retrying).
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", shown(source))]
     Redis {
         /// What was being done.
         context: String,
@@ -1184,6 +1184,52 @@ fn refuse_earlier_shards(connection: &mut Connection, name: &str, plan: &ShardPl
     Ok(())
 }
 
+/// Redis's error as said to a person: a pipeline's first failure whole, then how many more
+/// failed and their codes, where redis-rs lists every failed command's (a batch over 128
+/// shards that met a lost node failed with 128 near copies of one sentence).
+fn shown(error: &RedisError) -> String {
+    const ENTRY: &str = "(Index ";
+    let text = error.to_string();
+    let Some(list) = text
+        .strip_prefix("Pipeline failures: [")
+        .and_then(|rest| rest.strip_suffix(']'))
+    else {
+        return text;
+    };
+    // Entries are "(Index I, error: MESSAGE)": the messages, without the indexes.
+    let separator = format!(", {ENTRY}");
+    let messages: Vec<&str> = list
+        .split(separator.as_str())
+        .map(|entry| {
+            entry
+                .split_once(", error: ")
+                .map_or(entry, |(_, message)| message.strip_suffix(')').unwrap_or(message))
+        })
+        .collect();
+    let mut codes: Vec<(&str, usize)> = Vec::new();
+    for message in &messages[1..] {
+        let code = message
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .trim_matches(|c| c == '"' || c == ':');
+        match codes.iter_mut().find(|(known, _)| *known == code) {
+            Some((_, count)) => *count += 1,
+            None => codes.push((code, 1)),
+        }
+    }
+    let codes: Vec<String> = codes
+        .iter()
+        .map(|(code, count)| format!("{count} {code}"))
+        .collect();
+    format!(
+        "{} (and {} more of the pipeline's commands failed: {})",
+        messages[0],
+        messages.len() - 1,
+        codes.join(", ")
+    )
+}
+
 /// A sharded filter: its plan, read from or written to the metadata key `name`, and its
 /// shards at the keys the plan names ([`ShardPlan::shard_key`]).
 pub struct ShardedFilter {
@@ -1478,6 +1524,31 @@ impl ShardedFilter {
             })
             .collect();
         (groups, commands)
+    }
+
+    /// The keys of the shards that are missing (lost: deleted, evicted, flushed, a restart
+    /// without persistence), by `EXISTS`, without reading any shard's bits.
+    pub fn missing_shards(&mut self) -> Result<Vec<String>> {
+        let commands: Vec<Cmd> = self
+            .keys
+            .iter()
+            .map(|key| {
+                let mut exists = redis::cmd("EXISTS");
+                exists.arg(key);
+                exists
+            })
+            .collect();
+        let name = &self.name;
+        let replies = self
+            .connection
+            .pipeline(&commands, &|| format!("looking for the shards of '{name}'"))?;
+        Ok(self
+            .keys
+            .iter()
+            .zip(&replies)
+            .filter(|(_, reply)| matches!(reply, Value::Int(0)))
+            .map(|(key, _)| key.clone())
+            .collect())
     }
 
     /// The plan, how many shards exist, and the estimated number of items (each shard's

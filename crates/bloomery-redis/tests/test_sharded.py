@@ -428,7 +428,9 @@ def test_cli_a_lost_shard_is_an_error_for_add_and_check_never_absent(server):
     assert b"shards present: 7 of 8: the others were lost" in info.stdout, info.stdout
     # Neither does a create with the same parameters (what `dedup --items` runs each time)
     # make the lost shard anew: the loss stays an error until the filter is made again.
-    assert bloomery("create", "--redis", url, "lost", "--items", "100000", "--min-shards", "8").returncode == 0
+    again = bloomery("create", "--redis", url, "lost", "--items", "100000", "--min-shards", "8")
+    assert again.returncode == 0, again.stderr
+    assert f"warning: lost: 1 of its 8 shards are missing (first {third})".encode() in again.stderr, again.stderr
     dedup = bloomery("dedup", "--redis", url, "--filter", "lost", "--items", "100000", "--min-shards", "8",
                      input=items)
     assert dedup.returncode == 2 and b"NOSHARD" in dedup.stderr, dedup
@@ -452,6 +454,19 @@ def test_cli_a_lost_shard_is_an_error_for_add_and_check_never_absent(server):
     again = bloomery(*made)
     assert again.returncode == 0, again.stderr
     assert r.exists("part") and r.exists(shard_key("part", 5, 8))
+
+
+def test_cli_says_a_pipelines_failures_once(server, r):
+    """A batch that meets several lost shards failed with one near copy of the NOSHARD
+    sentence per shard (128 on a filter of 128 shards): now the first, then a count."""
+    url = f"redis://127.0.0.1:{server.port}"
+    assert bloomery("create", "--redis", url, "many", "--items", "10000", "--min-shards", "16").returncode == 0
+    r.delete(*[shard_key("many", shard, 16) for shard in range(5)])
+    items = b"".join(b"%d\n" % i for i in range(5000))
+    check = bloomery("check", "--redis", url, "--count", "many", input=items)
+    assert check.returncode == 2, check
+    assert check.stderr.count(b"NOSHARD") == 2, check.stderr
+    assert b"(and 4 more of the pipeline's commands failed: 4 NOSHARD)" in check.stderr, check.stderr
 
 
 def test_cli_add_through_a_server_restart_is_an_error(tmp_path):

@@ -256,8 +256,13 @@ impl ShardPlan {
         let mut shards = u64::from(min_shards);
         loop {
             let per_shard = expected_items.div_ceil(shards);
-            // Sizing fails only beyond 2^32 blocks: then the shard is over any cap too.
-            let blocks = blocked_num_blocks(per_shard, fpp).unwrap_or(u64::MAX);
+            // Sizing fails beyond 2^32 blocks: then the shard is over any cap too. For one
+            // item a shard, its error is the answer: no blocked filter reaches the rate.
+            let blocks = match blocked_num_blocks(per_shard, fpp) {
+                Ok(blocks) => blocks,
+                Err(error) if per_shard == 1 => return Err(error),
+                Err(_) => u64::MAX,
+            };
             if blocks <= max_blocks {
                 return Ok(Self {
                     shards: shards as u32,
@@ -269,13 +274,21 @@ impl ShardPlan {
                 });
             }
             if shards >= u64::from(MAX_SHARDS) || per_shard == 1 {
+                let problem = if per_shard == 1 {
+                    format!(
+                        "a shard of one item needs more than {max_shard_bytes} bytes at this fpp; \
+                         allow larger shards or a higher fpp"
+                    )
+                } else {
+                    format!(
+                        "{MAX_SHARDS} shards of at most {max_shard_bytes} bytes cannot hold it; \
+                         allow larger shards or a higher fpp"
+                    )
+                };
                 return Err(Error::Sizing {
                     expected_items,
                     fpp,
-                    problem: format!(
-                        "{MAX_SHARDS} shards of at most {max_shard_bytes} bytes cannot hold it; \
-                         allow larger shards or a higher fpp"
-                    ),
+                    problem,
                 });
             }
             // Blocks per item barely change with the shard's size: scale up by the excess
@@ -559,8 +572,13 @@ mod tests {
         assert!(ShardPlan::new(100, 0.01, 1 << 20, 0).is_err());
         let too_big = ShardPlan::new(u64::MAX, 0.01, 64, 1).unwrap_err().to_string();
         assert!(too_big.contains("shards"), "{too_big}");
-        // One item per shard needing more than one block: no shard count fits.
-        assert!(ShardPlan::new(1_000, 1e-16, 64, 1).is_err());
+        // One item per shard needing more than one block: no shard count fits, and the
+        // error says so (not that 2^20 shards were tried).
+        let one_item = ShardPlan::new(1_000, 1e-16, 64, 1).unwrap_err().to_string();
+        assert!(
+            one_item.contains("a shard of one item needs more than 64 bytes"),
+            "{one_item}"
+        );
     }
 
     #[test]
