@@ -477,11 +477,22 @@ pub struct Chunk {
 /// A chunk copied each item, and a copy of an item larger than the memory left (a 1 GiB
 /// bytes in `update([big])` of a classic filter) aborted the process.
 ///
-/// A bytes object's and a str's bytes never change, nor do a read-only buffer's through
-/// Python; a writable buffer is not kept in place (see [`HeldItem::new`]).
+/// Only an exact bytes object's and an exact str's bytes are known never to change: those
+/// may be read without the GIL. Any other buffer may change while it is read, read-only
+/// export or not (`memoryview(bytearray).toreadonly()`, a numpy view with
+/// `writeable=False` over a writable array, a read-only mmap of a file another process
+/// writes): a writable one is not kept in place (see [`HeldItem::new`]), and a read-only
+/// one is kept but read only with the GIL held ([`Chunk::detachable`]), so that no
+/// Python thread writes it meanwhile. Read without the GIL, it was hashed torn: neither
+/// value it held, a false negative for both.
 struct HeldItem {
     bytes: *const u8,
     len: usize,
+    /// Whether the bytes are an exact bytes object's or an exact str's, which never
+    /// change: then they may be read without the GIL.
+    immutable: bool,
+    /// A strong reference: the owner (and so the bytes) lives as long as this item, also
+    /// while it is read without the GIL.
     _owner: Py<PyAny>,
     _export: Option<PyUntypedBuffer>,
 }
@@ -494,21 +505,24 @@ unsafe impl Sync for HeldItem {}
 
 impl HeldItem {
     /// `item` kept where it lies, when it lies in memory that `owner` (the object it was
-    /// read from) keeps while it is referenced: a bytes object's or a str's own bytes
-    /// (which never change), or a contiguous read-only buffer `owner` exports. `None`
-    /// otherwise: the caller copies it (with the GIL held).
+    /// read from) keeps while it is referenced: an exact bytes object's or str's own bytes
+    /// (which never change), or a contiguous read-only buffer `owner` exports (which may
+    /// change still: read with the GIL held). `None` otherwise: the caller copies it (with
+    /// the GIL held).
     fn new(item: &[u8], owner: &Bound<'_, PyAny>) -> Option<Self> {
         let pointer = owner.as_ptr();
         let mut export = None;
+        let mut immutable = true;
         // SAFETY: a live object, the GIL held: its bytes (a bytes object's, a str's cached
         // UTF-8) live as long as it does.
         let (start, len) = unsafe {
-            if ffi::PyBytes_Check(pointer) != 0 {
+            // Exact types only: a subclass is kept as a buffer (read with the GIL held).
+            if ffi::PyBytes_CheckExact(pointer) != 0 {
                 (
                     ffi::PyBytes_AsString(pointer).cast::<u8>().cast_const(),
                     ffi::PyBytes_Size(pointer),
                 )
-            } else if ffi::PyUnicode_Check(pointer) != 0 {
+            } else if ffi::PyUnicode_CheckExact(pointer) != 0 {
                 let mut len = 0;
                 let data = ffi::PyUnicode_AsUTF8AndSize(pointer, &mut len);
                 if data.is_null() {
@@ -526,6 +540,9 @@ impl HeldItem {
                 if !buffer.readonly() {
                     return None;
                 }
+                // A read-only export is not immutable memory: kept where it lies, but read
+                // with the GIL held only.
+                immutable = false;
                 let bytes = buffer_slice(&buffer).ok()?;
                 let place = (bytes.as_ptr(), bytes.len() as isize);
                 export = Some(buffer);
@@ -543,6 +560,7 @@ impl HeldItem {
         Some(Self {
             bytes: item.as_ptr(),
             len: item.len(),
+            immutable,
             _owner: owner.clone().unbind(),
             _export: export,
         })
@@ -594,6 +612,13 @@ impl Chunk {
             return;
         }
         self.push(item);
+    }
+
+    /// Whether its items may be read without the GIL: all but a large item kept in place
+    /// whose owner may change it ([`HeldItem`]), which is read with the GIL held (no
+    /// Python thread writes it meanwhile).
+    pub fn detachable(&self) -> bool {
+        self.large.as_ref().is_none_or(|(_, large)| large.immutable)
     }
 
     /// The items as slices, in the order they came, for the library's batch calls.

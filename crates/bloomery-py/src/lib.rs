@@ -714,8 +714,13 @@ impl PyBloomFilter {
             let (copied, error) = source.next_chunk(position, &mut chunk);
             if copied > 0 {
                 let chunk = &chunk;
-                self.shared
-                    .write_detached(py, |state| state.insert_batch(&chunk.slices()))?;
+                let insert = |state: &mut State| state.insert_batch(&chunk.slices());
+                // A large item that may change while it is read: with the GIL held.
+                if chunk.detachable() {
+                    self.shared.write_detached(py, insert)?;
+                } else {
+                    self.shared.write(py, insert)?;
+                }
             }
             position += copied;
             if let Some(error) = error {
@@ -781,10 +786,16 @@ impl PyBloomFilter {
             items::reserve_answers(&mut results, copied)?;
             results.resize(start + copied, false);
             let (chunk, answers) = (&chunk, &mut results[start..]);
-            self.shared.read_detached(py, |state| -> PyResult<()> {
+            let look_up = |state: &State| -> PyResult<()> {
                 state.view()?.contains_batch(&chunk.slices(), answers);
                 Ok(())
-            })?;
+            };
+            // A large item that may change while it is read: with the GIL held.
+            if chunk.detachable() {
+                self.shared.read_detached(py, look_up)?;
+            } else {
+                self.shared.read(py, look_up)?;
+            }
         }
         Ok(results)
     }
@@ -1561,6 +1572,17 @@ impl Atomic {
     }
 }
 
+/// Runs `work` with the GIL released when `detach`, else with it held: a batch's chunk
+/// holding a large item whose owner may change it is read with the GIL held
+/// ([`Chunk::detachable`]), so that no Python thread writes it meanwhile.
+fn detach_if<T: pyo3::marker::Ungil>(
+    py: Python<'_>,
+    detach: bool,
+    work: impl FnOnce() -> T + pyo3::marker::Ungil,
+) -> T {
+    if detach { py.detach(work) } else { work() }
+}
+
 /// What making a concurrent filter from a plain one takes at its peak, in copies of the
 /// filter: the plain one, its clone and the atomic words ([`Atomic::from_dyn`]).
 const TWIN_COPIES: u64 = 3;
@@ -1589,7 +1611,7 @@ impl PyConcurrentBloomFilter {
             // A bad item ends the batch after the items before it are added.
             let (copied, error) = source.next_chunk(position, &mut chunk);
             let slices = chunk.slices();
-            py.detach(|| {
+            detach_if(py, chunk.detachable(), || {
                 for item in slices {
                     self.filter.insert(item);
                 }
@@ -1691,7 +1713,9 @@ impl PyConcurrentBloomFilter {
             items::reserve_answers(&mut results, copied)?;
             let chunk = &chunk;
             let answers = &mut results;
-            py.detach(|| answers.extend(chunk.slices().into_iter().map(|item| self.filter.contains(item))));
+            detach_if(py, chunk.detachable(), || {
+                answers.extend(chunk.slices().into_iter().map(|item| self.filter.contains(item)));
+            });
         }
         bool_list(py, &results)
     }
