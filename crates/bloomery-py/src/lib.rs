@@ -1264,9 +1264,12 @@ impl PyBloomFilter {
         Ok(Self::from_owned(Box::new(filter)))
     }
 
-    /// Opens a filter file (the CLI's): mode ``"r"`` maps it read-only (it opens at once,
-    /// whatever its size, and a lookup reads only the pages it touches; ``verify=True``
-    /// checks the payload checksum first, reading the file once); mode ``"r+"`` reads it
+    /// Opens a filter file (the CLI's): mode ``"r"`` maps it read-only, after checking the
+    /// payload checksum (reading the file once), as the CLI's ``check`` does: a damaged
+    /// file is a ``ValueError`` rather than silent false negatives. ``verify=False`` trusts
+    /// the file instead: it opens at once, whatever its size, and a lookup reads only the
+    /// pages it touches, but damaged bits answer lookups unnoticed (``check --no-verify``);
+    /// mode ``"r+"`` reads it
     /// whole (every checksum checked) and locks it against other writers (the CLI's
     /// lock) until ``close()``; ``save()`` writes it back atomically (a new file renamed
     /// over the name, so a file with other names, hard links, is refused at open, as the
@@ -1283,7 +1286,7 @@ impl PyBloomFilter {
     ///
     /// An unsealed file (a writer in place was killed, or is at work) has valid bits and a
     /// stale payload checksum: every mode uses its bits, as the CLI's readers and writers
-    /// do (``verify=True`` cannot check it, and does not call a file damaged whose header a
+    /// do (mode ``"r"``'s check cannot check it, and does not call a file damaged whose header a
     /// writer changed while it was read). Copies of a mapped file (``to_bytes``, pickle,
     /// ``save(path)``, ``copy`` and the set operations) are sealed files of the bits read,
     /// with every item the file held when the copy began, even while ``bloomery add``
@@ -1318,7 +1321,7 @@ impl PyBloomFilter {
     /// >>> "z" in BloomFilter.open(path)
     /// True
     #[staticmethod]
-    #[pyo3(signature = (path, mode="r", *, verify=false))]
+    #[pyo3(signature = (path, mode="r", *, verify=true))]
     fn open(py: Python<'_>, path: PathBuf, mode: &str, verify: bool) -> PyResult<Self> {
         let (state, lock, mode) = match mode {
             "r" => (

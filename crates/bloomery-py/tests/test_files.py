@@ -235,6 +235,27 @@ def test_a_mapped_file_reads_only_the_pages_a_lookup_touches(cli, tmp_path):
     f.close()
 
 
+@pytest.mark.parametrize("kind", ["classic", "blocked", "split-block"])
+def test_open_checks_the_payload_by_default(cli, kind, tmp_path):
+    """A mapped file whose payload has a flipped byte is refused by a default open(), with
+    the CLI's words, as `bloomery check` refuses it: mapped unverified, its damaged bits
+    answered lookups, and items it held were silently missed. verify=False still opens
+    it at once (trusting the file)."""
+    path = tmp_path / "damaged.bloom"
+    f = BloomFilter(1000, kind=kind)
+    f.update(f"item {i}" for i in range(1000))
+    f.save(path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="payload checksum mismatch") as error:
+        BloomFilter.open(path)
+    with pytest.raises(ValueError, match="payload checksum mismatch"):
+        BloomFilter.open(path, "r")
+    assert cli("verify", path, check=False).stderr.decode().strip() == f"bloomery: {error.value}"
+    BloomFilter.open(path, verify=False).close()
+
+
 def test_open_verify_checks_the_payload(cli, tmp_path):
     path = tmp_path / "damaged.bloom"
     f = BloomFilter(1000, kind="classic")
@@ -243,7 +264,7 @@ def test_open_verify_checks_the_payload(cli, tmp_path):
     data = bytearray(path.read_bytes())
     data[-1] ^= 0x80
     path.write_bytes(bytes(data))
-    with BloomFilter.open(path) as mapped:  # the header is fine; the payload is not read
+    with BloomFilter.open(path, verify=False) as mapped:  # the payload is not read
         # A copy checks the payload it copies: damage is never written out as sealed.
         for copy in (mapped.to_bytes, mapped.copy, lambda: mapped.save(tmp_path / "copy.bloom")):
             with pytest.raises(ValueError, match="payload checksum mismatch"):
