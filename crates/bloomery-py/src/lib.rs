@@ -21,7 +21,7 @@ use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::{
     AtomicBlockedBloomFilter, AtomicBloomFilter, BlockedBloomFilter, BloomFilter as ClassicBloomFilter,
 };
-use pyo3::exceptions::{PyInterruptedError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyInterruptedError, PyOSError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, RwLockExt};
@@ -842,18 +842,24 @@ impl PyBloomFilter {
     /// ...
     /// ValueError: fpp (false-positive probability) must be in (0, 1), got 2
     #[new]
-    #[pyo3(signature = (expected_items, fpp=0.01, kind="blocked", *, seed=0, generations=2, scaling=true, hash="parquet"))]
+    #[pyo3(
+        signature = (expected_items, fpp=0.01, kind="blocked", *, seed=IntArg::Value(0), generations=IntArg::Value(2), scaling=true, hash="parquet"),
+        text_signature = "(expected_items, fpp=0.01, kind=\"blocked\", *, seed=0, generations=2, scaling=True, hash=\"parquet\")"
+    )]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn new(
         py: Python<'_>,
-        expected_items: u64,
+        expected_items: IntArg,
         fpp: f64,
         kind: &str,
-        seed: u64,
-        generations: usize,
+        seed: IntArg,
+        generations: IntArg,
         scaling: bool,
         hash: &str,
     ) -> PyResult<Self> {
+        let expected_items = expected_items.unsigned("expected_items")?;
+        let seed = seed.unsigned("seed")?;
+        let generations = generations.size("generations")?;
         let mut spec = Spec::new(variant_of(kind)?, expected_items, fpp);
         spec.split_block_parquet = match hash {
             "parquet" => true,
@@ -914,8 +920,8 @@ impl PyBloomFilter {
     /// >>> f.contains_many([b"abcd", b"efgh", b"ijkl"])
     /// [True, True, False]
     #[pyo3(signature = (items, *, item_size=None))]
-    fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<usize>) -> PyResult<()> {
-        self.insert_source(py, Source::new(items, item_size)?, 0)
+    fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<IntArg>) -> PyResult<()> {
+        self.insert_source(py, Source::new(items, IntArg::item_size(item_size.as_ref())?)?, 0)
             .map(drop)
     }
 
@@ -932,9 +938,9 @@ impl PyBloomFilter {
         &self,
         py: Python<'py>,
         items: &Bound<'py, PyAny>,
-        item_size: Option<usize>,
+        item_size: Option<IntArg>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let results = self.lookup_source(py, Source::new(items, item_size)?)?;
+        let results = self.lookup_source(py, Source::new(items, IntArg::item_size(item_size.as_ref())?)?)?;
         bool_list(py, &results)
     }
 
@@ -1575,6 +1581,79 @@ impl Atomic {
     }
 }
 
+/// An integer argument as given (an `int`, or anything with `__index__`, as a numpy
+/// integer), checked against its range where it is used ([`IntArg::get`]): out of range
+/// a `ValueError` naming the argument and the range, as the README's errors row says
+/// (pyo3's own conversion raised `OverflowError`, "int too big to convert", naming
+/// neither); not an integer, a `TypeError` naming it.
+#[derive(Clone, Debug)]
+enum IntArg {
+    Value(u64),
+    /// Negative, or past 2^64-1: the value as shown.
+    OutOfRange(String),
+    /// Not an integer: its type's name.
+    NotInt(String),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for IntArg {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let py = value.py();
+        match value.extract::<u64>() {
+            Ok(number) => Ok(Self::Value(number)),
+            Err(error) if error.is_instance_of::<PyOverflowError>(py) => {
+                // A huge int's digits are not all shown (nor may str() give them).
+                let shown = value
+                    .str()
+                    .ok()
+                    .map(|text| text.to_string())
+                    .filter(|text| text.len() <= 40)
+                    .unwrap_or_else(|| "an integer of more digits".to_owned());
+                Ok(Self::OutOfRange(shown))
+            }
+            Err(error) if error.is_instance_of::<PyTypeError>(py) => {
+                Ok(Self::NotInt(value.get_type().name()?.to_string()))
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+impl IntArg {
+    /// The argument `name`, from 0 to `most`.
+    fn get(&self, name: &str, most: u64) -> PyResult<u64> {
+        match self {
+            Self::Value(number) if *number <= most => Ok(*number),
+            Self::Value(number) => Err(Self::out_of_range(name, most, &number.to_string())),
+            Self::OutOfRange(shown) => Err(Self::out_of_range(name, most, shown)),
+            Self::NotInt(type_name) => Err(PyTypeError::new_err(format!(
+                "{name} must be an integer, not {type_name}"
+            ))),
+        }
+    }
+
+    fn out_of_range(name: &str, most: u64, shown: &str) -> PyErr {
+        PyValueError::new_err(format!("{name} must be an integer from 0 to {most}, got {shown}"))
+    }
+
+    /// The argument `name`, from 0 to 2^64-1.
+    fn unsigned(&self, name: &str) -> PyResult<u64> {
+        self.get(name, u64::MAX)
+    }
+
+    /// The argument `name`, from 0 to `usize::MAX`.
+    fn size(&self, name: &str) -> PyResult<usize> {
+        let number = self.get(name, usize::MAX as u64)?;
+        Ok(usize::try_from(number).unwrap_or(usize::MAX))
+    }
+
+    /// `item_size=`: `None`, or a size.
+    fn item_size(value: Option<&Self>) -> PyResult<Option<usize>> {
+        value.map(|value| value.size("item_size")).transpose()
+    }
+}
+
 /// Runs `work` with the GIL released when `detach`, else with it held: a batch's chunk
 /// holding a large item whose owner may change it is read with the GIL held
 /// ([`Chunk::detachable`]), so that no Python thread writes it meanwhile.
@@ -1645,8 +1724,13 @@ impl PyConcurrentBloomFilter {
 impl PyConcurrentBloomFilter {
     /// A new, empty filter (``kind`` ``"blocked"`` or ``"classic"``).
     #[new]
-    #[pyo3(signature = (expected_items, fpp=0.01, kind="blocked", *, seed=0))]
-    fn new(py: Python<'_>, expected_items: u64, fpp: f64, kind: &str, seed: u64) -> PyResult<Self> {
+    #[pyo3(
+        signature = (expected_items, fpp=0.01, kind="blocked", *, seed=IntArg::Value(0)),
+        text_signature = "(expected_items, fpp=0.01, kind=\"blocked\", *, seed=0)"
+    )]
+    fn new(py: Python<'_>, expected_items: IntArg, fpp: f64, kind: &str, seed: IntArg) -> PyResult<Self> {
+        let expected_items = expected_items.unsigned("expected_items")?;
+        let seed = seed.unsigned("seed")?;
         let variant = variant_of(kind)?;
         if !matches!(variant, Variant::Blocked | Variant::Classic) {
             return Err(PyValueError::new_err(format!(
@@ -1682,8 +1766,8 @@ impl PyConcurrentBloomFilter {
 
     /// Adds a batch (the forms ``BloomFilter.add_many`` takes), with the GIL released.
     #[pyo3(signature = (items, *, item_size=None))]
-    fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<usize>) -> PyResult<()> {
-        self.insert_source(py, Source::new(items, item_size)?, 0)
+    fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<IntArg>) -> PyResult<()> {
+        self.insert_source(py, Source::new(items, IntArg::item_size(item_size.as_ref())?)?, 0)
             .map(drop)
     }
 
@@ -1693,9 +1777,9 @@ impl PyConcurrentBloomFilter {
         &self,
         py: Python<'py>,
         items: &Bound<'py, PyAny>,
-        item_size: Option<usize>,
+        item_size: Option<IntArg>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut source = Source::new(items, item_size)?;
+        let mut source = Source::new(items, IntArg::item_size(item_size.as_ref())?)?;
         let mut results = source.answers()?;
         if let Atomic::Blocked(filter) = &self.filter {
             // Hashed as read, looked up by the filter's batch call (prefetching ahead).

@@ -620,7 +620,33 @@ def test_constructor_options():
         BloomFilter(100, kind="nope")
     with pytest.raises(ValueError, match="generations must be"):
         BloomFilter(100, kind="rotating", generations=1)
-    with pytest.raises(OverflowError):
+
+
+def test_integer_arguments_out_of_range_are_a_value_error_naming_them():
+    """A negative or too large integer argument is the README's ValueError, naming the
+    argument and its range (it was pyo3's OverflowError, "int too big to convert")."""
+    u64, size = 2**64 - 1, sys.maxsize * 2 + 1
+    calls = [
+        ("expected_items", u64, lambda v: BloomFilter(v)),
+        ("expected_items", u64, lambda v: ConcurrentBloomFilter(v)),
+        ("seed", u64, lambda v: BloomFilter(100, seed=v)),
+        ("seed", u64, lambda v: ConcurrentBloomFilter(100, seed=v)),
+        ("generations", size, lambda v: BloomFilter(100, kind="rotating", generations=v)),
+        ("item_size", size, lambda v: BloomFilter(100).add_many(b"ab", item_size=v)),
+        ("item_size", size, lambda v: BloomFilter(100).contains_many(b"ab", item_size=v)),
+        ("item_size", size, lambda v: ConcurrentBloomFilter(100).add_many(b"ab", item_size=v)),
+        ("item_size", size, lambda v: ConcurrentBloomFilter(100).contains_many(b"ab", item_size=v)),
+    ]
+    for name, most, call in calls:
+        for value in [-1, most + 1, 10**30, -(10**5000)]:
+            with pytest.raises(ValueError, match=f"^{name} must be an integer from 0 to {most}, got ") as error:
+                call(value)
+            assert not isinstance(error.value, OverflowError)
+        with pytest.raises(TypeError, match=f"^{name} must be an integer, not float"):
+            call(1.5)
+    assert len(BloomFilter(np.uint64(100), seed=np.int8(3))) == 0  # numpy integers still do
+    assert BloomFilter(100).contains_many(b"ab", item_size=np.int64(1)) == [False, False]
+    with pytest.raises(ValueError, match="got -1$"):
         BloomFilter(-1)
 
 
