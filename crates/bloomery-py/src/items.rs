@@ -897,9 +897,29 @@ fn push_elements<S: Sink>(bytes: &[u8], element: Element, chunk: &mut S) {
 /// show an exception's notes) that the `added` items of the call before it were added and
 /// the rest were not: a batch add stops at a bad item, as at a refused one.
 pub fn noted_added(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
+    let note = match added {
+        0 => "no item of this call was added: the bad one was its first".to_owned(),
+        _ => format!("the {added} items of this call before the bad one were added, the rest were not"),
+    };
+    noted(py, error, note)
+}
+
+/// `error`, of an argument of `update` that is not a batch of items, with a note saying how
+/// many items of the call's iterables before it were added: none were tried from it.
+fn noted_bad_argument(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
+    let note = match added {
+        0 => "no item of this call was added".to_owned(),
+        _ => format!(
+            "the {added} items of this call's iterables before the bad argument were added, the rest were not"
+        ),
+    };
+    noted(py, error, note)
+}
+
+/// `error` with `note` added (Python 3.11 and later).
+fn noted(py: Python<'_>, error: PyErr, note: String) -> PyErr {
     let value = error.value(py);
     if value.hasattr("add_note").unwrap_or(false) {
-        let note = format!("the {added} items of this call before the bad one were added, the rest were not");
         // A note that cannot be added leaves the error as it is.
         let _ = value.call_method1("add_note", (note,));
     }
@@ -917,7 +937,7 @@ pub fn each_iterable(
 ) -> PyResult<()> {
     let mut added = 0;
     for iterable in iterables.iter() {
-        let source = Source::new(&iterable, None).map_err(|error| noted_added(py, error, added))?;
+        let source = Source::new(&iterable, None).map_err(|error| noted_bad_argument(py, error, added))?;
         added += insert(source, added)?;
     }
     Ok(())

@@ -392,8 +392,28 @@ def test_update_counts_the_items_of_every_iterable_before_the_bad_one():
         # An argument that is no iterable at all ends the call so too.
         with pytest.raises(TypeError) as raised:
             f.update(["x", "y"], 5, ["z"])
-        assert raised.value.__notes__ == ["the 2 items of this call before the bad one were added, the rest were not"]
+        assert raised.value.__notes__ == [
+            "the 2 items of this call's iterables before the bad argument were added, the rest were not"
+        ]
         assert "y" in f and "z" not in f
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11's")
+def test_a_call_that_added_nothing_says_so():
+    """A bad first argument or first item: the note says nothing was added (it said "the 0
+    items of this call before the bad one were added", as if items had been tried)."""
+    for f in (BloomFilter(1000), BloomFilter(1000, kind="classic"), bloomery.ConcurrentBloomFilter(1000)):
+        with pytest.raises(TypeError, match="a str is one item, not a batch") as raised:
+            f.update("abc")
+        assert raised.value.__notes__ == ["no item of this call was added"]
+        with pytest.raises(TypeError) as raised:
+            f.update([], 5)
+        assert raised.value.__notes__ == ["no item of this call was added"]
+        for call in (lambda: f.update([1.5, "a"]), lambda: f.add_many([1.5, "a"]), lambda: f.update([], [1.5])):
+            with pytest.raises(TypeError) as raised:
+                call()
+            assert raised.value.__notes__ == ["no item of this call was added: the bad one was its first"]
+        assert "a" not in f
 
 
 def test_a_batch_of_large_items_is_copied_a_few_megabytes_at_a_time(tmp_path):
