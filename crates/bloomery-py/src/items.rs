@@ -413,6 +413,26 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
     Err(not_an_item(value))
 }
 
+/// A copy of a filter's bytes in `buffer`, given to `method` (``from_bytes`` and the
+/// like): a C-contiguous buffer of bytes. A buffer of wider elements is refused in the
+/// method's words (its raw bytes are a cast away).
+pub fn buffer_bytes(buffer: &PyUntypedBuffer, method: &str) -> PyResult<Vec<u8>> {
+    let format = buffer.format().to_bytes();
+    if !matches!(order_and_code(format), (_, b'B' | b'b' | b'c')) {
+        return Err(PyTypeError::new_err(format!(
+            "{method}() takes a buffer of bytes, not of '{}' elements: bytes(data) or \
+             memoryview(data).cast('B') gives its raw bytes",
+            String::from_utf8_lossy(format)
+        )));
+    }
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "{method}() takes a C-contiguous buffer: bytes(data) is a copy that is"
+        )));
+    }
+    Ok(buffer_slice(buffer)?.to_vec())
+}
+
 /// A buffer given as one item: a buffer of bytes (`memoryview`, `array.array('B')`, a
 /// uint8 array). A buffer of wider elements (a numpy int32 array, even of one element) is
 /// refused: taken as its raw bytes, its elements would not be found as the int items they

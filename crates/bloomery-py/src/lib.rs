@@ -1209,7 +1209,7 @@ impl PyBloomFilter {
     /// ValueError: invalid bloomery data: truncated: expected at least 48 bytes, got 12
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let data: Vec<u8> = bytes_of(data)?;
+        let data: Vec<u8> = bytes_of(data, "from_bytes")?;
         within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
         Ok(Self::from_owned(filter))
@@ -1229,7 +1229,7 @@ impl PyBloomFilter {
     /// A classic filter from Guava's ``BloomFilter.writeTo`` bytes.
     #[staticmethod]
     fn from_guava_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let data: Vec<u8> = bytes_of(data)?;
+        let data: Vec<u8> = bytes_of(data, "from_guava_bytes")?;
         within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py
             .detach(|| ClassicBloomFilter::from_guava_bytes(&data))
@@ -1262,7 +1262,7 @@ impl PyBloomFilter {
     ///     f = BloomFilter.from_redisbloom_scandump(b"".join(pieces))
     #[staticmethod]
     fn from_redisbloom_scandump(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let data: Vec<u8> = bytes_of(data)?;
+        let data: Vec<u8> = bytes_of(data, "from_redisbloom_scandump")?;
         within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py
             .detach(|| RedisBloomFilter::from_scandump_stream(&data))
@@ -1490,20 +1490,23 @@ fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyRes
     })
 }
 
-/// The bytes of a bytes-like object.
-fn bytes_of(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+/// The bytes of a bytes-like object given to `method` (``from_bytes`` and the like): a
+/// bytes object, or a C-contiguous buffer of bytes, copied with the GIL held. Refused in
+/// the method's words, not the item road's (whose advice on a buffer's elements does not
+/// apply here).
+fn bytes_of(data: &Bound<'_, PyAny>, method: &str) -> PyResult<Vec<u8>> {
     if let Ok(bytes) = data.cast::<PyBytes>() {
         return Ok(bytes.as_bytes().to_vec());
     }
     // Bytes-like objects only (bytearray, memoryview, ...): an int or a str is an item,
     // not a filter's bytes.
-    if pyo3::buffer::PyUntypedBuffer::get(data).is_err() {
-        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+    let Ok(buffer) = pyo3::buffer::PyUntypedBuffer::get(data) else {
+        return Err(PyTypeError::new_err(format!(
             "expected a bytes-like object, not {}",
             data.get_type().name()?
         )));
-    }
-    with_item(data, <[u8]>::to_vec)
+    };
+    items::buffer_bytes(&buffer, method)
 }
 
 /// The library's lock-free filters, for many threads: ``add`` and lookups from any number
@@ -1871,7 +1874,7 @@ impl PyConcurrentBloomFilter {
     /// A concurrent filter from file bytes of a blocked or classic filter.
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let data = bytes_of(data)?;
+        let data = bytes_of(data, "from_bytes")?;
         // The bytes, the filter read from them and its concurrent twin.
         within_memory(data.len() as u64, 1 + TWIN_COPIES, || {
             "a filter of these bytes".into()

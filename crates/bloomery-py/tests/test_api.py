@@ -722,6 +722,27 @@ def test_from_bytes_refuses_damaged_bytes_with_the_librarys_words():
     assert BloomFilter.from_bytes(memoryview(BloomFilter(10).to_bytes())) == BloomFilter(10)
 
 
+def test_from_bytes_refuses_a_buffer_of_wide_elements_in_its_own_words():
+    """A buffer of elements other than bytes (memoryview.cast('q'), a numpy int64 array):
+    a TypeError about a filter's bytes, not the item road's words ("add_many() and
+    contains_many() take its elements..."), which do not apply; a buffer of bytes,
+    contiguous, still reads, and a non-contiguous one is refused in the method's words."""
+    data = BloomFilter(10).to_bytes()
+    wide = memoryview(data).cast("q")
+    for name, method in [("from_bytes", BloomFilter.from_bytes), ("from_guava_bytes", BloomFilter.from_guava_bytes),
+                         ("from_redisbloom_scandump", BloomFilter.from_redisbloom_scandump),
+                         ("from_bytes", ConcurrentBloomFilter.from_bytes)]:
+        for buffer in (wide, np.frombuffer(data, dtype=np.int64)):
+            with pytest.raises(TypeError, match=f"^{name}\\(\\) takes a buffer of bytes, not of '.*' elements: ") as error:
+                method(buffer)
+            assert "add_many" not in str(error.value)
+        with pytest.raises(ValueError, match=f"^{name}\\(\\) takes a C-contiguous buffer"):
+            method(memoryview(data)[::2])
+    assert BloomFilter.from_bytes(wide.cast("B")) == BloomFilter(10)
+    assert BloomFilter.from_bytes(np.frombuffer(data, dtype=np.uint8)) == BloomFilter(10)
+    assert BloomFilter.from_bytes(bytearray(data)) == BloomFilter(10)
+
+
 def test_guava_bytes_out_and_in():
     f = BloomFilter(1000, kind="classic")
     f.update(["a", 1])
