@@ -1329,6 +1329,7 @@ impl PyBloomFilter {
     #[staticmethod]
     #[pyo3(signature = (path, mode="r", *, verify=true))]
     fn open(py: Python<'_>, path: PathBuf, mode: &str, verify: bool) -> PyResult<Self> {
+        refuse_nul(&path)?;
         let (state, lock, mode) = match mode {
             "r" => (
                 State::Mapped(py.detach(|| Mapped::open(&path, verify)).map_err(file_error)?),
@@ -1372,6 +1373,9 @@ impl PyBloomFilter {
     /// pages synced, its payload checksum written).
     #[pyo3(signature = (path=None))]
     fn save(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<()> {
+        if let Some(path) = &path {
+            refuse_nul(path)?;
+        }
         waiting_for_locks(py, |alone| self.save_once(py, path.as_deref(), alone))
     }
 
@@ -1488,6 +1492,15 @@ fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyRes
         })?;
         Ok(both.envelope().to_vec() == mine.envelope().to_vec())
     })
+}
+
+/// A path with a NUL byte, which no file has: `ValueError("embedded null byte")`, as
+/// Python's `open` and `os` functions raise (the system call's refusal was an `OSError`).
+fn refuse_nul(path: &Path) -> PyResult<()> {
+    if path.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(PyValueError::new_err("embedded null byte"));
+    }
+    Ok(())
 }
 
 /// The bytes of a bytes-like object given to `method` (``from_bytes`` and the like): a
@@ -1900,6 +1913,7 @@ impl PyConcurrentBloomFilter {
 
     /// Writes ``snapshot()`` to ``path`` atomically (as ``BloomFilter.save``).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        refuse_nul(&path)?;
         self.within_memory(1, "a snapshot of the filter to save")?;
         waiting_for_locks(py, |alone| {
             Ok(py.detach(|| {

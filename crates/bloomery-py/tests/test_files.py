@@ -1053,3 +1053,23 @@ def test_a_file_with_other_hard_links_is_not_replaced(cli, tmp_path):
     with BloomFilter.open(blocked, "a") as g:
         g.add("apple")
     assert "apple" in BloomFilter.open(tmp_path / "b2.bloom")
+
+
+def test_a_nul_byte_in_a_path_is_a_value_error_as_pythons_open_raises(tmp_path):
+    """A path with a NUL byte: ValueError("embedded null byte"), as open() and os.stat
+    raise (it was an OSError), for every call taking a path; nothing is created."""
+    import pathlib
+
+    from bloomery import ConcurrentBloomFilter
+
+    bad = str(tmp_path / "a\x00b.bloom")
+    with pytest.raises(ValueError, match="^embedded null byte$"):
+        open(bad)
+    calls = [lambda: BloomFilter(100).save(bad), lambda: ConcurrentBloomFilter(100).save(bad)]
+    calls += [lambda mode=mode: BloomFilter.open(bad, mode) for mode in ("r", "r+", "a")]
+    calls += [lambda: BloomFilter.open(pathlib.Path(bad), verify=False)]
+    for call in calls:
+        with pytest.raises(ValueError, match="^embedded null byte$") as error:
+            call()
+        assert not isinstance(error.value, OSError)
+    assert list(tmp_path.iterdir()) == []
