@@ -347,7 +347,7 @@ fn warn_if_overfull(path: &Path, stats: &any::Stats) {
 }
 
 /// [`warn_if_overfull`] for the filter `what`, saying `remedy`.
-pub(crate) fn warn_overfull(what: &str, stats: &any::Stats, remedy: &str) {
+fn warn_overfull(what: &str, stats: &any::Stats, remedy: &str) {
     let Some(capacity) = stats.capacity else {
         return;
     };

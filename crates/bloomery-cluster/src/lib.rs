@@ -1252,15 +1252,18 @@ pub struct ShardedFilter {
 pub struct Info {
     /// The plan.
     pub plan: ShardPlan,
-    /// Shards that exist: all of them, unless some were lost (deleted, evicted, flushed,
-    /// a restart without persistence), which makes every command on them an error.
+    /// Shards that exist among those read: all of them, unless some were lost (deleted,
+    /// evicted, flushed, a restart without persistence), which makes every command on
+    /// them an error.
     pub shards_created: u32,
-    /// Distinct items, estimated from each shard's bit count, summed (saturating): the
+    /// Distinct items, estimated from each shard's bit count, summed (saturating; scaled
+    /// by S over the shards read when not all were, [`ShardedFilter::info_of_first`]): the
     /// shards with every bit set ([`saturated_shards`](Self::saturated_shards)) count as
     /// `u64::MAX`, so any of them makes the sum `u64::MAX`.
     pub estimated_items: u64,
-    /// Each shard's estimated items (`BF.CARD`, 0 for a missing shard), in shard order;
-    /// `u64::MAX` for a shard whose every bit is set, which answers "present" for anything.
+    /// Each shard's estimated items (`BF.CARD`, 0 for a missing shard), in shard order,
+    /// for the shards read; `u64::MAX` for a shard whose every bit is set, which answers
+    /// "present" for anything.
     pub shard_items: Vec<u64>,
 }
 
@@ -1552,10 +1555,19 @@ impl ShardedFilter {
     }
 
     /// The plan, how many shards exist, and the estimated number of items (each shard's
-    /// `BF.CARD`, summed).
+    /// `BF.CARD`, summed): a pass over every shard's bits, each on its node's main thread.
     pub fn info(&mut self) -> Result<Info> {
-        let mut commands = Vec::with_capacity(2 * self.keys.len());
-        for key in &self.keys {
+        self.info_of_first(self.plan.shards())
+    }
+
+    /// As [`info`](Self::info) from the first `count` shards only (at least one, at most
+    /// all): items are routed to every shard alike, so their items scaled by S / `count`
+    /// estimate the filter's. What `bloomery add` reads after its batches to warn of a
+    /// filter past its sizing, without a pass over every shard of a large filter.
+    pub fn info_of_first(&mut self, count: u32) -> Result<Info> {
+        let count = count.clamp(1, self.plan.shards()) as usize;
+        let mut commands = Vec::with_capacity(2 * count);
+        for key in &self.keys[..count] {
             let mut exists = redis::cmd("EXISTS");
             exists.arg(key);
             let mut card = redis::cmd("BF.CARD");
@@ -1571,7 +1583,7 @@ impl ShardedFilter {
             plan: self.plan,
             shards_created: 0,
             estimated_items: 0,
-            shard_items: Vec::with_capacity(self.keys.len()),
+            shard_items: Vec::with_capacity(count),
         };
         for pair in replies.chunks(2) {
             match pair {
@@ -1585,7 +1597,6 @@ impl ShardedFilter {
                         Ok(items) if *card < i64::MAX => items,
                         _ => u64::MAX,
                     };
-                    info.estimated_items = info.estimated_items.saturating_add(items);
                     info.shard_items.push(items);
                 }
                 other => {
@@ -1596,6 +1607,16 @@ impl ShardedFilter {
                 }
             }
         }
+        let read: u64 = info
+            .shard_items
+            .iter()
+            .fold(0, |sum, &items| sum.saturating_add(items));
+        info.estimated_items = if read == u64::MAX || count == self.keys.len() {
+            read
+        } else {
+            let scaled = u128::from(read) * u128::from(self.plan.shards()) / count as u128;
+            u64::try_from(scaled).unwrap_or(u64::MAX)
+        };
         Ok(info)
     }
 

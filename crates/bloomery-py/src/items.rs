@@ -504,7 +504,9 @@ pub struct Chunk {
 /// writes): a writable one is not kept in place (see [`HeldItem::new`]), and a read-only
 /// one is kept but read only with the GIL held ([`Chunk::detachable`]), so that no
 /// Python thread writes it meanwhile. Read without the GIL, it was hashed torn: neither
-/// value it held, a false negative for both.
+/// value it held, a false negative for both. The GIL cannot stop another process writing
+/// a shared mapping, nor native code that writes without the GIL (a numpy operation in
+/// another thread): such an item is as torn as its writer leaves it, copied or not.
 struct HeldItem {
     bytes: *const u8,
     len: usize,

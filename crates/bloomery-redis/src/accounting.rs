@@ -264,9 +264,23 @@ fn filter_figures(filter: &dyn DynFilter) -> Figures {
 /// Redis's main thread (`BF.INFO`, `BF.CARD`, `MEMORY USAGE`, `UNLINK`'s effort): the chains
 /// the module creates keep all of them in fields, where their `stats()` also reads every
 /// bit for `expected_fpp` (a pass over a 1 GiB filter per call). Their `expected_fpp` here
-/// is NaN: not computed. Other variants are asked for their stats.
+/// is NaN: not computed. A blocked filter (a shard of a sharded filter) counts its bits
+/// once for its estimate, and its `expected_fpp` is not computed either (a second pass:
+/// `stats()` made `BF.CARD` of a shard read it twice). Other variants are asked for their
+/// stats.
 pub fn counted_stats(filter: &dyn DynFilter) -> Stats {
     let any = filter.as_any();
+    if let Some(blocked) = any.downcast_ref::<BlockedBloomFilter>() {
+        return Stats {
+            estimated_len: blocked.estimated_len(),
+            expected_fpp: f64::NAN,
+            memory_bytes: blocked.memory_bytes() as u64,
+            capacity: blocked.sized_for().map(|sized| sized.expected_items),
+            refuses_beyond_capacity: false,
+            sub_filters: 1,
+            expansion: None,
+        };
+    }
     if let Some(chain) = any.downcast_ref::<ScalableBlockedBloomFilter>() {
         let options = chain.options();
         return Stats {

@@ -241,6 +241,11 @@ def test_cli_dedup_prints_first_occurrences_in_order(server):
     other = subprocess.run([str(BLOOMERY), "dedup", "--redis", url, "--filter", "seen", "--items", "5000"],
                            input=b"x\n", capture_output=True, timeout=60)
     assert other.returncode == 2 and b"other parameters" in other.stderr
+    # So is shard sizing alone, which would size nothing.
+    shards = subprocess.run([str(BLOOMERY), "dedup", "--redis", url, "--filter", "seen", "--min-shards", "9"],
+                            input=b"x\n", capture_output=True, timeout=60)
+    assert shards.returncode == 2 and b"--min-shards applies when dedup makes the filter" in shards.stderr, shards
+    assert shards.stdout == b""
 
 
 def test_cli_create_again_opens_a_filter_an_earlier_sizing_made_for_the_same_parameters(server, r):
@@ -279,7 +284,8 @@ def test_cli_an_overfilled_sharded_filter_says_so(server, r):
     items = "".join(f"{i}\n" for i in range(100_000)).encode()
     added = bloomery("add", "--redis", url, "small", input=items)
     assert added.returncode == 0, added.stderr
-    assert b"warning: sharded filter 'small': holds every bit set, more than the 1000" in added.stderr, added.stderr
+    assert (b"warning: sharded filter 'small': holds more than it can count: 4 of the 4 shards read have every "
+            b"bit set, more than the 1000 it was sized for; false-positive estimate now 1.0000") in added.stderr, added.stderr
     cards = [r.execute_command("BF.CARD", shard_key("small", shard, 4)) for shard in range(4)]
     assert cards == [2**63 - 1] * 4
     assert r.execute_command("BF.INFO", shard_key("small", 0, 4), "ITEMS") == [2**63 - 1]

@@ -640,10 +640,6 @@ mod tests {
             for shard in 0..16 {
                 let key = plan.shard_key(name, shard);
                 assert_eq!(key_slot(key.as_bytes()), plan.shard_slot(name, shard), "{key}");
-                assert_eq!(
-                    key_slot(tagged.shard_key(name, shard).as_bytes()),
-                    tagged.shard_slot(name, shard)
-                );
             }
         }
     }
@@ -656,8 +652,9 @@ mod tests {
             assert!(tag.bytes().all(|b| TAG_ALPHABET.contains(&b)), "{tag:?}");
             assert_eq!(crc16(tag.as_bytes()) % CLUSTER_SLOTS, slot);
         }
-        // The first of its length in alphabetical order: no earlier string of that length
-        // (checked for the one-character tags, and the two-character ones' first letters).
+        // One-character strings are their slots' tags. That each tag is the first of its
+        // length in alphabetical order is checked against an independent walk in Python
+        // (crates/bloomery-redis/tests/test_sharded.py, from docs/sharding.md's keys).
         assert_eq!(slot_tag(crc16(b"0") % CLUSTER_SLOTS), "0");
         assert_eq!(slot_tag(crc16(b"z") % CLUSTER_SLOTS), "z");
     }
