@@ -1146,6 +1146,17 @@ fn reserve_shards(
     Ok((holding, made))
 }
 
+/// One `command` per key (`EXISTS`, `DEL`), to send pipelined.
+fn per_key(command: &'static str, keys: &[String]) -> Vec<Cmd> {
+    keys.iter()
+        .map(|key| {
+            let mut cmd = redis::cmd(command);
+            cmd.arg(key);
+            cmd
+        })
+        .collect()
+}
+
 /// Where `name` has no plan and a create would make `plan`'s shards at spread keys
 /// ([`KeyScheme::Spread`]): refuses if shards of an earlier bloomery's filter of that name
 /// are at its `{s:NAME}` keys (one of the plan's S, shard 0 included, for a filter of any
@@ -1160,14 +1171,7 @@ fn refuse_earlier_shards(connection: &mut Connection, name: &str, plan: &ShardPl
         .map(|shard| tagged.shard_key(name, shard))
         .collect();
     for batch in keys.chunks(RESERVE_BATCH) {
-        let commands: Vec<Cmd> = batch
-            .iter()
-            .map(|key| {
-                let mut exists = redis::cmd("EXISTS");
-                exists.arg(key);
-                exists
-            })
-            .collect();
+        let commands = per_key("EXISTS", batch);
         let replies = connection.pipeline(&commands, &|| {
             format!("looking for the shards of an earlier sharded filter '{name}'")
         })?;
@@ -1349,14 +1353,7 @@ impl ShardedFilter {
                 // What this create made goes again (best effort): the refusal leaves the
                 // keys as it found them.
                 for batch in made.chunks(RESERVE_BATCH) {
-                    let commands: Vec<Cmd> = batch
-                        .iter()
-                        .map(|key| {
-                            let mut del = redis::cmd("DEL");
-                            del.arg(key);
-                            del
-                        })
-                        .collect();
+                    let commands = per_key("DEL", batch);
                     let _ =
                         connection.pipeline(&commands, &|| format!("removing the shards made for '{name}'"));
                 }
@@ -1532,15 +1529,7 @@ impl ShardedFilter {
     /// The keys of the shards that are missing (lost: deleted, evicted, flushed, a restart
     /// without persistence), by `EXISTS`, without reading any shard's bits.
     pub fn missing_shards(&mut self) -> Result<Vec<String>> {
-        let commands: Vec<Cmd> = self
-            .keys
-            .iter()
-            .map(|key| {
-                let mut exists = redis::cmd("EXISTS");
-                exists.arg(key);
-                exists
-            })
-            .collect();
+        let commands = per_key("EXISTS", &self.keys);
         let name = &self.name;
         let replies = self
             .connection
