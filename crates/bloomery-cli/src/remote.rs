@@ -338,16 +338,21 @@ fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Re
 /// estimate the whole filter's items within a fraction of a percent.
 const FILL_SAMPLE_BYTES: u64 = 64 << 20;
 
+/// The shards the overfull check reads: [`FILL_SAMPLE_BYTES`] of them (at least one),
+/// all of a smaller filter's.
+fn fill_sample(plan: &ShardPlan) -> u32 {
+    FILL_SAMPLE_BYTES
+        .div_ceil(plan.shard_bytes())
+        .min(u64::from(plan.shards())) as u32
+}
+
 /// Warns, as `add` to a file does, when the filter holds more items than it was sized for,
 /// from the `BF.CARD` of its first shards (one pass over each one's bits on its node:
 /// [`FILL_SAMPLE_BYTES`] of them, all of a smaller filter's). Said after the items are
 /// added; a failure to ask is not an error.
 fn warn_if_overfull(name: &str, sharded: &mut ShardedFilter) {
     let plan = *sharded.plan();
-    let sample = FILL_SAMPLE_BYTES
-        .div_ceil(plan.shard_bytes())
-        .min(u64::from(plan.shards()));
-    let Ok(info) = sharded.info_of_first(sample as u32) else {
+    let Ok(info) = sharded.info_of_first(fill_sample(&plan)) else {
         return;
     };
     let capacity = plan.expected_items();
@@ -630,4 +635,27 @@ fn info(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ExitCode> {
         .and_then(|()| out.flush());
     crate::output::finish(written)?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_overfull_check_reads_64_mib_of_shards_at_most() {
+        // The docs' 10^10 URLs at 1% in 64 MiB shards: 191 shards of 66,796,480 bytes; the
+        // check reads two of them (the fewest holding 64 MiB).
+        let plan = ShardPlan::new(10_000_000_000, 0.01, 64 << 20, 1).unwrap();
+        assert_eq!((plan.shards(), fill_sample(&plan)), (191, 2));
+        // A small filter is read whole.
+        let plan = ShardPlan::new(100_000, 0.01, 64 << 20, 64).unwrap();
+        assert_eq!(fill_sample(&plan), 64);
+        // Shards of at most 1 MiB: 64 MiB of them, of more than 64.
+        let plan = ShardPlan::new(1_000_000_000, 0.01, 1 << 20, 1).unwrap();
+        assert!(plan.shards() > 64);
+        assert_eq!(
+            u64::from(fill_sample(&plan)),
+            (64u64 << 20).div_ceil(plan.shard_bytes())
+        );
+    }
 }

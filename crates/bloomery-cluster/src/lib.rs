@@ -1146,6 +1146,20 @@ fn reserve_shards(
     Ok((holding, made))
 }
 
+/// The filter's items estimated from those of its first shards (`shard_items`, u64::MAX
+/// for a saturated one) out of `shards`: their sum (saturating), scaled by `shards` over
+/// the shards read.
+fn scaled_items(shard_items: &[u64], shards: u32) -> u64 {
+    let read = shard_items
+        .iter()
+        .fold(0u64, |sum, &items| sum.saturating_add(items));
+    if read == u64::MAX || shard_items.is_empty() || shard_items.len() as u64 >= u64::from(shards) {
+        return read;
+    }
+    let scaled = u128::from(read) * u128::from(shards) / shard_items.len() as u128;
+    u64::try_from(scaled).unwrap_or(u64::MAX)
+}
+
 /// One `command` per key (`EXISTS`, `DEL`), to send pipelined.
 fn per_key(command: &'static str, keys: &[String]) -> Vec<Cmd> {
     keys.iter()
@@ -1596,16 +1610,7 @@ impl ShardedFilter {
                 }
             }
         }
-        let read: u64 = info
-            .shard_items
-            .iter()
-            .fold(0, |sum, &items| sum.saturating_add(items));
-        info.estimated_items = if read == u64::MAX || count == self.keys.len() {
-            read
-        } else {
-            let scaled = u128::from(read) * u128::from(self.plan.shards()) / count as u128;
-            u64::try_from(scaled).unwrap_or(u64::MAX)
-        };
+        info.estimated_items = scaled_items(&info.shard_items, self.plan.shards());
         Ok(info)
     }
 
@@ -1687,6 +1692,19 @@ pub fn group_by_shard(plan: &ShardPlan, hashes: &[u64]) -> Vec<(u32, Vec<usize>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sample_of_shards_is_scaled_to_the_filter() {
+        // All shards read: their sum.
+        assert_eq!(scaled_items(&[10, 20, 30], 3), 60);
+        // Two of eight: scaled by 4.
+        assert_eq!(scaled_items(&[100, 102], 8), 808);
+        // A saturated shard read makes the filter's estimate saturated.
+        assert_eq!(scaled_items(&[100, u64::MAX], 8), u64::MAX);
+        // Scaling past u64 saturates rather than wraps.
+        assert_eq!(scaled_items(&[u64::MAX / 2], 1 << 20), u64::MAX);
+        assert_eq!(scaled_items(&[], 8), 0);
+    }
 
     #[test]
     fn targets_parse() {
