@@ -221,24 +221,32 @@ fn refuse_ignored_options(
 /// a local disk's space check.
 fn refuse_ignored_remote_options(matches: &ArgMatches) -> Result<(), CliError> {
     let command = matches.subcommand_name().unwrap_or("");
-    let used_by = |id: &str| -> &[&str] {
+    // The commands that use each remote option, and why the others do not.
+    let used_by = |id: &str| -> (&[&str], &str) {
         match id {
-            "shard_bytes" | "min_shards" => &["create", "dedup"],
-            "wait" | "wait_ms" => &["add", "dedup"],
-            "batch_items" => &["add", "check", "dedup"],
-            _ => &["create", "add", "check", "dedup", "info"],
+            "shard_bytes" | "min_shards" => (
+                &["create", "dedup"],
+                "it sizes a new sharded filter: create and dedup make one",
+            ),
+            "wait" | "wait_ms" => (
+                &["add", "dedup"],
+                "it waits for replicas after writes: add and dedup write",
+            ),
+            "batch_items" => (
+                &["add", "check", "dedup"],
+                "it sets the batches of add, check and dedup",
+            ),
+            _ => (&["create", "add", "check", "dedup", "info"], ""),
         }
     };
     let given = given_options::<remote::RemoteArgs>(matches);
-    if let Some((id, flag)) = given.iter().find(|(id, _)| !used_by(id).contains(&command)) {
-        let why = match id.as_str() {
-            "shard_bytes" | "min_shards" => "it sizes a new sharded filter: create and dedup make one",
-            "wait" | "wait_ms" => "it waits for replicas after writes: add and dedup write",
-            _ => "it sets the batches of add, check and dedup",
-        };
-        return Err(CliError::new(format!(
-            "{flag} does not apply to {command} ({why})"
-        )));
+    for (id, flag) in &given {
+        let (commands, why) = used_by(id);
+        if !commands.contains(&command) {
+            return Err(CliError::new(format!(
+                "{flag} does not apply to {command} ({why})"
+            )));
+        }
     }
     if given.iter().any(|(id, _)| id == "wait_ms") && !given.iter().any(|(id, _)| id == "wait") {
         return Err(CliError::new("--wait-ms applies only with --wait"));

@@ -206,13 +206,12 @@ fn run(remote: &RemoteArgs, target: &Target, command: &Command, matches: &ArgMat
             let mut sharded = match opened {
                 Ok(sharded) if given.is_empty() => {
                     // Shard sizing without --items sizes nothing here: the filter exists.
-                    if let Some(flag) = ["shard_bytes", "min_shards"]
+                    if let Some((_, flag)) = crate::given_options::<RemoteArgs>(matches)
                         .into_iter()
-                        .find(|id| crate::given_option(matches, id))
+                        .find(|(id, _)| id == "shard_bytes" || id == "min_shards")
                     {
                         return Err(CliError::new(format!(
-                            "--{} applies when dedup makes the filter, and '{name}' exists ({})",
-                            flag.replace('_', "-"),
+                            "{flag} applies when dedup makes the filter, and '{name}' exists ({})",
                             sharded.plan()
                         )));
                     }
@@ -357,8 +356,7 @@ fn warn_if_overfull(name: &str, sharded: &mut ShardedFilter) {
     };
     let capacity = plan.expected_items();
     let saturated = info.saturated_shards();
-    // 5% above, as for files (update.rs, warn_overfull).
-    if saturated == 0 && info.estimated_items <= capacity.saturating_add(capacity / 20) {
+    if saturated == 0 && !crate::update::past_capacity(info.estimated_items, capacity) {
         return;
     }
     let held = match saturated {
@@ -368,11 +366,12 @@ fn warn_if_overfull(name: &str, sharded: &mut ShardedFilter) {
             info.shard_items.len()
         ),
     };
-    let _ = writeln!(
-        io::stderr(),
-        "bloomery: warning: sharded filter '{name}': holds {held}, more than the {capacity} it was sized for; \
-         false-positive estimate now {:.4} (make a bigger sharded filter and add the items again)",
-        info.fpp_estimate()
+    crate::update::say_overfull(
+        &format!("sharded filter '{name}'"),
+        &held,
+        capacity,
+        info.fpp_estimate(),
+        "make a bigger sharded filter and add the items again",
     );
 }
 

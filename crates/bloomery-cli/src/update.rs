@@ -351,24 +351,36 @@ fn warn_overfull(what: &str, stats: &any::Stats, remedy: &str) {
     let Some(capacity) = stats.capacity else {
         return;
     };
-    // 5% above: the estimate from the bits set is within that of the true count at these
-    // loads (a 100-item blocked filter of 2 blocks, filled exactly, estimates 103; bigger
-    // filters come closer), so a filter filled to its capacity does not warn
-    // (tests/faults.rs, an_overfilled_filter_says_so).
-    let past = stats.estimated_len > capacity.saturating_add(capacity / 20);
-    if past && !stats.refuses_beyond_capacity && stats.expansion.is_none() {
+    if past_capacity(stats.estimated_len, capacity)
+        && !stats.refuses_beyond_capacity
+        && stats.expansion.is_none()
+    {
         let held = if stats.estimated_len == u64::MAX {
             "every bit set".to_owned()
         } else {
             format!("about {} items", stats.estimated_len)
         };
-        let _ = writeln!(
-            io::stderr(),
-            "bloomery: warning: {what}: holds {held}, more than the {capacity} it was sized for; \
-             false-positive estimate now {:.4} ({remedy})",
-            stats.expected_fpp
-        );
+        say_overfull(what, &held, capacity, stats.expected_fpp, remedy);
     }
+}
+
+/// Whether `estimated` items are past a filter's `capacity` by more than 5%: the estimate
+/// from the bits set is within that of the true count at these loads (a 100-item blocked
+/// filter of 2 blocks, filled exactly, estimates 103; bigger filters come closer), so a
+/// filter filled to its capacity does not warn (tests/faults.rs,
+/// an_overfilled_filter_says_so).
+pub(crate) fn past_capacity(estimated: u64, capacity: u64) -> bool {
+    estimated > capacity.saturating_add(capacity / 20)
+}
+
+/// The warning of a filter `what` that holds `held` (what it holds, said), more than the
+/// `capacity` it was sized for, at false-positive rate `fpp` now; `remedy` says what to do.
+pub(crate) fn say_overfull(what: &str, held: &str, capacity: u64, fpp: f64, remedy: &str) {
+    let _ = writeln!(
+        io::stderr(),
+        "bloomery: warning: {what}: holds {held}, more than the {capacity} it was sized for; \
+         false-positive estimate now {fpp:.4} ({remedy})"
+    );
 }
 
 /// The stored filter of `dedup`, locked from the read to the write; or where a new one
