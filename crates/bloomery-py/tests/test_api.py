@@ -659,9 +659,8 @@ def test_integer_arguments_out_of_range_are_a_value_error_naming_them():
     ]
     for name, most, call in calls:
         for value in [-1, most + 1, 10**30, -(10**5000)]:
-            with pytest.raises(ValueError, match=f"^{name} must be an integer from 0 to {most}, got ") as error:
+            with pytest.raises(ValueError, match=f"^{name} must be an integer from 0 to {most}, got "):
                 call(value)
-            assert not isinstance(error.value, OverflowError)
         with pytest.raises(TypeError, match=f"^{name} must be an integer, not float"):
             call(1.5)
     assert len(BloomFilter(np.uint64(100), seed=np.int8(3))) == 0  # numpy integers still do
@@ -904,8 +903,8 @@ def test_a_read_only_view_of_changing_memory_in_a_batch_is_one_of_its_values():
     written. Another thread writes a large item's two values in turn while
     batches add and look it up: every add must give the filter one of the two values, and
     a lookup of a filter holding both must find it. Kept in place and hashed without the
-    GIL, such an item was hashed torn (neither value) in about one batch in six. Each road
-    runs for a bounded time (it stops at the first miss)."""
+    GIL, such an item was hashed torn (neither value), within 0.3 s on every road. Each
+    road runs for a bounded time (it stops at the first miss)."""
     import threading
     import time
 

@@ -1070,7 +1070,6 @@ def test_a_nul_byte_in_a_path_is_a_value_error_as_pythons_open_raises(tmp_path):
     calls += [lambda mode=mode: BloomFilter.open(bad, mode) for mode in ("r", "r+", "a")]
     calls += [lambda: BloomFilter.open(pathlib.Path(bad), verify=False)]
     for call in calls:
-        with pytest.raises(ValueError, match="^embedded null byte$") as error:
+        with pytest.raises(ValueError, match="^embedded null byte$"):
             call()
-        assert not isinstance(error.value, OSError)
     assert list(tmp_path.iterdir()) == []

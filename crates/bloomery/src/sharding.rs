@@ -695,8 +695,8 @@ mod tests {
     #[test]
     fn v1_keys_can_crowd_one_node() {
         // The control for the test above: with {s:NAME} tags, CRC16's linearity puts the
-        // 64 shards of this name 10 / 5 / 49 over the three thirds, and over 2,000 names
-        // many put more than 60% of their shards in one third.
+        // 64 shards of this name 10 / 5 / 49 over the three thirds, and more than 20 of
+        // 2,000 names put more than 38 of their 64 shards in one third.
         let plan = ShardPlan::new(1_000_000_000, 0.01, 64 << 20, 64)
             .unwrap()
             .with_key_scheme(KeyScheme::Tagged);
