@@ -418,7 +418,21 @@ enum Command {
     },
 }
 
+/// Ignores SIGXFSZ, which a write past the limit on file size (`ulimit -f`) raises and
+/// whose default kills the process (status 153, no message, a temporary file left
+/// beside the target): ignored, the write fails with EFBIG ("File too large") instead,
+/// and the error paths every other failed write takes say so on one line, remove the
+/// temporary file and leave the old file as it was.
+fn ignore_file_size_signal() {
+    // SAFETY: called first thing in `main`, before any other thread exists; SIG_IGN
+    // installs no handler.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 fn main() -> ExitCode {
+    ignore_file_size_signal();
     let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,

@@ -1695,13 +1695,99 @@ fn kill_9_during_adds(run: &KillRun) {
     );
 }
 
+/// `command` under a limit of `bytes` on the size of the files it writes (`ulimit -f`),
+/// with SIGXFSZ at its default disposition, as a shell leaves it: a write past the limit
+/// then kills a process that does not ignore the signal (status 153 from a shell).
+fn with_file_size_limit(command: &mut Command, bytes: u64) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) and setrlimit(2) are async-signal-safe, as pre_exec requires.
+    unsafe {
+        command.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command
+}
+
+/// A writer of a whole file under a limit on file size (`ulimit -f`) that its new file
+/// passes: one error line and status 2, the temporary file removed, the old file as it
+/// was. SIGXFSZ once killed the process (status 153 from a shell, no message) and left
+/// the temporary file `.x.bloom.<pid>.<hex>.tmp` beside the target.
+#[test]
+fn a_write_past_the_limit_on_file_size_is_an_error_line_and_leaves_the_old_file() {
+    let dir = open_dir();
+    // A new file (`create`: "nothing was created").
+    let new = dir.path().join("new.bloom");
+    let message = error_of(with_file_size_limit(
+        bloomery()
+            .args(["create", "-n", "100000", "--variant", "scalable"])
+            .arg(&new),
+        10 << 10,
+    ));
+    assert!(message.contains("File too large"), "{message}");
+    assert!(!new.exists());
+    assert_eq!(leftovers(dir.path(), &[]), Vec::<String>::new());
+    // An existing file replaced (`merge --force` into it, `add` by copy): "left unchanged".
+    let path = dir.path().join("s.bloom");
+    ok(bloomery()
+        .args(["create", "-n", "100000", "--variant", "scalable"])
+        .arg(&path));
+    add(&path, &["before"]);
+    let other = dir.path().join("t.bloom");
+    ok(bloomery()
+        .args(["create", "-n", "100000", "--variant", "counting"])
+        .arg(&other));
+    add(&other, &["other"]);
+    let counting = dir.path().join("c.bloom");
+    ok(bloomery()
+        .args(["create", "-n", "100000", "--variant", "counting"])
+        .arg(&counting));
+    let before = [&path, &counting].map(|path| fs::read(path).expect("reads"));
+    let runs: [Vec<&std::ffi::OsStr>; 3] = [
+        vec!["add".as_ref(), path.as_ref(), "after".as_ref()],
+        vec![
+            "merge".as_ref(),
+            "--force".as_ref(),
+            counting.as_ref(),
+            counting.as_ref(),
+            other.as_ref(),
+        ],
+        vec!["add".as_ref(), counting.as_ref(), "after".as_ref()],
+    ];
+    for args in runs {
+        let what = format!("{args:?}");
+        let message = error_of(with_file_size_limit(bloomery().args(args), 10 << 10));
+        assert!(message.contains("File too large"), "{what}: {message}");
+        assert!(message.contains("left unchanged"), "{what}: {message}");
+        assert_eq!(
+            leftovers(dir.path(), &["s.bloom", "t.bloom", "c.bloom"]),
+            Vec::<String>::new(),
+            "{what}"
+        );
+    }
+    assert_eq!(
+        before,
+        [&path, &counting].map(|path| fs::read(path).expect("reads"))
+    );
+    assert!(all_present(&path, &["before".into()]));
+}
+
 /// A spilled add (a file larger than the window, `BLOOMERY_WINDOW_BYTES`) whose spill files
-/// cannot grow (here a limit on file size; a full disk takes the same road): the items its
-/// error line says were added are in the filter. They once were not: the pass stopped at
-/// the first spill file it could not flush, after the error line had counted them.
+/// cannot grow (here a limit on file size, SIGXFSZ at its default disposition; a full disk
+/// takes the same road): the items its error line says were added are in the filter. They
+/// once were not: the pass stopped at the first spill file it could not flush, after the
+/// error line had counted them; and with SIGXFSZ not ignored by the CLI, the signal killed
+/// it at the first write past the limit.
 #[test]
 fn a_spilled_add_that_cannot_write_its_spill_files_adds_what_it_says_it_added() {
-    use std::os::unix::process::CommandExt;
     let dir = open_dir();
     let path = dir.path().join("big.bloom");
     create(&path, 1_000_000);
@@ -1715,20 +1801,7 @@ fn a_spilled_add_that_cannot_write_its_spill_files_adds_what_it_says_it_added() 
         .arg(&path)
         .arg("-i")
         .arg(&input);
-    // SAFETY: signal(2) and setrlimit(2) are async-signal-safe, as pre_exec requires.
-    unsafe {
-        command.pre_exec(|| {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let limit = libc::rlimit {
-                rlim_cur: 64 << 10,
-                rlim_max: libc::RLIM_INFINITY,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    with_file_size_limit(&mut command, 64 << 10);
     let message = error_of(&mut command);
     assert!(message.contains("File too large"), "{message}");
     let added: usize = message
