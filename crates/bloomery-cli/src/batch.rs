@@ -11,7 +11,7 @@ use std::sync::mpsc;
 
 use bloomery::in_place::{ItemHash, ItemHasher};
 
-use crate::error::Result;
+use crate::error::{CliError, Result};
 use crate::items::{ItemFormat, for_each_item_until_waiting};
 
 /// Items per batch for lookups and ordered output: enough to amortise the hand-over and
@@ -114,6 +114,13 @@ impl Batch {
 /// `each` with every batch, in input order, on this thread. Stops at the first error on
 /// either side (a bad item ends the batches before it, then the error is returned) or when
 /// `each` returns `Ok(false)`.
+///
+/// When `each` stops the run (an error, `Ok(false)`), this returns at once, without
+/// waiting for the reading thread: it may be blocked reading a pipe whose writer has
+/// nothing more for now, and waiting for it held a refused item's error (and the file's
+/// lock, and its sealing) until the input's next line came (`(printf 'a\nb\n'; sleep 8;
+/// echo c) | bloomery dedup --filter full.bloom` said the error after 8 s). The thread
+/// then ends at its next hand-over, which the receiver gone refuses, or with the process.
 pub fn for_each_batch(
     items: &[OsString],
     files: &[PathBuf],
@@ -124,8 +131,11 @@ pub fn for_each_batch(
 ) -> Result<()> {
     // Two batches in flight at most: one read ahead while one is used.
     let (sender, receiver) = mpsc::sync_channel::<Result<Batch>>(1);
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
+    // Owned by the thread, which may outlive this call.
+    let (items, files) = (items.to_vec(), files.to_vec());
+    let reader = std::thread::Builder::new()
+        .name("bloomery-reader".to_owned())
+        .spawn(move || {
             let batch = RefCell::new(Batch::with_capacity(per_batch, keep));
             // The batch so far, handed over; false when the user stopped (stop reading).
             let hand_over = |input_waits: bool| {
@@ -135,8 +145,8 @@ pub fn for_each_batch(
                 sender.send(Ok(batch)).is_ok()
             };
             let read = for_each_item_until_waiting(
-                items,
-                files,
+                &items,
+                &files,
                 format,
                 |item, raw| {
                     let mut open = batch.borrow_mut();
@@ -160,15 +170,17 @@ pub fn for_each_batch(
             if let Err(error) = read {
                 let _ = sender.send(Err(error));
             }
-        });
-        for batch in receiver.iter() {
-            if !each(batch?)? {
-                break;
-            }
+        })
+        .map_err(|error| CliError::new(format!("cannot start the thread that reads the items: {error}")))?;
+    for batch in receiver.iter() {
+        // Stopped: not joined (see above).
+        if !each(batch?)? {
+            return Ok(());
         }
-        // Dropping the receiver (at the end of the scope's borrow) stops the reader at its
-        // next batch.
-        drop(receiver);
-        Ok(())
-    })
+    }
+    // The reader dropped its sender: it has returned, or is returning.
+    if let Err(panic) = reader.join() {
+        std::panic::resume_unwind(panic);
+    }
+    Ok(())
 }

@@ -1109,6 +1109,80 @@ fn nothing_to_check_or_add_is_an_error_not_success() {
     assert!(message.contains("no items given"), "{message}");
 }
 
+/// A full filter's refusal ends the run at once while its input, a pipe, stays open with
+/// nothing more for now: the error line, status 2, and the file's lock let go of. The
+/// error once waited for the input's next line (the reading thread, blocked in `read`,
+/// was joined first), the lock held all the while: `(printf 'a\nb\n'; sleep 8; echo c) |
+/// bloomery dedup --filter full.bloom` said it after 8 s.
+#[test]
+fn a_refused_item_ends_the_run_while_the_input_stays_open() {
+    let dir = open_dir();
+    let path = dir.path().join("full.bloom");
+    ok(bloomery()
+        .args(["create", "-n", "2", "--variant", "scalable", "--nonscaling"])
+        .arg(&path));
+    add(&path, &["x", "y"]);
+    let full = path.as_os_str();
+    let runs: [&[&std::ffi::OsStr]; 3] = [
+        &["dedup".as_ref(), "--filter".as_ref(), full],
+        &["add".as_ref(), full],
+        // In memory: the second line is past the first sub-filter's one item.
+        &[
+            "dedup".as_ref(),
+            "-n".as_ref(),
+            "1".as_ref(),
+            "--variant".as_ref(),
+            "scalable".as_ref(),
+            "--nonscaling".as_ref(),
+        ],
+    ];
+    for args in runs {
+        // Two lines, then the pipe held open by a process that writes nothing more.
+        let mut producer = Command::new("sh")
+            .args(["-c", "printf 'a\\nb\\n'; exec sleep 60"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("runs sh");
+        let input = producer.stdout.take().expect("piped");
+        let started = Instant::now();
+        let mut child = bloomery()
+            .args(args)
+            .stdin(input)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs");
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waits") {
+                break Some(status);
+            }
+            if started.elapsed() > Duration::from_secs(5) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let input_open = producer.try_wait().expect("waits").is_none();
+        let _ = producer.kill();
+        let _ = producer.wait();
+        let output = match status {
+            Some(_) => child.wait_with_output().expect("waits"),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{args:?}: still running after 5 s, its input open and waiting");
+            }
+        };
+        assert!(input_open, "{args:?}: the input was closed first");
+        assert_clean_end(&output, &format!("{args:?}"));
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("filter is full"), "{args:?}: {stderr}");
+    }
+    // The file holds what it held (the refused runs saved nothing).
+    assert!(all_present(&path, &["x".into(), "y".into()]));
+    verify(&path);
+}
+
 #[test]
 fn dedup_refuses_sizing_options_for_an_existing_filter() {
     let dir = open_dir();
