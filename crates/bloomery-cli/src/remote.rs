@@ -519,7 +519,8 @@ fn dedup(
     // place, which the module reports). Added first, then printed: the add's answer is
     // what makes a line new once across every process deduplicating into the filter at
     // once, so a reader gone, or a full device, loses the lines of the batch being printed
-    // (each batch is written through before the next is added, so at most that one).
+    // (each batch is written to standard output before the next is added), and a reader
+    // gone also the lines it left unread in its pipe's buffer (written, so counted printed).
     let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<bool> {
         // A batch that failed may have been added in part (the shards that answered before
         // the error, or all of it when only `--wait` failed): its lines are not printed,

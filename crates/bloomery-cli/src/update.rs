@@ -508,9 +508,11 @@ pub fn dedup(
             }
         }
         // A file updated in place keeps the batch only once its new lines are printed
-        // (written through to the reader): a reader going away, or a full device, leaves
-        // every line the file holds printed. A crash between the two prints the batch's
-        // lines again next run rather than never.
+        // (written to standard output): a full device, or a reader gone before the write,
+        // leaves every line the file holds written. Written is not read: lines a pipe
+        // took into its buffer count as printed, and a reader that exits without reading
+        // them loses them (docs/failure-model.md, "Standard output"). A crash between the
+        // two prints the batch's lines again next run rather than never.
         if written.is_ok()
             && let Store::InPlace(writable) = &mut store
         {

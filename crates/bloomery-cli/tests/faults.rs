@@ -1032,6 +1032,81 @@ fn dedup_keeps_no_line_it_could_not_print() {
     }
 }
 
+/// `dedup --filter` counts a line as printed once standard output accepted it: its reader,
+/// a pipe that exits after reading one line, loses the lines the pipe's buffer held (the
+/// filter keeps them), and no more: the lines the filter holds past the one read fit in the
+/// pipe's buffer. (The docs once said at most one batch of 4,096 lines.)
+#[test]
+fn dedup_into_a_reader_that_leaves_loses_at_most_what_its_pipe_held() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let dir = open_dir();
+    let path = dir.path().join("d.bloom");
+    create(&path, 100_000);
+    let lines: Vec<String> = (1..=50_000).map(|i| i.to_string()).collect();
+    let input = dir.path().join("lines");
+    fs::write(
+        &input,
+        lines.iter().map(|line| format!("{line}\n")).collect::<String>(),
+    )
+    .expect("writes");
+    let mut child = bloomery()
+        .args(["dedup", "--filter"])
+        .arg(&path)
+        .arg("-i")
+        .arg(&input)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut stdout = child.stdout.take().expect("piped");
+    // SAFETY: F_GETPIPE_SZ reads the size of the pipe `stdout` holds open.
+    let capacity = unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_GETPIPE_SZ) };
+    assert!(capacity > 0, "F_GETPIPE_SZ: {}", std::io::Error::last_os_error());
+    // Time for dedup to fill the pipe and wait on it (the bound holds either way).
+    std::thread::sleep(Duration::from_millis(500));
+    // One line read, a byte at a time (nothing read ahead), then the reader leaves.
+    let mut first = Vec::new();
+    loop {
+        let mut byte = [0u8];
+        stdout.read_exact(&mut byte).expect("reads");
+        if byte[0] == b'\n' {
+            break;
+        }
+        first.push(byte[0]);
+    }
+    drop(stdout);
+    let output = child.wait_with_output().expect("waits");
+    assert_clean_end(&output, "dedup");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(first, b"1");
+    // The filter holds a prefix of the lines (printed, then added, in order): up to the
+    // first one `check` says absent.
+    let answers = bloomery()
+        .arg("check")
+        .arg(&path)
+        .arg("-i")
+        .arg(&input)
+        .output()
+        .expect("runs");
+    let answers = String::from_utf8_lossy(&answers.stdout);
+    let kept = answers
+        .lines()
+        .take_while(|answer| answer.starts_with("probably present"))
+        .count();
+    assert!(kept >= 1, "the line read is kept");
+    // Of the kept lines, those not read, with their line ends (one line of slack for a
+    // false positive right after the prefix).
+    let unread: usize = lines[1..kept.saturating_sub(1).max(1)]
+        .iter()
+        .map(|line| line.len() + 1)
+        .sum();
+    assert!(
+        unread <= capacity as usize,
+        "{kept} lines kept, {unread} bytes of them unread: more than the pipe's {capacity}"
+    );
+}
+
 #[test]
 fn two_dedups_into_one_new_file_take_turns() {
     // Two `dedup --filter NEW` runs at once: the file is made before the first line is
