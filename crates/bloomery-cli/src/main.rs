@@ -411,7 +411,8 @@ enum Command {
         file: PathBuf,
     },
     /// Seal a file an interrupted update in place left unsealed: write its payload
-    /// checksum (its bits are valid). A sealed file is checked and left as it is.
+    /// checksum (its bits are valid). A sealed file is checked and left as it is (read
+    /// only: no write permission or disk space needed).
     Seal {
         /// The filter file.
         file: PathBuf,

@@ -19,7 +19,7 @@ use crate::inplace::{self, Writable};
 use crate::items::{ItemFormat, for_each_item};
 use crate::progress::Progress;
 use crate::space::{self, Limits};
-use crate::store::{Locked, Output};
+use crate::store::{Locked, Mapped, Output, Payload};
 use crate::{ItemArgs, SizeArgs};
 
 /// A new filter, after checking that it fits (`directory`: where its file goes;
@@ -272,8 +272,13 @@ fn warn_if_forgotten(path: &Path, rotating: &bloomery::RotatingBloomFilter, room
 
 /// Seals a file left unsealed by an update in place that did not finish (docs/format.md):
 /// computes its payload checksum and writes the sealed header. A sealed file is checked
-/// and left as it is.
+/// and left as it is: read, without the lock or write access, and nothing allocated (a
+/// sealed file once failed on a full disk, reserving its blocks before its state was
+/// looked at, and needed write permission).
 pub fn seal(path: &Path) -> Result<ExitCode> {
+    if let Some(code) = check_sealed(path)? {
+        return Ok(code);
+    }
     let locked = Locked::open(path)?;
     let was_unsealed = match Writable::open(locked)? {
         Ok(writable) => {
@@ -284,7 +289,7 @@ pub fn seal(path: &Path) -> Result<ExitCode> {
         Err(locked) => {
             let header = inplace::read_header(locked.file(), locked.len(), path)?;
             if !header.unsealed {
-                // Written whole, so sealed; `verify` checks it.
+                // Sealed once the lock was had (its writer finished meanwhile).
                 return crate::query::verify(path);
             }
             // Unsealed, where this platform cannot view the payload in place (big-endian):
@@ -294,6 +299,32 @@ pub fn seal(path: &Path) -> Result<ExitCode> {
             true
         }
     };
+    say_sealed(path, was_unsealed)
+}
+
+/// For `seal`: a sealed file checked, read-only, and its line printed; `None` when the file
+/// is unsealed, or a writer changed it while it was read (then it is sealed under the
+/// lock, once that writer lets go of it).
+fn check_sealed(path: &Path) -> Result<Option<ExitCode>> {
+    let mapped = Mapped::open(path)?;
+    if mapped.header().unsealed {
+        return Ok(None);
+    }
+    if !in_place::updates_in_place(mapped.header().variant) {
+        // Written whole, so sealed; `verify` checks it.
+        drop(mapped);
+        return crate::query::verify(path).map(Some);
+    }
+    // Every parameter against the payload, then the payload checksum.
+    mapped.view()?;
+    match mapped.verify_payload()? {
+        Payload::Sealed => say_sealed(path, false).map(Some),
+        Payload::Unsealed | Payload::Changing => Ok(None),
+    }
+}
+
+/// `seal`'s line for a file it sealed, or found sealed.
+fn say_sealed(path: &Path, was_unsealed: bool) -> Result<ExitCode> {
     let message = if was_unsealed {
         "sealed (payload checksum written; the bits were valid)"
     } else {

@@ -415,6 +415,76 @@ fn as_nobody(args: &[&std::ffi::OsStr]) -> Option<Command> {
     Some(command)
 }
 
+/// `seal` of a sealed file checks it and leaves it as it is: read, without write access,
+/// nothing allocated. It once opened the file for writing and reserved the payload's disk
+/// blocks (`fallocate`) before it looked at the header: a sealed file failed on a full disk
+/// ("cannot allocate the filter's N bytes on disk") and for a user who may only read it,
+/// and a sealed sparse file lost its holes.
+#[test]
+fn seal_of_a_sealed_file_reads_it_and_changes_nothing() {
+    use std::os::fd::AsRawFd;
+    let dir = open_dir();
+    let path = dir.path().join("sealed.bloom");
+    create(&path, 1_000_000);
+    let len = fs::metadata(&path).expect("exists").len();
+    // The payload (zeros, as created) made a hole: the file is as valid and sealed as
+    // before, and holds a few blocks.
+    let file = fs::OpenOptions::new().write(true).open(&path).expect("opens");
+    // SAFETY: fallocate on the test's own open file; punching a hole keeps its size.
+    let punched = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            4096,
+            len as libc::off_t - 4096,
+        )
+    } == 0;
+    drop(file);
+    verify(&path);
+    let blocks = fs::metadata(&path).expect("exists").blocks();
+    let sealed = ok(bloomery().arg("seal").arg(&path));
+    assert_quiet(&sealed);
+    assert!(
+        String::from_utf8_lossy(&sealed.stdout).contains("already sealed; payload checksum valid"),
+        "{}",
+        String::from_utf8_lossy(&sealed.stdout)
+    );
+    if punched {
+        assert_eq!(
+            fs::metadata(&path).expect("exists").blocks(),
+            blocks,
+            "the sealed file's blocks were allocated"
+        );
+    } else {
+        eprintln!("skipped the sparse check: this file system punches no holes");
+    }
+    // A user who may read the file but not write it: a classic file (in place), and a
+    // scalable one (written whole, which `seal` checks as `verify` does).
+    let whole = dir.path().join("whole.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "scalable", "-n", "1000"])
+        .arg(&whole));
+    let classic = dir.path().join("classic.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "classic", "-n", "1000"])
+        .arg(&classic));
+    for (path, said) in [(&classic, "already sealed"), (&whole, "ok: ")] {
+        fs::set_permissions(path, fs::Permissions::from_mode(0o444)).expect("chmod");
+        let before = fs::read(path).expect("reads");
+        let Some(mut command) = as_nobody(&["seal".as_ref(), path.as_os_str()]) else {
+            eprintln!("skipped the read-only check: needs root and setpriv");
+            return;
+        };
+        let output = ok(&mut command);
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains(said),
+            "{}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert_eq!(fs::read(path).expect("reads"), before);
+    }
+}
+
 #[test]
 fn a_file_or_directory_its_user_may_not_write_is_refused_and_unchanged() {
     let dir = open_dir();
