@@ -22,9 +22,16 @@ pub fn combine(output: &Path, inputs: &[PathBuf], union: bool, force: bool) -> R
         }
         other => other,
     };
-    let mut combined = store::load(first)?;
+    // An input that is the output is read under this run's own lock: unsealed, it is so
+    // from a writer that did not finish, not one at work (read as any other input, it was
+    // "being updated in place by another writer": this run, holding the lock).
+    let load = |path: &Path| match &output {
+        Output::Replace(locked) if locked.is(path) => locked.load(),
+        _ => store::load(path),
+    };
+    let mut combined = load(first)?;
     for path in rest {
-        let other = store::load(path)?;
+        let other = load(path)?;
         if union {
             combined.union(other.as_ref()).with_path(path)?;
         } else {

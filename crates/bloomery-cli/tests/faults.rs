@@ -1514,6 +1514,68 @@ fn a_file_truncated_while_mapped_is_an_error_line_not_a_crash() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("changed size"));
 }
 
+/// Leaves `path` (a classic, blocked or split-block file) unsealed, as a writer killed
+/// part way leaves it: an `add` whose first item went in (the file then says unsealed)
+/// while it waits for more, killed.
+fn unseal_by_a_killed_add(path: &Path) {
+    let mut child = bloomery()
+        .arg("add")
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let mut stdin = child.stdin.take().expect("piped");
+    writeln!(stdin, "killed-add").expect("writes");
+    stdin.flush().expect("flushes");
+    let started = Instant::now();
+    while bloomery()
+        .arg("verify")
+        .arg(path)
+        .output()
+        .expect("runs")
+        .status
+        .code()
+        != Some(3)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the add never unsealed the file"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kills");
+    child.wait().expect("waits");
+}
+
+/// `intersect --force u u o` reads its output `u`, one of its inputs, under its own lock:
+/// unsealed, `u` is so from a writer that did not finish, and the note says that. It once
+/// said `being updated in place by another writer`: the writer holding the lock was the
+/// run itself.
+#[test]
+fn an_output_among_the_inputs_is_read_under_the_runs_own_lock() {
+    let dir = open_dir();
+    let (output, other) = (dir.path().join("u.bloom"), dir.path().join("o.bloom"));
+    create(&output, 1000);
+    create(&other, 1000);
+    add(&output, &["a", "b"]);
+    add(&other, &["a", "c"]);
+    unseal_by_a_killed_add(&output);
+    let intersected = ok(bloomery()
+        .args(["intersect", "--force"])
+        .arg(&output)
+        .arg(&output)
+        .arg(&other));
+    let note = String::from_utf8_lossy(&intersected.stderr);
+    assert!(
+        note.contains("unsealed (an update in place did not finish") && !note.contains("another writer"),
+        "{note}"
+    );
+    assert_clean_end(&intersected, "intersect");
+    verify(&output);
+    assert!(all_present(&output, &["a".into()]));
+}
+
 #[test]
 fn merge_waits_for_a_running_add_to_its_output_and_keeps_its_items() {
     let dir = open_dir();
