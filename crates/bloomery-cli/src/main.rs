@@ -322,9 +322,11 @@ enum Command {
         /// false-positive rate over many fresh items).
         #[arg(long, conflicts_with = "quiet")]
         count: bool,
-        /// Skip the payload checksum. By default it is checked before the first answer
-        /// (reading the whole file once), so a damaged file is an error rather than
-        /// silent false negatives.
+        /// Skip the payload checksum (classic, blocked and split-block filters, answered
+        /// from the mapped file; the other variants are built in memory, which checks it
+        /// all the same). By default it is checked before the first answer (reading the
+        /// whole file once), so a damaged file is an error (status 2) rather than silent
+        /// false negatives.
         #[arg(long)]
         no_verify: bool,
     },
@@ -345,7 +347,10 @@ enum Command {
         #[arg(short = 'f', long, value_enum, default_value_t = ItemFormat::Text)]
         format: ItemFormat,
     },
-    /// Show a filter file's variant, parameters, memory, fill and estimates.
+    /// Show a filter file's variant, parameters, memory, fill and estimates. A damaged
+    /// payload is shown as "payload checksum: DAMAGED" for classic, blocked and split-block
+    /// filters (read from the mapped file); for the other variants (built in memory) it is
+    /// an error, status 2.
     Info {
         /// The filter file.
         file: PathBuf,

@@ -1477,6 +1477,33 @@ fn check_finds_bit_rot_that_the_mapped_read_would_miss() {
         .output()
         .expect("runs");
     assert_clean_end(&output, "check --no-verify");
+    // The other variants are built in memory from the file, which checks the checksum:
+    // `info` and `check --no-verify` of a damaged one are errors (as their help says).
+    let scalable = dir.path().join("s.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "scalable", "--items", "1000"])
+        .arg(&scalable));
+    add(&scalable, &["apple"]);
+    let mut bytes = fs::read(&scalable).expect("reads");
+    let len = bytes.len();
+    bytes[len - 3] ^= 0xff;
+    fs::write(&scalable, &bytes).expect("writes");
+    let (info, check) = (
+        ["info".as_ref(), scalable.as_os_str()],
+        [
+            "check".as_ref(),
+            "--no-verify".as_ref(),
+            scalable.as_os_str(),
+            "apple".as_ref(),
+        ],
+    );
+    for args in [&info[..], &check[..]] {
+        let message = error_of(bloomery().args(args));
+        assert!(
+            message.contains("payload checksum mismatch"),
+            "{args:?}: {message}"
+        );
+    }
 }
 
 #[test]
