@@ -91,7 +91,8 @@ struct SizeArgs {
     /// scalable filter, bit for bit).
     #[arg(long, default_value = "blocked", value_parser = parse_variant)]
     variant: Variant,
-    /// Hash seed (blocked filters, and split-block filters with --hash xxh3).
+    /// Hash seed (blocked and scalable-blocked filters, and split-block filters with --hash
+    /// xxh3).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
     /// How a split-block filter hashes items: parquet (XXH64, seed 0: what Parquet,
