@@ -70,6 +70,19 @@ fn resolve(path: &Path) -> Result<PathBuf> {
     }
 }
 
+/// Refuses "-" as a filter file to write (`create -`, `merge - a.bloom`, `import x -`,
+/// `add -`): elsewhere it means standard input or output (`-i -`, `export f -`), and these
+/// silently made or changed a file named "-". `./-` names such a file.
+pub fn refuse_dash(path: &Path) -> Result<()> {
+    if path.as_os_str() == "-" {
+        return Err(CliError::new(
+            "-: not a filter file to write (\"-\" means standard input or output, which cannot \
+             hold one here); for a file named \"-\", write ./-",
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses anything but a regular file, naming what it is.
 fn regular(path: &Path, metadata: &Metadata) -> Result<()> {
     use std::os::unix::fs::FileTypeExt;
@@ -207,6 +220,7 @@ impl Locked {
     /// Opens `path` (following symlinks) for update and waits for its writers' lock.
     /// Refuses a file that is not regular or that this user may not write.
     pub fn open(path: &Path) -> Result<Self> {
+        refuse_dash(path)?;
         loop {
             let real = resolve(path)?;
             let before = fs::metadata(&real).with_path(path)?;
@@ -387,6 +401,7 @@ impl Output {
         if stdout_allowed && path.as_os_str() == "-" {
             return Ok(Output::Stdout);
         }
+        refuse_dash(path)?;
         let real = resolve(path)?;
         match fs::symlink_metadata(&real) {
             Ok(metadata) => {

@@ -276,6 +276,7 @@ fn warn_if_forgotten(path: &Path, rotating: &bloomery::RotatingBloomFilter, room
 /// sealed file once failed on a full disk, reserving its blocks before its state was
 /// looked at, and needed write permission).
 pub fn seal(path: &Path) -> Result<ExitCode> {
+    crate::store::refuse_dash(path)?;
     if let Some(code) = check_sealed(path)? {
         return Ok(code);
     }

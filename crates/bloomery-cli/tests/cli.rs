@@ -1856,3 +1856,54 @@ fn merge_into_one_of_its_inputs_is_in_place() {
         bloomery().arg("verify").arg(&a).assert().success();
     }
 }
+
+/// "-" names standard input or output (`-i -`, `export f -`), never a filter file to
+/// write: `create -`, `merge - a.bloom`, `import x -`, `add -` and the other writers refuse
+/// it, saying how to name a file "-" (`./-`), and make no file. They once silently made
+/// or changed a file named "-".
+#[test]
+fn a_dash_is_not_a_filter_file_to_write() {
+    let dir = TempDir::new().unwrap();
+    let a = create(&dir, "a.bloom", "blocked", 100);
+    let guava = dir.path().join("a.guava");
+    let classic = create(&dir, "c.bloom", "classic", 100);
+    bloomery()
+        .arg("export")
+        .arg(&classic)
+        .arg(&guava)
+        .assert()
+        .success();
+    let runs: [&[&std::ffi::OsStr]; 9] = [
+        &["create".as_ref(), "-".as_ref()],
+        &["merge".as_ref(), "-".as_ref(), a.as_os_str()],
+        &["intersect".as_ref(), "-".as_ref(), a.as_os_str()],
+        &["import".as_ref(), guava.as_os_str(), "-".as_ref()],
+        &["add".as_ref(), "-".as_ref(), "x".as_ref()],
+        &["remove".as_ref(), "-".as_ref(), "x".as_ref()],
+        &["dedup".as_ref(), "--filter".as_ref(), "-".as_ref()],
+        &["seal".as_ref(), "-".as_ref()],
+        // Even where a file named "-" exists: `./-` names it.
+        &["add".as_ref(), "-".as_ref(), "x".as_ref()],
+    ];
+    for (index, args) in runs.iter().enumerate() {
+        if index == runs.len() - 1 {
+            bloomery()
+                .current_dir(dir.path())
+                .args(["create", "-n", "100", "./-"])
+                .assert()
+                .success();
+        }
+        let before = fs::read(dir.path().join("-")).ok();
+        let message = error_of(bloomery().current_dir(dir.path()).args(*args).write_stdin("x\n"));
+        assert!(message.contains("write ./-"), "{args:?}: {message}");
+        assert_eq!(fs::read(dir.path().join("-")).ok(), before, "{args:?}");
+    }
+    // `./-` is the file, and `export f -` still writes to standard output.
+    bloomery()
+        .current_dir(dir.path())
+        .args(["add", "./-", "x"])
+        .assert()
+        .success();
+    let exported = bloomery().arg("export").arg(&classic).arg("-").output().unwrap();
+    assert!(exported.status.success() && !exported.stdout.is_empty());
+}
