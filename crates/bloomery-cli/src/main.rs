@@ -124,7 +124,9 @@ enum SplitBlockHash {
 #[derive(Args, Debug, Clone)]
 struct SpaceArgs {
     /// Refuse a new filter larger than BYTES (checked before anything is allocated), and
-    /// (dedup) a growing filter's growth past it.
+    /// (dedup) the growth past it of a growing filter dedup makes (not of an existing
+    /// --filter file: refused there). Counted as the filter's memory, its bits (`info`'s
+    /// "memory" line), not the file's size, which adds the header.
     #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     max_bytes: Option<u64>,
     /// Create the filter even when it is larger than the memory or disk space available

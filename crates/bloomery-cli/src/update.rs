@@ -459,7 +459,7 @@ pub fn dedup(
                 }
             } else if !given_size_options.is_empty() {
                 return Err(CliError::new(format!(
-                    "{}: exists, so {} would be ignored (they size a new filter); \
+                    "{}: exists, so {} would be ignored (they apply only to a new filter); \
                          leave them out, or remove the file first",
                     path.display(),
                     given_size_options.join(", ")

@@ -1343,6 +1343,14 @@ fn dedup_refuses_sizing_options_for_an_existing_filter() {
         message.contains("--items, --variant would be ignored"),
         "{message}"
     );
+    // So is `--max-bytes`, as its help says: it caps the growth of a filter dedup makes.
+    let message = error_of(
+        bloomery()
+            .args(["dedup", "--max-bytes", "100000", "--filter"])
+            .arg(&path)
+            .stdin(Stdio::null()),
+    );
+    assert!(message.contains("--max-bytes would be ignored"), "{message}");
 }
 
 #[test]
