@@ -194,7 +194,7 @@ pub fn for_each_item_until_waiting(
     Ok(())
 }
 
-/// The longest line (without its '\n') read as an item. A line is held whole, so input
+/// The longest item read from a line (without its '\n', and the '\r' before it). A line is held whole, so input
 /// without line ends (`check f < /dev/zero`) grew one until the allocation aborted the
 /// process; a longer line is an error, as a bad item is.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
@@ -223,7 +223,8 @@ fn would_wait(input: &impl AsFd) -> bool {
 
 /// Calls `each` for every line of `input`, with its number (from 1), and `waiting` (if
 /// any) before a read that would wait ([`for_each_item_until_waiting`]); returns false
-/// when either asked to stop. A line longer than [`MAX_LINE_BYTES`] is an error.
+/// when either asked to stop. A line whose item is longer than [`MAX_LINE_BYTES`] is an
+/// error.
 fn for_each_line<R: Read + AsFd>(
     mut input: BufReader<R>,
     path: &Path,
@@ -244,8 +245,10 @@ fn for_each_line<R: Read + AsFd>(
         {
             return Ok(false);
         }
-        // One byte past the limit, to tell a line of exactly the limit from a longer one.
-        let limit = MAX_LINE_BYTES as u64 + 1;
+        // The limit is the item's: a '\r' before the '\n' is read past it (a 64 MiB item
+        // on a CRLF line was refused, the same item on a LF line taken), and one byte
+        // more tells an item of exactly the limit from a longer one.
+        let limit = MAX_LINE_BYTES as u64 + 2;
         if (&mut input)
             .take(limit)
             .read_until(b'\n', &mut line)
@@ -257,9 +260,11 @@ fn for_each_line<R: Read + AsFd>(
         number += 1;
         if line.last() == Some(&b'\n') {
             line.pop();
-        } else if line.len() > MAX_LINE_BYTES {
+        }
+        if line.strip_suffix(b"\r").unwrap_or(&line).len() > MAX_LINE_BYTES {
             return Err(CliError::new(format!(
-                "{}: line {number} is longer than the {MAX_LINE_BYTES}-byte item limit (64 MiB); \
+                "{}: line {number} is longer than the {MAX_LINE_BYTES}-byte item limit (64 MiB, \
+                 its line end not counted); \
                  give items as lines, and longer items as a digest of each",
                 path.display()
             )));

@@ -2360,6 +2360,45 @@ fn input_without_line_ends_is_an_error_not_an_abort() {
     }
 }
 
+/// A file of `zeros` zero bytes (a hole: nothing written), then `end`.
+fn zeros_then(path: &Path, zeros: u64, end: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let file = fs::File::create(path).expect("creates");
+    file.write_all_at(end, zeros).expect("writes");
+}
+
+/// The 64 MiB limit is the item's, whatever the line end: an item of exactly the limit on
+/// a CRLF line is the item the same line with LF gives (the '\r' is left out of the item,
+/// as on any line). It was refused as too long, its '\r' counted.
+#[test]
+fn the_line_limit_is_the_items_whatever_the_line_end() {
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    create(&path, 1000);
+    let crlf = dir.path().join("crlf");
+    zeros_then(&crlf, 64 << 20, b"\r\n");
+    ok(bloomery().arg("add").arg(&path).arg("-i").arg(&crlf));
+    let lf = dir.path().join("lf");
+    zeros_then(&lf, 64 << 20, b"\n");
+    ok(bloomery().args(["check", "-q"]).arg(&path).arg("-i").arg(&lf));
+    // One byte longer is an error with either line end, and with none (the last line).
+    const LIMIT: u64 = 64 << 20;
+    for (zeros, end) in [
+        (LIMIT + 1, &b"\r\n"[..]),
+        (LIMIT + 1, b"\n"),
+        (LIMIT + 1, b"\r"),
+        (LIMIT, b"x"),
+    ] {
+        let long = dir.path().join("long");
+        zeros_then(&long, zeros, end);
+        let message = error_of(bloomery().arg("add").arg(&path).arg("-i").arg(&long));
+        assert!(
+            message.contains("line 1 is longer than the 67108864-byte item limit"),
+            "{end:?}: {message}"
+        );
+    }
+}
+
 /// Batches were bounded in items only: 4,096 lines of up to 64 MiB each (and `check` keeps
 /// each line twice, as read and as its item) is 512 GiB. Twenty lines of 60 MiB under a
 /// 1 GiB address space: they once went into one batch and the allocation aborted the
