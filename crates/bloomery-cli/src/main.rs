@@ -1,7 +1,8 @@
 //! `bloomery`: Bloom filters in files, driven from the shell.
 //!
 //! Exit status: 0 success (for `check`: every item probably present), 1 `check` found an
-//! absent item, 2 an error (one line on stderr, naming the file and the problem), 3
+//! absent item, 2 an error (one line on stderr, naming the file and the problem; a
+//! command line clap refuses gets clap's message, usage included), 3
 //! `verify` found the file unsealed (an update in place did not finish: bits and
 //! parameters valid, payload checksum stale; `bloomery seal` reseals it).
 
@@ -312,7 +313,8 @@ enum Command {
         items: ItemArgs,
     },
     /// Check items: prints "probably present" or "absent" for each; exit status 0 when
-    /// all are probably present, 1 otherwise.
+    /// all are probably present, 1 otherwise, 2 on an error (a damaged or unreadable
+    /// file, a bad item).
     Check {
         /// The filter file (memory-mapped, not read whole).
         file: PathBuf,
@@ -412,8 +414,9 @@ enum Command {
         force: bool,
     },
     /// Check a filter file whole: header and payload checksums, length, and every
-    /// parameter (what a load for update checks). Exit status 3 when the file is unsealed
-    /// (bits valid, payload checksum stale; see `seal`).
+    /// parameter (what a load for update checks). Exit status 0 when valid, 3 when the
+    /// file is unsealed (bits valid, payload checksum stale; see `seal`), 2 on an error
+    /// (damaged, unreadable, not a filter file).
     Verify {
         /// The filter file.
         file: PathBuf,

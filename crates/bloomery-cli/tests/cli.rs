@@ -1907,3 +1907,24 @@ fn a_dash_is_not_a_filter_file_to_write() {
     let exported = bloomery().arg("export").arg(&classic).arg("-").output().unwrap();
     assert!(exported.status.success() && !exported.stdout.is_empty());
 }
+
+/// What the README says of errors: status 2, one line; a command line the parser refuses
+/// is status 2 with the parser's few lines (the error, the usage, a hint). `check` and
+/// `verify` say their statuses in their help, 2 included.
+#[test]
+fn usage_errors_are_status_2_and_the_helps_say_the_statuses() {
+    let refused = bloomery().args(["check", "--bogus"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.lines().count() > 1 && stderr.contains("Usage:"),
+        "{stderr}"
+    );
+    for (subcommand, said) in [
+        ("check", "1 otherwise, 2 on an error"),
+        ("verify", "2 on an error"),
+    ] {
+        let help = stdout_of(bloomery().arg(subcommand).arg("--help"));
+        assert!(help.replace('\n', " ").contains(said), "{subcommand}: {help}");
+    }
+}
