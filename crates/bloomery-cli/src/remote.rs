@@ -521,16 +521,21 @@ fn dedup(
     // once, so a reader gone, or a full device, loses the lines of the batch being printed
     // (each batch is written to standard output before the next is added), and a reader
     // gone also the lines it left unread in its pipe's buffer (written, so counted printed).
+    let mut lost = 0_usize;
     let mut flush = |batch: &mut Batch, sharded: &mut ShardedFilter| -> Result<bool> {
         // A batch that failed may have been added in part (the shards that answered before
         // the error, or all of it when only `--wait` failed): its lines are not printed,
         // and a later run takes them as seen.
-        let new = sharded.add_hashes(&batch.hashes).map_err(|error| {
+        let (new, doubted) = sharded.add_hashes_doubted(&batch.hashes).map_err(|error| {
             CliError::new(format!(
                 "{error}; the {} lines of the batch under way were not printed, and may have been added",
                 batch.hashes.len()
             ))
         })?;
+        // A line answered "old" by a shard's command sent again after its first send's
+        // reply was lost may be a first occurrence: not printed, and counted, so that the
+        // run says so and fails rather than lose it silently.
+        lost += doubted.iter().filter(|doubted| **doubted).count();
         for (line, new) in batch.lines().zip(new) {
             if new && let Err(error) = out.write_all(line).and_then(|()| out.write_all(b"\n")) {
                 return stop_on(error);
@@ -563,6 +568,11 @@ fn dedup(
     read?;
     let name = sharded.name().to_owned();
     warn_if_overfull(&name, sharded);
+    if lost > 0 {
+        return Err(CliError::new(format!(
+            "the answers for {lost} lines were lost (a connection lost, or no reply in time, after their batch reached the server; sent again, the filter answered them as seen): they are in the filter, and those that were first occurrences were not printed"
+        )));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -22,21 +22,23 @@
 //! Targets: `redis://HOST:PORT[/DB]` is one server; `redis+cluster://HOST:PORT[,HOST:PORT...]`
 //! is a cluster, reached through any of the listed nodes (list several: a node that is down
 //! is skipped; one that is not in cluster mode is an error at once, [`Error::NotACluster`]).
-//! Redirections while slots move (`MOVED`, `ASK`): the redis crate's cluster client (1.8)
-//! hands a pipeline's back as its error, so a batch that meets one goes again: after a
-//! `MOVED`, with the crate's slot map refreshed; the commands sent `ASK` with `ASKING`, on
-//! this client's own connection to the node named, recorded for `WAIT` (the crate would
-//! follow `ASK` itself for a single command, to a node its slot map does not name, where
-//! no `WAIT` would go). The first connect is retried as later ones are. A lost
-//! connection, `CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`, `READONLY`, `LOADING` or a `WAIT`
+//! Batches on a cluster go on this client's own connections to the primaries, one pipeline
+//! per node by this client's slot map (`CLUSTER SLOTS`, read again after a `MOVED`), each
+//! command's reply kept: the redis crate's cluster pipeline (1.8) drops every reply of a
+//! batch when one command is redirected, and the commands that ran, sent again, report
+//! their items as old. Redirections while slots move: a command sent `MOVED` goes again
+//! alone, by the slot map read again; one sent `ASK` goes again alone with `ASKING` to the
+//! node named; `TRYAGAIN`, after 50 ms. The first connect is retried as later ones are. A lost
+//! connection, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY`, `LOADING` or a `WAIT`
 //! refused by a replica (a failover under way) make this client send the whole batch
 //! again, for at most [`Connection::set_retry_for`] (30 s by default), after which the last
-//! error is returned. A try that fails otherwise than by the servers' replies (a lost
-//! connection, a timeout) drops its connections, which may hold replies not read (a
-//! pipeline that failed on one node leaves the others' unread), and the next try connects
-//! afresh. Sending a batch again is harmless for the filter (an item's bits are set once),
-//! but `add_hashes` then reports as old an item whose first send did reach the server (see
-//! docs/failure-model.md).
+//! error is returned; a command's first reply, wherever it came, is its answer. A try that
+//! fails otherwise than by the servers' replies (a lost connection, a timeout) drops its
+//! connections, which may hold replies not read, and the next try connects afresh. Sending
+//! a batch again is harmless for the filter (an item's bits are set once), but a command
+//! whose reply was lost that way may have run, and its next reply then says "old" for the
+//! items it added: [`ShardedFilter::add_hashes_doubted`] says which answers are doubtful
+//! (see docs/failure-model.md).
 //!
 //! With [`ShardedFilter::set_wait`], a batch of adds and its `WAIT` are one unit: a failure
 //! worth retrying in either sends both again, the batch first, on the new connections.
@@ -49,7 +51,7 @@
 //! On a cluster, `WAIT` goes only to the primaries the batch wrote to: one `WAIT` per slot
 //! of a key written, routed by the redis crate's slot map to that slot's primary, as the
 //! batch's command for that key was, and one on each connection of this client's own that
-//! carried a write an `ASK` sent to a slot's new node. This relies on the redis crate's synchronous cluster
+//! carried a write of a batch (the batches' writes go on those). This relies on the redis crate's synchronous cluster
 //! connection (redis 1.8: `ClusterConnection`, one connection per node address, which its
 //! pipelines and `route_command` both take from the same map) replacing a node's
 //! connection only when it fails, and then sending the failed command again on the new
@@ -83,7 +85,6 @@ use std::time::{Duration, Instant};
 
 use bloomery::Funnel;
 use bloomery::sharding::{KeyScheme, ShardPlan, check_name};
-use std::sync::Arc;
 
 use redis::cluster_routing::{MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Arg, Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
@@ -261,58 +262,123 @@ enum Inner {
     Cluster(Box<ClusterInner>),
 }
 
-/// A cluster connection: the redis crate's, and this client's own connections to the nodes
-/// that `ASK` redirections sent commands to (which the crate's slot map does not name for
-/// those slots), kept as long as the crate's, so that a `WAIT` reaches every node written
-/// to on the connection that wrote.
+/// A cluster connection: the redis crate's (for single commands, and `WAIT`s on the keys
+/// it wrote), and this client's own connections to the primaries, by this client's own
+/// slot map, which carry every batch (one pipeline per node, whose replies are each kept:
+/// a redirected command goes again alone, and the others' answers stand), kept as long as
+/// the crate's, so that a `WAIT` reaches every node written to on the connection that
+/// wrote.
 struct ClusterInner {
     connection: redis::cluster::ClusterConnection,
-    /// A node's URL (the first listed), whose host and port an `ASK` address replaces.
+    /// A node's URL (the first listed), whose host and port an address replaces.
     template: String,
     timeout: Duration,
     /// Per `host:port`, this client's connection there.
     asked: std::collections::HashMap<String, redis::Connection>,
     /// The addresses of `asked` written to since the last `WAIT` that covered them.
     unwaited: std::collections::BTreeSet<String>,
+    /// Per slot range (first, last), its primary's `host:port` (`CLUSTER SLOTS`), read
+    /// when first needed and again after a `MOVED`.
+    slots: Option<Vec<(u16, u16, String)>>,
 }
 
 impl ClusterInner {
-    /// `command` sent after `ASKING` to `address`, on this client's connection there
-    /// (made if missing); a write is recorded for the next `WAIT`. A redirection again
-    /// (the slot moved on meanwhile) is the error, worth retrying.
-    fn ask(&mut self, address: &str, command: &Cmd) -> redis::RedisResult<Value> {
-        let connection = match self.asked.entry(address.to_owned()) {
-            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+    /// This client's connection to `address` (made if missing).
+    fn node(&mut self, address: &str) -> redis::RedisResult<&mut redis::Connection> {
+        match self.asked.entry(address.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(entry) => Ok(entry.into_mut()),
             std::collections::hash_map::Entry::Vacant(entry) => {
                 let url = node_url(&self.template, address)?;
-                let connection =
-                    redis::Client::open(url.as_str())?.get_connection_with_timeout(self.timeout)?;
+                let connection = redis::Client::open(url.as_str())?
+                    .get_connection_with_timeout(self.timeout)
+                    .map_err(|error| at_node(address, error))?;
                 connection.set_read_timeout(Some(self.timeout))?;
                 connection.set_write_timeout(Some(self.timeout))?;
-                entry.insert(connection)
+                Ok(entry.insert(connection))
             }
-        };
-        let mut pipe = redis::pipe();
-        pipe.cmd("ASKING").ignore().add_command(command.clone());
-        if !is_read(command) {
-            // Recorded before sending: a write that may have arrived is waited for.
-            self.unwaited.insert(address.to_owned());
-        }
-        match pipe.query::<Vec<Value>>(connection) {
-            Ok(mut replies) if replies.len() == 1 => Ok(replies.remove(0)),
-            Ok(replies) => Err(RedisError::from((
-                ErrorKind::Client,
-                "unexpected replies after ASKING",
-                format!("{replies:?}"),
-            ))),
-            // One command's error reply: as that command's error (so that a redirection
-            // is seen as one, and retried).
-            Err(error) => match error.clone().into_server_errors().as_deref() {
-                Some([(_, one)]) => Err(RedisError::from(one.clone())),
-                _ => Err(error),
-            },
         }
     }
+
+    /// The `host:port` of the primary of `key`'s slot, by this client's slot map (read if
+    /// missing).
+    fn primary_of(&mut self, key: &[u8]) -> redis::RedisResult<String> {
+        if self.slots.is_none() {
+            self.slots = Some(read_slots(&mut self.connection)?);
+        }
+        let slot = bloomery::sharding::key_slot(key);
+        self.slots
+            .iter()
+            .flatten()
+            .find(|(first, last, _)| (*first..=*last).contains(&slot))
+            .map(|(_, _, address)| address.clone())
+            .ok_or_else(|| {
+                RedisError::from((
+                    ErrorKind::ClusterConnectionNotFound,
+                    "no node serves the slot",
+                    slot.to_string(),
+                ))
+            })
+    }
+}
+
+/// `error` (of connecting or talking to the node at `address`) with the address said.
+fn at_node(address: &str, error: RedisError) -> RedisError {
+    if error.is_io_error() {
+        // Kept as what it was for the retries: a timeout, or a connection lost.
+        let kind = if error.is_timeout() {
+            std::io::ErrorKind::TimedOut
+        } else if error.is_connection_dropped() {
+            std::io::ErrorKind::ConnectionReset
+        } else {
+            std::io::ErrorKind::Other
+        };
+        RedisError::from(std::io::Error::new(kind, format!("node {address}: {error}")))
+    } else {
+        error
+    }
+}
+
+/// The cluster's slot ranges and their primaries' `host:port` (`CLUSTER SLOTS`, asked of
+/// any node the redis crate reaches).
+fn read_slots(
+    connection: &mut redis::cluster::ClusterConnection,
+) -> redis::RedisResult<Vec<(u16, u16, String)>> {
+    let mut command = redis::cmd("CLUSTER");
+    command.arg("SLOTS");
+    let reply = connection.route_command(&command, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random))?;
+    let bad = |what: &str| {
+        RedisError::from((
+            ErrorKind::Parse,
+            "an unexpected CLUSTER SLOTS reply",
+            what.to_owned(),
+        ))
+    };
+    let Value::Array(ranges) = reply else {
+        return Err(bad("not an array"));
+    };
+    let mut slots = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        let Value::Array(fields) = range else {
+            return Err(bad("a range not an array"));
+        };
+        let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(primary))) =
+            (fields.first(), fields.get(1), fields.get(2))
+        else {
+            return Err(bad("a range without its primary"));
+        };
+        let host = match primary.first() {
+            Some(Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
+            _ => return Err(bad("a primary without its host")),
+        };
+        let Some(Value::Int(port)) = primary.get(1) else {
+            return Err(bad("a primary without its port"));
+        };
+        let (Ok(first), Ok(last)) = (u16::try_from(*first), u16::try_from(*last)) else {
+            return Err(bad("a slot out of range"));
+        };
+        slots.push((first, last, format!("{host}:{port}")));
+    }
+    Ok(slots)
 }
 
 /// `template` (a node's URL, with its user, password and database) at `address`
@@ -485,7 +551,15 @@ impl Connection {
     /// pipeline on failures worth retrying; replies in order. A command's error reply
     /// fails the whole call.
     pub fn pipeline(&mut self, commands: &[Cmd], context: &dyn Fn() -> String) -> Result<Vec<Value>> {
-        self.retrying(context, |inner| send_pipeline(inner, commands))
+        let mut replies = Replies::new(commands.len());
+        let failed = std::cell::Cell::new(None);
+        let context = || with_key(context(), commands, failed.get());
+        self.retrying(&context, |inner| {
+            let sent = send_pipeline(inner, commands, &mut replies);
+            failed.set(replies.failed);
+            sent
+        })?;
+        Ok(replies.known.into_iter().map(Option::unwrap_or_default).collect())
     }
 
     /// Sends `commands` as one pipeline (as [`pipeline`](Self::pipeline)) and then, with
@@ -503,6 +577,7 @@ impl Connection {
         context: &dyn Fn() -> String,
     ) -> Result<(Vec<Value>, Option<Value>)> {
         self.pipeline_and_wait_also(commands, &[], wait, context)
+            .map(|(replies, waited, _)| (replies, waited))
     }
 
     /// [`pipeline_and_wait`](Self::pipeline_and_wait), the `WAIT` also going to the
@@ -513,10 +588,14 @@ impl Connection {
         earlier: &[&[u8]],
         wait: Option<(usize, Duration)>,
         context: &dyn Fn() -> String,
-    ) -> Result<(Vec<Value>, Option<Value>)> {
+    ) -> Result<(Vec<Value>, Option<Value>, Vec<bool>)> {
         if commands.is_empty() {
-            return Ok((Vec::new(), None));
+            return Ok((Vec::new(), None, Vec::new()));
         }
+        let mut replies = Replies::new(commands.len());
+        let failed = std::cell::Cell::new(None);
+        let context = || with_key(context(), commands, failed.get());
+        let context: &dyn Fn() -> String = &context;
         let keys = commands.iter().filter_map(first_key);
         let written = routes(keys.chain(earlier.iter().copied()));
         let base = self.timeout;
@@ -534,7 +613,10 @@ impl Connection {
                 restarted_primary(&mut cluster.connection, &mut run_ids)?;
                 primaries_seen = true;
             }
-            let replies = send_pipeline(inner, commands)?;
+            failed.set(None);
+            let sent = send_pipeline(inner, commands, &mut replies);
+            failed.set(replies.failed);
+            sent?;
             let waited = match wait {
                 Some((replicas, timeout)) => Some(send_wait(inner, &written, replicas, timeout, base)?),
                 None => None,
@@ -549,7 +631,7 @@ impl Connection {
                     )));
                 }
             }
-            Ok((replies, waited))
+            Ok(waited)
         });
         self.run_ids = run_ids;
         self.primaries_seen = primaries_seen;
@@ -559,7 +641,11 @@ impl Connection {
                 self.inner = None;
                 Err(Error::Restarted(format!("the cluster's primary at {address}")))
             }
-            None => sent,
+            None => {
+                let waited = sent?;
+                let known = replies.known.into_iter().map(Option::unwrap_or_default).collect();
+                Ok((known, waited, replies.unsure))
+            }
         }
     }
 
@@ -700,97 +786,207 @@ impl Connection {
     }
 }
 
-/// Sends `commands` as one pipeline (on a cluster, one per node).
-fn send_pipeline(inner: &mut Inner, commands: &[Cmd]) -> redis::RedisResult<Vec<Value>> {
+/// `context` naming the key of the command `failed` (by its position in `commands`), if
+/// one failed by its error reply: a pipeline's error otherwise names only that position.
+fn with_key(context: String, commands: &[Cmd], failed: Option<usize>) -> String {
+    match failed.and_then(|index| commands.get(index)).and_then(first_key) {
+        Some(key) => format!("{context}, on key '{}'", String::from_utf8_lossy(key)),
+        None => context,
+    }
+}
+
+/// The state of a batch across the tries that send it: per command, its first reply (a
+/// later send's reply to a command that already ran is not its answer: an add sent again
+/// reports its items as old), and whether a send of it may have run without its reply
+/// being read (a connection lost, a reply timed out), so that the reply kept is a later
+/// send's.
+struct Replies {
+    known: Vec<Option<Value>>,
+    unsure: Vec<bool>,
+    /// The command whose error reply failed the last try, if one did.
+    failed: Option<usize>,
+}
+
+impl Replies {
+    fn new(count: usize) -> Self {
+        Self {
+            known: vec![None; count],
+            unsure: vec![false; count],
+            failed: None,
+        }
+    }
+
+    /// `reply` for command `index`, kept if it is the first.
+    fn keep(&mut self, index: usize, reply: Value) {
+        if self.known[index].is_none() {
+            self.known[index] = Some(reply);
+        }
+    }
+
+    /// Commands `indexes` were sent and their replies not read.
+    fn lost(&mut self, indexes: impl Iterator<Item = usize>) {
+        for index in indexes {
+            if self.known[index].is_none() {
+                self.unsure[index] = true;
+            }
+        }
+    }
+}
+
+/// How many times one try follows redirections (`MOVED`, `ASK`, `TRYAGAIN`) of a batch's
+/// commands before the last one is its error.
+const REDIRECTIONS: usize = 5;
+
+/// Sends `commands` (each with a key, on a cluster) as one pipeline (on a cluster, one per
+/// node, by this client's slot map), every command every try (so that a `WAIT` after it
+/// counts every write on the connections it uses), keeping in `replies` the first reply
+/// each command got. On a cluster a command redirected goes again alone (`MOVED`: with the
+/// slot map read again; `ASK`: with `ASKING`, to the node named), the others' replies
+/// kept. A command's error reply otherwise is the try's error (the other replies kept).
+fn send_pipeline(inner: &mut Inner, commands: &[Cmd], replies: &mut Replies) -> redis::RedisResult<()> {
+    replies.failed = None;
     match inner {
         Inner::Single(connection) => {
             let mut pipe = redis::pipe();
+            pipe.ignore_errors();
             for command in commands {
                 pipe.add_command(command.clone());
             }
-            pipe.query(connection)
+            let got: Vec<Value> = match pipe.query(connection) {
+                Ok(got) => got,
+                Err(error) => {
+                    if !in_step(&error) {
+                        replies.lost(0..commands.len());
+                    }
+                    return Err(error);
+                }
+            };
+            let mut failure = None;
+            for (index, reply) in got.into_iter().enumerate() {
+                match reply {
+                    Value::ServerError(error) => failure = failure.or(Some((index, error))),
+                    reply => replies.keep(index, reply),
+                }
+            }
+            match failure {
+                Some((index, error)) => {
+                    replies.failed = Some(index);
+                    Err(RedisError::from(error))
+                }
+                None => Ok(()),
+            }
         }
-        Inner::Cluster(cluster) => match cluster_pipeline(&mut cluster.connection, commands) {
-            Err(error) if only_redirections(&error) => follow_redirections(cluster, commands, &error),
-            other => other,
-        },
+        Inner::Cluster(cluster) => send_cluster(cluster, commands, replies),
     }
 }
 
-/// `commands` as one pipeline of the redis crate (one per node, by its slot map).
-fn cluster_pipeline(
-    connection: &mut redis::cluster::ClusterConnection,
-    commands: &[Cmd],
-) -> redis::RedisResult<Vec<Value>> {
-    let mut pipe = redis::cluster::cluster_pipe();
-    for command in commands {
-        pipe.add_command(command.clone());
-    }
-    pipe.query(connection)
-}
-
-/// `commands` again after their pipeline met redirections (`error`): the redis crate
-/// (1.8) hands a pipeline's back as its error rather than following them. Where one was
-/// `MOVED`, the crate's slot map is refreshed first (a read of that key, which the crate
-/// follows with a fresh map); then every command not sent `ASK` goes again as one
-/// pipeline on that map (the ones that were not redirected ran once already: sent again,
-/// an add reports its items as old, as any batch sent again does, and the write is again
-/// on the connection its `WAIT` goes to); and each command sent `ASK` (its slot half-way
-/// through moving, the key already on the new node) goes with `ASKING` to the address
-/// named, on this client's own connection there, recorded for the `WAIT`
-/// ([`ClusterInner::ask`]). The crate would follow `ASK` by itself for a single command,
-/// but to a node its slot map does not name, where the `WAIT` would not go. A redirection
-/// met again is the error, and the batch goes again (the slot is moving on).
-fn follow_redirections(
+/// [`send_pipeline`] on a cluster.
+fn send_cluster(
     cluster: &mut ClusterInner,
     commands: &[Cmd],
-    error: &RedisError,
-) -> redis::RedisResult<Vec<Value>> {
-    let errors = error
-        .clone()
-        .into_server_errors()
-        .unwrap_or_else(|| Arc::from([]));
-    let mut asked: Vec<(usize, String)> = Vec::new();
-    let mut moved = None;
-    for (index, server_error) in errors.iter() {
-        let redirect = || server_error.details()?.split_ascii_whitespace().nth(1);
-        match server_error.kind() {
-            Some(ServerErrorKind::Ask) => {
-                let address = redirect().ok_or_else(|| RedisError::from(server_error.clone()))?;
-                asked.push((*index, address.to_owned()));
+    replies: &mut Replies,
+) -> redis::RedisResult<()> {
+    // Per command to send: the address an `ASK` named, if one did.
+    let mut todo: Vec<(usize, Option<String>)> = (0..commands.len()).map(|index| (index, None)).collect();
+    let mut last = None;
+    for _ in 0..=REDIRECTIONS {
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let mut by_node: std::collections::BTreeMap<String, Vec<(usize, bool)>> = Default::default();
+        for (index, asked) in todo.drain(..) {
+            let (address, asking) = match asked {
+                Some(address) => (address, true),
+                None => {
+                    let key = first_key(&commands[index]).unwrap_or_default();
+                    (cluster.primary_of(key)?, false)
+                }
+            };
+            by_node.entry(address).or_default().push((index, asking));
+        }
+        let mut failure = None;
+        let mut again = false;
+        for (address, sent) in by_node {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for &(index, asking) in &sent {
+                if asking {
+                    pipe.cmd("ASKING").ignore();
+                }
+                pipe.add_command(commands[index].clone());
             }
-            Some(ServerErrorKind::Moved) => moved = moved.or(Some(*index)),
-            _ => {}
+            if sent.iter().any(|&(index, _)| !is_read(&commands[index])) {
+                // Recorded before sending: a write that may have arrived is waited for.
+                cluster.unwaited.insert(address.clone());
+            }
+            let got: redis::RedisResult<Vec<Value>> = cluster
+                .node(&address)
+                .and_then(|connection| pipe.query(connection))
+                .map_err(|error| at_node(&address, error));
+            let got = match got {
+                Ok(got) if got.len() == sent.len() => got,
+                Ok(got) => {
+                    cluster.asked.remove(&address);
+                    replies.lost(sent.iter().map(|&(index, _)| index));
+                    return Err(RedisError::from((
+                        ErrorKind::Client,
+                        "replies out of turn",
+                        format!("{} replies to {} commands from {address}", got.len(), sent.len()),
+                    )));
+                }
+                Err(error) => {
+                    // Replies not read: the connection is not used again.
+                    cluster.asked.remove(&address);
+                    replies.lost(sent.iter().map(|&(index, _)| index));
+                    return Err(error);
+                }
+            };
+            for (&(index, _), reply) in sent.iter().zip(got) {
+                let Value::ServerError(error) = reply else {
+                    replies.keep(index, reply);
+                    continue;
+                };
+                match error.kind() {
+                    Some(ServerErrorKind::Moved) => {
+                        cluster.slots = None;
+                        todo.push((index, None));
+                    }
+                    Some(ServerErrorKind::Ask) => match error
+                        .details()
+                        .and_then(|details| details.split_ascii_whitespace().nth(1))
+                    {
+                        Some(address) => todo.push((index, Some(address.to_owned()))),
+                        None => failure = failure.or(Some((index, error.clone()))),
+                    },
+                    Some(ServerErrorKind::TryAgain) => {
+                        again = true;
+                        todo.push((index, None));
+                    }
+                    _ => failure = failure.or(Some((index, error.clone()))),
+                }
+                if matches!(
+                    error.kind(),
+                    Some(ServerErrorKind::Moved | ServerErrorKind::Ask | ServerErrorKind::TryAgain)
+                ) {
+                    last = Some((index, error));
+                }
+            }
+        }
+        if let Some((index, error)) = failure {
+            replies.failed = Some(index);
+            return Err(RedisError::from(error));
+        }
+        if again {
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
-    if let Some(index) = moved
-        && let Some(key) = commands.get(index).and_then(first_key)
-    {
-        let mut exists = redis::cmd("EXISTS");
-        exists.arg(key);
-        let route = Route::with_key(key, SlotAddr::Master);
-        cluster.connection.route_command(
-            &exists,
-            RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
-        )?;
-    }
-    let mut replies = vec![Value::Nil; commands.len()];
-    let others: Vec<usize> = (0..commands.len())
-        .filter(|index| !asked.iter().any(|(asked, _)| asked == index))
-        .collect();
-    if !others.is_empty() {
-        let again: Vec<Cmd> = others.iter().map(|&index| commands[index].clone()).collect();
-        for (index, reply) in others
-            .iter()
-            .zip(cluster_pipeline(&mut cluster.connection, &again)?)
-        {
-            replies[*index] = reply;
+    match last {
+        Some((index, error)) if !todo.is_empty() => {
+            replies.failed = Some(index);
+            Err(RedisError::from(error))
         }
+        _ => Ok(()),
     }
-    for (index, address) in asked {
-        replies[index] = cluster.ask(&address, &commands[index])?;
-    }
-    Ok(replies)
 }
 
 /// The address of a primary (of the slot map: every primary) whose `run_id` differs from
@@ -855,19 +1051,6 @@ fn info_refused(error: &RedisError) -> bool {
 /// read; any other (a lost connection, a timeout) may leave replies unread.
 fn in_step(error: &RedisError) -> bool {
     error.clone().into_server_errors().is_some()
-}
-
-/// Whether every error of a failed pipeline is a redirection, or a slot not yet ready
-/// (`MOVED`, `ASK`, `TRYAGAIN`).
-fn only_redirections(error: &RedisError) -> bool {
-    error.clone().into_server_errors().is_some_and(|errors| {
-        errors.iter().all(|(_, error)| {
-            matches!(
-                error.kind(),
-                Some(ServerErrorKind::Moved | ServerErrorKind::Ask | ServerErrorKind::TryAgain)
-            )
-        })
-    })
 }
 
 /// `WAIT`'s timeout argument: milliseconds, rounded up (`WAIT n 0` waits forever).
@@ -1051,6 +1234,7 @@ fn connect(target: &Target, timeout: Duration) -> redis::RedisResult<Inner> {
                 timeout,
                 asked: std::collections::HashMap::new(),
                 unwaited: std::collections::BTreeSet::new(),
+                slots: None,
             })))
         }
     }
@@ -1448,6 +1632,15 @@ impl ShardedFilter {
     /// Adds items by their hashes ([`ShardPlan::hash`]); per hash, whether it was new (a
     /// bit changed). A hash repeated in `hashes` is new at most once, at its first place.
     pub fn add_hashes(&mut self, hashes: &[u64]) -> Result<Vec<bool>> {
+        self.add_hashes_doubted(hashes).map(|(new, _)| new)
+    }
+
+    /// [`add_hashes`](Self::add_hashes), and per hash whether its answer "old" may be
+    /// wrong: its shard's command was sent, its reply lost (a connection lost, no reply in
+    /// time), and sent again, whose reply says "old" for items the first send added. Such
+    /// an item is in the filter, but whether this call added it is unknown. (A redirected
+    /// command, or one that met an error reply, did not run, and is never doubted.)
+    pub fn add_hashes_doubted(&mut self, hashes: &[u64]) -> Result<(Vec<bool>, Vec<bool>)> {
         let command = "BF.HASHADD";
         let (groups, commands) = self.commands(command, hashes);
         let name = &self.name;
@@ -1461,7 +1654,7 @@ impl ShardedFilter {
             Vec::new()
         };
         let earlier: &[&[u8]] = &created_keys;
-        let (replies, waited) =
+        let (replies, waited, unsure) =
             self.connection
                 .pipeline_and_wait_also(&commands, earlier, self.wait, &|| {
                     format!("{command} on sharded filter '{name}'")
@@ -1474,7 +1667,13 @@ impl ShardedFilter {
             check_acknowledged(reply, replicas, timeout)?;
             self.metadata_unwaited = false;
         }
-        Ok(flags)
+        let mut doubted = vec![false; hashes.len()];
+        for ((_, positions), _) in groups.iter().zip(&unsure).filter(|(_, unsure)| **unsure) {
+            for &position in positions {
+                doubted[position] = !flags[position];
+            }
+        }
+        Ok((flags, doubted))
     }
 
     /// Looks items up by their hashes: per hash, whether it is probably present.
