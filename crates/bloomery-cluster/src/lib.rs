@@ -795,6 +795,24 @@ fn with_key(context: String, commands: &[Cmd], failed: Option<usize>) -> String 
     }
 }
 
+/// `error` with the shard index said after the key it names, `keys` being the shards'
+/// keys in shard order.
+fn shard_named(error: Error, keys: &[String]) -> Error {
+    match error {
+        Error::Redis { context, source } => {
+            let shard = keys
+                .iter()
+                .position(|key| context.ends_with(&format!("on key '{key}'")));
+            let context = match shard {
+                Some(shard) => format!("{context} (shard {shard} of {})", keys.len()),
+                None => context,
+            };
+            Error::Redis { context, source }
+        }
+        other => other,
+    }
+}
+
 /// The state of a batch across the tries that send it: per command, its first reply (a
 /// later send's reply to a command that already ran is not its answer: an add sent again
 /// reports its items as old), and whether a send of it may have run without its reply
@@ -1390,10 +1408,15 @@ fn refuse_earlier_shards(connection: &mut Connection, name: &str, plan: &ShardPl
 /// failed and their codes, where redis-rs lists every failed command's (a batch over 128
 /// shards that met a lost node failed with 128 near copies of one sentence).
 fn shown(error: &RedisError) -> String {
+    shown_text(error.to_string())
+}
+
+/// [`shown`] of an error's text.
+fn shown_text(text: String) -> String {
     const ENTRY: &str = "(Index ";
-    let text = error.to_string();
     let Some(list) = text
         .strip_prefix("Pipeline failures: [")
+        .or_else(|| text.strip_prefix("Pipeline failure: ["))
         .and_then(|rest| rest.strip_suffix(']'))
     else {
         return text;
@@ -1408,6 +1431,9 @@ fn shown(error: &RedisError) -> String {
                 .map_or(entry, |(_, message)| message.strip_suffix(')').unwrap_or(message))
         })
         .collect();
+    if messages.len() == 1 {
+        return messages[0].to_owned();
+    }
     let mut codes: Vec<(&str, usize)> = Vec::new();
     for message in &messages[1..] {
         let code = message
@@ -1654,11 +1680,12 @@ impl ShardedFilter {
             Vec::new()
         };
         let earlier: &[&[u8]] = &created_keys;
-        let (replies, waited, unsure) =
-            self.connection
-                .pipeline_and_wait_also(&commands, earlier, self.wait, &|| {
-                    format!("{command} on sharded filter '{name}'")
-                })?;
+        let (replies, waited, unsure) = self
+            .connection
+            .pipeline_and_wait_also(&commands, earlier, self.wait, &|| {
+                format!("{command} on sharded filter '{name}'")
+            })
+            .map_err(|error| shard_named(error, &self.keys))?;
         for (shard, _) in &groups {
             self.added_to[*shard as usize] = true;
         }
@@ -1683,7 +1710,8 @@ impl ShardedFilter {
         let name = &self.name;
         let replies = self
             .connection
-            .pipeline(&commands, &|| format!("{command} on sharded filter '{name}'"))?;
+            .pipeline(&commands, &|| format!("{command} on sharded filter '{name}'"))
+            .map_err(|error| shard_named(error, &self.keys))?;
         answers(command, &groups, replies, hashes.len())
     }
 
@@ -1780,7 +1808,8 @@ impl ShardedFilter {
         let name = &self.name;
         let replies = self
             .connection
-            .pipeline(&commands, &|| format!("reading the shards of '{name}'"))?;
+            .pipeline(&commands, &|| format!("reading the shards of '{name}'"))
+            .map_err(|error| shard_named(error, &self.keys))?;
         let mut info = Info {
             plan: self.plan,
             shards_created: 0,
@@ -1958,6 +1987,50 @@ mod tests {
         }
         // Not a URL the parser takes: everything up to the last '@' hidden.
         assert_eq!(redacted("redis://app:s3cret@db:port"), "redis://***@db:port");
+    }
+
+    #[test]
+    fn errors_name_the_key_the_shard_and_the_node() {
+        // A pipeline's one failure: its message, without the crate's "Index N" (the
+        // command's place in the batch, not the shard).
+        let one = RedisError::from(
+            match redis::parse_redis_value(
+                b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+            ) {
+                Ok(Value::ServerError(error)) => error,
+                other => panic!("{other:?}"),
+            },
+        );
+        let said = shown_text(
+            "Pipeline failure: [(Index 0, error: \"WRONGTYPE\": Operation against a key holding the wrong kind of value)]"
+                .to_owned(),
+        );
+        assert!(!said.contains("Index"), "{said}");
+        assert!(said.contains("WRONGTYPE"), "{said}");
+        let said = shown(&one);
+        assert!(!said.contains("Index"), "{said}");
+        assert!(said.contains("WRONGTYPE"), "{said}");
+        // The context names the key of the command that failed, and the shard it is.
+        let command = {
+            let mut command = redis::cmd("BF.HASHADD");
+            command.arg("{06S}1:f").arg(1).arg(2);
+            command
+        };
+        let keys = vec!["{06S}0:f".to_owned(), "{06S}1:f".to_owned()];
+        let context = with_key("BF.HASHADD on sharded filter 'f'".to_owned(), &[command], Some(0));
+        let error = shard_named(Error::Redis { context, source: one }, &keys);
+        let said = error.to_string();
+        assert!(said.contains("on key '{06S}1:f' (shard 1 of 2)"), "{said}");
+        // A connection refused by a node says the node, and stays an I/O error (retried).
+        let refused = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let at = at_node("127.0.0.1:30001", refused);
+        assert!(at.to_string().contains("node 127.0.0.1:30001"), "{at}");
+        assert!(at.is_io_error() && worth_retrying(&at));
+        let timed_out = at_node(
+            "127.0.0.1:30002",
+            RedisError::from(std::io::Error::from(std::io::ErrorKind::WouldBlock)),
+        );
+        assert!(timed_out.is_timeout(), "{timed_out}");
     }
 
     #[test]

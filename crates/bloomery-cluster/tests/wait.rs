@@ -860,6 +860,50 @@ fn a_redirection_loses_no_other_shards_answers() {
 }
 
 #[test]
+fn errors_name_the_shard_key_and_the_node() {
+    // A shard key overwritten with a string: the error names the key and the shard (the
+    // client before this said "Pipeline failure: [(Index N, ...)]", N the command's place
+    // in the batch); a primary down: the error names its address (it said only
+    // "Connection refused").
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let mut cluster = Cluster::start("named");
+    let name = "named";
+    let plan = ShardPlan::new(100_000, 0.01, 64 << 20, 4).expect("a plan");
+    let key = plan.shard_key(name, 2);
+    let mut filter = opened(&cluster, name, plan, 0, Duration::ZERO);
+    let hashes: Vec<u64> = (0..1_000).map(|i| filter.hash(&i)).collect();
+    filter.contains_hashes(&hashes).expect("checked");
+    let owner = cluster.owner(&key);
+    let _: i64 = owner.query(redis::cmd("DEL").arg(&key));
+    let _: String = owner.query(redis::cmd("SET").arg(&key).arg("not a shard"));
+    let error = filter
+        .contains_hashes(&hashes)
+        .expect_err("a string at a shard key");
+    let said = error.to_string();
+    assert!(said.contains(&format!("on key '{key}' (shard 2 of 4)")), "{said}");
+    assert!(said.contains("WRONGTYPE") && !said.contains("Index"), "{said}");
+    let port = owner.port;
+    let index = cluster
+        .primaries
+        .iter()
+        .position(|node| node.port == port)
+        .expect("the owner");
+    cluster.primaries[index].stop();
+    filter.set_wait(0, Duration::ZERO);
+    let mut connection = filter.into_connection();
+    connection.set_retry_for(Duration::ZERO);
+    let mut filter = ShardedFilter::open(connection, name).expect("opened");
+    let said = filter
+        .contains_hashes(&hashes)
+        .expect_err("a primary down")
+        .to_string();
+    assert!(said.contains(&format!("node 127.0.0.1:{port}")), "{said}");
+}
+
+#[test]
 fn the_retry_time_bounds_a_call_while_the_cluster_is_down() {
     // The redis crate's cluster client retries a command 16 times by default, waiting
     // longer each time (up to minutes) while the cluster answers CLUSTERDOWN: one `GET`
