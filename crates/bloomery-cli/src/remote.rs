@@ -59,7 +59,9 @@ pub struct RemoteArgs {
     )]
     wait_ms: u64,
     /// How long to keep reconnecting and resending a batch after a failure worth
-    /// retrying (a failover, slots moving, a lost connection), in seconds.
+    /// retrying (a failover, slots moving, a lost connection), in seconds: no new try
+    /// starts after it, but a try under way is not cut short (each reply is waited for up
+    /// to 10 s).
     #[arg(
         long,
         global = true,
