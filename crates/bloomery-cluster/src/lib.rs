@@ -924,12 +924,14 @@ fn send_cluster(
         }
         let mut failure = None;
         let mut again = false;
-        for (address, sent) in by_node {
+        // Every node's pipeline is sent before any reply is read (the nodes work at
+        // once), then each node's replies are read in turn.
+        let groups: Vec<(String, Vec<(usize, bool)>)> = by_node.into_iter().collect();
+        for (number, (address, sent)) in groups.iter().enumerate() {
             let mut pipe = redis::pipe();
-            pipe.ignore_errors();
-            for &(index, asking) in &sent {
+            for &(index, asking) in sent {
                 if asking {
-                    pipe.cmd("ASKING").ignore();
+                    pipe.cmd("ASKING");
                 }
                 pipe.add_command(commands[index].clone());
             }
@@ -937,26 +939,41 @@ fn send_cluster(
                 // Recorded before sending: a write that may have arrived is waited for.
                 cluster.unwaited.insert(address.clone());
             }
-            let got: redis::RedisResult<Vec<Value>> = cluster
-                .node(&address)
-                .and_then(|connection| pipe.query(connection))
-                .map_err(|error| at_node(&address, error));
-            let got = match got {
-                Ok(got) if got.len() == sent.len() => got,
-                Ok(got) => {
-                    cluster.asked.remove(&address);
+            let packed = pipe.get_packed_pipeline();
+            if let Err(error) = cluster
+                .node(address)
+                .and_then(|connection| connection.send_packed_command(&packed))
+            {
+                // This node's and the earlier nodes' replies are not read: their
+                // connections are not used again (the caller drops them all).
+                for (address, sent) in &groups[..=number] {
+                    cluster.asked.remove(address);
                     replies.lost(sent.iter().map(|&(index, _)| index));
-                    return Err(RedisError::from((
-                        ErrorKind::Client,
-                        "replies out of turn",
-                        format!("{} replies to {} commands from {address}", got.len(), sent.len()),
-                    )));
                 }
+                return Err(at_node(address, error));
+            }
+        }
+        for (number, (address, sent)) in groups.iter().enumerate() {
+            let read = cluster.node(address).and_then(|connection| {
+                let mut got = Vec::with_capacity(sent.len());
+                for &(_, asking) in sent {
+                    if asking {
+                        // ASKING's reply (OK); the command's, if it failed, says why.
+                        connection.recv_response()?;
+                    }
+                    got.push(connection.recv_response()?);
+                }
+                Ok(got)
+            });
+            // The earlier nodes' replies are kept before a later node's error.
+            let got = match read {
+                Ok(got) => got,
                 Err(error) => {
-                    // Replies not read: the connection is not used again.
-                    cluster.asked.remove(&address);
-                    replies.lost(sent.iter().map(|&(index, _)| index));
-                    return Err(error);
+                    for (address, sent) in &groups[number..] {
+                        cluster.asked.remove(address);
+                        replies.lost(sent.iter().map(|&(index, _)| index));
+                    }
+                    return Err(at_node(address, error));
                 }
             };
             for (&(index, _), reply) in sent.iter().zip(got) {
