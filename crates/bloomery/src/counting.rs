@@ -229,15 +229,25 @@ impl Persist for CountingBloomFilter {
         params.finish()?;
         check_num_hashes(num_hashes)?;
         ClassicShape::new(num_counters, num_hashes)?;
-        let counters =
-            CounterVec::from_bytes(payload.to_vec(), num_counters).ok_or_else(|| Error::Format {
-                format: "bloomery",
-                problem: FormatProblem::Inconsistent(format!(
-                    "{num_counters} counters need {} payload bytes, found {}",
-                    num_counters.div_ceil(2),
-                    payload.len()
-                )),
-            })?;
+        let inconsistent = |problem: String| Error::Format {
+            format: "bloomery",
+            problem: FormatProblem::Inconsistent(problem),
+        };
+        if payload.len() as u64 != num_counters.div_ceil(2) {
+            return Err(inconsistent(format!(
+                "{num_counters} counters need {} payload bytes, found {}",
+                num_counters.div_ceil(2),
+                payload.len()
+            )));
+        }
+        // The length holds, so only the unused half of the last byte can be wrong.
+        let counters = CounterVec::from_bytes(payload.to_vec(), num_counters).ok_or_else(|| {
+            inconsistent(format!(
+                "{num_counters} counters (an odd count) leave the high nibble of the last \
+                 payload byte unused, and it must be zero; found {:#04x}",
+                payload.last().copied().unwrap_or(0)
+            ))
+        })?;
         Ok(Self {
             counters,
             num_hashes,
@@ -266,6 +276,29 @@ mod tests {
         assert!(filter.contains("hot"), "saturated counters stay set");
         // ...and "cold", which may share them, is still present.
         assert!(filter.contains("cold"));
+    }
+
+    #[test]
+    fn an_odd_count_with_its_unused_nibble_set_is_refused_for_that() {
+        let filter = CountingBloomFilter::with_fpp(30, 0.01).unwrap();
+        let (params, mut payload) = (filter.params(), filter.to_bytes()[64..].to_vec());
+        let num_counters = filter.counters.len();
+        let odd = ParamWriter::new()
+            .u64(num_counters - 1)
+            .u32(filter.num_hashes)
+            .finish();
+        assert!(CountingBloomFilter::from_parts(&odd, &payload).is_ok());
+        *payload.last_mut().unwrap() |= 0x10;
+        let error = CountingBloomFilter::from_parts(&odd, &payload)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("high nibble of the last payload byte"), "{error}");
+        assert!(!error.contains("need"), "{error}");
+        // A payload of the wrong length is refused for its length.
+        let error = CountingBloomFilter::from_parts(&params, &payload[1..])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("payload bytes, found"), "{error}");
     }
 
     #[test]
