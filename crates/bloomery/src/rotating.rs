@@ -139,7 +139,26 @@ impl RotatingBloomFilter {
     /// would take the filter past `memory_limit` bytes (checked before allocating).
     fn start_generation(&mut self, now_ms: u64, limit: GrowthLimit<'_>) -> Result<()> {
         let full = self.generations.len() == self.max_generations;
-        let shape = ClassicShape::for_rate(self.items_per_generation, self.fpp)?;
+        // A constructor checks this shape; a version-2 file is read whatever its parameters
+        // make of it, and its kept generations keep answering and taking items, but a new
+        // one cannot start. Refused before anything changes: no generation is dropped.
+        let shape =
+            ClassicShape::for_rate(self.items_per_generation, self.fpp).map_err(|error| match error {
+                Error::Sizing {
+                    expected_items,
+                    fpp,
+                    problem,
+                } => Error::Sizing {
+                    expected_items,
+                    fpp,
+                    problem: format!(
+                        "{problem}; this rotating filter's items_per_generation and fpp size no new \
+                     generation, so it takes no item once its newest generation is full or past \
+                     its window (the kept generations still answer)"
+                    ),
+                },
+                other => other,
+            })?;
         // The oldest generation is dropped when all are kept, but a file may hold
         // generations smaller than the ones it makes (version 2 stores each one's shape),
         // so the new one is counted against what stays, not assumed equal.
@@ -175,8 +194,8 @@ impl RotatingBloomFilter {
     ///
     /// # Panics
     /// When a new generation cannot be made: the system refuses its memory (as `Vec`
-    /// aborts when it cannot grow), or a file's parameters cannot size it (a file read with
-    /// Guava's sizing of an item count and rate whose generations this code cannot make);
+    /// aborts when it cannot grow), or a version-2 file's `items_per_generation` and `fpp`
+    /// cannot size it (such a file stores its generations' shapes and is read all the same);
     /// [`insert_within`](Self::insert_within) returns either as an error.
     pub fn insert_at<T: Funnel + ?Sized>(&mut self, item: &T, now_ms: u64) -> bool {
         // A constructor checks the generations' shape and there is no memory limit, so only
@@ -462,16 +481,23 @@ impl RotatingBloomFilter {
             return Err(inconsistent("0 items per generation".into()));
         }
         check_fpp(fpp)?;
-        let sized = ClassicShape::for_fpp(items_per_generation, fpp)?;
+        // Version 1 stored no shapes: every generation has Guava's shape for these
+        // parameters. Version 2 stores each one's, and is read whatever a new generation's
+        // sizing would make of them (a new one that cannot be sized is refused when an
+        // insert needs it, see `start_generation`).
+        let sized = if shapes_stored {
+            None
+        } else {
+            Some(ClassicShape::for_fpp(items_per_generation, fpp)?)
+        };
         let mut generations = VecDeque::with_capacity(kept);
         let mut rest = payload;
         for _ in 0..kept {
             let len = reader.u64()?;
             let started_ms = reader.u64()?;
-            let (filter, tail) = if shapes_stored {
-                read_embedded(&mut reader, rest)?
-            } else {
-                read_words(sized.num_hashes, sized.num_words as u64, rest)?
+            let (filter, tail) = match sized {
+                None => read_embedded(&mut reader, rest)?,
+                Some(sized) => read_words(sized.num_hashes, sized.num_words as u64, rest)?,
             };
             rest = tail;
             generations.push_back(Generation {
@@ -546,5 +572,80 @@ mod tests {
         assert!(filter.contains_at("ahead-1", 6_000 + 20_000 - 1));
         assert!(filter.contains_at("behind", 1_000 + 20_000 - 1));
         assert!(!filter.contains_at("ahead-1", 6_000 + 30_000));
+    }
+
+    /// A version-2 file of `filter` with its `items_per_generation` and `fpp` replaced:
+    /// parameters and payload. (Version 2 stores every generation's shape, so the format
+    /// allows any item count and rate in range, whether or not a new generation can be
+    /// sized from them.)
+    fn v2_parts_with(
+        filter: &RotatingBloomFilter,
+        items_per_generation: u64,
+        fpp: f64,
+    ) -> (Vec<u8>, Vec<u8>) {
+        let mut params = filter.params();
+        params[4..12].copy_from_slice(&items_per_generation.to_le_bytes());
+        params[12..20].copy_from_slice(&fpp.to_le_bytes());
+        let payload = filter
+            .payload_pieces()
+            .iter()
+            .flat_map(|piece| piece.iter().copied())
+            .collect();
+        (params, payload)
+    }
+
+    #[test]
+    fn a_version_2_file_whose_parameters_size_no_generation_opens_answers_and_takes_items() {
+        let mut made = RotatingBloomFilter::with_window(2, 3, 0.01, Some(1_000), 0).unwrap();
+        made.insert_at("a", 0);
+        made.insert_at("b", 0);
+        // 100 items at 10^-100 need 332 hashes; 10^15 items at 1% more bits than a
+        // generation can have. Neither makes a shape, and both are valid files.
+        for (items_per_generation, fpp) in [(3, 1e-100), (1_000_000_000_000_000, 0.01)] {
+            assert!(ClassicShape::for_rate(items_per_generation, fpp).is_err());
+            let (params, payload) = v2_parts_with(&made, items_per_generation, fpp);
+            let mut filter = RotatingBloomFilter::from_parts(&params, &payload)
+                .unwrap_or_else(|error| panic!("{items_per_generation} at {fpp}: {error}"));
+            assert!(filter.contains("a") && filter.contains("b") && !filter.contains("c"));
+            // The same file through the CLI's path, and its bytes written back unchanged.
+            let bytes = filter.to_bytes();
+            let opened = crate::any::open(&bytes).unwrap();
+            assert!(opened.contains(b"a") && opened.contains(b"b"));
+            assert_eq!(RotatingBloomFilter::from_bytes(&bytes).unwrap().to_bytes(), bytes);
+            // The newest generation has room (by count and by time): an insert goes there.
+            assert!(filter.insert_within("c", 999, None).unwrap());
+            assert!(filter.contains("c"));
+            assert_eq!((filter.num_generations(), filter.len()), (1, 3));
+            // Past its window (and, at 3 items per generation, full): a new generation is
+            // needed and cannot be sized. Refused with the reason, before anything changes.
+            let before = filter.clone();
+            let error = filter.insert_within("d", 1_000, None).unwrap_err();
+            assert!(matches!(error, Error::Sizing { .. }), "{error}");
+            assert!(error.to_string().contains("size no new generation"), "{error}");
+            assert_eq!(filter, before);
+            assert!(["a", "b", "c"].iter().all(|item| filter.contains(*item)));
+            assert!(!filter.contains("d"));
+            // The library's panicking insert says the same.
+            let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                filter.clone().insert_at("d", 1_000);
+            }));
+            assert!(panicked.is_err());
+        }
+    }
+
+    #[test]
+    fn a_version_1_file_still_needs_a_shape_from_its_parameters() {
+        // Version 1 has no stored shapes: parameters that size none are refused.
+        let made = RotatingBloomFilter::new(2, 3, 0.01).unwrap();
+        let (params, payload) = v2_parts_with(&made, 3, 1e-100);
+        let mut v1 = params[..32].to_vec();
+        v1.extend_from_slice(&params[32..48]); // the one generation's items and start
+        assert!(RotatingBloomFilter::from_parts_of_version(1, &v1, &payload).is_err());
+        // Guava's shape for 3 items at 1% (one word), which version 1 implies.
+        assert_eq!(ClassicShape::for_fpp(3, 0.01).unwrap().num_words, 1);
+        let (params, _) = v2_parts_with(&made, 3, 0.01);
+        let mut v1 = params[..32].to_vec();
+        v1.extend_from_slice(&params[32..48]);
+        assert!(RotatingBloomFilter::from_parts_of_version(1, &v1, &[0; 8]).is_ok());
     }
 }
