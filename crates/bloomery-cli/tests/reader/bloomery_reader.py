@@ -1,4 +1,4 @@
-"""An independent reader (and, for two variants, writer) of bloomery filter files.
+"""An independent reader (and, for some variants, writer) of bloomery filter files.
 
 Written from ``docs/format.md`` alone ("The bloomery filter file format, version 2");
 section names in the docstrings below refer to that page. Depends only on the Python
@@ -12,6 +12,10 @@ Entry points:
 * ``ClassicFilter.new(num_hashes, num_words)``, ``BlockedFilter.new(num_blocks, seed)``
   and ``SplitBlockFilter.new(num_blocks)`` make empty filters that support
   ``add(item_bytes)`` and ``to_bytes()`` (a whole version-2 file);
+* ``ScalableWriter``, ``ScalableBlockedWriter`` and ``RotatingWriter`` take a parsed filter
+  of those variants and add items by the page's writer rules (sections "4: scalable",
+  "10: scalable-blocked", "7: rotating"), growing it with the page's "Sizing"
+  (``classic_sizing``, ``rate_sizing``, ``blocked_sizing``); ``to_bytes()`` as above;
 * ``item_text``, ``item_long``, ``item_int`` turn values into item bytes ("Items").
 """
 
@@ -200,10 +204,81 @@ def classic_sizing(n: int, p: float) -> tuple[int, int]:
     or after rounding up to words; Guava's ``BloomFilter.create`` uses the bit count
     before rounding, and so does this function.
     """
-    bits = guava_optimal_num_of_bits(n, p)
+    n = max(n, 1)
+    bits = max(1, guava_optimal_num_of_bits(n, p))
     k = guava_optimal_num_of_hash_functions(n, bits)
     words = -(-bits // 64)
+    if words > MAX_WORDS or k > 255:
+        raise ValueError(
+            f"classic sizing: {n} items at {p} make no shape ({k} hashes, {words} words)"
+        )
     return k, words
+
+
+def rate_sizing(n: int, p: float) -> tuple[int, int]:
+    """``(num_hashes, num_words)`` of the rate sizing (section "Sizing"): the classic
+    sizing, with at least ``ceil(sqrt(60 n / p))`` bits (the hash count kept)."""
+    k, words = classic_sizing(n, p)
+    least = math.ceil(math.sqrt(60.0 * n / p))
+    if least > 64 * words:
+        words = -(-least // 64)
+        if words > MAX_WORDS:
+            raise ValueError(f"rate sizing: {n} items at {p} need {least} bits")
+    return k, words
+
+
+def _ln_factorial(x: int) -> float:
+    """``lnfact(x)`` of the blocked sizing (section "Sizing")."""
+    if x < 16:
+        total = 0.0
+        for i in range(2, x + 1):
+            total += math.log(i)
+        return total
+    x = float(x)
+    inv = 1.0 / x
+    inv2 = inv * inv
+    return (x * math.log(x) - x + 0.5 * math.log(2 * math.pi * x)
+            + inv * (1.0 / 12.0 - inv2 * (1.0 / 360.0 - inv2 / 1260.0)))  # fmt: skip
+
+
+def _block_rate(blocks: int, n: int, w: float, floor: bool) -> float:
+    """``rate(B, floor)`` of the blocked sizing (section "Sizing")."""
+    lam = n / blocks
+    s = 12.0 * math.sqrt(lam) + 30.0
+    if lam - s > 50.0 * w:
+        return 1.0
+    first, last = math.floor(max(lam - s, 0.0)), math.ceil(lam + s)
+    key_miss = math.log1p(-1.0 / 4294967296.0)
+    rate = 0.0
+    for x in range(first, last + 1):
+        probability = math.exp(x * math.log(lam) - lam - _ln_factorial(x))
+        c = -math.expm1(x * key_miss) if floor else 0.0
+        y = 1.0 - math.pow(1.0 - 1.0 / w, x)
+        y2 = y * y
+        y4 = y2 * y2
+        rate += probability * (c + (1.0 - c) * (y4 * y4))
+    return min(rate, 1.0)
+
+
+def blocked_sizing(n: int, p: float, w: float = 64.0, max_blocks: int = 1 << 32) -> int:
+    """``num_blocks`` of the blocked sizing of ``n`` items at ``p`` (section "Sizing"):
+    512-bit blocks by default, ``w = 32`` and ``max_blocks = 2^26 - 1`` for split-block."""
+    n = max(n, 1)
+    target = 0.95 * p
+    if _block_rate(max_blocks, n, w, True) > target:
+        raise ValueError(f"blocked sizing: {n} items at {p} fit no block count")
+
+    def fewest(floor: bool, t: float) -> int:
+        low, high = 1, max_blocks
+        while low < high:
+            mid = low + (high - low) // 2
+            if _block_rate(mid, n, w, floor) <= t:
+                high = mid
+            else:
+                low = mid + 1
+        return low
+
+    return max(fewest(False, target), fewest(True, target * 1.01))
 
 
 # --------------------------------------------------------------------------- bit arrays
@@ -943,8 +1018,8 @@ class RedisBloomFilter:
             raise ValueError(f"redisbloom: header_len {header_len} does not fit the payload")
         header = bytes(payload[:header_len])
         size, count, options, growth = struct.unpack_from("<QIII", header, 0)
-        if not 1 <= count <= 1024:
-            raise ValueError(f"redisbloom: {count} links, must be 1..=1024")
+        if not 1 <= count <= 2048:
+            raise ValueError(f"redisbloom: {count} links, must be 1..=2048")
         if header_len != 20 + 53 * count:
             raise ValueError(f"redisbloom: header_len {header_len} is not 20 + 53 x {count}")
         if options & ~0xF:
@@ -1005,6 +1080,8 @@ class ScalableBlockedFilter:
     links: list[tuple[int, int, int, int]]  # (capacity, items, num_blocks, byte offset)
     blocks: bytes
     version: int = WRITE_VERSION
+    # initial_capacity, fpp, expansion, tightening, scaling (for a writer)
+    growth: tuple[int, float, int, float, int] = (1, 0.5, 1, 0.5, 0)
 
     VARIANT = SCALABLE_BLOCKED
 
@@ -1045,7 +1122,8 @@ class ScalableBlockedFilter:
                 f"scalable-blocked: the sub-filters take {offset} bytes, the payload has "
                 f"{len(payload)}"
             )
-        return cls(seed, links, bytes(payload), version)
+        return cls(seed, links, bytes(payload), version,
+                   (initial, fpp, expansion, tightening, scaling))  # fmt: skip
 
     def contains(self, item: bytes) -> bool:
         """Present when any sub-filter's block holds all eight bits (variant 2's
@@ -1184,3 +1262,152 @@ def build_file(variant: int, params: bytes, payload: bytes, version: int = WRITE
     head[FIXED_HEADER : FIXED_HEADER + p] = params
     struct.pack_into("<Q", head, h - 8, xxh3_64(head[: h - 8]))
     return bytes(head) + bytes(payload)
+
+
+# --------------------------------------------------------------------------- growing writers
+
+
+def _sub_filter_rate(fpp: float, tightening: float, scaling: int, i: int) -> float:
+    """Sub-filter ``i``'s rate (sections "4: scalable", "10: scalable-blocked")."""
+    if not scaling:
+        return fpp
+    return fpp * (1.0 - tightening) * tightening**i
+
+
+class Refused(ValueError):
+    """A writer refused an item and changed nothing."""
+
+
+class ScalableWriter:
+    """Adds items to a scalable filter (variant 4) by section "4: scalable"'s writer rule:
+    only when no sub-filter holds it, into the last, starting a new sub-filter (rate
+    sizing) when the last holds its capacity."""
+
+    def __init__(self, filt: ScalableFilter):
+        self.f = filt
+        self.subs = [
+            [s.capacity, s.items, s.num_hashes, bytearray(filt.words[s.offset : s.offset + 8 * s.num_words])]
+            for s in filt.subs
+        ]  # [capacity, items, num_hashes, words]
+
+    def holds(self, sub, item: bytes) -> bool:
+        h1, h2 = murmur3_h1_h2(item)
+        return _classic_contains(sub[3], 0, len(sub[3]) // 8, sub[2], h1, h2)
+
+    def skips(self, item: bytes) -> bool:
+        """The page's rule: a present item changes nothing."""
+        return any(self.holds(sub, item) for sub in self.subs)
+
+    def add(self, item: bytes) -> None:
+        if self.skips(item):
+            return
+        last = self.subs[-1]
+        if last[1] >= last[0]:
+            i = len(self.subs)
+            if not self.f.scaling or i >= 64:
+                raise Refused("scalable: full")
+            capacity = min(self.f.initial_capacity * self.f.expansion**i, MASK64)
+            k, words = rate_sizing(capacity, _sub_filter_rate(self.f.fpp, self.f.tightening, 1, i))
+            self.subs.append([capacity, 0, k, bytearray(8 * words)])
+        last = self.subs[-1]
+        h1, h2 = murmur3_h1_h2(item)
+        for pos in classic_positions(h1, h2, last[2], 64 * (len(last[3]) // 8)):
+            _set_bit(last[3], 0, pos)
+        last[1] += 1
+
+    def to_bytes(self) -> bytes:
+        f = self.f
+        params = struct.pack("<QdIdBI", f.initial_capacity, f.fpp, f.expansion, f.tightening,
+                             f.scaling, len(self.subs))  # fmt: skip
+        for capacity, items, k, words in self.subs:
+            params += struct.pack("<QQIQ", capacity, items, k, len(words) // 8)
+        return build_file(SCALABLE, params, b"".join(bytes(s[3]) for s in self.subs))
+
+
+class ScalableBlockedWriter:
+    """Adds items to a scalable-blocked filter (variant 10) by its section's writer rule,
+    new sub-filters by the blocked sizing."""
+
+    def __init__(self, filt: ScalableBlockedFilter):
+        self.f = filt
+        self.links = [[c, items, nb, bytearray(filt.blocks[o : o + 64 * nb])]
+                      for c, items, nb, o in filt.links]  # fmt: skip
+
+    def add(self, item: bytes) -> None:
+        located = [(link, blocked_location(item, link[2], self.f.seed)) for link in self.links]
+        if any(all(_bit(link[3], 64 * b + 8 * j, x) for j, x in enumerate(bits))
+               for link, (b, bits) in located):  # fmt: skip
+            return
+        initial, fpp, expansion, tightening, scaling = self.f.growth
+        last = self.links[-1]
+        if last[1] >= last[0]:
+            i = len(self.links)
+            if not scaling or i >= 64:
+                raise Refused("scalable-blocked: full")
+            capacity = min(initial * expansion**i, MASK64)
+            blocks = blocked_sizing(capacity, _sub_filter_rate(fpp, tightening, 1, i))
+            self.links.append([capacity, 0, blocks, bytearray(64 * blocks)])
+        last = self.links[-1]
+        b, bits = blocked_location(item, last[2], self.f.seed)
+        for j, x in enumerate(bits):
+            _set_bit(last[3], 64 * b + 8 * j, x)
+        last[1] = min(last[1] + 1, MASK64)
+
+    def to_bytes(self) -> bytes:
+        initial, fpp, expansion, tightening, scaling = self.f.growth
+        params = struct.pack("<QdIdBQI", initial, fpp, expansion, tightening, scaling,
+                             self.f.seed, len(self.links))  # fmt: skip
+        for capacity, items, nb, _ in self.links:
+            params += struct.pack("<QQQ", capacity, items, nb)
+        return build_file(SCALABLE_BLOCKED, params, b"".join(bytes(x[3]) for x in self.links))
+
+
+class RotatingWriter:
+    """Adds items to a rotating filter (variant 7) by section "7: rotating"'s three steps:
+    time never goes back; rotate first (rate sizing for the new generation); then set the
+    item's positions in the newest generation even when an older one holds it, counting
+    it only when a bit changed."""
+
+    def __init__(self, filt: RotatingFilter):
+        self.f = filt
+        self.gens = [
+            [g.items, g.started_ms, g.num_hashes, bytearray(filt.words[g.offset : g.offset + 8 * g.num_words])]
+            for g in filt.generations
+        ]  # [items, started_ms, num_hashes, words]
+
+    def holds(self, gen, item: bytes) -> bool:
+        h1, h2 = murmur3_h1_h2(item)
+        return _classic_contains(gen[3], 0, len(gen[3]) // 8, gen[2], h1, h2)
+
+    def add(self, item: bytes, now: int) -> None:
+        f = self.f
+        newest = self.gens[-1]
+        now = max(now, newest[1])
+        expired = f.window_ms > 0 and now - newest[1] >= f.window_ms
+        if newest[0] >= f.items_per_generation or expired:
+            try:
+                k, words = rate_sizing(f.items_per_generation, f.fpp)
+            except ValueError as error:
+                raise Refused(str(error)) from error
+            self.gens.append([0, now, k, bytearray(8 * words)])
+            if len(self.gens) > f.max_generations:
+                self.gens.pop(0)
+        newest = self.gens[-1]
+        h1, h2 = murmur3_h1_h2(item)
+        changed = False
+        for pos in classic_positions(h1, h2, newest[2], 64 * (len(newest[3]) // 8)):
+            changed |= not _bit(newest[3], 0, pos)
+            _set_bit(newest[3], 0, pos)
+        if changed:
+            newest[0] += 1
+
+    def contains(self, item: bytes) -> bool:
+        return any(self.holds(gen, item) for gen in self.gens)
+
+    def to_bytes(self) -> bytes:
+        f = self.f
+        params = struct.pack("<IQdQI", f.max_generations, f.items_per_generation, f.fpp,
+                             f.window_ms, len(self.gens))  # fmt: skip
+        for items, started_ms, k, words in self.gens:
+            params += struct.pack("<QQIQ", items, started_ms, k, len(words) // 8)
+        return build_file(ROTATING, params, b"".join(bytes(g[3]) for g in self.gens))

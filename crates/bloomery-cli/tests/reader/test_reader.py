@@ -575,6 +575,26 @@ def test_version_1_rotating(tmp_path, library_dir):
     assert br.classic_sizing(40, 0.03) == (5, 5)
 
 
+def test_version_1_rotating_hash_count_from_the_truncated_bits(tmp_path):
+    """Section "Version 1", rotating: ``num_hashes`` comes from the truncated integer
+    ``bits`` (n = 1, p = 0.01: 9 bits, 6 hashes), not from the untruncated 9.59 (7). A
+    version-1 file with only an item's first 6 positions set: present for the tool and the
+    reader; with 7 hashes its seventh position, unset, would make it absent."""
+    assert br.classic_sizing(1, 0.01) == (6, 1)
+    words = bytearray(8)
+    h1, h2 = br.murmur3_h1_h2(b"apple")
+    positions = br.classic_positions(h1, h2, 7, 64)
+    for pos in positions[:6]:
+        words[pos >> 3] |= 1 << (pos & 7)
+    assert positions[6] not in positions[:6]
+    params = struct.pack("<IQdQI", 2, 1, 0.01, 0, 1) + struct.pack("<QQ", 1, 0)
+    data = br.build_file(br.ROTATING, params, bytes(words), version=1)
+    assert br.read(data).contains(b"apple")
+    path = tmp_path / "v1.bloom"
+    path.write_bytes(data)
+    bloomery("check", path, "apple", check_rc=0)
+
+
 # --------------------------------------------------------------------------- edge cases
 
 
@@ -850,3 +870,197 @@ def test_unsealed_mark_is_refused_where_files_are_written_whole(library_dir):
     struct.pack_into("<Q", version_1, hdr - 8, br.xxh3_64(bytes(version_1[: hdr - 8])))
     with pytest.raises(ValueError, match="unsupported format version"):
         br.read(bytes(version_1))
+
+
+# --------------------------------------------------------------------------- writer rules
+
+
+def _items_with_repeats(prefix: str, count: int, seed: str) -> list[bytes]:
+    """``count`` items of which about a third repeat an earlier one."""
+    rng = random.Random(seed)
+    items: list[bytes] = []
+    for i in range(count):
+        if items and rng.random() < 0.35:
+            items.append(rng.choice(items))
+        else:
+            items.append(f"{prefix}-{i}".encode())
+    return items
+
+
+def _tool_adds(path: Path, items: list[bytes], tmp_path: Path) -> bytes:
+    """``bloomery add FILE -i LIST`` with ``items`` in order; the file's bytes after."""
+    listed = tmp_path / "adds.txt"
+    listed.write_bytes(b"".join(item + b"\n" for item in items))
+    bloomery("add", path, "-i", listed, check_rc=0)
+    return path.read_bytes()
+
+
+class _SkippingRotatingWriter(br.RotatingWriter):
+    """The rule the page once left open for rotating filters: skip a present item (as
+    the scalable variants do). It is wrong; the test below shows it differs."""
+
+    def add(self, item: bytes, now: int) -> None:
+        if not self.contains(item):
+            super().add(item, now)
+
+
+def _rotating_replay(writer_class, empty: bytes, items: list[bytes], made: bytes) -> bytes:
+    """The page's writer (or another) replaying ``items`` on the tool's empty file; its
+    bytes with each generation's start time taken from the tool's file (the tool's clock;
+    these filters have no window, so the times decide nothing)."""
+    writer = writer_class(br.read(empty))
+    for item in items:
+        writer.add(item, 0)
+    tool = br.read(made)
+    if len(writer.gens) == len(tool.generations):
+        for gen, theirs in zip(writer.gens, tool.generations):
+            gen[1] = theirs.started_ms
+    return writer.to_bytes()
+
+
+def test_rotating_writer_rule(tmp_path):
+    """Section "7: rotating": the page's three steps, replayed on the items the tool
+    added, make the tool's file byte for byte: an item goes into the newest generation
+    even when an older one holds it, and counts only when it changed a bit. The rule of
+    the scalable variants (skip a present item) makes another file, and forgets ``x``
+    where the tool keeps it (the page's example)."""
+    path = tmp_path / "rotating.bloom"
+    bloomery("create", "-n", "5", "--variant", "rotating", "--generations", "2", path,
+             check_rc=0)  # fmt: skip
+    empty = path.read_bytes()
+    items = [b"x", b"a1", b"a2", b"a3", b"a4", b"x", *(f"b{i}".encode() for i in range(1, 7))]
+    made = _tool_adds(path, items, tmp_path)
+    assert bloomery("check", path, "x").returncode == 0
+    assert _rotating_replay(br.RotatingWriter, empty, items, made) == made
+    assert br.read(made).contains(b"x")
+    skipped = _rotating_replay(_SkippingRotatingWriter, empty, items, made)
+    assert skipped != made and not br.read(skipped).contains(b"x")
+
+    # Longer runs, with repeats, over several generations (and rotations out).
+    for generations, per_generation in [(2, 5), (3, 40), (4, 300)]:
+        path = tmp_path / f"rotating-{generations}.bloom"
+        bloomery("create", "-n", per_generation, "--variant", "rotating",
+                 "--generations", generations, path, check_rc=0)  # fmt: skip
+        empty = path.read_bytes()
+        items = _items_with_repeats("r", 10 * per_generation, f"rotating-{generations}")
+        made = _tool_adds(path, items, tmp_path)
+        assert len(br.read(made).generations) == generations
+        assert _rotating_replay(br.RotatingWriter, empty, items, made) == made
+        assert _rotating_replay(_SkippingRotatingWriter, empty, items, made) != made
+
+
+def test_rotating_writer_time_steps():
+    """Section "7: rotating", steps 1 and 2 with a window: an earlier time counts as the
+    newest generation's start; a generation a window old rotates before the item goes in.
+    (The tool's own adds take its clock, so this checks the writer against the library's
+    rules through a file the reader then reads back.)"""
+    params = struct.pack("<IQdQI", 3, 100, 0.01, 1_000, 1)
+    k, words = br.rate_sizing(100, 0.01)
+    params += struct.pack("<QQIQ", 0, 5_000, k, words)
+    writer = br.RotatingWriter(br.read(br.build_file(br.ROTATING, params, bytes(8 * words))))
+    writer.add(b"early", 10)  # before the start: counts as 5,000
+    writer.add(b"late", 5_999)
+    assert [(g[0], g[1]) for g in writer.gens] == [(2, 5_000)]
+    writer.add(b"next", 6_000)  # a window after the start: a new generation first
+    assert [(g[0], g[1]) for g in writer.gens] == [(2, 5_000), (1, 6_000)]
+    writer.add(b"early", 6_500)  # held by the older generation, added to the newest too
+    assert [g[0] for g in writer.gens] == [2, 2]
+    filt = br.read(writer.to_bytes())
+    assert all(filt.contains(i) for i in [b"early", b"late", b"next"])
+
+
+def test_rotating_generation_that_cannot_be_sized(tmp_path):
+    """Section "7: rotating", step 2: a version-2 file whose ``items_per_generation`` and
+    ``fpp`` make no shape is valid (read, answered, added to while its newest generation
+    has room); the item that needs a new generation is refused, the file unchanged."""
+    made = tmp_path / "rot.bloom"
+    bloomery("create", "-n", "3", "--variant", "rotating", made, check_rc=0)
+    bloomery("add", made, "a", "b", check_rc=0)
+    _, params, payload = split_file(made.read_bytes())
+    for per_generation, fpp in [(3, 1e-100), (10**15, 0.01)]:
+        crafted = bytearray(params)
+        struct.pack_into("<Qd", crafted, 4, per_generation, fpp)
+        data = br.build_file(br.ROTATING, bytes(crafted), payload)
+        with pytest.raises(ValueError):
+            br.rate_sizing(per_generation, fpp)
+        path = tmp_path / "crafted.bloom"
+        path.write_bytes(data)
+        assert reader_accepts(data) and tool_accepts(path)
+        bloomery("check", path, "a", "b", check_rc=0)
+        if per_generation == 3:
+            bloomery("add", path, "c", check_rc=0)  # the third item: room left
+            assert br.read(path.read_bytes()).contains(b"c")
+            before = path.read_bytes()
+            refused = bloomery("add", path, "d")
+            assert refused.returncode not in (0, 1), refused
+            assert b"no new generation" in refused.stderr, refused.stderr
+            assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("variant", ["scalable", "scalable-blocked"])
+def test_scalable_writer_rule(variant, tmp_path):
+    """Sections "4: scalable" and "10: scalable-blocked": the page's writer rule (skip a
+    present item; grow by the "Sizing" of capacity and rate i) replayed on the items the
+    tool added makes the tool's file byte for byte, new sub-filters included. A writer
+    that does not skip present items makes another file."""
+    path = tmp_path / f"{variant}.bloom"
+    bloomery("create", "-n", "20", "--fpp", "0.01", "--variant", variant, path, check_rc=0)
+    empty = path.read_bytes()
+    items = _items_with_repeats("s", 1_500, variant)
+    made = _tool_adds(path, items, tmp_path)
+    writer_class = br.ScalableWriter if variant == "scalable" else br.ScalableBlockedWriter
+    writer = writer_class(br.read(empty))
+    for item in items:
+        writer.add(item)
+    assert writer.to_bytes() == made
+    grown = br.read(made)
+    assert len(grown.subs if variant == "scalable" else grown.links) >= 5
+
+    class NeverSkips(writer_class):
+        def skips(self, item):
+            return False
+
+    if variant == "scalable":
+        never = NeverSkips(br.read(empty))
+        for item in items:
+            never.add(item)
+        assert never.to_bytes() != made
+
+
+@pytest.mark.parametrize(
+    "n,p", [(1, 0.5), (1_000, 0.01), (25_000, 0.001), (100_000, 0.05), (3_000, 1e-6)]
+)
+def test_blocked_sizing(n, p, tmp_path):
+    """Section "Sizing": the blocked sizing, computed from the page's text, gives the block
+    count of the tool's blocked filter for (n, p)."""
+    path = tmp_path / "blocked.bloom"
+    bloomery("create", "-n", n, "--fpp", p, "--variant", "blocked", path, check_rc=0)
+    assert br.read(path.read_bytes()).num_blocks == br.blocked_sizing(n, p)
+
+
+@pytest.mark.parametrize(
+    "variant", ["counting", "retouched", "allowlisted", "rotating", "scalable"]
+)
+def test_rate_sizing(variant, tmp_path):
+    """Section "Sizing": the tool's new counting, retouched, allow-listed, rotating and
+    scalable filters have the rate sizing's shape, where it differs from the classic
+    sizing (few items at a low rate) and where it does not."""
+    for n, p in [(10, 1e-3), (1_000, 1e-6), (5_000, 0.01)]:
+        path = tmp_path / "f.bloom"
+        bloomery("create", "--force", "-n", n, "--fpp", p, "--variant", variant, path,
+                 check_rc=0)  # fmt: skip
+        filt = br.read(path.read_bytes())
+        if variant == "counting":
+            shape = (filt.num_hashes, filt.num_counters // 64)
+            want = br.rate_sizing(n, p)
+        elif variant == "rotating":
+            g = filt.generations[0]
+            shape, want = (g.num_hashes, g.num_words), br.rate_sizing(n, p)
+        elif variant == "scalable":
+            s = filt.subs[0]
+            shape = (s.num_hashes, s.num_words)
+            want = br.rate_sizing(n, br._sub_filter_rate(p, filt.tightening, filt.scaling, 0))
+        else:
+            shape, want = (filt.num_hashes, filt.num_words), br.rate_sizing(n, p)
+        assert shape == want, (n, p)
+    assert br.rate_sizing(10, 1e-3) != br.classic_sizing(10, 1e-3)
