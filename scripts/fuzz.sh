@@ -34,7 +34,7 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 if [[ ${#targets[@]} -eq 0 ]]; then
-    targets=(native_file native_envelope guava_bytes dump_pieces parquet_bytes)
+    targets=(native_file native_envelope guava_bytes dump_pieces parquet_bytes redisbloom_chunks)
 fi
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
@@ -66,7 +66,7 @@ if [[ $mode == reach ]]; then
         find "$fuzz/corpus/$target" -type f -print0 |
             BLOOMERY_FUZZ_TRACE=1 xargs -0 "$bin/$target" -detect_leaks=0 2>&1 |
             sed -n "s/^trace $target //p" |
-            sed -E 's/^(stage=variant v[12] [a-z]+) refused: .*/\1 refused by its parser/' |
+            sed -E 's/^(stage=variant v[12]( unsealed)? [a-z-]+) refused: .*/\1 refused by its parser/' |
             sort | uniq -c | sort -rn
     done
     exit 0

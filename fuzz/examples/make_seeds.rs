@@ -1,6 +1,7 @@
 //! Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/) from real files:
 //! the `variant_files` example's files (one per variant), their format-version-1 forms,
-//! the test vectors of docs/format.md and the Guava files of the library's tests.
+//! the test vectors of docs/format.md, the Guava files and the RedisBloom dumps of the
+//! library's tests.
 //!
 //! ```text
 //! cargo run --release -p bloomery --example variant_files -- /tmp/bloomery-seeds 300
@@ -14,7 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use bloomery::BloomFilter;
-use bloomery_fuzz::{build_envelope, split_envelope};
+use bloomery_fuzz::{KNOWN_VARIANTS, build_envelope, build_envelope_with_checksum, split_envelope};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -50,23 +51,58 @@ fn main() -> Result<()> {
         }
     }
     let format_md = fs::read_to_string(fuzz.join("../docs/format.md"))?;
-    for name in ["classic", "blocked"] {
-        native.push((format!("vector-{name}"), vector(&format_md, name)?));
+    for name in vector_names(&format_md) {
+        native.push((format!("vector-{name}"), vector(&format_md, &name)?));
     }
 
     write_all(&corpus.join("native_file"), native.iter().cloned())?;
 
     // The structure-aware target: a control byte, then the file. 0x00 keeps version 2
-    // and the variant; 0x01 asks for version 1; 0x02 keeps the raw variant code; the high
+    // and the variant; 0x01 asks for version 1; 0x02 keeps the raw variant code; 0x04
+    // sets the unsealed mark, 0x0c with the input's own payload checksum (stale); the high
     // nibble is the number of inserts minus one.
     let mut envelopes = Vec::new();
     for (name, bytes) in &native {
         let control: u8 = if name.ends_with("-v1") { 0x31 } else { 0x30 };
         envelopes.push((name.clone(), prefixed(&[control], bytes)));
     }
+    // The first code no variant has (it stays unknown when a variant is added: seeds are
+    // made again then).
+    let unknown_code = KNOWN_VARIANTS + 1;
     let (params, payload) = split_envelope(&native[0].1);
-    let unknown = build_envelope(2, 8, params, payload);
-    envelopes.push(("unknown-code-8".into(), prefixed(&[0x02], &unknown)));
+    let unknown = build_envelope(2, unknown_code, params, payload);
+    envelopes.push((
+        format!("unknown-code-{unknown_code}"),
+        prefixed(&[0x02], &unknown),
+    ));
+    // Unsealed files (docs/format.md, "Sealed and unsealed files"): the variants updated
+    // in place with the mark, their checksum right or stale (0 where a writer left
+    // another); the mark on a variant written whole, and with version 1, refused.
+    for name in [
+        "classic-v2",
+        "blocked-v2",
+        "split-block-v2",
+        "vector-blocked-3-blocks",
+    ] {
+        let bytes = &native
+            .iter()
+            .find(|(seed, _)| seed == name)
+            .ok_or("no such seed")?
+            .1;
+        envelopes.push((format!("{name}-unsealed"), prefixed(&[0x34], bytes)));
+        let (params, payload) = split_envelope(bytes);
+        let code = u16::from_le_bytes([bytes[10], bytes[11]]);
+        let stale = build_envelope_with_checksum(2, code, params, payload, 0);
+        envelopes.push((format!("{name}-unsealed-stale"), prefixed(&[0x3c], &stale)));
+    }
+    for (name, control) in [("counting-v2", 0x34), ("classic-v1", 0x35)] {
+        let bytes = &native
+            .iter()
+            .find(|(seed, _)| seed == name)
+            .ok_or("no such seed")?
+            .1;
+        envelopes.push((format!("{name}-unsealed"), prefixed(&[control], bytes)));
+    }
     write_all(&corpus.join("native_envelope"), envelopes)?;
 
     // Guava bytes: the library's test files, and the classic seed's words.
@@ -152,7 +188,76 @@ fn main() -> Result<()> {
             .map_err(|error| format!("seed {name} is refused: {error}"))?;
     }
     write_all(&corpus.join("parquet_bytes"), seeds)?;
+
+    // RedisBloom-layout dumps: control 0x00, then RedisBloom's own BF.SCANDUMP pieces (the
+    // library's fixtures, in their iterator, length, bytes layout) and those of the
+    // redisbloom seed; control 0x01 + 2 * change, then a filter to make (capacity u16,
+    // error rate index, growth and NONSCALING, items, piece length - 1 as u16, the piece
+    // changed, a byte value) and items of its own, one a line.
+    let mut chunks = Vec::new();
+    let fixtures = fuzz.join("../crates/bloomery/tests/data/redisbloom");
+    let mut dumps: Vec<PathBuf> = fs::read_dir(&fixtures)?
+        .map(|entry| entry.map(|entry| entry.path()))
+        .collect::<std::io::Result<_>>()?;
+    dumps.sort();
+    for path in dumps {
+        if path.extension().is_some_and(|ext| ext == "scandump") {
+            let stem = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .unwrap_or_default();
+            chunks.push((format!("redisbloom-{stem}"), prefixed(&[0], &fs::read(&path)?)));
+        }
+    }
+    let redisbloom = bloomery::any::open(
+        &native
+            .iter()
+            .find(|(name, _)| name == "redisbloom-v2")
+            .ok_or("no redisbloom seed")?
+            .1,
+    )?;
+    let redisbloom = redisbloom
+        .as_any()
+        .downcast_ref::<bloomery::redisbloom::RedisBloomFilter>()
+        .ok_or("the redisbloom seed is not a RedisBloom filter")?;
+    let mut stream = piece(1, &redisbloom.scandump_header());
+    let mut iterator = 1;
+    while let Some((next, data)) = redisbloom.scandump_chunk(iterator, 4096) {
+        stream.extend_from_slice(&piece(next, data));
+        iterator = next;
+    }
+    chunks.push(("variant-files-redisbloom".into(), prefixed(&[0], &stream)));
+    for change in 0..8u8 {
+        let made = [1 | change << 1, 99, 0, 3, 0x02, 120, 200, 0, 3, 5];
+        chunks.push((
+            format!("built-change-{change}"),
+            prefixed(&made, b"apple\nbanana\ncherry"),
+        ));
+    }
+    chunks.push((
+        "built-nonscaling".into(),
+        prefixed(&[1, 9, 0, 1, 0x04, 40, 15, 0, 0, 0], b"x"),
+    ));
+    write_all(&corpus.join("redisbloom_chunks"), chunks)?;
     Ok(())
+}
+
+/// One piece in the RedisBloom fixtures' layout: iterator u64, length u64, the bytes.
+fn piece(iterator: u64, data: &[u8]) -> Vec<u8> {
+    let mut out = iterator.to_le_bytes().to_vec();
+    out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// The names of the test vectors of docs/format.md, in order.
+fn vector_names(format_md: &str) -> Vec<String> {
+    format_md
+        .split("<!-- vector ")
+        .skip(1)
+        .filter_map(|rest| rest.split(':').next())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn prefixed(prefix: &[u8], bytes: &[u8]) -> Vec<u8> {

@@ -120,6 +120,18 @@ pub fn header_len(params_len: usize) -> usize {
 /// version, any variant code, any parameters (at most 65,536 bytes are stored as such:
 /// the caller keeps to that) and any payload.
 pub fn build_envelope(version: u16, code: u16, params: &[u8], payload: &[u8]) -> Vec<u8> {
+    build_envelope_with_checksum(version, code, params, payload, xxh3_64(payload))
+}
+
+/// As [`build_envelope`], with `payload_checksum` written as the payload's checksum (any
+/// value: an unsealed file's is stale) and the header checksum correct.
+pub fn build_envelope_with_checksum(
+    version: u16,
+    code: u16,
+    params: &[u8],
+    payload: &[u8],
+    payload_checksum: u64,
+) -> Vec<u8> {
     let len = header_len(params.len());
     let mut bytes = Vec::with_capacity(len + payload.len());
     bytes.extend_from_slice(b"BLOOMERY");
@@ -127,7 +139,7 @@ pub fn build_envelope(version: u16, code: u16, params: &[u8], payload: &[u8]) ->
     bytes.extend_from_slice(&code.to_le_bytes());
     bytes.extend_from_slice(&(params.len() as u32).to_le_bytes());
     bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&xxh3_64(payload).to_le_bytes());
+    bytes.extend_from_slice(&payload_checksum.to_le_bytes());
     bytes.extend_from_slice(params);
     bytes.resize(len - 8, 0);
     let checksum = xxh3_64(&bytes);
@@ -162,9 +174,28 @@ pub const KNOWN_VARIANTS: u16 = bloomery::format::native::Variant::ALL.len() as 
 pub struct Control(pub u8);
 
 impl Control {
-    /// Format version 1 (bit 0 set) or 2.
+    /// Format version 1 (bit 0 set) or 2, with the unsealed mark (bit 15, docs/format.md
+    /// "Sealed and unsealed files") when bit 2 is set: valid on version 2 of the variants
+    /// updated in place (classic, blocked, split-block), refused with version 1 and on
+    /// every other variant.
     pub fn version(self) -> u16 {
-        if self.0 & 1 != 0 { 1 } else { 2 }
+        let version = if self.0 & 1 != 0 { 1 } else { 2 };
+        if self.unsealed() {
+            version | bloomery::format::native::UNSEALED
+        } else {
+            version
+        }
+    }
+
+    /// Bit 2: the unsealed mark.
+    pub fn unsealed(self) -> bool {
+        self.0 & 4 != 0
+    }
+
+    /// Bits 2 and 3: an unsealed file whose payload checksum field is the input's own (at
+    /// offset 24), stale as an unfinished writer in place leaves it, not the payload's.
+    pub fn stale_checksum(self) -> bool {
+        self.0 & 0b1100 == 0b1100
     }
 
     /// Bit 1 set: the variant code is the input's as it is (any u16, mostly unknown
@@ -185,8 +216,9 @@ impl Control {
 }
 
 /// The structure-aware target's input: a control byte, then an envelope whose magic,
-/// version, variant code, lengths and checksums are rewritten (version and code as the
-/// control byte says, the code from offset 10 of the input's envelope), keeping its
+/// version, variant code, lengths and checksums are rewritten (version, unsealed mark and
+/// code as the control byte says, the code from offset 10 of the input's envelope; the
+/// payload checksum the payload's, or the input's own for a stale one), keeping its
 /// parameters and payload. Seeded with real files, every mutation of a parameter or
 /// payload byte reaches the variant's parser instead of dying at the header checksum.
 pub fn envelope_from_input(input: &[u8]) -> Option<(Control, Vec<u8>)> {
@@ -197,7 +229,17 @@ pub fn envelope_from_input(input: &[u8]) -> Option<(Control, Vec<u8>)> {
         None => 0,
     };
     let (params, payload) = split_envelope(embedded);
-    let bytes = build_envelope(control.version(), control.code(raw_code), params, payload);
+    let checksum = match embedded.get(24..32) {
+        Some(stored) if control.stale_checksum() => u64::from_le_bytes(stored.try_into().expect("8 bytes")),
+        _ => xxh3_64(payload),
+    };
+    let bytes = build_envelope_with_checksum(
+        control.version(),
+        control.code(raw_code),
+        params,
+        payload,
+        checksum,
+    );
     Some((control, bytes))
 }
 
@@ -274,6 +316,13 @@ pub enum Outcome {
     },
     /// It opened.
     Opened { version: u16, variant: Variant },
+    /// An unsealed file (docs/format.md, "Sealed and unsealed files"): its bits used
+    /// without its payload checksum, as a reader or a writer in place uses them; opened
+    /// or refused by the variant's parameter and payload checks.
+    Unsealed {
+        variant: Variant,
+        refused: Option<String>,
+    },
 }
 
 impl std::fmt::Display for Outcome {
@@ -290,6 +339,14 @@ impl std::fmt::Display for Outcome {
                 write!(formatter, "stage=variant v{version} {variant} refused: {class}")
             }
             Outcome::Opened { version, variant } => write!(formatter, "stage=opened v{version} {variant}"),
+            Outcome::Unsealed {
+                variant,
+                refused: None,
+            } => write!(formatter, "stage=opened v2 unsealed {variant}"),
+            Outcome::Unsealed {
+                variant,
+                refused: Some(class),
+            } => write!(formatter, "stage=variant v2 unsealed {variant} refused: {class}"),
         }
     }
 }
@@ -301,6 +358,7 @@ pub fn check_native(bytes: &[u8], inserts: usize) -> Outcome {
     let opened = any::open(bytes);
     let mut views: Vec<Option<Vec<bool>>> = Vec::new();
     let mut payload_checksum_ok = false;
+    let mut unsealed = false;
     for offset in [0, 8, 1] {
         let copy = AlignedCopy::new(bytes, offset);
         let data = copy.bytes();
@@ -311,6 +369,7 @@ pub fn check_native(bytes: &[u8], inserts: usize) -> Outcome {
         // check either (the payload is then longer or shorter than the header says).
         let payload = &data[header.payload_offset..];
         payload_checksum_ok = header.verify_payload(payload).is_ok();
+        unsealed = header.unsealed;
         let view = any::view(&header, payload).ok();
         views.push(view.map(|view| {
             assert_eq!(view.variant(), header.variant);
@@ -320,8 +379,9 @@ pub fn check_native(bytes: &[u8], inserts: usize) -> Outcome {
     // In place (classic and blocked, aligned) a view does not read the payload checksum;
     // built in memory it does: so views agree across alignments when the checksum holds.
     // (Finding 1 of docs/fuzzing.md, a version-1 blocked file answered in place, is fixed:
-    // this is asserted for every input.)
-    if payload_checksum_ok {
+    // this is asserted for every input.) An unsealed file's checksum is read by no view:
+    // they agree whatever it says.
+    if payload_checksum_ok || unsealed {
         assert!(
             views.windows(2).all(|pair| pair[0] == pair[1]),
             "views at different alignments disagree: {views:?}"
@@ -334,6 +394,9 @@ pub fn check_native(bytes: &[u8], inserts: usize) -> Outcome {
             return Outcome::Header(error_class(&error));
         }
     };
+    if header.unsealed {
+        return check_unsealed(bytes, &header, opened.is_ok(), &views, inserts);
+    }
     match opened {
         Err(error) if header.check_file_len(bytes.len() as u64).is_err() => {
             Outcome::Length(error_class(&error))
@@ -374,6 +437,99 @@ pub fn check_native(bytes: &[u8], inserts: usize) -> Outcome {
             Outcome::Opened {
                 version: header.version,
                 variant: header.variant,
+            }
+        }
+    }
+}
+
+/// `bytes` sealed, as a writer seals an unsealed file (docs/format.md, step 3): the mark
+/// cleared and the payload's checksum written, the header checksum recomputed.
+pub fn sealed_form(bytes: &[u8], header: &Header) -> Vec<u8> {
+    let mut sealed = bytes.to_vec();
+    let version = u16::from_le_bytes([bytes[8], bytes[9]]) & !bloomery::format::native::UNSEALED;
+    sealed[8..10].copy_from_slice(&version.to_le_bytes());
+    let checksum = xxh3_64(&bytes[header.payload_offset..]);
+    sealed[24..32].copy_from_slice(&checksum.to_le_bytes());
+    let end = header.payload_offset - 8;
+    let header_checksum = xxh3_64(&sealed[..end]);
+    sealed[end..end + 8].copy_from_slice(&header_checksum.to_le_bytes());
+    sealed
+}
+
+/// An unsealed file that `Header::parse` accepted (version 2 of a variant updated in
+/// place): `any::open` refuses it (it checks the payload checksum, which an unsealed file
+/// does not have), and its bits are used as they are, as `bloomery check`'s view and an
+/// update in place (`Header::parse` + `any::from_parts`) use them. They must answer as the
+/// file sealed does, every view must answer as the filter, and the filter serializes to
+/// the sealed file (a writer writes whole files sealed).
+fn check_unsealed(
+    bytes: &[u8],
+    header: &Header,
+    opened: bool,
+    views: &[Option<Vec<bool>>],
+    inserts: usize,
+) -> Outcome {
+    assert!(
+        bloomery::in_place::updates_in_place(header.variant) && header.version == 2,
+        "Header::parse accepted the unsealed mark on a version-{} {} file",
+        header.version,
+        header.variant
+    );
+    assert!(!opened, "any::open accepted an unsealed file");
+    if let Err(error) = header.check_file_len(bytes.len() as u64) {
+        return Outcome::Length(error_class(&error));
+    }
+    let payload = &bytes[header.payload_offset..];
+    let sealed = sealed_form(bytes, header);
+    let sealed_opened = any::open(&sealed);
+    match any::from_parts(header, payload) {
+        Err(error) => {
+            assert!(
+                sealed_opened.is_err(),
+                "an unsealed {} file is refused ({error}), the same file sealed opens",
+                header.variant
+            );
+            Outcome::Unsealed {
+                variant: header.variant,
+                refused: Some(error_class(&error)),
+            }
+        }
+        Ok(filter) => {
+            let sealed_filter = sealed_opened.unwrap_or_else(|error| {
+                panic!(
+                    "an unsealed {} file opens, the same file sealed is refused: {error}",
+                    header.variant
+                )
+            });
+            assert!(
+                filter.envelope().to_vec() == sealed_filter.envelope().to_vec(),
+                "{}: an unsealed file and its sealed form are other filters",
+                header.variant
+            );
+            let answers = exercise_filter(filter, inserts);
+            assert_eq!(
+                answers_of(&*sealed_filter),
+                answers,
+                "{}: the unsealed file answers other than its sealed form",
+                header.variant
+            );
+            assert!(!views.is_empty(), "an unsealed file has no view");
+            for view in views {
+                let view = view.as_ref().unwrap_or_else(|| {
+                    panic!(
+                        "an unsealed {} file opens but its view is refused",
+                        header.variant
+                    )
+                });
+                assert_eq!(
+                    view, &answers,
+                    "{}: the view of an unsealed file and its filter disagree",
+                    header.variant
+                );
+            }
+            Outcome::Unsealed {
+                variant: header.variant,
+                refused: None,
             }
         }
     }
@@ -815,4 +971,357 @@ pub fn check_pieces(input: &[u8]) -> Option<String> {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// RedisBloom-layout dumps (BF.SCANDUMP / BF.LOADCHUNK, RDB values)
+// ---------------------------------------------------------------------------------------
+
+/// The most bytes of bits a RedisBloom header may announce before the harness loads it,
+/// as the Redis module holds `BF.LOADCHUNK` to `bloomery.max-filter-memory` (checked with
+/// `scandump_header_bytes` before `from_scandump_header` allocates): small, so that the
+/// harness's model of the bits and its checks stay cheap.
+pub const MAX_REDISBLOOM_BYTES: u64 = 1 << 16;
+
+/// The most pieces after the header the harness loads from one input.
+pub const MAX_REDISBLOOM_PIECES: usize = 1 << 10;
+
+/// The pieces of an input in the layout of the RedisBloom fixtures
+/// (`crates/bloomery/tests/data/redisbloom/*.scandump`): iterator u64, length u64, that
+/// many bytes, again and again; a length past the input's end takes what is left.
+pub fn parse_pieces(mut rest: &[u8]) -> Vec<(u64, &[u8])> {
+    let mut pieces = Vec::new();
+    while let Some((head, after)) = rest.split_first_chunk::<16>() {
+        let iterator = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+        let claimed = u64::from_le_bytes(head[8..].try_into().expect("8 bytes"));
+        let len = usize::try_from(claimed).unwrap_or(usize::MAX).min(after.len());
+        pieces.push((iterator, &after[..len]));
+        rest = &after[len..];
+    }
+    pieces
+}
+
+/// What `load_scandump_chunk` must do with a piece, as RedisBloom's `BF.LOADCHUNK` does:
+/// the piece ends at `iterator - 1` (counted over the links' bits in order), so it starts
+/// at `iterator - 1 - len`; that start must lie in a link, and the piece inside it.
+/// Returns the link and the offset in it, `None` for a piece refused.
+fn piece_place(links: &[Vec<u8>], iterator: u64, len: usize) -> Option<(usize, usize)> {
+    if iterator == 0 {
+        return None;
+    }
+    let start = (iterator - 1).checked_sub(len as u64)?;
+    let mut first = 0u64;
+    for (index, link) in links.iter().enumerate() {
+        let end = first + link.len() as u64;
+        if start < end {
+            let offset = (start - first) as usize;
+            return (len <= link.len() - offset).then_some((index, offset));
+        }
+        first = end;
+    }
+    None
+}
+
+/// The links of a filter's bits as RedisBloom's pieces see them, one byte vector each.
+fn link_bits(filter: &bloomery::redisbloom::RedisBloomFilter) -> Vec<Vec<u8>> {
+    filter.links().iter().map(|link| link.bitmap().to_vec()).collect()
+}
+
+/// A RedisBloom `BF.SCANDUMP` dump loaded as the Redis module loads `BF.LOADCHUNK` pieces
+/// onto a new key: piece 1 is the header (`scandump_header_bytes` against the module's cap,
+/// then `from_scandump_header`), every later piece goes to `load_scandump_chunk`. Checked:
+///
+/// - nothing panics; a header that loads writes back as the same bytes, announces the
+///   bytes its links hold, and loads from RedisBloom's RDB fields (`from_rdb_parts`) to the
+///   same filter; one that does not load is refused by `from_rdb_parts` too;
+/// - every piece lands where its iterator says, or is refused and changes nothing (against
+///   a model of RedisBloom's rule), in whatever order the pieces come;
+/// - what loads round-trips through its own pieces, its RDB fields and a native file,
+///   and an item inserted into it is present.
+///
+/// Returns a trace line.
+pub fn check_redisbloom_pieces(pieces: &[(u64, &[u8])]) -> String {
+    use bloomery::redisbloom::{RdbLink, RedisBloomFilter};
+
+    let Some(&(first, header)) = pieces.first() else {
+        return "stage=empty".into();
+    };
+    if first != 1 {
+        // The module leaves such a first piece to bloomery's own loading (native_envelope
+        // and dump_pieces fuzz that).
+        return "stage=not-a-redisbloom-header".into();
+    }
+    // RedisBloom's RDB fields read leniently from the same bytes: RDB values and
+    // BF.LOADCHUNK headers are checked alike.
+    let rdb = rdb_fields(header);
+    let announced = match RedisBloomFilter::scandump_header_bytes(header) {
+        Err(error) => {
+            assert!(
+                RedisBloomFilter::from_scandump_header(header).is_err(),
+                "from_scandump_header accepts a header scandump_header_bytes refuses"
+            );
+            return format!("stage=header refused: {}", error_class(&error));
+        }
+        Ok(bytes) if bytes > MAX_REDISBLOOM_BYTES => return "stage=header over the cap".into(),
+        Ok(bytes) => bytes,
+    };
+    let mut filter = match RedisBloomFilter::from_scandump_header(header) {
+        Err(error) => {
+            if let Some((size, options, growth, links)) = rdb {
+                assert!(
+                    RedisBloomFilter::from_rdb_parts(size, options, growth, links).is_err(),
+                    "from_rdb_parts accepts the fields of a header from_scandump_header refuses ({error})"
+                );
+            }
+            return format!("stage=header refused: {}", error_class(&error));
+        }
+        Ok(filter) => filter,
+    };
+    assert_eq!(
+        filter.scandump_header(),
+        header,
+        "a header that loads writes back as other bytes"
+    );
+    let mut model = link_bits(&filter);
+    assert_eq!(
+        model.iter().map(|link| link.len() as u64).sum::<u64>(),
+        announced,
+        "the links hold other bytes than the header announces"
+    );
+    assert!(model.iter().all(|link| link.iter().all(|&b| b == 0)));
+    let (size, options, growth, links) = rdb.expect("a header that loads has RDB fields");
+    let from_rdb = RedisBloomFilter::from_rdb_parts(size, options, growth, links)
+        .unwrap_or_else(|error| panic!("from_rdb_parts refuses a header that loads: {error}"));
+    assert!(
+        from_rdb == filter,
+        "from_rdb_parts and from_scandump_header differ"
+    );
+
+    let mut refused = 0;
+    let loaded = &pieces[1..pieces.len().min(1 + MAX_REDISBLOOM_PIECES)];
+    for &(iterator, data) in loaded {
+        let place = piece_place(&model, iterator, data.len());
+        match filter.load_scandump_chunk(iterator, data) {
+            Ok(()) => {
+                let (link, offset) = place.unwrap_or_else(|| {
+                    panic!(
+                        "a piece of {} bytes ending at {iterator} loaded where none fits",
+                        data.len()
+                    )
+                });
+                model[link][offset..offset + data.len()].copy_from_slice(data);
+                assert!(
+                    filter.links()[link].bitmap()[offset..offset + data.len()] == *data,
+                    "a piece landed elsewhere than its iterator says"
+                );
+            }
+            Err(_) => {
+                assert!(
+                    place.is_none(),
+                    "a piece of {} bytes ending at {iterator} fits but is refused",
+                    data.len()
+                );
+                refused += 1;
+            }
+        }
+    }
+    // Every piece where its iterator says, and a refused one changed nothing.
+    assert!(
+        link_bits(&filter) == model,
+        "the bits loaded are not the pieces' bits"
+    );
+
+    // Round trips: the filter's own pieces (as BF.SCANDUMP gives them, here in reverse
+    // order) onto a new key; its RDB fields; a native file (then items inserted).
+    let mut own: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut iterator = 1;
+    while let Some((next, data)) = filter.scandump_chunk(iterator, 1 + (announced as usize / 3)) {
+        own.push((next, data.to_vec()));
+        iterator = next;
+    }
+    let mut again =
+        RedisBloomFilter::from_scandump_header(&filter.scandump_header()).expect("its own header loads");
+    for (iterator, data) in own.iter().rev() {
+        again
+            .load_scandump_chunk(*iterator, data)
+            .expect("its own pieces load, in any order");
+    }
+    assert!(
+        again == filter,
+        "a filter's own pieces, loaded, are another filter"
+    );
+    assert_eq!(
+        RedisBloomFilter::from_scandump_stream(&filter.scandump_stream())
+            .ok()
+            .as_ref(),
+        Some(&filter),
+        "the joined pieces load to another filter"
+    );
+    let links: Vec<RdbLink<'_>> = filter.rdb_links();
+    let back = RedisBloomFilter::from_rdb_parts(filter.len(), filter.options(), filter.growth(), links)
+        .expect("its own RDB fields load");
+    assert!(back == filter, "a filter's RDB fields load to another filter");
+    let links = filter.links().len();
+    exercise_filter(Box::new(filter), 4);
+    // Coarse, so that `scripts/fuzz.sh --reach` counts kinds of input, not sizes.
+    let links = if links == 1 { "one link" } else { "links" };
+    match (loaded.len(), refused) {
+        (0, _) => format!("stage=loaded {links}, header only"),
+        (_, 0) => format!("stage=loaded {links}, every piece placed"),
+        _ => format!("stage=loaded {links}, pieces refused"),
+    }
+}
+
+/// RedisBloom's RDB fields of a chain (size, options, growth, links with zero bits of
+/// their announced bytes) read from a `BF.SCANDUMP` header without checking them, or
+/// `None` when the bytes are too short, the count is not what the length holds, or the
+/// bits announced pass [`MAX_REDISBLOOM_BYTES`].
+fn rdb_fields(header: &[u8]) -> Option<(u64, u32, u32, Vec<bloomery::redisbloom::RdbLink<'static>>)> {
+    use bloomery::redisbloom::RdbLink;
+    let word = |bytes: &[u8], at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let half = |bytes: &[u8], at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    if header.len() < 20 {
+        return None;
+    }
+    let count = half(header, 8) as usize;
+    if count == 0 || header.len() != 20 + 53 * count {
+        return None;
+    }
+    let mut total = 0u64;
+    let mut links = Vec::with_capacity(count);
+    for raw in header[20..].chunks_exact(53) {
+        let bytes = word(raw, 0);
+        total = total.checked_add(bytes)?;
+        if total > MAX_REDISBLOOM_BYTES {
+            return None;
+        }
+        links.push(RdbLink {
+            bits: word(raw, 8),
+            size: word(raw, 16),
+            error: f64::from_bits(word(raw, 24)),
+            bpe: f64::from_bits(word(raw, 32)),
+            hashes: half(raw, 40),
+            entries: word(raw, 44),
+            n2: raw[52],
+            bitmap: std::borrow::Cow::Owned(vec![0; bytes as usize]),
+        });
+    }
+    Some((word(header, 0), half(header, 12), half(header, 16), links))
+}
+
+/// What the `redisbloom_chunks` target's first input byte asks for.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunksControl(pub u8);
+
+impl ChunksControl {
+    /// Bit 0 clear: the rest is pieces as they are ([`parse_pieces`]); set: a filter made
+    /// and filled from the next bytes, dumped, its pieces changed as bits 1-3 say.
+    pub fn built(self) -> bool {
+        self.0 & 1 != 0
+    }
+
+    /// Bits 1-3: 0 as dumped; 1 the bit pieces in reverse order; 2 one piece left out;
+    /// 3 one piece a byte short (its iterator kept); 4 one a byte longer; 5 one with its
+    /// iterator moved; 6 the header a byte short; 7 one header byte changed.
+    pub fn change(self) -> u8 {
+        (self.0 >> 1) & 7
+    }
+}
+
+/// A RedisBloom filter made and filled as the input says (the structure-aware half of
+/// the `redisbloom_chunks` target): capacity, error rate, growth, NONSCALING, items, the
+/// piece length and which piece to change. Its `BF.SCANDUMP` pieces are loaded as
+/// [`check_redisbloom_pieces`] loads them; unchanged, or only reordered, they must load
+/// to the filter dumped, every item inserted present.
+pub fn check_redisbloom_built(control: ChunksControl, input: &[u8]) -> Option<String> {
+    use bloomery::redisbloom::RedisBloomFilter;
+
+    let [
+        capacity_low,
+        capacity_high,
+        rate,
+        shape,
+        count,
+        piece_low,
+        piece_high,
+        target,
+        value,
+    ] = *input.first_chunk::<9>()?;
+    let capacity = 1 + u64::from(u16::from_le_bytes([capacity_low, capacity_high]) % 2_000);
+    let error = [0.5, 0.1, 0.05, 0.01, 0.001, 1e-4, 1e-6, 0.3][usize::from(rate % 8)];
+    let growth = 1 + u32::from(shape & 3);
+    let nonscaling = shape & 4 != 0;
+    let mut filter = RedisBloomFilter::new(capacity, error, growth, nonscaling).ok()?;
+    if RedisBloomFilter::scandump_header_bytes(&filter.scandump_header()).ok()? > MAX_REDISBLOOM_BYTES {
+        return None;
+    }
+    let mut inserted = Vec::new();
+    for i in 0..count {
+        let item = format!("item-{i}-{}", input.len());
+        match filter.insert_within(item.as_bytes(), Some(MAX_REDISBLOOM_BYTES)) {
+            Ok(_) => inserted.push(item.into_bytes()),
+            Err(_) => break,
+        }
+    }
+    for item in input[9..].split(|&b| b == b'\n').take(64) {
+        if filter.insert_within(item, Some(MAX_REDISBLOOM_BYTES)).is_ok() {
+            inserted.push(item.to_vec());
+            assert!(filter.contains(item));
+        }
+    }
+    let piece_len = 1 + usize::from(u16::from_le_bytes([piece_low, piece_high]));
+    let mut pieces: Vec<(u64, Vec<u8>)> = vec![(1, filter.scandump_header())];
+    let mut iterator = 1;
+    while let Some((next, data)) = filter.scandump_chunk(iterator, piece_len) {
+        pieces.push((next, data.to_vec()));
+        iterator = next;
+    }
+    let bits = pieces.len() - 1;
+    let pick = |pieces: &Vec<(u64, Vec<u8>)>| 1 + usize::from(target) % (pieces.len() - 1).max(1);
+    let change = control.change();
+    match change {
+        1 => pieces[1..].reverse(),
+        2 if bits > 0 => drop(pieces.remove(pick(&pieces))),
+        3 if bits > 0 => {
+            let at = pick(&pieces);
+            pieces[at].1.pop();
+        }
+        4 if bits > 0 => {
+            let at = pick(&pieces);
+            pieces[at].1.push(value);
+        }
+        5 if bits > 0 => {
+            let at = pick(&pieces);
+            pieces[at].0 = pieces[at].0.wrapping_add(u64::from(value)).wrapping_sub(128);
+        }
+        6 => drop(pieces[0].1.pop()),
+        7 => {
+            let at = usize::from(target) % pieces[0].1.len();
+            pieces[0].1[at] ^= value.max(1);
+        }
+        _ => {}
+    }
+    let borrowed: Vec<(u64, &[u8])> = pieces.iter().map(|(n, data)| (*n, &data[..])).collect();
+    let outcome = check_redisbloom_pieces(&borrowed);
+    if change == 6 {
+        assert!(
+            RedisBloomFilter::from_scandump_header(&pieces[0].1).is_err(),
+            "a header a byte short loads"
+        );
+    }
+    if change <= 1 {
+        // As dumped, in order or not: the same filter, every item present.
+        let mut loaded = RedisBloomFilter::from_scandump_header(&pieces[0].1)
+            .unwrap_or_else(|error| panic!("a dumped header is refused: {error}"));
+        for (iterator, data) in &pieces[1..] {
+            loaded
+                .load_scandump_chunk(*iterator, data)
+                .unwrap_or_else(|error| panic!("a dumped piece is refused: {error}"));
+        }
+        assert!(loaded == filter, "a dump loaded is another filter");
+        for item in &inserted {
+            assert!(loaded.contains(item), "an item dumped is absent after loading");
+        }
+    }
+    Some(format!("built change={change} {outcome}"))
 }

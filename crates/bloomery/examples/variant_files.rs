@@ -86,11 +86,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("redisbloom", redisbloom.to_bytes()),
         ("scalable-blocked", scalable_blocked.to_bytes()),
     ];
+    let count = files.len();
     for (name, bytes) in files {
         fs::write(dir.join(format!("{name}.bloom")), bytes)?;
     }
     eprintln!(
-        "wrote 8 filters of {n} items to {} (scalable: {} sub-filters; rotating: {} generations; \
+        "wrote {count} filters of {n} items to {} (scalable: {} sub-filters; rotating: {} generations; \
          allow-listed: {} items listed; retouched: {} false negatives made)",
         dir.display(),
         scalable.num_filters(),
