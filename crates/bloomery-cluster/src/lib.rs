@@ -553,10 +553,12 @@ impl Connection {
     pub fn pipeline(&mut self, commands: &[Cmd], context: &dyn Fn() -> String) -> Result<Vec<Value>> {
         let mut replies = Replies::new(commands.len());
         let failed = std::cell::Cell::new(None);
-        let context = || with_key(context(), commands, failed.get());
+        let more = std::cell::RefCell::new(Vec::new());
+        let context = || with_key(context(), commands, failed.get(), &more.borrow());
         self.retrying(&context, |inner| {
             let sent = send_pipeline(inner, commands, &mut replies);
             failed.set(replies.failed);
+            more.replace(replies.more.clone());
             sent
         })?;
         Ok(replies.known.into_iter().map(Option::unwrap_or_default).collect())
@@ -594,7 +596,8 @@ impl Connection {
         }
         let mut replies = Replies::new(commands.len());
         let failed = std::cell::Cell::new(None);
-        let context = || with_key(context(), commands, failed.get());
+        let more = std::cell::RefCell::new(Vec::new());
+        let context = || with_key(context(), commands, failed.get(), &more.borrow());
         let context: &dyn Fn() -> String = &context;
         let keys = commands.iter().filter_map(first_key);
         let written = routes(keys.chain(earlier.iter().copied()));
@@ -616,6 +619,7 @@ impl Connection {
             failed.set(None);
             let sent = send_pipeline(inner, commands, &mut replies);
             failed.set(replies.failed);
+            more.replace(replies.more.clone());
             sent?;
             let waited = match wait {
                 Some((replicas, timeout)) => Some(send_wait(inner, &written, replicas, timeout, base)?),
@@ -788,11 +792,32 @@ impl Connection {
 
 /// `context` naming the key of the command `failed` (by its position in `commands`), if
 /// one failed by its error reply: a pipeline's error otherwise names only that position.
-fn with_key(context: String, commands: &[Cmd], failed: Option<usize>) -> String {
-    match failed.and_then(|index| commands.get(index)).and_then(first_key) {
+fn with_key(context: String, commands: &[Cmd], failed: Option<usize>, more: &[String]) -> String {
+    let context = match failed.and_then(|index| commands.get(index)).and_then(first_key) {
         Some(key) => format!("{context}, on key '{}'", String::from_utf8_lossy(key)),
         None => context,
+    };
+    if more.is_empty() {
+        return context;
     }
+    // The other commands that met an error reply, by their codes (a batch over 128 shards
+    // that met lost shards said one near copy of the NOSHARD sentence per shard).
+    let mut codes: Vec<(&str, usize)> = Vec::new();
+    for code in more {
+        match codes.iter_mut().find(|(known, _)| known == code) {
+            Some((_, count)) => *count += 1,
+            None => codes.push((code, 1)),
+        }
+    }
+    let codes: Vec<String> = codes
+        .iter()
+        .map(|(code, count)| format!("{count} {code}"))
+        .collect();
+    format!(
+        "{context} (and {} more of the pipeline's commands failed: {})",
+        more.len(),
+        codes.join(", ")
+    )
 }
 
 /// `error` with the shard index said after the key it names, `keys` being the shards'
@@ -800,11 +825,21 @@ fn with_key(context: String, commands: &[Cmd], failed: Option<usize>) -> String 
 fn shard_named(error: Error, keys: &[String]) -> Error {
     match error {
         Error::Redis { context, source } => {
-            let shard = keys
-                .iter()
-                .position(|key| context.ends_with(&format!("on key '{key}'")));
-            let context = match shard {
-                Some(shard) => format!("{context} (shard {shard} of {})", keys.len()),
+            let named = keys.iter().enumerate().find_map(|(shard, key)| {
+                let said = format!("on key '{key}'");
+                let at = context.find(&said)? + said.len();
+                // The key said whole (not the start of a longer one).
+                matches!(context[at..].chars().next(), None | Some(' ')).then_some((shard, at))
+            });
+            let context = match named {
+                Some((shard, at)) => {
+                    format!(
+                        "{} (shard {shard} of {}){}",
+                        &context[..at],
+                        keys.len(),
+                        &context[at..]
+                    )
+                }
                 None => context,
             };
             Error::Redis { context, source }
@@ -823,6 +858,23 @@ struct Replies {
     unsure: Vec<bool>,
     /// The command whose error reply failed the last try, if one did.
     failed: Option<usize>,
+    /// The codes of the other error replies of the last try.
+    more: Vec<String>,
+}
+
+/// Records an error reply of command `index`: the first is the try's failure, the others'
+/// codes are counted in `more`.
+fn record_failure(
+    failure: &mut Option<(usize, redis::ServerError)>,
+    more: &mut Vec<String>,
+    index: usize,
+    error: redis::ServerError,
+) {
+    if failure.is_none() {
+        *failure = Some((index, error));
+    } else {
+        more.push(error.code().to_owned());
+    }
 }
 
 impl Replies {
@@ -831,6 +883,7 @@ impl Replies {
             known: vec![None; count],
             unsure: vec![false; count],
             failed: None,
+            more: Vec::new(),
         }
     }
 
@@ -863,6 +916,7 @@ const REDIRECTIONS: usize = 5;
 /// kept. A command's error reply otherwise is the try's error (the other replies kept).
 fn send_pipeline(inner: &mut Inner, commands: &[Cmd], replies: &mut Replies) -> redis::RedisResult<()> {
     replies.failed = None;
+    replies.more.clear();
     match inner {
         Inner::Single(connection) => {
             let mut pipe = redis::pipe();
@@ -882,7 +936,9 @@ fn send_pipeline(inner: &mut Inner, commands: &[Cmd], replies: &mut Replies) -> 
             let mut failure = None;
             for (index, reply) in got.into_iter().enumerate() {
                 match reply {
-                    Value::ServerError(error) => failure = failure.or(Some((index, error))),
+                    Value::ServerError(error) => {
+                        record_failure(&mut failure, &mut replies.more, index, error)
+                    }
                     reply => replies.keep(index, reply),
                 }
             }
@@ -991,13 +1047,13 @@ fn send_cluster(
                         .and_then(|details| details.split_ascii_whitespace().nth(1))
                     {
                         Some(address) => todo.push((index, Some(address.to_owned()))),
-                        None => failure = failure.or(Some((index, error.clone()))),
+                        None => record_failure(&mut failure, &mut replies.more, index, error.clone()),
                     },
                     Some(ServerErrorKind::TryAgain) => {
                         again = true;
                         todo.push((index, None));
                     }
-                    _ => failure = failure.or(Some((index, error.clone()))),
+                    _ => record_failure(&mut failure, &mut replies.more, index, error.clone()),
                 }
                 if matches!(
                     error.kind(),
@@ -2034,10 +2090,38 @@ mod tests {
             command
         };
         let keys = vec!["{06S}0:f".to_owned(), "{06S}1:f".to_owned()];
-        let context = with_key("BF.HASHADD on sharded filter 'f'".to_owned(), &[command], Some(0));
-        let error = shard_named(Error::Redis { context, source: one }, &keys);
+        let context = with_key(
+            "BF.HASHADD on sharded filter 'f'".to_owned(),
+            std::slice::from_ref(&command),
+            Some(0),
+            &[],
+        );
+        let error = shard_named(
+            Error::Redis {
+                context,
+                source: one.clone(),
+            },
+            &keys,
+        );
         let said = error.to_string();
         assert!(said.contains("on key '{06S}1:f' (shard 1 of 2)"), "{said}");
+        // Other commands of the batch that failed are counted by their codes, after the
+        // shard (a key that is the start of another key is not taken for it).
+        let more = ["NOSHARD", "NOSHARD", "WRONGTYPE"].map(str::to_owned);
+        let context = with_key(
+            "BF.HASHADD on sharded filter 'f'".to_owned(),
+            &[command],
+            Some(0),
+            &more,
+        );
+        let longer = vec!["{06S}1:f".to_owned(), "{06S}1:".to_owned()];
+        let said = shard_named(Error::Redis { context, source: one }, &longer).to_string();
+        assert!(
+            said.contains(
+                "on key '{06S}1:f' (shard 0 of 2) (and 3 more of the pipeline's commands failed: 2 NOSHARD, 1 WRONGTYPE)"
+            ),
+            "{said}"
+        );
         // A connection refused by a node says the node, and stays an I/O error (retried).
         let refused = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
         let at = at_node("127.0.0.1:30001", refused);
