@@ -980,6 +980,7 @@ fn send_cluster(
         }
         let mut failure = None;
         let mut again = false;
+        let mut moved = None;
         // Every node's pipeline is sent before any reply is read (the nodes work at
         // once), then each node's replies are read in turn.
         let groups: Vec<(String, Vec<(usize, bool)>)> = by_node.into_iter().collect();
@@ -1040,6 +1041,7 @@ fn send_cluster(
                 match error.kind() {
                     Some(ServerErrorKind::Moved) => {
                         cluster.slots = None;
+                        moved = moved.or(Some(index));
                         todo.push((index, None));
                     }
                     Some(ServerErrorKind::Ask) => match error
@@ -1062,6 +1064,18 @@ fn send_cluster(
                     last = Some((index, error));
                 }
             }
+        }
+        // The redis crate's slot map too (its `WAIT`s on the keys a batch wrote and the
+        // restart check go by it, and no batch goes through it to meet the `MOVED`): a
+        // read of the moved key, which the crate follows with its map read again.
+        if let Some(key) = moved.take().and_then(|index| first_key(&commands[index])) {
+            let mut exists = redis::cmd("EXISTS");
+            exists.arg(key);
+            let route = Route::with_key(key, SlotAddr::Master);
+            cluster.connection.route_command(
+                &exists,
+                RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+            )?;
         }
         if let Some((index, error)) = failure {
             replies.failed = Some(index);
