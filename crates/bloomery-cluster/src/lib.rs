@@ -1227,7 +1227,14 @@ fn send_wait(
                 let addresses: Vec<String> = cluster.unwaited.iter().cloned().collect();
                 for address in addresses {
                     let Some(connection) = cluster.asked.get_mut(&address) else {
-                        continue;
+                        // Its writes' connection gone: not waited on, so not acknowledged
+                        // (a lost connection: the batch and its `WAIT` go again).
+                        return Err(RedisError::from(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionReset,
+                            format!(
+                                "node {address}: the connection that carried writes was lost before their WAIT"
+                            ),
+                        )));
                     };
                     connection.set_read_timeout(reply_timeout)?;
                     let asked: redis::RedisResult<Value> = wait.query(connection);
