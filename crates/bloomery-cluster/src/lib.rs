@@ -101,7 +101,7 @@ pub enum Error {
         why: String,
     },
     /// Redis refused or failed (after the retries, for failures worth retrying).
-    #[error("{context}: {}", shown(source))]
+    #[error("{context}: {source}")]
     Redis {
         /// What was being done.
         context: String,
@@ -1498,60 +1498,6 @@ fn refuse_earlier_shards(connection: &mut Connection, name: &str, plan: &ShardPl
     Ok(())
 }
 
-/// Redis's error as said to a person: a pipeline's first failure whole, then how many more
-/// failed and their codes, where redis-rs lists every failed command's (a batch over 128
-/// shards that met a lost node failed with 128 near copies of one sentence).
-fn shown(error: &RedisError) -> String {
-    shown_text(error.to_string())
-}
-
-/// [`shown`] of an error's text.
-fn shown_text(text: String) -> String {
-    const ENTRY: &str = "(Index ";
-    let Some(list) = text
-        .strip_prefix("Pipeline failures: [")
-        .or_else(|| text.strip_prefix("Pipeline failure: ["))
-        .and_then(|rest| rest.strip_suffix(']'))
-    else {
-        return text;
-    };
-    // Entries are "(Index I, error: MESSAGE)": the messages, without the indexes.
-    let separator = format!(", {ENTRY}");
-    let messages: Vec<&str> = list
-        .split(separator.as_str())
-        .map(|entry| {
-            entry
-                .split_once(", error: ")
-                .map_or(entry, |(_, message)| message.strip_suffix(')').unwrap_or(message))
-        })
-        .collect();
-    if messages.len() == 1 {
-        return messages[0].to_owned();
-    }
-    let mut codes: Vec<(&str, usize)> = Vec::new();
-    for message in &messages[1..] {
-        let code = message
-            .split_whitespace()
-            .next()
-            .unwrap_or("")
-            .trim_matches(|c| c == '"' || c == ':');
-        match codes.iter_mut().find(|(known, _)| *known == code) {
-            Some((_, count)) => *count += 1,
-            None => codes.push((code, 1)),
-        }
-    }
-    let codes: Vec<String> = codes
-        .iter()
-        .map(|(code, count)| format!("{count} {code}"))
-        .collect();
-    format!(
-        "{} (and {} more of the pipeline's commands failed: {})",
-        messages[0],
-        messages.len() - 1,
-        codes.join(", ")
-    )
-}
-
 /// A sharded filter: its plan, read from or written to the metadata key `name`, and its
 /// shards at the keys the plan names ([`ShardPlan::shard_key`]).
 pub struct ShardedFilter {
@@ -2085,8 +2031,6 @@ mod tests {
 
     #[test]
     fn errors_name_the_key_the_shard_and_the_node() {
-        // A pipeline's one failure: its message, without the crate's "Index N" (the
-        // command's place in the batch, not the shard).
         let one = RedisError::from(
             match redis::parse_redis_value(
                 b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
@@ -2095,15 +2039,6 @@ mod tests {
                 other => panic!("{other:?}"),
             },
         );
-        let said = shown_text(
-            "Pipeline failure: [(Index 0, error: \"WRONGTYPE\": Operation against a key holding the wrong kind of value)]"
-                .to_owned(),
-        );
-        assert!(!said.contains("Index"), "{said}");
-        assert!(said.contains("WRONGTYPE"), "{said}");
-        let said = shown(&one);
-        assert!(!said.contains("Index"), "{said}");
-        assert!(said.contains("WRONGTYPE"), "{said}");
         // The context names the key of the command that failed, and the shard it is.
         let command = {
             let mut command = redis::cmd("BF.HASHADD");
@@ -2126,6 +2061,7 @@ mod tests {
         );
         let said = error.to_string();
         assert!(said.contains("on key '{06S}1:f' (shard 1 of 2)"), "{said}");
+        assert!(said.contains("WRONGTYPE") && !said.contains("Index"), "{said}");
         // Other commands of the batch that failed are counted by their codes, after the
         // shard (a key that is the start of another key is not taken for it).
         let more = ["NOSHARD", "NOSHARD", "WRONGTYPE"].map(str::to_owned);
