@@ -2016,21 +2016,14 @@ fn kill_9_during_adds(run: &KillRun) {
 /// then kills a process that does not ignore the signal (status 153 from a shell).
 fn with_file_size_limit(command: &mut Command, bytes: u64) -> &mut Command {
     use std::os::unix::process::CommandExt;
-    // SAFETY: signal(2) and setrlimit(2) are async-signal-safe, as pre_exec requires.
+    // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
     unsafe {
-        command.pre_exec(move || {
+        command.pre_exec(|| {
             libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
-            let limit = libc::rlimit {
-                rlim_cur: bytes,
-                rlim_max: libc::RLIM_INFINITY,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
             Ok(())
         });
     }
-    command
+    with_limit(command, libc::RLIMIT_FSIZE, bytes)
 }
 
 /// A writer of a whole file under a limit on file size (`ulimit -f`) that its new file
@@ -2250,6 +2243,11 @@ fn a_file_another_program_rewrites_during_an_add_is_never_sealed_over() {
 /// `command` with its address space limited to `bytes` (`ulimit -v`), where allocating past
 /// it fails as it does on a machine out of memory.
 fn with_address_space(command: &mut Command, bytes: u64) -> &mut Command {
+    with_limit(command, libc::RLIMIT_AS, bytes)
+}
+
+/// `command` with its soft limit of `resource` (setrlimit(2)) set to `bytes`.
+fn with_limit(command: &mut Command, resource: libc::__rlimit_resource_t, bytes: u64) -> &mut Command {
     use std::os::unix::process::CommandExt;
     // SAFETY: setrlimit(2) is async-signal-safe, as pre_exec requires.
     unsafe {
@@ -2258,7 +2256,7 @@ fn with_address_space(command: &mut Command, bytes: u64) -> &mut Command {
                 rlim_cur: bytes,
                 rlim_max: libc::RLIM_INFINITY,
             };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+            if libc::setrlimit(resource, &limit) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
