@@ -48,23 +48,21 @@
 //! its timeout plus [`WAIT_REPLY_MARGIN`] (at least the 10 s it waits for other replies),
 //! so a `WAIT` that runs its full time is answered, not cut off and retried.
 //!
-//! On a cluster, `WAIT` goes only to the primaries the batch wrote to: one `WAIT` per slot
-//! of a key written, routed by the redis crate's slot map to that slot's primary, as the
-//! batch's command for that key was, and one on each connection of this client's own that
-//! carried a write of a batch (the batches' writes go on those). This relies on the redis crate's synchronous cluster
-//! connection (redis 1.8: `ClusterConnection`, one connection per node address, which its
-//! pipelines and `route_command` both take from the same map) replacing a node's
-//! connection only when it fails, and then sending the failed command again on the new
-//! one, or having this client send the whole unit again; so each `WAIT` arrives on the
-//! connection that carried that primary's last write of the batch. A primary that owns
-//! several slots written gets several `WAIT`s; once one has answered enough replicas the
-//! others answer at once (nothing was written since), and the first answer short of the
-//! replicas asked for ends the wait (so `WAIT` blocks at most once per primary). A batch
-//! that met a `MOVED` has the slot map refreshed before its commands go again, so they
-//! and their `WAIT` use the connections of the new map. Not covered: a connection that
-//! fails between its last reply and the `WAIT` and is silently replaced by the redis
-//! crate (only a slot-map refresh does that, and none happens between a batch's last
-//! write and its `WAIT`, so this is the crate's behaviour to keep in mind when upgrading).
+//! On a cluster, `WAIT` goes only to the primaries written to, each on the connection that
+//! carried the writes: every connection of this client's own that carried a batch's write
+//! since the last `WAIT` that covered it (the batches go on those), and, for the keys a
+//! single command wrote through the redis crate's connection ([`Connection::query`]: the
+//! metadata key that [`ShardedFilter::create`] sets), the primary of each such key's slot,
+//! routed by the crate's slot map as that command was. This relies on the redis crate's
+//! synchronous cluster connection (redis 1.8: `ClusterConnection`, one connection per node
+//! address, which `route_command` takes from its map) replacing a node's connection only
+//! when it fails (its reconnection is turned off for the `WAIT`, and a failure there sends
+//! the unit again); a connection of this client's own that was lost before the `WAIT` is an
+//! error, and the batch and its `WAIT` go again. A primary written to gets one `WAIT`, and
+//! the first answer short of the replicas asked for ends the wait (so the wait blocks at
+//! most once per primary). A batch that met a `MOVED` has this client's slot map read
+//! again before its commands go again (and the crate's refreshed by a read of the moved
+//! key), so they and their `WAIT` use the connections of the new map.
 //!
 //! Restarts: after each batch of adds on a cluster, the client reads every primary's
 //! `run_id` (`INFO server`, one round trip per primary); a primary's address answering with
@@ -263,7 +261,7 @@ enum Inner {
 }
 
 /// A cluster connection: the redis crate's (for single commands, and `WAIT`s on the keys
-/// it wrote), and this client's own connections to the primaries, by this client's own
+/// they wrote), and this client's own connections to the primaries, by this client's own
 /// slot map, which carry every batch (one pipeline per node, whose replies are each kept:
 /// a redirected command goes again alone, and the others' answers stand), kept as long as
 /// the crate's, so that a `WAIT` reaches every node written to on the connection that
@@ -566,8 +564,8 @@ impl Connection {
 
     /// Sends `commands` as one pipeline (as [`pipeline`](Self::pipeline)) and then, with
     /// `wait` = `(replicas, timeout)`, `WAIT replicas timeout` on the same connections (on a
-    /// cluster, on the primaries of the commands' keys, a command's key being its first
-    /// argument, as for `BF.HASHADD`), as one unit: a failure worth retrying in either sends
+    /// cluster, on each primary the pipeline wrote to, by its commands' keys, a command's
+    /// key being its first argument, as for `BF.HASHADD`), as one unit: a failure worth retrying in either sends
     /// the pipeline and the `WAIT` again, together, on new connections, so the `WAIT` always
     /// counts the writes of the pipeline sent just before it. The replies to `commands`,
     /// and `WAIT`'s (on a cluster, the fewest replicas over those primaries, up to the first
@@ -583,7 +581,8 @@ impl Connection {
     }
 
     /// [`pipeline_and_wait`](Self::pipeline_and_wait), the `WAIT` also going to the
-    /// primaries of the keys `earlier` (written before, on these connections).
+    /// primaries of the keys `earlier` (written before by [`query`](Self::query), on the
+    /// redis crate's connection, on a cluster).
     fn pipeline_and_wait_also(
         &mut self,
         commands: &[Cmd],
@@ -599,8 +598,9 @@ impl Connection {
         let more = std::cell::RefCell::new(Vec::new());
         let context = || with_key(context(), commands, failed.get(), &more.borrow());
         let context: &dyn Fn() -> String = &context;
-        let keys = commands.iter().filter_map(first_key);
-        let written = routes(keys.chain(earlier.iter().copied()));
+        // The batch's writes are waited for on the connections that carried them (this
+        // client's own, on a cluster); the redis crate's connection, only for `earlier`.
+        let written = routes(earlier.iter().copied());
         let base = self.timeout;
         let mut run_ids = std::mem::take(&mut self.run_ids);
         let mut primaries_seen = self.primaries_seen;
@@ -653,10 +653,10 @@ impl Connection {
         }
     }
 
-    /// `WAIT replicas timeout` on the current connections (on a cluster, on the primaries
-    /// of the keys `written`, as [`pipeline_and_wait`](Self::pipeline_and_wait); with none,
-    /// no `WAIT`, and the answer is `replicas`), counting the writes made on them, and not
-    /// retried: on a new connection a `WAIT` would count no write and answer at once. To
+    /// `WAIT replicas timeout` on the current connections (on a cluster, on every primary a
+    /// pipeline wrote to since the last `WAIT` that covered it, and on the primaries of the
+    /// keys `written` by [`query`](Self::query); with none, no `WAIT`, and the answer is
+    /// `replicas`), counting the writes made on them, and not retried: on a new connection a `WAIT` would count no write and answer at once. To
     /// wait for a batch, send it with [`pipeline_and_wait`](Self::pipeline_and_wait).
     pub fn wait<K: AsRef<[u8]>>(
         &mut self,
@@ -1189,7 +1189,8 @@ fn routes<'a>(keys: impl Iterator<Item = &'a [u8]>) -> Vec<Route> {
 }
 
 /// `WAIT replicas timeout` on the connections of `inner` (on a cluster, one per route in
-/// `written`, as [`wait_on_primaries`] says), waiting for its reply as long as
+/// `written`, as [`wait_on_primaries`] says, then one on each connection of this client's
+/// own that carried a write since the last `WAIT` that covered it), waiting for its reply as long as
 /// [`wait_reply_timeout`] says, then back to `base` for other replies. On a cluster, the
 /// redis crate must not replace a node's connection meanwhile (it reconnects and sends the
 /// command again on its own after a lost connection): a `WAIT` on a new connection would
@@ -1222,7 +1223,7 @@ fn send_wait(
             connection.set_auto_reconnect(true);
             let restored = connection.set_read_timeout(Some(base));
             let enough = |reply: &Value| matches!(reply, Value::Int(got) if *got >= i64::try_from(replicas).unwrap_or(i64::MAX));
-            // And every node an `ASK` sent a write to, on the connection that carried it.
+            // And every node a batch wrote to, on the connection that carried the writes.
             if reply.as_ref().is_ok_and(enough) {
                 let addresses: Vec<String> = cluster.unwaited.iter().cloned().collect();
                 for address in addresses {
@@ -1269,7 +1270,7 @@ fn send_wait(
 
 /// `wait` on the primary of each route in `written`, as the redis crate routes a command
 /// for a key of that slot (its slot map, primary; the same map, and the same connection
-/// per node, as the batch's pipeline used), in order: the fewest replicas answered, up to
+/// per node, as the single commands that wrote those keys used), in order: the fewest replicas answered, up to
 /// the first answer below `replicas` (a `WAIT` blocks at most once per primary: a second
 /// one on a primary that answered enough has nothing new to count and answers at once);
 /// `replicas` when `written` is empty. The redis crate's routing of a keyless `WAIT`
@@ -1506,10 +1507,10 @@ pub struct ShardedFilter {
     plan: ShardPlan,
     keys: Vec<String>,
     wait: Option<(usize, Duration)>,
-    /// Whether this client created the metadata key, and, per shard, whether it added to
-    /// it: the keys it wrote to, for [`wait_for`](Self::wait_for).
+    /// Whether this client created the metadata key (written by a single command, on the
+    /// redis crate's connection), for [`wait_for`](Self::wait_for); the shards' writes go
+    /// on the connections a `WAIT` covers by themselves ([`Connection::wait`]).
     created: bool,
-    added_to: Vec<bool>,
     /// Whether this client created the metadata key and no `WAIT` since has counted it:
     /// the next batch's `WAIT` goes to its primary too.
     metadata_unwaited: bool,
@@ -1644,7 +1645,6 @@ impl ShardedFilter {
             // it would leave a filter that no command can use; the first WAIT covers them.
             filter.created = true;
             filter.metadata_unwaited = true;
-            filter.added_to.fill(true);
         }
         Ok((filter, created))
     }
@@ -1654,7 +1654,6 @@ impl ShardedFilter {
         check_name(name)?;
         let plan = read_plan(&mut connection, name)?.ok_or_else(|| Error::NotFound(name.into()))?;
         let keys = shard_keys(name, &plan);
-        let added_to = vec![false; keys.len()];
         Ok(Self {
             connection,
             name: name.into(),
@@ -1662,7 +1661,6 @@ impl ShardedFilter {
             keys,
             wait: None,
             created: false,
-            added_to,
             metadata_unwaited: false,
         })
     }
@@ -1710,12 +1708,10 @@ impl ShardedFilter {
         let command = "BF.HASHADD";
         let (groups, commands) = self.commands(command, hashes);
         let name = &self.name;
-        // The metadata key and the shards this client created are waited for with the
-        // first batch after.
+        // The metadata key this client created is waited for with the first batch after
+        // (the shards it made went on the connections a batch's `WAIT` covers).
         let created_keys: Vec<&[u8]> = if self.metadata_unwaited {
-            std::iter::once(name.as_bytes())
-                .chain(self.keys.iter().map(|key| key.as_bytes()))
-                .collect()
+            vec![name.as_bytes()]
         } else {
             Vec::new()
         };
@@ -1726,9 +1722,6 @@ impl ShardedFilter {
                 format!("{command} on sharded filter '{name}'")
             })
             .map_err(|error| shard_named(error, &self.keys))?;
-        for (shard, _) in &groups {
-            self.added_to[*shard as usize] = true;
-        }
         let flags = answers(command, &groups, replies, hashes.len())?;
         if let (Some((replicas, timeout)), Some(reply)) = (self.wait, waited) {
             check_acknowledged(reply, replicas, timeout)?;
@@ -1767,16 +1760,13 @@ impl ShardedFilter {
         self.contains_hashes(&hashes)
     }
 
-    /// `WAIT replicas timeout` on every primary this client wrote to (on a cluster, the
-    /// primaries of the shards it added to, and of the metadata key if it created it), on
-    /// its current connections ([`Connection::wait`]: not retried, since a `WAIT` on a new
+    /// `WAIT replicas timeout` on every primary this client wrote to (on a cluster, those
+    /// its batches wrote to since the last `WAIT` that covered them, and the metadata key's
+    /// if it created it), on its current connections ([`Connection::wait`]: not retried, since a `WAIT` on a new
     /// connection counts no write). [`set_wait`](Self::set_wait) is the way to wait for
     /// each batch.
     pub fn wait_for(&mut self, replicas: usize, timeout: Duration) -> Result<()> {
-        let metadata = self.created.then_some(self.name.as_str());
-        let shards = self.keys.iter().zip(&self.added_to);
-        let added = shards.filter(|(_, added)| **added).map(|(key, _)| key.as_str());
-        let written: Vec<&str> = metadata.into_iter().chain(added).collect();
+        let written: Vec<&str> = self.created.then_some(self.name.as_str()).into_iter().collect();
         let reply = self.connection.wait(&written, replicas, timeout)?;
         check_acknowledged(reply, replicas, timeout)?;
         self.metadata_unwaited = false;

@@ -459,7 +459,6 @@ impl Cluster {
             .expect("a target")
     }
 
-    /// The primary that owns `key`'s slot.
     /// The primary that owns `key`'s slot, and another its slot can move to.
     fn owner_and_next(&self, key: &str) -> (&Node, &Node) {
         let owner = self.owner(key);
@@ -517,8 +516,6 @@ impl Drop for Cluster {
     }
 }
 
-/// The filter `name`, created with `plan` by one client (which wrote its metadata key),
-/// opened by another that waits for `replicas` replicas, at most `wait`, after each batch.
 /// `CLUSTER SETSLOT slot state id` on `node`.
 fn set_slot(node: &Node, slot: u16, state: &str, id: &str) {
     let _: String = node.query(redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id));
@@ -533,6 +530,8 @@ fn begin_move(owner: &Node, next: &Node, key: &str) -> u16 {
     slot
 }
 
+/// The filter `name`, created with `plan` by one client (which wrote its metadata key),
+/// opened by another that waits for `replicas` replicas, at most `wait`, after each batch.
 fn opened(cluster: &Cluster, name: &str, plan: ShardPlan, replicas: usize, wait: Duration) -> ShardedFilter {
     let connection = Connection::open(&cluster.target()).expect("connected");
     let (_, created) = ShardedFilter::create(connection, name, plan).expect("created");
@@ -993,6 +992,80 @@ fn a_wait_after_ask_goes_to_the_node_the_write_went_to() {
     // The write did reach the new node, and is answered there.
     filter.set_wait(0, Duration::ZERO);
     assert_eq!(filter.contains_hashes(&hashes).expect("checked"), [true, true]);
+}
+
+#[test]
+fn a_manual_failover_under_wait_loses_no_add_and_no_answer() {
+    // `CLUSTER FAILOVER` on the replica of a shard's primary while batches are waited for
+    // one replica each: the batches met by the switch (refused by the old primary, now a
+    // replica: `MOVED`; or its `WAIT` refused there) go again to the new primary, and the
+    // old one, now its replica, acknowledges them. Every batch is answered, every item new
+    // once and never doubted (nothing was lost with a connection), and every item is on
+    // the new primary and its replica.
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cluster = Cluster::start("failover");
+    let name = "switched";
+    let plan = ShardPlan::new(100_000, 0.01, 64 << 20, 1).expect("a plan");
+    let key = plan.shard_key(name, 0);
+    let owner = cluster.owner(&key);
+    let replica = cluster.add_replica(owner);
+    let mut filter = opened(&cluster, name, plan, 1, Duration::from_secs(5));
+    let mut added = Vec::new();
+    let mut batch = |filter: &mut ShardedFilter, number: u64| {
+        let hashes: Vec<u64> = (number * 50..(number + 1) * 50)
+            .map(|i| filter.hash(&i))
+            .collect();
+        let (new, doubted) = filter
+            .add_hashes_doubted(&hashes)
+            .unwrap_or_else(|error| panic!("batch {number}: {error}"));
+        assert!(new.iter().all(|&new| new), "batch {number}: {new:?}");
+        assert!(doubted.iter().all(|&doubted| !doubted), "batch {number}");
+        added.extend(hashes);
+    };
+    for number in 0..5 {
+        batch(&mut filter, number);
+    }
+    let _: String = replica.query(redis::cmd("CLUSTER").arg("FAILOVER"));
+    let mut number = 5;
+    // Batches while the switch is under way, then a few after it.
+    let started = Instant::now();
+    while replica.replication("role").as_deref() != Some("master") {
+        assert!(started.elapsed() < Duration::from_secs(30), "no failover");
+        batch(&mut filter, number);
+        number += 1;
+    }
+    eventually("the old primary to follow the new one", || {
+        owner.replication("master_link_status").as_deref() == Some("up")
+    });
+    for _ in 0..5 {
+        batch(&mut filter, number);
+        number += 1;
+    }
+    // The batches did meet the switch: the old primary refused some (the client's
+    // connections were there).
+    let errors: String = owner.query(redis::cmd("INFO").arg("errorstats"));
+    assert!(errors.contains("errorstat_MOVED"), "{errors}");
+    // Every item, by a new client, and on the new primary's replica (the old primary).
+    let connection = Connection::open(&cluster.target()).expect("connected");
+    let mut reader = ShardedFilter::open(connection, name).expect("opened");
+    assert!(
+        reader
+            .contains_hashes(&added)
+            .expect("checked")
+            .iter()
+            .all(|&found| found)
+    );
+    let dump = |node: &Node| -> Vec<u8> {
+        let mut connection = node.try_connect().expect("connected");
+        let _: String = redis::cmd("READONLY").query(&mut connection).expect("READONLY");
+        redis::cmd("DUMP").arg(&key).query(&mut connection).expect("DUMP")
+    };
+    eventually("the replica to hold what the primary does", || {
+        dump(owner) == dump(&replica)
+    });
 }
 
 #[test]
