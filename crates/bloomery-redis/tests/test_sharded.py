@@ -5,7 +5,9 @@ import functools
 import os
 import signal
 import struct
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -546,3 +548,68 @@ def test_cli_hides_the_password_and_names_a_missing_module(server, tmp_path):
     finally:
         plain.terminate()
         plain.wait()
+
+
+def reply_dropping_proxy(port: int):
+    """A loopback TCP proxy to `port` that, the first time a client sends `BF.HASHADD`,
+    passes the command on, lets the server run it, and closes that client's connection
+    without passing the reply back (a reply lost after its command ran). Returns the
+    proxy's port and a list that holds True once it has dropped a reply."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    dropped = []
+
+    def pump(source, sink, watch, cut):
+        try:
+            while data := source.recv(1 << 16):
+                if cut.is_set():
+                    return  # the reply to the command being dropped goes nowhere
+                if watch and not dropped and b"BF.HASHADD" in data:
+                    dropped.append(True)
+                    cut.set()
+                    sink.sendall(data)
+                    time.sleep(0.3)  # the server runs it and replies
+                    return
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                end.close()
+
+    def serve():
+        while True:
+            client, _ = listener.accept()
+            upstream = socket.create_connection(("127.0.0.1", port))
+            cut = threading.Event()
+            threading.Thread(target=pump, args=(client, upstream, True, cut), daemon=True).start()
+            threading.Thread(target=pump, args=(upstream, client, False, cut), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1], dropped
+
+
+def test_cli_dedup_says_lines_whose_answers_were_lost_and_fails(server):
+    """A batch whose reply was lost after the server ran it is sent again, and the filter
+    then answers its items "old": dedup cannot know which were first occurrences, so it
+    says how many lines' answers were lost and exits 2, rather than drop them silently
+    (exit 0 and the lines missing from its output)."""
+    url = f"redis://127.0.0.1:{server.port}"
+    assert bloomery("create", "--redis", url, "seen", "--items", "1000").returncode == 0
+    proxy, dropped = reply_dropping_proxy(server.port)
+    run = bloomery("dedup", "--redis", f"redis://127.0.0.1:{proxy}", "--filter", "seen", input=b"a\nb\nc\n")
+    assert dropped, "the proxy dropped no reply"
+    assert run.returncode == 2, run
+    assert b"the answers for 3 lines were lost" in run.stderr, run.stderr
+    assert run.stdout == b""
+    # They are in the filter.
+    check = bloomery("check", "--redis", url, "seen", "a", "b", "c")
+    assert check.returncode == 0, check
+    # A run that loses no reply prints the new lines and exits 0.
+    again = bloomery("dedup", "--redis", f"redis://127.0.0.1:{proxy}", "--filter", "seen", input=b"a\nd\n")
+    assert (again.returncode, again.stdout) == (0, b"d\n"), again
