@@ -307,12 +307,16 @@ impl RotatingBloomFilter {
     /// by clients whose clocks disagreed). The rate stays bounded: at most `generations`
     /// are kept.
     fn live_at(&self, now_ms: u64) -> impl Iterator<Item = &Generation> {
+        // In u128, exactly: `generations · window` and `started_ms + generations · window`
+        // may pass `u64::MAX`, and a bound capped there would drop a generation asked at
+        // `u64::MAX` itself. Elapsed time is compared, so a query earlier than a
+        // generation's start counts as inside (elapsed 0).
         let asked_for = self
             .window_ms
-            .map(|window| (self.max_generations as u64).saturating_mul(window));
+            .map(|window| u128::from(window) * self.max_generations as u128);
         self.generations.iter().filter(move |generation| match asked_for {
             None => true,
-            Some(asked_for) => now_ms < generation.started_ms.saturating_add(asked_for),
+            Some(asked_for) => u128::from(now_ms.saturating_sub(generation.started_ms)) < asked_for,
         })
     }
 
@@ -545,6 +549,22 @@ mod tests {
         counted.insert_at("a", 0);
         assert!(counted.contains_at("a", u64::MAX));
         assert_eq!(counted.len_at(u64::MAX), 1);
+    }
+
+    #[test]
+    fn a_generation_is_asked_at_the_last_timestamp() {
+        // The end of a generation's time is past `u64::MAX`: an item inserted at that
+        // time, or within an endless window, is found at it.
+        let mut late = RotatingBloomFilter::with_window(2, 10, 0.01, Some(1000), u64::MAX - 5).unwrap();
+        late.insert_at("x", u64::MAX);
+        assert!(late.contains_at("x", u64::MAX));
+        assert_eq!(late.len_at(u64::MAX), 1);
+        let mut endless = RotatingBloomFilter::with_window(2, 10, 0.01, Some(u64::MAX), 0).unwrap();
+        endless.insert_at("y", 5);
+        assert!(endless.contains_at("y", 5));
+        assert!(endless.contains_at("y", u64::MAX));
+        // A query earlier than a generation's start still asks it.
+        assert!(late.contains_at("x", 0));
     }
 
     #[test]
