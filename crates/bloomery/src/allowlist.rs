@@ -45,7 +45,23 @@ impl AllowlistedBloomFilter {
         self.allowed.clear();
     }
 
-    /// An empty filter for `expected_items` at `fpp` (classic shape) and an empty list.
+    /// An empty filter for `expected_items` at `fpp` and an empty list. The filter has
+    /// [`ClassicShape::for_rate`](crate::sizing::ClassicShape::for_rate): the shape of
+    /// [`BloomFilter::with_fpp`] (Guava's) except for few items at a low rate, which get
+    /// more bits so that the rate holds despite the double hashing's floor
+    /// ([`crate::sizing::double_hashing_bits`]).
+    ///
+    /// ```
+    /// use bloomery::{AllowlistedBloomFilter, BloomFilter};
+    ///
+    /// // 10 items at 1%: 256 bits, where the classic filter has 128.
+    /// assert_eq!(AllowlistedBloomFilter::with_fpp(10, 0.01)?.filter().num_bits(), 256);
+    /// assert_eq!(BloomFilter::with_fpp(10, 0.01)?.num_bits(), 128);
+    /// // 1,000 items at 1%: the classic filter's shape.
+    /// let listed = AllowlistedBloomFilter::with_fpp(1_000, 0.01)?;
+    /// assert_eq!(listed.filter(), &BloomFilter::with_fpp(1_000, 0.01)?);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         Ok(Self::from_filter(BloomFilter::try_with_shape(
             crate::sizing::ClassicShape::for_rate(expected_items, fpp)?,

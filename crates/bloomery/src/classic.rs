@@ -99,6 +99,14 @@ impl<B: OwnedBits> ClassicFilter<B> {
     ///
     /// Errors if `fpp` is not in (0, 1), if the filter would need more than 255 hashes, or
     /// more bits than Guava's format holds (see [`crate::sizing`]).
+    ///
+    /// Guava's shape, floor included: for few items at a low rate its double hashing lifts
+    /// the rate measured above `fpp` (see [`crate::sizing::double_hashing_bits`]). Guava's
+    /// shape has the bits that keep that floor down from 61 items on at 1%, from 290 at
+    /// 0.1%. The other filters that hash as Guava does (counting, retouched, allow-listed,
+    /// the rotating filter's generations, the scalable filter's sub-filters) take more
+    /// bits below that ([`ClassicShape::for_rate`]); this one keeps Guava's shape, as its
+    /// bits are Guava's.
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         Self::try_with_shape(ClassicShape::for_fpp(expected_items, fpp)?)
     }

@@ -3,8 +3,11 @@
 //!
 //! An insert adds one to each of the item's k counters, a removal takes one away, and an
 //! item is present while all its counters are non-zero. Positions are the classic filter's
-//! (murmur3_128, MITZ_64), sized from (n, p) as the classic filter, at 4 bits per position:
-//! 4 × 9.59 = 38.3 bits per item at 1%. A counter reaching 15 saturates and stays at 15
+//! (murmur3_128, MITZ_64). [`CountingBloomFilter::with_fpp`] takes as many counters as
+//! [`ClassicShape::for_rate`] has bits: Guava's shape (the classic filter's), with more
+//! positions for few items at a low rate, where the double hashing's floor would lift the
+//! rate. At 4 bits per position that is 4 × 9.59 = 38.3 bits per item at 1% from 61
+//! items on, and more per item below. A counter reaching 15 saturates and stays at 15
 //! for good: its true count is unknown, and lowering it could reach 0 while items still
 //! need it. With k·n/m ≈ 0.69 increments per counter, a counter passes 15 with probability
 //! about 10^-15 (Poisson tail), so saturation only shows under heavy overfill or repeated
@@ -59,7 +62,25 @@ impl CountingBloomFilter {
         self.counters.clear();
     }
 
-    /// A filter for `expected_items` at `fpp`, with the classic filter's shape.
+    /// A filter for `expected_items` at `fpp`: as many counters as
+    /// [`ClassicShape::for_rate`] has bits, and its hash count. That is the classic
+    /// filter's shape ([`BloomFilter::with_fpp`](crate::BloomFilter::with_fpp), Guava's)
+    /// except for few items at a low rate, which get more positions so that the rate
+    /// holds despite the double hashing's floor ([`crate::sizing::double_hashing_bits`]).
+    ///
+    /// ```
+    /// use bloomery::{BloomFilter, CountingBloomFilter};
+    ///
+    /// // 10 items at 1%: 256 counters, where the classic filter has 128 bits.
+    /// assert_eq!(CountingBloomFilter::with_fpp(10, 0.01)?.num_counters(), 256);
+    /// assert_eq!(BloomFilter::with_fpp(10, 0.01)?.num_bits(), 128);
+    /// // 1,000 items at 1%: the classic filter's shape.
+    /// let counting = CountingBloomFilter::with_fpp(1_000, 0.01)?;
+    /// let classic = BloomFilter::with_fpp(1_000, 0.01)?;
+    /// assert_eq!(counting.num_counters(), classic.num_bits());
+    /// assert_eq!(counting.num_hashes(), classic.num_hashes());
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         let shape = ClassicShape::for_rate(expected_items, fpp)?;
         Self::with_counters(shape.num_bits(), shape.num_hashes)

@@ -96,7 +96,24 @@ impl RetouchedBloomFilter {
         self.total_false_negatives = 0;
     }
 
-    /// An empty filter for `expected_items` at `fpp` (classic shape).
+    /// An empty filter for `expected_items` at `fpp`, of [`ClassicShape::for_rate`]: the
+    /// classic filter's shape ([`BloomFilter::with_fpp`](crate::BloomFilter::with_fpp),
+    /// Guava's) except for few items at a low rate, which get more bits so that the rate
+    /// holds despite the double hashing's floor ([`crate::sizing::double_hashing_bits`]).
+    ///
+    /// ```
+    /// use bloomery::{BloomFilter, RetouchedBloomFilter};
+    ///
+    /// // 10 items at 1%: 256 bits, where the classic filter has 128.
+    /// assert_eq!(RetouchedBloomFilter::with_fpp(10, 0.01)?.num_bits(), 256);
+    /// assert_eq!(BloomFilter::with_fpp(10, 0.01)?.num_bits(), 128);
+    /// // 1,000 items at 1%: the classic filter's shape.
+    /// let retouched = RetouchedBloomFilter::with_fpp(1_000, 0.01)?;
+    /// let classic = BloomFilter::with_fpp(1_000, 0.01)?;
+    /// assert_eq!(retouched.num_bits(), classic.num_bits());
+    /// assert_eq!(retouched.num_hashes(), classic.num_hashes());
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         let shape = ClassicShape::for_rate(expected_items, fpp)?;
         Ok(Self {
