@@ -191,7 +191,7 @@ pub struct TempFile {
 const TEMPORARY_PART_MAX: usize = 255 - ".".len() - ".4294967295.ffffffffffffffff.tmp".len();
 
 /// What stands for `target`'s name in the names of its temporary files: the name itself
-/// (lossily UTF-8) when it is at most [`TEMPORARY_PART_MAX`] bytes; else its start (whole
+/// (lossily UTF-8) when it is at most 222 bytes (`TEMPORARY_PART_MAX`); else its start (whole
 /// characters), `~` and 16 hexadecimal digits of a hash of the whole name (XXH3-64 of its
 /// bytes), 222 bytes at most: a name of up to 255 bytes then gets temporary files whose
 /// names fit too (they once did not: "File name too long" for any name past 225 bytes).
