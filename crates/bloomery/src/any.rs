@@ -147,9 +147,14 @@ fn each_within(filter: &mut dyn DynFilter, items: &[&[u8]], limit: GrowthLimit<'
 
 /// Everything a tool does with a filter it owns.
 pub trait DynFilter: FilterView {
-    /// Adds the item with these bytes: `Ok(true)` when the filter changed, `Ok(false)`
-    /// when it was (probably) present already, an error when the filter refused it (full,
-    /// or unable to grow): then the item was not added.
+    /// Adds the item with these bytes: `Ok(true)` when it was new (the filter answered
+    /// "absent" for it just before this insert; a rotating filter as
+    /// [`RotatingBloomFilter::contains_at`](crate::RotatingBloomFilter::contains_at) at the
+    /// insert's time), `Ok(false)` when it was found (inserted before, or a false
+    /// positive), an error when the filter refused it (full, or unable to grow): then the
+    /// item was not added. The filter may change on `Ok(false)` too: a counting filter
+    /// counts every insert, a rotating filter copies a found item into its newest
+    /// generation (starting one first when due).
     fn insert(&mut self, item: &[u8]) -> Result<bool>;
 
     /// As [`insert`](Self::insert), but refusing with [`Error::MemoryLimit`], before

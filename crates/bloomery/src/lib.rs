@@ -104,9 +104,25 @@ pub use split_block::SplitBlockBloomFilter;
 /// # Ok::<(), bloomery::Error>(())
 /// ```
 pub trait Filter<T: ?Sized> {
-    /// Adds `item`; returns whether the filter changed (false: already present, or a false
-    /// positive). An error when the filter cannot take the item (a full filter that does
-    /// not grow): then the item was not added, and may well answer "absent".
+    /// Adds `item`; returns whether it was new: `true` when the filter answered "absent"
+    /// for it just before this insert, `false` when it was found (inserted before, or a
+    /// false positive). A rotating filter answers as
+    /// [`contains_at`](RotatingBloomFilter::contains_at) at the insert's time. The filter
+    /// may change either way: a counting filter counts every insert, a rotating filter
+    /// copies a found item into its newest generation (starting one first when due).
+    ///
+    /// An error when the filter cannot take the item (full, or unable to grow): then the
+    /// item was not added, and may well answer "absent".
+    ///
+    /// ```
+    /// use bloomery::{CountingBloomFilter, Filter};
+    ///
+    /// let mut filter = CountingBloomFilter::with_fpp(100, 0.01)?;
+    /// assert!(Filter::<str>::insert(&mut filter, "a")?);
+    /// assert!(!Filter::<str>::insert(&mut filter, "a")?); // found, though counted again
+    /// assert_eq!(filter.count("a"), 2);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
     fn insert(&mut self, item: &T) -> Result<bool>;
 
     /// Whether `item` might be present: `false` is certain, `true` is wrong with
