@@ -258,6 +258,7 @@ impl State {
                     // A batch stops at the refused item (full, or its growth refused): say what
                     // became of the others.
                     bloomery::Error::Full { .. }
+                    | bloomery::Error::SubFilterLimit { .. }
                     | bloomery::Error::MemoryLimit { .. }
                     | bloomery::Error::OutOfMemory { .. } => library_error(
                         &error,

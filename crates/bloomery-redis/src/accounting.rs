@@ -288,7 +288,7 @@ pub fn counted_stats(filter: &dyn DynFilter) -> Stats {
             expected_fpp: f64::NAN,
             memory_bytes: chain.memory_bytes(),
             capacity: Some(chain.capacity()),
-            refuses_beyond_capacity: !options.scaling,
+            refuses_beyond_capacity: !chain.can_grow(),
             sub_filters: chain.num_filters() as u64,
             expansion: options.scaling.then_some(options.expansion),
         };
@@ -299,7 +299,7 @@ pub fn counted_stats(filter: &dyn DynFilter) -> Stats {
             expected_fpp: f64::NAN,
             memory_bytes: chain.bitmap_bytes(),
             capacity: Some(chain.capacity()),
-            refuses_beyond_capacity: chain.is_nonscaling(),
+            refuses_beyond_capacity: !chain.can_grow(),
             sub_filters: chain.links().len() as u64,
             expansion: (!chain.is_nonscaling()).then(|| chain.growth()),
         };

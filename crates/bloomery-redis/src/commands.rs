@@ -460,7 +460,8 @@ fn add_items(
     let boolean = booleans();
     let refusal = |error: BloomError, filter: &dyn DynFilter| {
         RedisValue::StaticError(match error {
-            // A scaling filter is "full" only where it cannot grow any further.
+            // Only a filter that does not scale is "full" (a scaling one at its most
+            // sub-filters is refused with `SubFilterLimit`, answered below).
             BloomError::Full { .. } if accounting::counted_stats(filter).refuses_beyond_capacity => FULL,
             // With no cap configured, the limit was the machine's memory: RedisBloom's
             // answer to an allocation that fails.

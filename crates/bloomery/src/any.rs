@@ -57,7 +57,10 @@ pub struct Stats {
     /// [`rate_capacity`](crate::sizing::rate_capacity)). `None` for blocked and
     /// split-block filters whose files keep no sizing.
     pub capacity: Option<u64>,
-    /// Whether items beyond `capacity` are refused.
+    /// Whether items beyond `capacity` are refused: those of a filter that does not scale,
+    /// and those of a scaling one that cannot grow any further (at its most sub-filters,
+    /// or whose next sub-filter cannot be sized). The filters that grow tell which with
+    /// `can_grow` ([`ScalableBloomFilter::can_grow`]).
     pub refuses_beyond_capacity: bool,
     /// Sub-filters (scalable) or generations (rotating); 1 for the others.
     pub sub_filters: u64,
@@ -917,7 +920,7 @@ impl FilterView for ScalableBloomFilter {
         let scaling = self.options().scaling;
         Stats {
             capacity: Some(self.capacity()),
-            refuses_beyond_capacity: !scaling,
+            refuses_beyond_capacity: !self.can_grow(),
             sub_filters: self.num_filters() as u64,
             expansion: scaling.then(|| self.expansion()),
             ..stats_of(self)
@@ -987,7 +990,7 @@ impl FilterView for RedisBloomFilter {
             expected_fpp: self.expected_fpp(),
             memory_bytes: self.bitmap_bytes(),
             capacity: Some(self.capacity()),
-            refuses_beyond_capacity: self.is_nonscaling(),
+            refuses_beyond_capacity: !self.can_grow(),
             sub_filters: self.links().len() as u64,
             expansion: (!self.is_nonscaling()).then(|| self.growth()),
         }
@@ -1062,7 +1065,7 @@ impl FilterView for ScalableBlockedBloomFilter {
             expected_fpp: self.expected_fpp(),
             memory_bytes: self.memory_bytes(),
             capacity: Some(self.capacity()),
-            refuses_beyond_capacity: !scaling,
+            refuses_beyond_capacity: !self.can_grow(),
             sub_filters: self.num_filters() as u64,
             expansion: scaling.then(|| self.options().expansion),
         }

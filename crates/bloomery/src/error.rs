@@ -74,6 +74,16 @@ pub enum Error {
         capacity: u64,
     },
 
+    /// A filter that grows is at its capacity and has its most sub-filters, so it cannot
+    /// add another.
+    #[error("filter is full: it reached its limit of {limit} sub-filters (it grew to hold {capacity} items)")]
+    SubFilterLimit {
+        /// The most sub-filters the filter may have.
+        limit: u64,
+        /// The capacity reached: the items its sub-filters hold together.
+        capacity: u64,
+    },
+
     /// Growing the filter (a new sub-filter or generation) would take it past the memory
     /// limit its caller set; the item was not added.
     #[error("filter cannot grow: it would take {needed} bytes, over the limit of {limit} bytes")]

@@ -354,7 +354,9 @@ impl RedisBloomFilter {
 
     /// Adds the item as RedisBloom's `BF.ADD` does: `Ok(true)` when added (RedisBloom
     /// answers 1), `Ok(false)` when it was already present (0), [`Error::Full`] for a
-    /// NONSCALING filter at capacity.
+    /// NONSCALING filter at capacity, [`Error::SubFilterLimit`] for a scaling one at
+    /// capacity with [`MAX_LINKS`] links, and [`Error::Sizing`] where RedisBloom cannot add
+    /// the next link either.
     pub fn insert(&mut self, item: &[u8]) -> Result<bool> {
         self.insert_within(item, None)
     }
@@ -378,42 +380,7 @@ impl RedisBloomFilter {
                     capacity: self.capacity(),
                 });
             }
-            // Where RedisBloom cannot add the link either (it answers "problem inserting
-            // into filter" and keeps the chain as it was): growth 0, which RedisBloom keeps
-            // from an `EXPANSION` of 2^32 or more (it truncates the value to 32 bits), and
-            // an error rate halved to 0.
-            let cannot_grow = |problem: String| Error::Sizing {
-                expected_items: newest.entries,
-                fpp: newest.error,
-                problem,
-            };
-            if self.growth == 0 {
-                return Err(cannot_grow(
-                    "the chain's growth is 0, so a new link would hold no items".into(),
-                ));
-            }
-            let entries = newest
-                .entries
-                .checked_mul(u64::from(self.growth))
-                .ok_or_else(|| {
-                    cannot_grow(format!(
-                        "the next link's capacity overflows (growth {})",
-                        self.growth
-                    ))
-                })?;
-            let error = newest.error * TIGHTENING;
-            if error <= 0.0 {
-                return Err(cannot_grow(format!(
-                    "the next link's error rate, half of {:e}, is 0 in floating point",
-                    newest.error
-                )));
-            }
-            if self.links.len() >= MAX_LINKS {
-                return Err(Error::Full {
-                    capacity: self.capacity(),
-                });
-            }
-            let (_, bytes, _) = link_shape(entries, error)?;
+            let (entries, error, bytes) = self.next_link()?;
             limit.check(self.bitmap_bytes(), bytes)?;
             self.links.push(Link::new(entries, error)?);
         }
@@ -463,9 +430,62 @@ impl RedisBloomFilter {
         self.growth
     }
 
-    /// Whether the filter refuses items past its capacity.
+    /// Whether the filter was made NONSCALING: it refuses items past its capacity from the
+    /// start ([`can_grow`](Self::can_grow) says whether a scaling one still grows).
     pub fn is_nonscaling(&self) -> bool {
         self.options & OPT_NO_SCALING != 0
+    }
+
+    /// Whether the filter adds a link when its newest is full: false when it is
+    /// NONSCALING, or where RedisBloom cannot add the link either (growth 0, an error rate
+    /// halved to 0, a link too large), or at [`MAX_LINKS`]. Then it refuses items beyond
+    /// its [`capacity`](Self::capacity).
+    pub fn can_grow(&self) -> bool {
+        !self.is_nonscaling() && self.next_link().is_ok()
+    }
+
+    /// The next link's capacity, error rate and bytes of bits, or why there can be no
+    /// next one.
+    fn next_link(&self) -> Result<(u64, f64, u64)> {
+        let newest = self.links.last().expect("a chain has a link");
+        // Where RedisBloom cannot add the link either (it answers "problem inserting
+        // into filter" and keeps the chain as it was): growth 0, which RedisBloom keeps
+        // from an `EXPANSION` of 2^32 or more (it truncates the value to 32 bits), and
+        // an error rate halved to 0.
+        let cannot_grow = |problem: String| Error::Sizing {
+            expected_items: newest.entries,
+            fpp: newest.error,
+            problem,
+        };
+        if self.growth == 0 {
+            return Err(cannot_grow(
+                "the chain's growth is 0, so a new link would hold no items".into(),
+            ));
+        }
+        let entries = newest
+            .entries
+            .checked_mul(u64::from(self.growth))
+            .ok_or_else(|| {
+                cannot_grow(format!(
+                    "the next link's capacity overflows (growth {})",
+                    self.growth
+                ))
+            })?;
+        let error = newest.error * TIGHTENING;
+        if error <= 0.0 {
+            return Err(cannot_grow(format!(
+                "the next link's error rate, half of {:e}, is 0 in floating point",
+                newest.error
+            )));
+        }
+        if self.links.len() >= MAX_LINKS {
+            return Err(Error::SubFilterLimit {
+                limit: MAX_LINKS as u64,
+                capacity: self.capacity(),
+            });
+        }
+        let (_, bytes, _) = link_shape(entries, error)?;
+        Ok((entries, error, bytes))
     }
 
     /// Bytes of bits in all links.

@@ -151,17 +151,32 @@ impl ScalableBloomFilter {
         sub_filter_params(self.initial_capacity, self.fpp, &self.options, index)
     }
 
-    /// Adds the next sub-filter, unless it would take the filter past `memory_limit` bytes
-    /// (checked before anything is allocated).
-    fn push_sub_filter(&mut self, limit: GrowthLimit<'_>) -> Result<()> {
+    /// The next sub-filter's capacity and shape, or why there can be no next one: the
+    /// filter has its most sub-filters ([`Error::SubFilterLimit`]), or the next one cannot
+    /// be sized.
+    fn next_sub_filter(&self) -> Result<(u64, ClassicShape)> {
         let index = self.filters.len();
         if index >= MAX_SUB_FILTERS {
-            return Err(Error::Full {
+            return Err(Error::SubFilterLimit {
+                limit: MAX_SUB_FILTERS as u64,
                 capacity: self.capacity(),
             });
         }
         let (capacity, fpp) = self.sub_filter_params(index);
-        let shape = ClassicShape::for_rate(capacity, fpp)?;
+        Ok((capacity, ClassicShape::for_rate(capacity, fpp)?))
+    }
+
+    /// Whether the filter adds a sub-filter when its newest is full: false when it does
+    /// not scale, has its most sub-filters, or cannot size the next one (too many bits or
+    /// hash functions). Then it refuses items beyond its [`capacity`](Self::capacity).
+    pub fn can_grow(&self) -> bool {
+        self.options.scaling && self.next_sub_filter().is_ok()
+    }
+
+    /// Adds the next sub-filter, unless it would take the filter past `memory_limit` bytes
+    /// (checked before anything is allocated).
+    fn push_sub_filter(&mut self, limit: GrowthLimit<'_>) -> Result<()> {
+        let (capacity, shape) = self.next_sub_filter()?;
         limit.check(self.memory_bytes() as u64, shape.num_words as u64 * 8)?;
         let filter = BloomFilter::try_with_shape(shape)?;
         self.filters.push(SubFilter {
@@ -173,7 +188,8 @@ impl ScalableBloomFilter {
     }
 
     /// Adds `item`. `Ok(false)` when it was (probably) present already; `Err(Error::Full)`
-    /// when a non-scaling filter is at capacity, or a scaling one has its most sub-filters;
+    /// when a non-scaling filter is at capacity, `Err(Error::SubFilterLimit)` when a scaling
+    /// one is and has its most sub-filters;
     /// the error of sizing the next sub-filter, tighter than the last, when it cannot be
     /// sized (too many hash functions or bits). The item is not added then.
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {

@@ -104,16 +104,31 @@ impl ScalableBlockedBloomFilter {
         Ok(blocks.saturating_mul(BLOCK_BITS / 8))
     }
 
-    /// Adds the next sub-filter, unless it would take the filter past `memory_limit`.
-    fn push_link(&mut self, limit: GrowthLimit<'_>) -> Result<()> {
+    /// The next sub-filter's capacity and block count, or why there can be no next one: the
+    /// filter has its most sub-filters ([`Error::SubFilterLimit`]), or the next one cannot
+    /// be sized.
+    fn next_link(&self) -> Result<(u64, u64)> {
         let index = self.links.len();
         if index >= MAX_SUB_FILTERS {
-            return Err(Error::Full {
+            return Err(Error::SubFilterLimit {
+                limit: MAX_SUB_FILTERS as u64,
                 capacity: self.capacity(),
             });
         }
         let (capacity, fpp) = sub_filter_params(self.initial_capacity, self.fpp, &self.options, index);
-        let num_blocks = blocked_num_blocks(capacity, fpp)?;
+        Ok((capacity, blocked_num_blocks(capacity, fpp)?))
+    }
+
+    /// Whether the filter adds a sub-filter when its newest is full: false when it does
+    /// not scale, has its most sub-filters, or cannot size the next one (past the most
+    /// blocks). Then it refuses items beyond its [`capacity`](Self::capacity).
+    pub fn can_grow(&self) -> bool {
+        self.options.scaling && self.next_link().is_ok()
+    }
+
+    /// Adds the next sub-filter, unless it would take the filter past `memory_limit`.
+    fn push_link(&mut self, limit: GrowthLimit<'_>) -> Result<()> {
+        let (capacity, num_blocks) = self.next_link()?;
         limit.check(self.memory_bytes(), num_blocks.saturating_mul(BLOCK_BITS / 8))?;
         self.links.push(Link {
             filter: BlockedBloomFilter::with_num_blocks(num_blocks, self.seed)?,
@@ -142,7 +157,8 @@ impl ScalableBlockedBloomFilter {
     }
 
     /// Adds the item: `Ok(true)` when added, `Ok(false)` when (probably) present already,
-    /// [`Error::Full`] when a non-scaling filter is at capacity or has its most sub-filters,
+    /// [`Error::Full`] when a non-scaling filter is at capacity, [`Error::SubFilterLimit`]
+    /// when a scaling one is and has its most sub-filters,
     /// the error of sizing the next, tighter sub-filter when it cannot be sized (past the
     /// most blocks); the item is not added then.
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {

@@ -387,6 +387,21 @@ fn chains_load_up_to_max_links_and_no_further() {
         .unwrap_err()
         .to_string();
     assert!(message.contains("links; 1..="), "{message}");
+    // Such a chain takes items into its newest link, then refuses to grow past them.
+    let mut most = most;
+    assert!(!most.can_grow());
+    assert!(any::FilterView::stats(&most).refuses_beyond_capacity);
+    assert!(most.insert(b"a").unwrap());
+    let error = (0..100u32)
+        .map(|i| most.insert(format!("b{i}").as_bytes()))
+        .find_map(Result::err)
+        .expect("refused");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "filter is full: it reached its limit of {MAX_LINKS} sub-filters (it grew to hold {MAX_LINKS} items)"
+        )
+    );
 }
 
 /// RedisBloom keeps growth 0 from `BF.RESERVE g0 0.01 100 EXPANSION 4294967296` (its 64-bit

@@ -87,6 +87,40 @@ proptest! {
 }
 
 #[test]
+fn a_scaling_filter_at_its_most_sub_filters_says_so_and_refuses_beyond_capacity() {
+    use bloomery::any::FilterView;
+    use bloomery::scalable::MAX_SUB_FILTERS;
+    let options = ScalableOptions {
+        expansion: 1,
+        tightening: 0.999999,
+        scaling: true,
+    };
+    let mut filter = ScalableBlockedBloomFilter::new(1, 0.01, options, 0).unwrap();
+    let mut refused = None;
+    for item in items("x", 100) {
+        if let Err(error) = filter.insert(&item) {
+            refused = Some(error);
+            break;
+        }
+        let growing = filter.num_filters() < MAX_SUB_FILTERS;
+        assert_eq!(filter.can_grow(), growing);
+        assert_eq!(FilterView::stats(&filter).refuses_beyond_capacity, !growing);
+    }
+    let error = refused.expect("growth stops");
+    assert!(
+        matches!(
+            error,
+            Error::SubFilterLimit {
+                limit: 64,
+                capacity: 64
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(filter.num_filters(), MAX_SUB_FILTERS);
+}
+
+#[test]
 fn a_full_nonscaling_filter_refuses_and_growth_is_held_to_a_memory_limit() {
     let options = ScalableOptions {
         scaling: false,

@@ -424,6 +424,59 @@ fn a_scalable_filter_that_cannot_grow_further_says_so() {
 }
 
 #[test]
+fn a_scaling_filter_at_its_most_sub_filters_says_so_and_refuses_beyond_capacity() {
+    use bloomery::any::FilterView;
+    use bloomery::scalable::MAX_SUB_FILTERS;
+    // One item per sub-filter, each at nearly the last one's rate: growth stops at the
+    // limit of sub-filters, not at their sizing.
+    let options = ScalableOptions {
+        expansion: 1,
+        tightening: 0.999999,
+        scaling: true,
+    };
+    let mut filter = ScalableBloomFilter::with_options(1, 0.01, options).unwrap();
+    let mut refused = None;
+    for key in 0..100u64 {
+        if let Err(error) = filter.insert(&key) {
+            refused = Some((key, error));
+            break;
+        }
+        let growing = filter.num_filters() < MAX_SUB_FILTERS;
+        assert_eq!(filter.can_grow(), growing, "{key}");
+        assert_eq!(
+            FilterView::stats(&filter).refuses_beyond_capacity,
+            !growing,
+            "{key}"
+        );
+    }
+    let (key, error) = refused.expect("growth stops");
+    assert_eq!(key, 64);
+    assert!(
+        matches!(
+            error,
+            bloomery::Error::SubFilterLimit {
+                limit: 64,
+                capacity: 64
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "filter is full: it reached its limit of 64 sub-filters (it grew to hold 64 items)"
+    );
+    assert!(!filter.contains(&key));
+    // A filter that does not scale refuses beyond its capacity from the start.
+    let fixed = ScalableOptions {
+        scaling: false,
+        ..ScalableOptions::default()
+    };
+    let fixed = ScalableBloomFilter::with_options(10, 0.01, fixed).unwrap();
+    assert!(!fixed.can_grow());
+    assert!(FilterView::stats(&fixed).refuses_beyond_capacity);
+}
+
+#[test]
 fn variant_readers_refuse_hostile_parameters_in_valid_envelopes() {
     use bloomery::format::native::{ParamWriter, Variant, encode};
     // A scalable filter whose one sub-filter claims 2^40 words over an empty payload.
