@@ -56,6 +56,25 @@ const MAX_COUNTERS: u64 = {
     }
 };
 
+/// What sets [`MAX_COUNTERS`], in its error.
+const MAX_COUNTERS_WHY: &str = if MAX_COUNTERS == crate::sizing::MAX_NUM_BITS {
+    "the file format holds at most 64 × (2^31 - 1) counters"
+} else {
+    "counters take 4 bits each, and the address space holds isize::MAX bytes"
+};
+
+/// Checks a counting filter's counter count and hash count.
+fn check_shape(num_counters: u64, num_hashes: u32) -> Result<()> {
+    if num_counters == 0 || num_counters > MAX_COUNTERS {
+        return Err(Error::NumCounters {
+            value: num_counters,
+            max: MAX_COUNTERS,
+            why: MAX_COUNTERS_WHY,
+        });
+    }
+    check_num_hashes(num_hashes)
+}
+
 impl CountingBloomFilter {
     /// Removes every item: every counter back to zero (saturated ones too).
     pub fn clear(&mut self) {
@@ -88,14 +107,7 @@ impl CountingBloomFilter {
 
     /// A filter of `num_counters` counters and `num_hashes` hashes.
     pub fn with_counters(num_counters: u64, num_hashes: u32) -> Result<Self> {
-        ClassicShape::new(num_counters, num_hashes)?;
-        if num_counters > MAX_COUNTERS {
-            return Err(Error::NumBits {
-                value: num_counters.into(),
-                max: MAX_COUNTERS,
-                why: "counters take 4 bits each, and the address space holds isize::MAX bytes",
-            });
-        }
+        check_shape(num_counters, num_hashes)?;
         Ok(Self {
             counters: CounterVec::try_zeroed(num_counters)?,
             num_hashes,
@@ -249,7 +261,7 @@ impl Persist for CountingBloomFilter {
         let num_hashes = params.u32()?;
         params.finish()?;
         check_num_hashes(num_hashes)?;
-        ClassicShape::new(num_counters, num_hashes)?;
+        check_shape(num_counters, num_hashes)?;
         let inconsistent = |problem: String| Error::Format {
             format: "bloomery",
             problem: FormatProblem::Inconsistent(problem),
@@ -280,6 +292,35 @@ impl Persist for CountingBloomFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_counter_count_out_of_range_is_named_with_the_counting_limit() {
+        for bad in [0, MAX_COUNTERS + 1, u64::MAX] {
+            let message = CountingBloomFilter::with_counters(bad, 1)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                message,
+                format!("num_counters must be in 1..={MAX_COUNTERS} ({MAX_COUNTERS_WHY}), got {bad}")
+            );
+        }
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(
+            CountingBloomFilter::with_counters(0, 1).unwrap_err().to_string(),
+            "num_counters must be in 1..=137438953408 (the file format holds at most \
+             64 × (2^31 - 1) counters), got 0"
+        );
+        // The hash count is checked as before.
+        let message = CountingBloomFilter::with_counters(64, 0).unwrap_err().to_string();
+        assert!(message.starts_with("num_hashes must be in 1..=255"), "{message}");
+        // A file's counter count is checked alike.
+        let mut params = CountingBloomFilter::with_counters(2, 1).unwrap().params();
+        params[..8].copy_from_slice(&0u64.to_le_bytes());
+        let message = CountingBloomFilter::from_parts(&params, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(message.starts_with("num_counters must be in 1..="), "{message}");
+    }
 
     #[test]
     fn saturated_counters_never_cause_a_false_negative() {

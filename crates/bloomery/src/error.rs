@@ -35,6 +35,18 @@ pub enum Error {
         why: &'static str,
     },
 
+    /// The number of a counting filter's counters is zero or too large for the format or
+    /// the address space.
+    #[error("num_counters must be in 1..={max} ({why}), got {value}")]
+    NumCounters {
+        /// The rejected value.
+        value: u64,
+        /// The largest allowed value.
+        max: u64,
+        /// What sets the limit.
+        why: &'static str,
+    },
+
     /// No filter of the kind asked for can hold `expected_items` at `fpp`.
     #[error("cannot size a filter for {expected_items} items at fpp {}: {problem}", Rate(*.fpp))]
     Sizing {
