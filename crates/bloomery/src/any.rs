@@ -231,8 +231,10 @@ pub trait DynFilter: FilterView {
     /// Removes every item, keeping the filter's parameters: a growing filter (scalable,
     /// redisbloom, scalable-blocked) goes back to its first sub-filter, a rotating one to
     /// its newest generation, each emptied; what a filter keeps beside its bits (a
-    /// counting filter's counters, an allow list, a retouched filter's bookkeeping) goes
-    /// too. Every variant of the library clears; a filter of another crate may refuse.
+    /// counting filter's counters, an allow list, a retouched filter's bookkeeping and the
+    /// state its Random scheme draws from) goes too: every variant but the rotating one is
+    /// then as new, bytes included. Every variant of the library clears; a filter of
+    /// another crate may refuse.
     ///
     /// ```
     /// use bloomery::any::{self, Spec};

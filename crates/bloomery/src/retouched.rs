@@ -88,11 +88,14 @@ pub struct RetouchedBloomFilter {
 
 impl RetouchedBloomFilter {
     /// Removes every item, with the bookkeeping of inserted items, recorded false
-    /// positives and the false negatives removals made.
+    /// positives and the false negatives removals made; the state the
+    /// [`Random`](ClearingScheme::Random) scheme draws from goes back to a new filter's
+    /// too. The filter is then as new, and so are its bytes.
     pub fn clear(&mut self) {
         self.bits.clear();
         self.items.clear();
         self.false_positives.clear();
+        self.random_state = 0;
         self.total_false_negatives = 0;
     }
 
@@ -401,5 +404,27 @@ impl Persist for RetouchedBloomFilter {
             random_state,
             total_false_negatives,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cleared_filter_is_as_new_after_random_removals() {
+        let new = RetouchedBloomFilter::with_fpp(100, 0.01).unwrap();
+        let mut filter = new.clone();
+        for i in 0..100u32 {
+            filter.insert(&i.to_le_bytes());
+        }
+        let positive = (1_000..)
+            .find(|i: &u32| filter.contains(&i.to_le_bytes()))
+            .unwrap();
+        let removal = filter.remove_false_positive(&positive.to_le_bytes(), ClearingScheme::Random);
+        assert!(removal.cleared_bit.is_some());
+        filter.clear();
+        assert_eq!(filter.to_bytes(), new.to_bytes());
+        assert_eq!(filter, new);
     }
 }
