@@ -73,9 +73,11 @@ pub trait FilterView: Send + Sync {
     /// The variant (its code is stored in files).
     fn variant(&self) -> Variant;
 
-    /// Whether the item with these bytes might be present: `false` is certain, removals
-    /// aside (the false negatives a retouched filter's removals report, and a counting
-    /// filter's removal of an item that was never added).
+    /// Whether the item with these bytes might be present: `false` is certain except for
+    /// the false negatives a caller asks for: those a retouched filter's removals report,
+    /// a counting filter's removal of an item that was never added, an allow-listed
+    /// filter's `allow` of an inserted item, and the items of the generations a rotating
+    /// filter dropped.
     fn contains(&self, item: &[u8]) -> bool;
 
     /// Looks up every item; `results` gets one answer per item. Panics if the lengths

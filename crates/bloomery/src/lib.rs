@@ -83,9 +83,17 @@ pub use rotating::RotatingBloomFilter;
 pub use scalable::{ScalableBloomFilter, ScalableOptions};
 pub use split_block::SplitBlockBloomFilter;
 
-/// What every filter in this library does with items of type `T`, so tools (the CLI, the
-/// Redis module) are written once against it. Its companion [`FilterStats`] reports the
-/// filter's state, whatever the item type.
+/// What the in-memory filters do with items of type `T`, so code is written once against
+/// it. Its companion [`FilterStats`] reports the filter's state, whatever the item type.
+///
+/// Implemented by [`BloomFilter`], [`BlockedBloomFilter`], [`SplitBlockBloomFilter`],
+/// [`CountingBloomFilter`], [`RetouchedBloomFilter`], [`AllowlistedBloomFilter`],
+/// [`RotatingBloomFilter`] and [`ScalableBloomFilter`]; not by the views of files, the
+/// atomic filters ([`AtomicBloomFilter`], [`AtomicBlockedBloomFilter`]: their inserts take
+/// `&self`), [`ScalableBlockedBloomFilter`](scalable_blocked::ScalableBlockedBloomFilter)
+/// or [`RedisBloomFilter`](redisbloom::RedisBloomFilter). The tools (the CLI, the Redis
+/// module, the Python package) work through [`any::DynFilter`] instead, which every saved
+/// variant ([`format::native::Variant`]) implements.
 ///
 /// ```
 /// use bloomery::{BloomFilter, Filter, FilterStats};
@@ -125,8 +133,10 @@ pub trait Filter<T: ?Sized> {
     /// ```
     fn insert(&mut self, item: &T) -> Result<bool>;
 
-    /// Whether `item` might be present: `false` is certain, `true` is wrong with
-    /// probability about [`FilterStats::expected_fpp`].
+    /// Whether `item` might be present: `true` is wrong with probability about
+    /// [`FilterStats::expected_fpp`]; `false` is certain except where the caller asked for
+    /// false negatives (removals, an allow list, a rotating filter's dropped generations:
+    /// see the [crate documentation](crate)).
     fn contains(&self, item: &T) -> bool;
 }
 
