@@ -161,6 +161,21 @@ fn retouched_filter_removes_false_positives_and_reports_what_it_costs() {
     }
 }
 
+#[test]
+fn retouched_bookkeeping_costs_what_its_doc_says() {
+    // The per-bit lists: each item's 16-byte hash once per hash function, plus a map slot
+    // and a list's room per set bit (the module doc's figure).
+    for (items, fpp) in [(10_000u64, 0.01), (100_000, 0.01)] {
+        let mut filter = RetouchedBloomFilter::with_fpp(items, fpp).unwrap();
+        for key in 0..items {
+            filter.insert(&key);
+        }
+        let per_item = filter.memory_bytes() as f64 / items as f64;
+        println!("retouched: {items} items at {fpp}: {per_item:.0} bytes per item");
+        assert!((450.0..700.0).contains(&per_item), "{per_item}");
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Operation {
     Insert(u32),
