@@ -860,7 +860,7 @@ impl PyBloomFilter {
     ) -> PyResult<Self> {
         let expected_items = expected_items.unsigned("expected_items")?;
         let seed = seed.unsigned("seed")?;
-        let generations = generations.size("generations")?;
+        let generations = generations.generations()?;
         let mut spec = Spec::new(variant_of(kind)?, expected_items, fpp);
         spec.split_block_parquet = match hash {
             "parquet" => true,
@@ -1638,36 +1638,47 @@ impl<'a, 'py> FromPyObject<'a, 'py> for IntArg {
 }
 
 impl IntArg {
-    /// The argument `name`, from 0 to `most`.
-    fn get(&self, name: &str, most: u64) -> PyResult<u64> {
+    /// The argument `name`, from `least` to `most`: out of that range (negative, past
+    /// 2^64-1, or a value the parameter never takes) a `ValueError` stating that range, the
+    /// real one for the parameter (`generations=-1` once said "from 0 to 2^64-1", and
+    /// `generations=1` then "in 2..=1024").
+    fn get(&self, name: &str, least: u64, most: u64) -> PyResult<u64> {
         match self {
-            Self::Value(number) if *number <= most => Ok(*number),
-            Self::Value(number) => Err(Self::out_of_range(name, most, &number.to_string())),
-            Self::OutOfRange(shown) => Err(Self::out_of_range(name, most, shown)),
+            Self::Value(number) if (least..=most).contains(number) => Ok(*number),
+            Self::Value(number) => Err(Self::out_of_range(name, least, most, &number.to_string())),
+            Self::OutOfRange(shown) => Err(Self::out_of_range(name, least, most, shown)),
             Self::NotInt(type_name) => Err(PyTypeError::new_err(format!(
                 "{name} must be an integer, not {type_name}"
             ))),
         }
     }
 
-    fn out_of_range(name: &str, most: u64, shown: &str) -> PyErr {
-        PyValueError::new_err(format!("{name} must be an integer from 0 to {most}, got {shown}"))
+    fn out_of_range(name: &str, least: u64, most: u64, shown: &str) -> PyErr {
+        PyValueError::new_err(format!(
+            "{name} must be an integer from {least} to {most}, got {shown}"
+        ))
     }
 
     /// The argument `name`, from 0 to 2^64-1.
     fn unsigned(&self, name: &str) -> PyResult<u64> {
-        self.get(name, u64::MAX)
+        self.get(name, 0, u64::MAX)
     }
 
-    /// The argument `name`, from 0 to `usize::MAX`.
-    fn size(&self, name: &str) -> PyResult<usize> {
-        let number = self.get(name, usize::MAX as u64)?;
-        Ok(usize::try_from(number).unwrap_or(usize::MAX))
+    /// `generations=`: 2 to [`bloomery::rotating::MAX_GENERATIONS`], the library's range.
+    fn generations(&self) -> PyResult<usize> {
+        let most = bloomery::rotating::MAX_GENERATIONS;
+        let number = self.get("generations", 2, most as u64)?;
+        Ok(usize::try_from(number).unwrap_or(most))
     }
 
-    /// `item_size=`: `None`, or a size.
+    /// `item_size=`: `None`, or a size of at least 1 byte.
     fn item_size(value: Option<&Self>) -> PyResult<Option<usize>> {
-        value.map(|value| value.size("item_size")).transpose()
+        value
+            .map(|value| {
+                let number = value.get("item_size", 1, usize::MAX as u64)?;
+                Ok(usize::try_from(number).unwrap_or(usize::MAX))
+            })
+            .transpose()
     }
 }
 

@@ -298,7 +298,7 @@ def test_byte_buffers_need_an_item_size():
         f.add_many(b"aaaabbbb")
     with pytest.raises(ValueError, match="does not split into items of 3 bytes"):
         f.add_many(b"aaaa", item_size=3)
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match="item_size must be an integer from 1 to"):
         f.add_many(b"aaaa", item_size=0)
     with pytest.raises(TypeError, match="for buffers"):
         f.add_many(["a"], item_size=1)
@@ -647,19 +647,21 @@ def test_integer_arguments_out_of_range_are_a_value_error_naming_them():
     argument and its range (it was pyo3's OverflowError, "int too big to convert")."""
     u64, size = 2**64 - 1, sys.maxsize * 2 + 1
     calls = [
-        ("expected_items", u64, lambda v: BloomFilter(v)),
-        ("expected_items", u64, lambda v: ConcurrentBloomFilter(v)),
-        ("seed", u64, lambda v: BloomFilter(100, seed=v)),
-        ("seed", u64, lambda v: ConcurrentBloomFilter(100, seed=v)),
-        ("generations", size, lambda v: BloomFilter(100, kind="rotating", generations=v)),
-        ("item_size", size, lambda v: BloomFilter(100).add_many(b"ab", item_size=v)),
-        ("item_size", size, lambda v: BloomFilter(100).contains_many(b"ab", item_size=v)),
-        ("item_size", size, lambda v: ConcurrentBloomFilter(100).add_many(b"ab", item_size=v)),
-        ("item_size", size, lambda v: ConcurrentBloomFilter(100).contains_many(b"ab", item_size=v)),
+        ("expected_items", 0, u64, lambda v: BloomFilter(v)),
+        ("expected_items", 0, u64, lambda v: ConcurrentBloomFilter(v)),
+        ("seed", 0, u64, lambda v: BloomFilter(100, seed=v)),
+        ("seed", 0, u64, lambda v: ConcurrentBloomFilter(100, seed=v)),
+        # The real ranges, not 0 to 2**64-1 (generations=-1 said that, generations=1 then
+        # "in 2..=1024"; item_size=-1 "from 0", item_size=0 then "at least 1").
+        ("generations", 2, 1024, lambda v: BloomFilter(100, kind="rotating", generations=v)),
+        ("item_size", 1, size, lambda v: BloomFilter(100).add_many(b"ab", item_size=v)),
+        ("item_size", 1, size, lambda v: BloomFilter(100).contains_many(b"ab", item_size=v)),
+        ("item_size", 1, size, lambda v: ConcurrentBloomFilter(100).add_many(b"ab", item_size=v)),
+        ("item_size", 1, size, lambda v: ConcurrentBloomFilter(100).contains_many(b"ab", item_size=v)),
     ]
-    for name, most, call in calls:
-        for value in [-1, most + 1, 10**30, -(10**5000)]:
-            with pytest.raises(ValueError, match=f"^{name} must be an integer from 0 to {most}, got "):
+    for name, least, most, call in calls:
+        for value in [-1, most + 1, 10**30, -(10**5000)] + ([least - 1] if least > 0 else []):
+            with pytest.raises(ValueError, match=f"^{name} must be an integer from {least} to {most}, got "):
                 call(value)
         with pytest.raises(TypeError, match=f"^{name} must be an integer, not float"):
             call(1.5)
