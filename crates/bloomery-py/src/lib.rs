@@ -185,6 +185,25 @@ fn refuse_ignored_options(spec: &Spec) -> PyResult<()> {
     }
 }
 
+/// Refuses `expected_items=0` for the kinds that cannot take it, in the Python parameter's
+/// name (the library refuses it as `capacity` or `items_per_generation`): the growing kinds,
+/// whose first sub-filter it sizes, and the rotating kind, whose generations it sizes. The
+/// fixed-size kinds take 0: their smallest filter.
+fn refuse_no_items(variant: Variant, expected_items: u64) -> PyResult<()> {
+    let what = match variant {
+        Variant::Scalable | Variant::RedisBloom | Variant::ScalableBlocked => "its first sub-filter's items",
+        Variant::Rotating => "each generation's items",
+        _ => return Ok(()),
+    };
+    if expected_items == 0 {
+        return Err(PyValueError::new_err(format!(
+            "expected_items must be at least 1 for {variant} filters ({what}), got 0; only the \
+             fixed-size kinds take 0 (their smallest filter)"
+        )));
+    }
+    Ok(())
+}
+
 /// A filter's state behind the Python object.
 enum State {
     /// In memory: made here, loaded from bytes, or a file opened with mode "r+".
@@ -827,7 +846,11 @@ impl PyBloomFilter {
 #[pymethods]
 impl PyBloomFilter {
     /// A new, empty filter for ``expected_items`` distinct items at false-positive
-    /// probability ``fpp``. ``seed`` is the blocked filter's hash seed, ``generations``
+    /// probability ``fpp``. ``expected_items=0`` gives the fixed-size kinds (blocked,
+    /// classic, counting, retouched, allowlisted, split-block) their smallest filter (one
+    /// block, or 64 bits); the growing kinds (scalable, redisbloom, scalable-blocked), whose
+    /// first sub-filter it sizes, and rotating, whose generations it sizes, need at least
+    /// 1 (``ValueError``). ``seed`` is the blocked filter's hash seed, ``generations``
     /// the rotating filter's, ``scaling=False`` makes a scalable filter refuse items
     /// beyond its capacity. ``hash`` is the split-block filter's: ``"parquet"`` (XXH64,
     /// seed 0, what Parquet reads; sized as its readers take it, a power of two bytes up
@@ -861,7 +884,9 @@ impl PyBloomFilter {
         let expected_items = expected_items.unsigned("expected_items")?;
         let seed = seed.unsigned("seed")?;
         let generations = generations.generations()?;
-        let mut spec = Spec::new(variant_of(kind)?, expected_items, fpp);
+        let variant = variant_of(kind)?;
+        refuse_no_items(variant, expected_items)?;
+        let mut spec = Spec::new(variant, expected_items, fpp);
         spec.split_block_parquet = match hash {
             "parquet" => true,
             "xxh3" => false,

@@ -671,6 +671,27 @@ def test_integer_arguments_out_of_range_are_a_value_error_naming_them():
         BloomFilter(-1)
 
 
+def test_expected_items_zero_is_one_rule_in_the_python_name():
+    """0 items: the smallest filter of a fixed-size kind; refused, naming expected_items, by
+    the kinds it sizes a first sub-filter or a generation of (the library's refusals named
+    capacity and items_per_generation)."""
+    for kind in ["blocked", "classic", "counting", "retouched", "allowlisted", "split-block"]:
+        f = BloomFilter(0, 0.01, kind)
+        f.update(range(5))
+        assert all(f.contains_many(range(5))), kind
+    for kind in ["blocked", "classic"]:
+        assert ConcurrentBloomFilter(0, kind=kind).memory_bytes > 0
+    for kind, what in [
+        ("scalable", "its first sub-filter's items"),
+        ("redisbloom", "its first sub-filter's items"),
+        ("scalable-blocked", "its first sub-filter's items"),
+        ("rotating", "each generation's items"),
+    ]:
+        with pytest.raises(ValueError, match=f"^expected_items must be at least 1 for {kind} filters \\({what}\\), got 0"):
+            BloomFilter(0, 0.01, kind)
+        BloomFilter(1, 0.01, kind)
+
+
 def test_options_a_kind_would_ignore_are_refused():
     # seed=5 and seed=6 once made the same classic filter, silently (the CLI refuses them).
     for kind in ["classic", "counting", "scalable", "retouched", "allowlisted", "rotating", "split-block", "redisbloom"]:
