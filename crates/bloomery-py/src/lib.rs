@@ -20,6 +20,7 @@ use bloomery::format::native::Variant;
 use bloomery::redisbloom::RedisBloomFilter;
 use bloomery::{
     AtomicBlockedBloomFilter, AtomicBloomFilter, BlockedBloomFilter, BloomFilter as ClassicBloomFilter,
+    RotatingBloomFilter,
 };
 use pyo3::exceptions::{PyInterruptedError, PyOSError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -266,14 +267,28 @@ impl State {
         }
     }
 
-    /// Adds a batch of items' bytes.
-    fn insert_batch(&mut self, items: &[&[u8]]) -> PyResult<()> {
+    /// Adds a batch of items' bytes; `aging` counts the generations a rotating filter
+    /// starts meanwhile.
+    fn insert_batch(&mut self, items: &[&[u8]], aging: &mut Aging) -> PyResult<()> {
         match self {
             State::InPlace(file) => file.insert(items).map_err(file_error),
-            _ => self
-                .owned()?
-                .insert_batch_within(items, GrowthLimit::Room(&growth_room))
-                .map_err(|error| match error {
+            _ => {
+                let filter = self.owned()?;
+                let inserted = if filter.as_any().is::<RotatingBloomFilter>() {
+                    // An item at a time, as the library's batch insert of this kind goes, each
+                    // looked at first: whether it starts a generation.
+                    items.iter().try_for_each(|item| {
+                        if let Some(rotating) = filter.as_any().downcast_ref() {
+                            aging.before_insert(rotating);
+                        }
+                        filter.insert_within(item, GrowthLimit::Room(&growth_room))?;
+                        aging.inserted += 1;
+                        Ok(())
+                    })
+                } else {
+                    filter.insert_batch_within(items, GrowthLimit::Room(&growth_room))
+                };
+                inserted.map_err(|error| match error {
                     // A batch stops at the refused item (full, or its growth refused): say what
                     // became of the others.
                     bloomery::Error::Full { .. }
@@ -287,7 +302,8 @@ impl State {
                         ),
                     ),
                     other => value_error(other),
-                }),
+                })
+            }
         }
     }
 
@@ -326,6 +342,74 @@ impl State {
             State::InPlace(file) => file.to_owned_filter().map_err(file_error),
             State::Closed => Err(closed_error()),
         }
+    }
+}
+
+/// What one batch call (`add_many`, `update`) did to a rotating filter's generations: a
+/// call of more items than the filter keeps forgets its own first items, which `warn`
+/// says, as the CLI's `add` warns of a run that does (`add_many(range(5000))` on 2
+/// generations of 1,000 left `0 in f` False, and said nothing).
+///
+/// Counted exactly by generations started: the call's first item goes into the newest
+/// generation, and the items of the call before the start of the `kept`-th last
+/// generation started after it are in generations rotated out. Only starts by count are
+/// seen (a full newest generation): a filter that also rotates by time (a file made by
+/// another program with a window) may forget more, and generations another thread's items
+/// start between this call's chunks are not counted.
+#[derive(Default)]
+struct Aging {
+    /// Items of the call inserted so far.
+    inserted: u64,
+    /// Generations started after the call's first item went in.
+    started: u64,
+    /// Where the last `kept` of them start: the index, in the call, of their first item.
+    starts: std::collections::VecDeque<u64>,
+    /// The filter's most generations, and items per generation.
+    kept: usize,
+    per_generation: u64,
+}
+
+impl Aging {
+    /// Before an item of the call goes into `rotating`: notes whether it starts a
+    /// generation (the newest is full).
+    fn before_insert(&mut self, rotating: &RotatingBloomFilter) {
+        self.kept = rotating.max_generations();
+        self.per_generation = rotating.items_per_generation();
+        if self.inserted > 0 && rotating.newest_room() == 0 {
+            self.started += 1;
+            if self.starts.len() >= self.kept {
+                self.starts.pop_front();
+            }
+            self.starts.push_back(self.inserted);
+        }
+    }
+
+    /// How many of the call's first items are in generations rotated out during it.
+    fn forgotten(&self) -> u64 {
+        if self.kept > 0 && self.started >= self.kept as u64 {
+            self.starts.front().copied().unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// A `RuntimeWarning` when the call forgot items of its own.
+    fn warn(&self, py: Python<'_>) -> PyResult<()> {
+        let forgotten = self.forgotten();
+        if forgotten == 0 {
+            return Ok(());
+        }
+        let message = format!(
+            "bloomery: this call added {} items to a rotating filter that keeps {} generations \
+             of {}: the first {forgotten} of them are forgotten already (their generations \
+             rotated out during the call; `in` answers False for them, but for false positives \
+             and items given again later); for a longer memory, make the generations larger \
+             (expected_items) or more (generations=)",
+            self.inserted, self.kept, self.per_generation
+        );
+        // Digits and words only: no NUL byte.
+        let text = std::ffi::CString::new(message).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &text, 1)
     }
 }
 
@@ -545,14 +629,20 @@ fn blocked_with_seed<F: std::ops::Deref<Target = BlockedBloomFilter>>(
 }
 
 /// A Bloom filter: a set that answers "certainly absent" or "probably present" in a
-/// fraction of an exact set's memory. No false negatives: an added item is always found
-/// (removals aside: ``remove`` of an item never added to a counting filter, and a retouched
-/// filter's removals, can make some).
+/// fraction of an exact set's memory. No false negatives: an added item is always found,
+/// with two exceptions: removals (``remove`` of an item never added to a counting filter,
+/// and a retouched filter's removals, can make some), and the rotating kind's forgetting
+/// (its oldest generation, with its items, is dropped when a new one starts: an item is
+/// kept for ``generations - 1`` full generations after its own; a batch call that forgets
+/// items it added itself warns with ``RuntimeWarning``).
 ///
 /// ``kind`` is one of ``"blocked"`` (the fastest: each item in one cache line),
 /// ``"classic"`` (bit for bit Guava's ``BloomFilter``), ``"counting"`` (``remove``),
 /// ``"scalable"`` (grows past ``expected_items``), ``"retouched"``, ``"allowlisted"``,
-/// ``"rotating"`` (forgets old generations) or ``"split-block"`` (Parquet's).
+/// ``"rotating"`` (``generations`` of ``expected_items`` each; forgets the oldest),
+/// ``"split-block"`` (Parquet's), ``"redisbloom"`` (RedisBloom's scalable filter, its
+/// ``BF.SCANDUMP`` bytes) or ``"scalable-blocked"`` (grows, in blocked sub-filters); the
+/// names ``kinds()`` gives.
 /// Items are ``str`` (UTF-8), ``bytes``-like objects and ``int`` (64-bit, Guava's
 /// ``longFunnel``), hashed as the Rust library, the CLI and Guava hash them.
 ///
@@ -715,7 +805,13 @@ impl PyBloomFilter {
     /// for the other kinds they are copied. `before`: the items of the call added before
     /// this source (`update`'s earlier iterables), for the note on a bad item's error.
     /// Returns the items read.
-    fn insert_source(&self, py: Python<'_>, mut source: Source<'_>, before: usize) -> PyResult<usize> {
+    fn insert_source(
+        &self,
+        py: Python<'_>,
+        mut source: Source<'_>,
+        before: usize,
+        aging: &mut Aging,
+    ) -> PyResult<usize> {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, State::check_insertable)?;
         if let Some(seed) = self.blocked_seed(py) {
@@ -734,7 +830,7 @@ impl PyBloomFilter {
             let (copied, error) = source.next_chunk(position, &mut chunk);
             if copied > 0 {
                 let chunk = &chunk;
-                let insert = |state: &mut State| state.insert_batch(&chunk.slices());
+                let insert = |state: &mut State| state.insert_batch(&chunk.slices(), aging);
                 // A large item that may change while it is read: with the GIL held.
                 if chunk.detachable() {
                     self.shared.write_detached(py, insert)?;
@@ -931,9 +1027,11 @@ impl PyBloomFilter {
     /// released.
     #[pyo3(signature = (*iterables))]
     fn update(&self, py: Python<'_>, iterables: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let mut aging = Aging::default();
         items::each_iterable(py, iterables, |source, before| {
-            self.insert_source(py, source, before)
-        })
+            self.insert_source(py, source, before, &mut aging)
+        })?;
+        aging.warn(py)
     }
 
     /// Adds a batch through the library's batched insert, with the GIL released: a list
@@ -947,8 +1045,14 @@ impl PyBloomFilter {
     /// [True, True, False]
     #[pyo3(signature = (items, *, item_size=None))]
     fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<IntArg>) -> PyResult<()> {
-        self.insert_source(py, Source::new(items, IntArg::item_size(item_size.as_ref())?)?, 0)
-            .map(drop)
+        let mut aging = Aging::default();
+        self.insert_source(
+            py,
+            Source::new(items, IntArg::item_size(item_size.as_ref())?)?,
+            0,
+            &mut aging,
+        )?;
+        aging.warn(py)
     }
 
     /// Looks up a batch (the forms ``add_many`` takes) with the GIL released; one

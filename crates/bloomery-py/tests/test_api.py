@@ -4,9 +4,11 @@ import array
 import copy
 import mmap
 import os
+import re
 import struct
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -548,7 +550,10 @@ def test_clear_of_a_loaded_or_unpickled_filter_of_every_kind():
 
     for kind in KINDS:
         made = BloomFilter(100, kind=kind)
-        made.update(range(500))
+        with warnings.catch_warnings():
+            # A rotating filter forgets the first of these, and says so.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            made.update(range(500))
         for f in (BloomFilter.from_bytes(made.to_bytes()), pickle.loads(pickle.dumps(made))):
             f.clear()
             assert len(f) == 0 and 5 not in f, kind
@@ -640,6 +645,46 @@ def test_constructor_options():
         BloomFilter(100, kind="nope")
     with pytest.raises(ValueError, match="generations must be"):
         BloomFilter(100, kind="rotating", generations=1)
+
+
+def test_a_rotating_batch_that_forgets_its_own_items_warns():
+    """One add_many/update call of more items than a rotating filter keeps forgets its own
+    first items: a RuntimeWarning says how many, as the CLI's add warns (it said nothing,
+    and 0 in f was False after add_many(range(5000)))."""
+    f = BloomFilter(1000, 0.01, "rotating", generations=2)
+    with pytest.warns(RuntimeWarning, match=r"this call added 5000 items to a rotating filter that keeps 2 "
+                      r"generations of 1000: the first (\d+) of them are forgotten already") as caught:
+        f.add_many(range(5000))
+    forgotten = int(re.search(r"the first (\d+) of them", str(caught[0].message)).group(1))
+    answers = f.contains_many(range(5000))
+    # Exact: every item the call gave after them is kept, the last one before them is not.
+    assert all(answers[forgotten:]) and not answers[forgotten - 1] and 0 not in f
+    assert answers[:forgotten].count(False) > 0.9 * forgotten
+    # update: the call's items, over all its iterables.
+    g = BloomFilter(1000, 0.01, "rotating", generations=2)
+    with pytest.warns(RuntimeWarning, match="this call added 2600 items"):
+        g.update(range(1500), (str(i) for i in range(1100)))
+    # The items are added all the same, also when the warning is an error.
+    h = BloomFilter(10, 0.01, "rotating", generations=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="forgotten already"):
+            h.add_many([str(i) for i in range(100)])
+    assert "99" in h
+
+
+def test_a_rotating_batch_within_its_generations_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = BloomFilter(1000, 0.01, "rotating", generations=2)
+        f.add_many(range(1999))  # a full generation and most of a second: all kept
+        f.add_many(range(1999, 3000))  # its first item's generation is still kept
+        assert all(f.contains_many(range(1999, 3000)))
+        f.update(range(100), ["a", "b"])  # forgets the earlier calls' first items, not its own
+        f.add("x")
+        # Other kinds never forget.
+        BloomFilter(10, 0.01, "scalable").add_many(range(5000))
+        BloomFilter(10, 0.01, "classic").add_many(range(5000))
 
 
 def test_integer_arguments_out_of_range_are_a_value_error_naming_them():
