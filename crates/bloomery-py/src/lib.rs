@@ -1000,8 +1000,9 @@ impl PyBloomFilter {
         Ok(Self::from_owned(filter))
     }
 
-    /// Adds ``item``; returns whether the filter changed (``False``: the item was
-    /// probably there already).
+    /// Adds ``item``; returns whether it was new: ``True`` when ``item in f`` would have
+    /// answered ``False`` just before, ``False`` when the item was (probably) there
+    /// already. Every kind answers so; a counting filter's counters go up either way.
     ///
     /// >>> f = BloomFilter(100)
     /// >>> f.add(7), f.add(7)
@@ -1249,7 +1250,18 @@ impl PyBloomFilter {
         self.expected_fpp(py)
     }
 
-    /// The items the filter is sized for, where its file keeps that (``None`` otherwise).
+    /// The items the filter holds before it grows, starts a generation or refuses more,
+    /// where that is known (``None`` otherwise). The growing kinds (scalable, redisbloom,
+    /// scalable-blocked): all their sub-filters' items so far (``expected_items`` until the
+    /// first growth, more after); rotating: one generation's, ``expected_items``; blocked:
+    /// the ``expected_items`` its file records (``None`` for a file that records none,
+    /// and for split-block filters). Classic, counting, retouched and allowlisted filters
+    /// keep only their bits and hash functions, and take any number of items at a rising
+    /// false-positive rate: theirs is worked back from that shape, the most items it can
+    /// have been sized for at this ``fpp``, not the ``expected_items`` given.
+    ///
+    /// >>> BloomFilter(10, 0.01, "classic").capacity, BloomFilter(10, 0.01).capacity
+    /// (13, 10)
     #[getter]
     fn capacity(&self, py: Python<'_>) -> PyResult<Option<u64>> {
         Ok(self.stats(py)?.capacity)
@@ -1273,14 +1285,20 @@ impl PyBloomFilter {
         self.link(py).as_ref().map(|link| link.path.display().to_string())
     }
 
-    /// ``"r"`` (mapped, read-only), ``"r+"`` (loaded, locked, saved back), ``"a"`` (items
-    /// added in place) or ``None``.
+    /// How the filter is tied to ``path``: ``"r"`` (a file mapped, read-only), ``"r+"`` (a
+    /// file loaded, locked, saved back by ``close()``), ``"a"`` (a file whose items are
+    /// added in place), ``"w"`` (a filter in memory, made here or loaded from bytes, that
+    /// ``save(path)`` last wrote to ``path``: not a file's filter, so ``close()`` leaves it
+    /// open and ``save()`` needs a path), or ``None`` (in memory, never saved).
     #[getter]
     fn mode(&self, py: Python<'_>) -> Option<&'static str> {
         self.link(py).as_ref().map(|link| link.mode)
     }
 
-    /// Whether ``close()`` was called.
+    /// Whether the filter was closed: a filter opened from a file (``open()``) after
+    /// ``close()`` or its ``with`` block, when every query raises ``ValueError``. A filter
+    /// in memory (made here, or loaded from bytes; saved or not) has no file to let go of:
+    /// ``close()`` leaves it usable, and this stays ``False``.
     #[getter]
     fn closed(&self, py: Python<'_>) -> bool {
         self.shared.read(py, |state| matches!(state, State::Closed))
@@ -1904,7 +1922,9 @@ impl PyConcurrentBloomFilter {
         })
     }
 
-    /// Adds ``item`` (from any thread); returns whether the filter changed.
+    /// Adds ``item`` (from any thread); returns whether it was new: ``True`` when this add
+    /// set a bit (``item in f`` would have answered ``False`` just before, as far as other
+    /// threads' adds meanwhile let it), ``False`` when it was (probably) there already.
     fn add(&self, item: &Bound<'_, PyAny>) -> PyResult<bool> {
         with_item(item, |bytes| self.filter.insert(bytes))
     }

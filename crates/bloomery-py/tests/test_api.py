@@ -687,6 +687,28 @@ def test_a_rotating_batch_within_its_generations_does_not_warn():
         BloomFilter(10, 0.01, "classic").add_many(range(5000))
 
 
+def test_documented_attributes_answer_as_their_docstrings_say(tmp_path):
+    """capacity, add's answer, mode and closed, as documented (property docstrings' examples
+    are not collected by doctest: checked here)."""
+    assert (BloomFilter(10, 0.01, "classic").capacity, BloomFilter(10, 0.01).capacity) == (13, 10)
+    s = BloomFilter(100, 0.01, "scalable")
+    assert s.capacity == 100
+    s.update(range(1000))
+    assert s.capacity > 1000  # all its sub-filters' so far
+    assert BloomFilter(100, kind="split-block").capacity is None
+    c = BloomFilter(100, 0.01, "counting")
+    assert c.add(7) and not c.add(7)  # "was it new", though the counters went up
+    f = BloomFilter(10)
+    assert f.mode is None and not f.closed
+    f.save(tmp_path / "m.bloom")
+    assert f.mode == "w" and f.path == str(tmp_path / "m.bloom")
+    f.close()
+    assert not f.closed and f.add("x") and "x" in f  # in memory: nothing to let go of
+    with BloomFilter.open(tmp_path / "m.bloom") as g:
+        assert g.mode == "r" and not g.closed
+    assert g.closed
+
+
 def test_integer_arguments_out_of_range_are_a_value_error_naming_them():
     """A negative or too large integer argument is the README's ValueError, naming the
     argument and its range (it was pyo3's OverflowError, "int too big to convert")."""
