@@ -14,7 +14,7 @@
 
 use bloomery::hash::xxh3_64_bytes;
 use pyo3::buffer::PyUntypedBuffer;
-use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator, PyList, PyString, PyTuple};
@@ -976,6 +976,17 @@ pub fn reserve_answers(answers: &mut Vec<bool>, more: usize) -> PyResult<()> {
     })
 }
 
+/// Refuses a list whose length is no longer `len`, its length when the batch call began.
+fn changed_size(list: &Bound<'_, PyList>, len: usize) -> PyResult<()> {
+    let now = list.len();
+    if now == len {
+        return Ok(());
+    }
+    Err(PyRuntimeError::new_err(format!(
+        "list changed size during the batch call (from {len} to {now} items)"
+    )))
+}
+
 /// Where a batch's items come from.
 pub enum Source<'py> {
     /// A buffer (bytes, numpy arrays, array.array, memoryview): read directly.
@@ -1151,12 +1162,16 @@ impl<'py> Source<'py> {
                 }
                 Ok(end - position)
             }
-            Source::Sequence(sequence, _) => {
+            Source::Sequence(sequence, len) => {
                 if let Ok(list) = sequence.cast::<PyList>() {
                     let pointer = list.as_ptr();
                     // The list may change between chunks, and while an item that is not a
                     // common one converts (that may run Python code, which may change the
                     // list): its length and item array are read again after each such item.
+                    // A length other than the call's first is a `RuntimeError`, as Python's
+                    // "dictionary changed size during iteration": the answers would not
+                    // match the items (an item that cleared the list gave 3 answers for 5).
+                    changed_size(list, *len)?;
                     let end = list.len().min(position.saturating_add(CHUNK));
                     let non_temporal = non_temporal_objects();
                     let mut index = position;
@@ -1174,6 +1189,9 @@ impl<'py> Source<'py> {
                                 std::slice::from_raw_parts(items, size)
                             }
                         };
+                        if slots.len() != *len {
+                            changed_size(list, *len)?;
+                        }
                         let stop = end.min(slots.len());
                         if index >= stop {
                             break;

@@ -709,6 +709,48 @@ def test_documented_attributes_answer_as_their_docstrings_say(tmp_path):
     assert g.closed
 
 
+def test_a_list_that_changes_size_during_a_batch_is_a_runtime_error():
+    """An item whose __index__ clears (or grows) the list being read: a RuntimeError, as
+    Python's "changed size during iteration", not fewer answers than items (3 for 5)."""
+    items = []
+
+    class Clears:
+        def __index__(self):
+            items.clear()
+            return 42
+
+    class Grows:
+        def __index__(self):
+            items.extend(range(100, 120))
+            return 43
+
+    for make in (lambda: BloomFilter(100), lambda: BloomFilter(100, kind="classic"), lambda: ConcurrentBloomFilter(100),
+                 lambda: ConcurrentBloomFilter(100, kind="classic")):
+        for change, after in [(Clears, 0), (Grows, 25)]:
+            f = make()
+            items[:] = [1, 2, change(), 3, 4]
+            with pytest.raises(RuntimeError, match=f"^list changed size during the batch call \\(from 5 to {after} items\\)"):
+                f.contains_many(items)
+            items[:] = [1, 2, change(), 3, 4]
+            with pytest.raises(RuntimeError, match="list changed size"):
+                f.add_many(items)
+            assert f.contains_many([1, 2]) == [True, True]  # the items before it went in
+            items[:] = [1, 2, change(), 3, 4]
+            with pytest.raises(RuntimeError, match="list changed size"):
+                f.update(["a"], items)
+    # A list that does not change size is read as it is, whatever its items' conversion does.
+    items[:] = [1, 2, 3]
+
+    class Swaps:
+        def __index__(self):
+            items[0] = 7
+            return 44
+
+    items.append(Swaps())
+    items.append(5)
+    assert len(BloomFilter(100).contains_many(items)) == 5
+
+
 def test_integer_arguments_out_of_range_are_a_value_error_naming_them():
     """A negative or too large integer argument is the README's ValueError, naming the
     argument and its range (it was pyo3's OverflowError, "int too big to convert")."""
@@ -850,7 +892,8 @@ def test_version():
 
 
 def test_a_list_that_shrinks_while_it_is_read():
-    """An item's __index__ may run any Python code, here emptying the list being read."""
+    """An item's __index__ may run any Python code, here emptying the list being read: a
+    RuntimeError (it gave 4 answers for 10 items), the items before it added."""
     f = BloomFilter(1000)
     items = list(range(10))
 
@@ -860,16 +903,18 @@ def test_a_list_that_shrinks_while_it_is_read():
             return 5
 
     items[3] = Shrinking()
-    answers = f.contains_many(items)
-    assert answers == [False] * 4
+    with pytest.raises(RuntimeError, match=r"list changed size during the batch call \(from 10 to 0 items\)"):
+        f.contains_many(items)
     items.extend([1, Shrinking(), 2])
-    f.add_many(items)
+    with pytest.raises(RuntimeError, match=r"from 3 to 0 items"):
+        f.add_many(items)
     assert 1 in f and 5 in f and 2 not in f
 
 
 def test_a_list_that_grows_and_changes_while_it_is_read():
-    """An item's __index__ may grow the list being read (moving its item array) and
-    replace the items after it: the batch reads the list as it is after each such item."""
+    """An item's __index__ may grow the list being read (moving its item array): a
+    RuntimeError, the items before it added; one that only replaces the items after it
+    (the same length) is read as it is after each such item."""
     items = list(range(10))
 
     class Growing:
@@ -879,15 +924,29 @@ def test_a_list_that_grows_and_changes_while_it_is_read():
 
     items[3] = Growing()
     f = BloomFilter(20_000, 0.001)
-    f.add_many(items)
-    expected = [0, 1, 2, 5, 4] + [100 + i for i in range(10_000)]
-    assert all(f.contains_many(expected))
-    assert sum(f.contains_many(range(5, 10))) <= 1  # 5 was added; 6-9 were replaced
-
+    with pytest.raises(RuntimeError, match=r"from 10 to 10005 items"):
+        f.add_many(items)
+    assert all(f.contains_many([0, 1, 2, 5]))
+    assert sum(f.contains_many(range(100, 10_100))) <= 30  # none of them went in
     items = list(range(10))
     items[3] = Growing()
-    answers = BloomFilter(20_000, 0.001).contains_many(items)
-    assert len(answers) == len(items)
+    with pytest.raises(RuntimeError, match=r"from 10 to 10005 items"):
+        BloomFilter(20_000, 0.001).contains_many(items)
+
+    class Replacing:
+        def __index__(self):
+            items[5:] = [100 + i for i in range(5)]
+            return 5
+
+    items = list(range(10))
+    items[3] = Replacing()
+    f = BloomFilter(20_000, 0.001)
+    f.add_many(items)
+    assert all(f.contains_many([0, 1, 2, 5, 4, 100, 101, 102, 103, 104]))
+    assert sum(f.contains_many(range(6, 10))) == 0  # replaced before they were read
+    items = list(range(10))
+    items[3] = Replacing()
+    assert len(BloomFilter(100).contains_many(items)) == 10
 
 
 REDISBLOOM_FIXTURES = os.path.join(os.path.dirname(__file__), "../../bloomery/tests/data/redisbloom")
