@@ -60,12 +60,20 @@ fn int_bytes(value: &Bound<'_, PyAny>) -> PyResult<[u8; 8]> {
 }
 
 fn not_an_item(value: &Bound<'_, PyAny>) -> PyErr {
+    // Qualified by its module when not a builtin: numpy's bool is named "bool", which a
+    // Python bool, an item, is too.
     let name = value
         .get_type()
-        .name()
+        .fully_qualified_name()
         .map_or_else(|_| "?".to_owned(), |name| name.to_string());
+    let hint = if name == "numpy.bool" || name == "numpy.bool_" {
+        ": bool(x) is one (a bool is the int item 0 or 1)"
+    } else {
+        ""
+    };
     PyTypeError::new_err(format!(
-        "a bloomery item is a str, bytes, bytearray, memoryview or int, not {name}"
+        "a bloomery item is a str, a bytes-like object (bytes, bytearray, memoryview, a buffer \
+         of bytes) or an int, not {name}{hint}"
     ))
 }
 

@@ -644,7 +644,15 @@ fn blocked_with_seed<F: std::ops::Deref<Target = BlockedBloomFilter>>(
 /// ``BF.SCANDUMP`` bytes) or ``"scalable-blocked"`` (grows, in blocked sub-filters); the
 /// names ``kinds()`` gives.
 /// Items are ``str`` (UTF-8), ``bytes``-like objects and ``int`` (64-bit, Guava's
-/// ``longFunnel``), hashed as the Rust library, the CLI and Guava hash them.
+/// ``longFunnel``), hashed as the Rust library, the CLI and Guava hash them. A bytes-like
+/// item is any C-contiguous buffer of bytes (``bytearray``, ``memoryview``,
+/// ``array.array("B")``, ``mmap``, a numpy ``uint8`` array, even of one element:
+/// ``np.array([5], dtype="u1")`` is ``b"\x05"``), as its bytes. An int item is also
+/// anything with ``__index__`` (numpy integer scalars, a 0-d numpy integer array:
+/// ``np.array(5)`` is ``5``); a ``bool`` is the int it equals (``True`` is ``1``), and
+/// ``numpy.bool_``, which has no ``__index__``, is a ``TypeError``. A buffer of wider
+/// elements (a numpy ``int64`` array) is not one item: ``add_many`` and ``contains_many``
+/// take its elements as int items.
 ///
 /// Threads may share a filter (batch calls release the GIL). A process made by
 /// ``os.fork()`` while another thread was inside a call on a filter (a batch, a save)
@@ -1476,7 +1484,8 @@ impl PyBloomFilter {
     /// True
     #[staticmethod]
     #[pyo3(signature = (path, mode="r", *, verify=true))]
-    fn open(py: Python<'_>, path: PathBuf, mode: &str, verify: bool) -> PyResult<Self> {
+    fn open(py: Python<'_>, path: PathArg, mode: &str, verify: bool) -> PyResult<Self> {
+        let PathArg(path) = path;
         refuse_nul(&path)?;
         let (state, lock, mode) = match mode {
             "r" => (
@@ -1520,7 +1529,8 @@ impl PyBloomFilter {
     /// opened with mode ``"a"``, whose items are already in it, is sealed (its changed
     /// pages synced, its payload checksum written).
     #[pyo3(signature = (path=None))]
-    fn save(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<()> {
+    fn save(&self, py: Python<'_>, path: Option<PathArg>) -> PyResult<()> {
+        let path = path.map(|PathArg(path)| path);
         if let Some(path) = &path {
             refuse_nul(path)?;
         }
@@ -1640,6 +1650,21 @@ fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyRes
         })?;
         Ok(both.envelope().to_vec() == mine.envelope().to_vec())
     })
+}
+
+/// A path argument: a str, a bytes path (decoded as ``os.fsdecode`` decodes it, so that it
+/// names the same file) or an ``os.PathLike`` of either, as Python's ``open`` takes them (a
+/// bytes path was refused with "'bytes' object is not an instance of 'str' while processing
+/// 'path'"); anything else is ``os.fsdecode``'s ``TypeError``.
+struct PathArg(PathBuf);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for PathArg {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let decoded = value.py().import("os")?.call_method1("fsdecode", (value,))?;
+        Ok(Self(decoded.extract()?))
+    }
 }
 
 /// A path with a NUL byte, which no file has: `ValueError("embedded null byte")`, as
@@ -2073,7 +2098,8 @@ impl PyConcurrentBloomFilter {
     }
 
     /// Writes ``snapshot()`` to ``path`` atomically (as ``BloomFilter.save``).
-    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    fn save(&self, py: Python<'_>, path: PathArg) -> PyResult<()> {
+        let PathArg(path) = path;
         refuse_nul(&path)?;
         self.within_memory(1, "a snapshot of the filter to save")?;
         waiting_for_locks(py, |alone| {

@@ -751,6 +751,49 @@ def test_a_list_that_changes_size_during_a_batch_is_a_runtime_error():
     assert len(BloomFilter(100).contains_many(items)) == 5
 
 
+def test_item_types_as_documented():
+    """The item rules the class docstring, the stub's _Item and the README state."""
+
+    def same_item(a, b):
+        f, g = BloomFilter(100), BloomFilter(100)
+        f.add(a)
+        g.add(b)
+        return f == g
+
+    assert same_item(True, 1) and same_item(False, 0)
+    assert same_item(np.array(5), 5) and same_item(np.array(5, dtype="u1"), 5)
+    assert same_item(np.array([5], dtype="u1"), b"\x05")
+    assert same_item(array.array("B", b"ab"), b"ab") and same_item(np.frombuffer(b"ab", dtype="u1"), b"ab")
+    with pytest.raises(TypeError, match=r"not numpy\.bool_?: bool\(x\) is one"):
+        BloomFilter(100).add(np.bool_(True))
+    with pytest.raises(TypeError, match="is not one item"):
+        BloomFilter(100).add(np.array([5], dtype="i8"))
+
+
+def test_paths_may_be_bytes_or_path_like(tmp_path):
+    """As open() takes them: a bytes path was "'bytes' object is not an instance of 'str'
+    while processing 'path'"."""
+    f = BloomFilter(100)
+    f.add("a")
+    f.save(os.fsencode(tmp_path / "b.bloom"))
+    assert f.path == str(tmp_path / "b.bloom")
+
+    class BytesPathLike:
+        def __fspath__(self):
+            return os.fsencode(tmp_path / "b.bloom")
+
+    for path in (os.fsencode(tmp_path / "b.bloom"), BytesPathLike(), tmp_path / "b.bloom"):
+        with BloomFilter.open(path) as g:
+            assert "a" in g
+    undecodable = os.fsencode(tmp_path) + b"/\xff.bloom"
+    f.save(undecodable)
+    assert os.path.exists(undecodable) and "a" in BloomFilter.open(undecodable)
+    ConcurrentBloomFilter(100).save(os.fsencode(tmp_path / "c.bloom"))
+    assert BloomFilter.open(tmp_path / "c.bloom").kind == "blocked"
+    with pytest.raises(TypeError, match="expected str, bytes or os.PathLike object, not int"):
+        BloomFilter.open(1)
+
+
 def test_integer_arguments_out_of_range_are_a_value_error_naming_them():
     """A negative or too large integer argument is the README's ValueError, naming the
     argument and its range (it was pyo3's OverflowError, "int too big to convert")."""

@@ -11,9 +11,18 @@ __all__ = ["BloomFilter", "ConcurrentBloomFilter", "kinds", "__version__"]
 
 __version__: str
 
-_Item: TypeAlias = str | bytes | bytearray | memoryview | int | SupportsIndex
-"""An item: a str (its UTF-8 bytes), bytes-like (as they are), or an int from -2**63 to
-2**64-1 (8 bytes little-endian, Guava's longFunnel)."""
+_Item: TypeAlias = str | bytes | bytearray | memoryview | Buffer | int | SupportsIndex
+"""An item: a str (its UTF-8 bytes); a bytes-like object, as its bytes: bytes, bytearray,
+memoryview or any C-contiguous buffer of bytes (array.array('B'), mmap, a numpy uint8
+array, even of one element: np.array([5], dtype='u1') is the item b"\x05"); or an int
+from -2**63 to 2**64-1 (8 bytes little-endian, Guava's longFunnel), also anything with
+__index__ (numpy integer scalars, a 0-d numpy integer array: np.array(5) is the item 5).
+A bool is an int (True is the item 1, as True == 1); numpy.bool_ has no __index__ and is
+refused (TypeError: bool(x) is an item), as are buffers of wider elements (a numpy int64
+array is items for add_many/contains_many, not one item)."""
+
+_Path: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
+"""A file's path, as Python's open() takes it (bytes decoded as os.fsdecode does)."""
 
 _Kind: TypeAlias = Literal[
     "blocked",
@@ -105,8 +114,8 @@ class BloomFilter:
     @staticmethod
     def from_redisbloom_scandump(data: Buffer) -> BloomFilter: ...
     @staticmethod
-    def open(path: str | os.PathLike[str], mode: Literal["r", "r+", "a"] = "r", *, verify: bool = True) -> BloomFilter: ...
-    def save(self, path: str | os.PathLike[str] | None = None) -> None: ...
+    def open(path: _Path, mode: Literal["r", "r+", "a"] = "r", *, verify: bool = True) -> BloomFilter: ...
+    def save(self, path: _Path | None = None) -> None: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(
@@ -152,5 +161,5 @@ class ConcurrentBloomFilter:
     def from_bytes(data: Buffer) -> ConcurrentBloomFilter: ...
     @staticmethod
     def from_filter(filter: BloomFilter) -> ConcurrentBloomFilter: ...
-    def save(self, path: str | os.PathLike[str]) -> None: ...
+    def save(self, path: _Path) -> None: ...
     def __reduce__(self) -> tuple[object, tuple[bytes]]: ...
