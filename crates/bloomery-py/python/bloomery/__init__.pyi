@@ -14,7 +14,7 @@ __version__: str
 _Item: TypeAlias = str | bytes | bytearray | memoryview | Buffer | int | SupportsIndex
 """An item: a str (its UTF-8 bytes); a bytes-like object, as its bytes: bytes, bytearray,
 memoryview or any C-contiguous buffer of bytes (array.array('B'), mmap, a numpy uint8
-array, even of one element: np.array([5], dtype='u1') is the item b"\x05"); or an int
+array, even of one element: np.array([5], dtype='u1') is the item b"\\x05"); or an int
 from -2**63 to 2**64-1 (8 bytes little-endian, Guava's longFunnel), also anything with
 __index__ (numpy integer scalars, a 0-d numpy integer array: np.array(5) is the item 5).
 A bool is an int (True is the item 1, as True == 1); numpy.bool_ has no __index__ and is
