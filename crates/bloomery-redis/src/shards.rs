@@ -22,7 +22,8 @@
 //! `HASHES` is one bulk string of 8-byte little-endian hashes. Both commands name the
 //! geometry, and a key holding other geometry is an error, never answers computed with the
 //! wrong block count (which would be false negatives). A key of another type is WRONGTYPE;
-//! a bloomery filter of another variant is refused; a new shard over
+//! a bloomery filter of another variant (a RedisBloom-layout `MBbloom--` key too) is
+//! refused as not a blocked shard; a new shard over
 //! `bloomery.max-filter-memory` is refused before anything is allocated.
 //!
 //! `BF.HASHADD` is replicated verbatim every time it succeeds, even when no bit changed: a
@@ -38,6 +39,7 @@ use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::datatype::{BLOOM_TYPE, Stored};
 use crate::limits::cap_for_command;
+use crate::mbbloom::MBBLOOM_TYPE;
 
 const WRONG_TYPE: RedisError =
     RedisError::Str("WRONGTYPE Operation against a key holding the wrong kind of value");
@@ -135,6 +137,7 @@ pub fn hashreserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let redis_key: RedisKeyWritable = ctx.open_key_writable(key);
     match redis_key
         .get_value::<Stored>(&BLOOM_TYPE)
+        .or_else(|_| redis_key.get_value::<Stored>(&MBBLOOM_TYPE))
         .map_err(|_| WRONG_TYPE)?
     {
         Some(Stored::Filter(filter)) => {
@@ -171,6 +174,7 @@ pub fn hashadd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let redis_key: RedisKeyWritable = ctx.open_key_writable(key);
     let shard = match redis_key
         .get_value::<Stored>(&BLOOM_TYPE)
+        .or_else(|_| redis_key.get_value::<Stored>(&MBBLOOM_TYPE))
         .map_err(|_| WRONG_TYPE)?
     {
         Some(Stored::Filter(filter)) => {
@@ -210,6 +214,7 @@ pub fn hashexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut present = vec![false; hashes.len()];
     match redis_key
         .get_value::<Stored>(&BLOOM_TYPE)
+        .or_else(|_| redis_key.get_value::<Stored>(&MBBLOOM_TYPE))
         .map_err(|_| WRONG_TYPE)?
     {
         None => return Err(no_shard(key)),

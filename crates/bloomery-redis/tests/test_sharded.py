@@ -112,12 +112,19 @@ def test_shard_commands_refuse_what_would_answer_wrongly(r):
             r.execute_command(command, "s", 16, 7)
     r.set("string", "x")
     r.execute_command("BF.RESERVE", "scalable", 0.01, 100)
+    # A RedisBloom-layout filter is RedisBloom's own type (MBbloom--), but a Bloom filter
+    # all the same: the same error as a bloomery filter of another variant, not WRONGTYPE.
+    r.execute_command("BF.RESERVE", "rb", 0.01, 10, "LAYOUT", "redisbloom")
+    r.execute_command("BF.ADD", "rb", "a")
     for command in ("BF.HASHADD", "BF.HASHEXISTS", "BF.HASHRESERVE"):
         args = () if command == "BF.HASHRESERVE" else (pack(1),)
         with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
             r.execute_command(command, "string", 16, 7, *args)
-        with pytest.raises(redis.ResponseError, match="not a blocked shard"):
+        with pytest.raises(redis.ResponseError, match="scalable-blocked filter, not a blocked shard"):
             r.execute_command(command, "scalable", 16, 7, *args)
+        with pytest.raises(redis.ResponseError, match="redisbloom filter, not a blocked shard"):
+            r.execute_command(command, "rb", 16, 7, *args)
+    assert r.execute_command("BF.MEXISTS", "rb", "a", "b") == [1, 0]  # untouched
 
 
 def test_a_shard_over_the_memory_cap_is_refused_before_allocating(r):
