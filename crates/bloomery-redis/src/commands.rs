@@ -457,6 +457,7 @@ fn add_items(
         return Ok(());
     }
     crate::counting::refuse_bf_writes(&**filter)?;
+    crate::shards::refuse_item_writes(&**filter)?;
     let boolean = booleans();
     let refusal = |error: BloomError, filter: &dyn DynFilter| {
         RedisValue::StaticError(match error {

@@ -128,6 +128,24 @@ fn flags_reply(flags: &[bool]) -> RedisValue {
     RedisValue::StringBuffer(flags.iter().map(|&flag| u8::from(flag)).collect())
 }
 
+/// The refusal of `BF.ADD`, `BF.MADD` and `BF.INSERT` on a shard.
+const ITEMS_INTO_SHARD: &str = "ERR the key holds a shard of a sharded filter (made by BF.HASHRESERVE): it takes only the hashes its filter's client sends with BF.HASHADD; add items to the sharded filter through that client (bloomery add --redis or --redis-cluster ... NAME)";
+
+/// Refuses `BF.ADD`/`BF.MADD`/`BF.INSERT` on a shard: a blocked filter made from a block
+/// count (`BF.HASHRESERVE`, or a copy of such a key), not from items and a rate. Its
+/// client puts each item in one shard chosen by the item's hash (docs/sharding.md); an
+/// item added here by name lands in this shard whatever its hash, where the filter's
+/// client never looks for it, and only fills the shard (a higher false-positive rate, and
+/// `BF.HASHRESERVE` then answers 2, "holds items", for a shard no `BF.HASHADD` reached).
+/// A blocked filter sized for items (a file `bloomery create` made, loaded by
+/// `BF.LOADCHUNK`) takes items as any filter.
+pub fn refuse_item_writes(filter: &dyn DynFilter) -> Result<(), RedisError> {
+    match filter.as_any().downcast_ref::<BlockedBloomFilter>() {
+        Some(blocked) if blocked.sized_for().is_none() => Err(RedisError::Str(ITEMS_INTO_SHARD)),
+        _ => Ok(()),
+    }
+}
+
 /// `BF.HASHRESERVE key BLOCKS SEED`
 pub fn hashreserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let [_, key, blocks, seed] = &args[..] else {

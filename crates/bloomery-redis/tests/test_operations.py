@@ -393,10 +393,12 @@ def test_info_counts_shards_by_bytes_not_items(r):
     assert totals["bytes"] == 4 * 64 + bf_info(r, "counted")["Size"] - 32 - 64
     r.execute_command("BF.HASHADD", "shard", 4, 7, hashes)
     assert figures(r) == totals
-    # A blocked filter loaded with BF.LOADCHUNK (one piece), then added to with BF.ADD.
+    # A blocked filter loaded with BF.LOADCHUNK (one piece), then written to (a copy of a
+    # shard is a shard: BF.HASHADD, as BF.ADD of items is refused on shards).
     for iterator, data in dump(r, "shard"):
         r.execute_command("BF.LOADCHUNK", "loaded", iterator, data)
-    r.execute_command("BF.ADD", "loaded", "more")
+    assert "shard of a sharded filter" in error_of(r, "BF.ADD", "loaded", "more")
+    r.execute_command("BF.HASHADD", "loaded", 4, 7, struct.pack("<Q", 12345))
     assert figures(r) == {**totals, "filters": 3, "estimated_filters": 2, "bytes": totals["bytes"] + 4 * 64}
     r.delete("shard", "loaded")
     assert figures(r)["estimated_filters"] == 0 and figures(r)["filters"] == 1

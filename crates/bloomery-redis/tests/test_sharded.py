@@ -127,6 +127,41 @@ def test_shard_commands_refuse_what_would_answer_wrongly(r):
     assert r.execute_command("BF.MEXISTS", "rb", "a", "b") == [1, 0]  # untouched
 
 
+def test_items_are_refused_on_a_shard_and_reads_answer_for_that_shard_alone(r, tmp_path):
+    """A shard takes the hashes its filter's client sends (BF.HASHADD); BF.ADD, BF.MADD and
+    BF.INSERT of items are refused on it (the item would go into this shard whatever its
+    hash, where the client never looks for it, and only raise the shard's false-positive
+    rate), on a copy of one too. Reads hash an item as the client does (XXH3-64 with the
+    shard's seed), so they answer for this shard alone."""
+    assert r.execute_command("BF.HASHRESERVE", "h", 1, 1) == 1
+    r.execute_command("COPY", "h", "copy")
+    for key in ("h", "copy"):
+        for command in (("BF.ADD", key, "b"), ("BF.MADD", key, "b", "c"), ("BF.INSERT", key, "ITEMS", "b"),
+                        ("BF.INSERT", key, "NOCREATE", "ITEMS", "b")):
+            with pytest.raises(redis.ResponseError, match="shard of a sharded filter .*BF.HASHADD"):
+                r.execute_command(*command)
+        assert r.execute_command("BF.HASHRESERVE", key, 1, 1) == 0, "still empty"
+    r.execute_command("RESTORE", "restored", 0, r.dump("h"))
+    with pytest.raises(redis.ResponseError, match="shard of a sharded filter"):
+        r.execute_command("BF.ADD", "restored", "b")
+    r.execute_command("BF.HASHRESERVE", "s", 16, 7)
+    inside = [f"in-{i}".encode() for i in range(50)]
+    r.execute_command("BF.HASHADD", "s", 16, 7, pack(*(xxhash.xxh3_64_intdigest(item, seed=7) for item in inside)))
+    outside = [f"out-{i}".encode() for i in range(50)]
+    assert r.execute_command("BF.MEXISTS", "s", *inside) == [1] * 50
+    assert all(r.execute_command("BF.EXISTS", "s", item) == 1 for item in inside)
+    assert sum(r.execute_command("BF.MEXISTS", "s", *outside)) <= 2
+    assert 45 <= r.execute_command("BF.CARD", "s") <= 55
+    # A blocked filter sized for items (a file `bloomery create` made) is no shard: it
+    # takes items as any filter.
+    path = tmp_path / "blocked.bloom"
+    subprocess.run([BLOOMERY, "create", "--variant", "blocked", "--items", "100", str(path)], check=True)
+    assert r.execute_command("BF.LOADCHUNK", "file", 1, path.read_bytes()) in (b"OK", "OK", True)
+    assert r.execute_command("BF.ADD", "file", "b") == 1
+    assert r.execute_command("BF.MADD", "file", "b", "c") == [0, 1]
+    assert r.execute_command("BF.INSERT", "file", "ITEMS", "d") == [1]
+
+
 def test_a_shard_over_the_memory_cap_is_refused_before_allocating(r):
     r.config_set("bloomery.max-filter-memory", 1 << 20)
     with pytest.raises(redis.ResponseError, match="max-filter-memory"):
