@@ -637,7 +637,11 @@ pub(crate) fn insert_options(
         grows: false,
         items_at: 0,
     };
-    let reservation = &mut options.reservation;
+    // The values as given: their ranges are checked once every word was read, as
+    // RedisBloom does (an unknown word after a bad value is said as unknown).
+    let mut capacity = None;
+    let mut error_rate = None;
+    let mut expansion = None;
     let mut index = 2;
     let items_at = loop {
         let Some(word) = args.get(index) else {
@@ -652,26 +656,20 @@ pub(crate) fn insert_options(
         }
         let value = || args.get(index + 1).ok_or(RedisError::WrongArity);
         if word_is(word, "CAPACITY") {
-            let capacity = parse_i64(value()?).ok_or(RedisError::Str("Bad capacity"))?;
-            let capacity = Some(capacity).filter(|&capacity| capacity > 0);
-            reservation.capacity = capacity.ok_or(RedisError::Str("Bad argument received"))? as u64;
+            capacity = Some(parse_i64(value()?).ok_or(RedisError::Str("Bad capacity"))?);
             index += 2;
         } else if word_is(word, "ERROR") {
-            let error_rate = parse_f64(value()?).ok_or(RedisError::Str("Bad error rate"))?;
-            let error_rate = Some(error_rate).filter(|&rate| rate > 0.0 && rate < 1.0);
-            reservation.error_rate = error_rate.ok_or(RedisError::Str("Bad argument received"))?;
+            error_rate = Some(parse_f64(value()?).ok_or(RedisError::Str("Bad error rate"))?);
             index += 2;
         } else if word_is(word, "EXPANSION") {
-            let expansion = parse_i64(value()?).ok_or(RedisError::Str("Bad expansion"))?;
-            let expansion = Some(expansion).filter(|&n| n >= 1 && n as u64 <= MAX_EXPANSION);
-            reservation.expansion = expansion.ok_or(RedisError::Str("Bad argument received"))? as u32;
+            expansion = Some(parse_i64(value()?).ok_or(RedisError::Str("Bad expansion"))?);
             options.grows = true;
             index += 2;
         } else if word_is(word, "NOCREATE") {
             options.create = false;
             index += 1;
         } else if word_is(word, "NONSCALING") {
-            reservation.scaling = false;
+            options.reservation.scaling = false;
             options.grows = true;
             index += 1;
         } else {
@@ -680,6 +678,21 @@ pub(crate) fn insert_options(
     };
     if items_at >= args.len() {
         return Err(RedisError::WrongArity);
+    }
+    let bad = || RedisError::Str("Bad argument received");
+    let reservation = &mut options.reservation;
+    if let Some(error_rate) = error_rate {
+        let in_range = error_rate > 0.0 && error_rate < 1.0;
+        reservation.error_rate = Some(error_rate).filter(|_| in_range).ok_or_else(bad)?;
+    }
+    if let Some(capacity) = capacity {
+        let capacity = u64::try_from(capacity).ok().filter(|&capacity| capacity > 0);
+        reservation.capacity = capacity.ok_or_else(bad)?;
+    }
+    if let Some(expansion) = expansion {
+        let expansion = u32::try_from(expansion).ok();
+        let expansion = expansion.filter(|&n| n >= 1 && u64::from(n) <= MAX_EXPANSION);
+        reservation.expansion = expansion.ok_or_else(bad)?;
     }
     options.items_at = items_at;
     Ok(options)

@@ -79,6 +79,13 @@ def test_insert_options_and_errors(r):
     assert error_of(r, "BF.INSERT", "k3", "CAPACITY", "0", "ITEMS", "a") == "Bad argument received"
     assert error_of(r, "BF.INSERT", "k3", "ERROR", "2", "ITEMS", "a") == "Bad argument received"
     assert error_of(r, "BF.INSERT", "k3", "FOO", "ITEMS", "a") == "Unknown argument received"
+    # Values' ranges are checked after every word is read, as RedisBloom 2.6.28's BF.INSERT
+    # does: an unknown word, or no item, after a bad value is said as such.
+    assert error_of(r, "BF.INSERT", "k3", "CAPACITY", "0", "FOO", "ITEMS", "a") == "Unknown argument received"
+    assert error_of(r, "BF.INSERT", "k3", "ERROR", "2", "ITEMS") == "wrong number of arguments for 'bf.insert' command"
+    assert error_of(r, "BF.INSERT", "k3", "EXPANSION", "0", "NOSUCH", "ITEMS", "a") == "Unknown argument received"
+    assert error_of(r, "BF.INSERT", "k3", "EXPANSION", "40000", "ITEMS", "a") == "Bad argument received"
+    assert r.exists("k3") == 0
     assert r.execute_command("BF.INSERT", "k3", "CAPACITY", "50", "ERROR", "0.001", "EXPANSION", "4", "ITEMS", "a", "b", "c") == [1, 1, 1]
     assert r.execute_command("BF.INFO", "k3", "CAPACITY")[0] == 50
     assert r.execute_command("BF.INFO", "k3", "EXPANSION")[0] == 4
