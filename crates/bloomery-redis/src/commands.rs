@@ -457,7 +457,12 @@ fn add_items(
         return Ok(());
     }
     crate::counting::refuse_bf_writes(&**filter)?;
-    crate::shards::refuse_item_writes(&**filter)?;
+    // A client's item write, not one this server replays (its AOF, an RDB's module data)
+    // or its primary sends: those were accepted once (by an older module, that took items
+    // on a shard), and refusing them now would drop the items.
+    if !flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
+        crate::shards::refuse_item_writes(&**filter)?;
+    }
     let boolean = booleans();
     let refusal = |error: BloomError, filter: &dyn DynFilter| {
         RedisValue::StaticError(match error {

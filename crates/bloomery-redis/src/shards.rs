@@ -129,7 +129,7 @@ fn flags_reply(flags: &[bool]) -> RedisValue {
 }
 
 /// The refusal of `BF.ADD`, `BF.MADD` and `BF.INSERT` on a shard.
-const ITEMS_INTO_SHARD: &str = "ERR the key holds a shard of a sharded filter (made by BF.HASHRESERVE): it takes only the hashes its filter's client sends with BF.HASHADD; add items to the sharded filter through that client (bloomery add --redis or --redis-cluster ... NAME)";
+const ITEMS_INTO_SHARD: &str = "ERR the key holds a blocked filter made from a block count, not sized for items: a shard of a sharded filter (made by BF.HASHRESERVE), which takes only the hashes its filter's client sends with BF.HASHADD (add items to the sharded filter through that client: bloomery add --redis or --redis-cluster ... NAME), or a blocked file written before 2026-11-23, which records no sizing (add to that file with the CLI, or load one bloomery create made since)";
 
 /// Refuses `BF.ADD`/`BF.MADD`/`BF.INSERT` on a shard: a blocked filter made from a block
 /// count (`BF.HASHRESERVE`, or a copy of such a key), not from items and a rate. Its
@@ -138,7 +138,8 @@ const ITEMS_INTO_SHARD: &str = "ERR the key holds a shard of a sharded filter (m
 /// client never looks for it, and only fills the shard (a higher false-positive rate, and
 /// `BF.HASHRESERVE` then answers 2, "holds items", for a shard no `BF.HASHADD` reached).
 /// A blocked filter sized for items (a file `bloomery create` made, loaded by
-/// `BF.LOADCHUNK`) takes items as any filter.
+/// `BF.LOADCHUNK`) takes items as any filter. Only clients are refused: a write the server
+/// replays or its primary sends goes through (see `commands::add_items`).
 pub fn refuse_item_writes(filter: &dyn DynFilter) -> Result<(), RedisError> {
     match filter.as_any().downcast_ref::<BlockedBloomFilter>() {
         Some(blocked) if blocked.sized_for().is_none() => Err(RedisError::Str(ITEMS_INTO_SHARD)),

@@ -138,7 +138,7 @@ def test_items_are_refused_on_a_shard_and_reads_answer_for_that_shard_alone(r, t
     for key in ("h", "copy"):
         for command in (("BF.ADD", key, "b"), ("BF.MADD", key, "b", "c"), ("BF.INSERT", key, "ITEMS", "b"),
                         ("BF.INSERT", key, "NOCREATE", "ITEMS", "b")):
-            with pytest.raises(redis.ResponseError, match="shard of a sharded filter .*BF.HASHADD"):
+            with pytest.raises(redis.ResponseError, match="made from a block count.*shard of a sharded filter .*BF.HASHADD"):
                 r.execute_command(*command)
         assert r.execute_command("BF.HASHRESERVE", key, 1, 1) == 0, "still empty"
     r.execute_command("RESTORE", "restored", 0, r.dump("h"))
@@ -160,6 +160,30 @@ def test_items_are_refused_on_a_shard_and_reads_answer_for_that_shard_alone(r, t
     assert r.execute_command("BF.ADD", "file", "b") == 1
     assert r.execute_command("BF.MADD", "file", "b", "c") == [0, 1]
     assert r.execute_command("BF.INSERT", "file", "ITEMS", "d") == [1]
+
+
+def test_item_writes_on_a_shard_that_the_server_replays_keep_their_items(tmp_path):
+    """A `BF.ADD` on a shard that an earlier module accepted, in the AOF: the replay adds
+    the item (refusing it, as a client's is now, dropped it: `BF.EXISTS` answered 0 after
+    the restart, the AOF's later commands loaded)."""
+    server = Server(tmp_path, "--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no").start()
+    try:
+        client = server.client()
+        assert client.execute_command("BF.HASHRESERVE", "h", 1, 1) == 1
+        server.stop()
+        # What the earlier module wrote to the AOF for an accepted BF.ADD, then a later write.
+        increments = sorted((tmp_path / "appendonlydir").glob("*.incr.aof"))
+        with open(increments[-1], "ab") as aof:
+            for command in ((b"BF.ADD", b"h", b"x"), (b"SET", b"after", b"1")):
+                aof.write(b"*%d\r\n" % len(command) + b"".join(b"$%d\r\n%s\r\n" % (len(word), word) for word in command))
+        client = server.start().client()
+        assert client.get("after") == b"1", "the AOF loaded"
+        assert client.execute_command("BF.EXISTS", "h", "x") == 1
+        # A client's add is still refused.
+        with pytest.raises(redis.ResponseError, match="shard of a sharded filter"):
+            client.execute_command("BF.ADD", "h", "y")
+    finally:
+        server.stop()
 
 
 def test_a_shard_over_the_memory_cap_is_refused_before_allocating(r):
