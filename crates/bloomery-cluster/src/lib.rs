@@ -58,11 +58,12 @@
 //! address, which `route_command` takes from its map) replacing a node's connection only
 //! when it fails (its reconnection is turned off for the `WAIT`, and a failure there sends
 //! the unit again); a connection of this client's own that was lost before the `WAIT` is an
-//! error, and the batch and its `WAIT` go again. A primary written to gets one `WAIT`, and
-//! the first answer short of the replicas asked for ends the wait (so the wait blocks at
-//! most once per primary). A batch that met a `MOVED` has this client's slot map read
-//! again before its commands go again (and the crate's refreshed by a read of the moved
-//! key), so they and their `WAIT` use the connections of the new map.
+//! error, and the batch and its `WAIT` go again. A primary written to gets one `WAIT` per
+//! connection that wrote to it (two when the metadata key's primary also took a batch's
+//! writes, each counting its own connection's), and the first answer short of the
+//! replicas asked for ends the wait. A batch that met a `MOVED` has this client's slot map
+//! read again before its commands go again (and the crate's refreshed by a read of the
+//! moved key), so they and their `WAIT` use the connections of the new map.
 //!
 //! Restarts: after each batch of adds on a cluster, the client reads every primary's
 //! `run_id` (`INFO server`, one round trip per primary); a primary's address answering with

@@ -926,10 +926,23 @@ fn push_elements<S: Sink>(bytes: &[u8], element: Element, chunk: &mut S) {
 /// `error`, a bad item's in a batch add, with a note (on Python 3.11 and later, which
 /// show an exception's notes) that the `added` items of the call before it were added and
 /// the rest were not: a batch add stops at a bad item, as at a refused one.
+/// A list that changed size during the call (a `RuntimeError`, [`changed_size`]) had no
+/// bad item: the note then counts the items read before the change.
 pub fn noted_added(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
-    let note = match added {
-        0 => "no item of this call was added: the bad one was its first".to_owned(),
-        _ => format!("the {added} items of this call before the bad one were added, the rest were not"),
+    let changed =
+        error.is_instance_of::<PyRuntimeError>(py) && error.value(py).to_string().starts_with(CHANGED_SIZE);
+    let note = match (added, changed) {
+        (0, false) => "no item of this call was added: the bad one was its first".to_owned(),
+        (0, true) => "no item of this call was added".to_owned(),
+        (1, false) => "the 1 item of this call before the bad one was added, the rest were not".to_owned(),
+        (1, true) => "the 1 item of this call read before the list changed size was added, the rest were not"
+            .to_owned(),
+        (_, false) => {
+            format!("the {added} items of this call before the bad one were added, the rest were not")
+        }
+        (_, true) => format!(
+            "the {added} items of this call read before the list changed size were added, the rest were not"
+        ),
     };
     noted(py, error, note)
 }
@@ -991,9 +1004,12 @@ fn changed_size(list: &Bound<'_, PyList>, len: usize) -> PyResult<()> {
         return Ok(());
     }
     Err(PyRuntimeError::new_err(format!(
-        "list changed size during the batch call (from {len} to {now} items)"
+        "{CHANGED_SIZE} (from {len} to {now} items)"
     )))
 }
+
+/// The start of [`changed_size`]'s error.
+const CHANGED_SIZE: &str = "list changed size during the batch call";
 
 /// Where a batch's items come from.
 pub enum Source<'py> {
