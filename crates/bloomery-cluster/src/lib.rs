@@ -302,7 +302,11 @@ impl ClusterInner {
     /// missing).
     fn primary_of(&mut self, key: &[u8]) -> redis::RedisResult<String> {
         if self.slots.is_none() {
-            self.slots = Some(read_slots(&mut self.connection)?);
+            let host = url::Url::parse(&self.template)
+                .ok()
+                .and_then(|url| url.host_str().map(str::to_owned))
+                .unwrap_or_default();
+            self.slots = Some(read_slots(&mut self.connection, &host)?);
         }
         let slot = bloomery::sharding::key_slot(key);
         self.slots
@@ -339,8 +343,13 @@ fn at_node(address: &str, error: RedisError) -> RedisError {
 
 /// The cluster's slot ranges and their primaries' `host:port` (`CLUSTER SLOTS`, asked of
 /// any node the redis crate reaches).
+/// A primary whose endpoint the reply leaves unknown (an empty string: a node that does not
+/// know its own address, as the one node of a one-node cluster; `?` or nil: none
+/// configured) is at `seed_host`, the first listed node's host, with the port the reply
+/// gives (as `CLUSTER SLOTS` asks of clients: the endpoint they asked it of).
 fn read_slots(
     connection: &mut redis::cluster::ClusterConnection,
+    seed_host: &str,
 ) -> redis::RedisResult<Vec<(u16, u16, String)>> {
     let mut command = redis::cmd("CLUSTER");
     command.arg("SLOTS");
@@ -366,7 +375,10 @@ fn read_slots(
             return Err(bad("a range without its primary"));
         };
         let host = match primary.first() {
-            Some(Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
+            Some(Value::BulkString(host)) if !host.is_empty() && host.as_slice() != b"?" => {
+                String::from_utf8_lossy(host).into_owned()
+            }
+            Some(Value::BulkString(_) | Value::Nil) => seed_host.to_owned(),
             _ => return Err(bad("a primary without its host")),
         };
         let Some(Value::Int(port)) = primary.get(1) else {
@@ -386,7 +398,7 @@ fn node_url(template: &str, address: &str) -> redis::RedisResult<String> {
     let bad = || {
         RedisError::from((
             ErrorKind::Client,
-            "an ASK redirection to an address that does not parse",
+            "a node's address that does not parse",
             address.to_owned(),
         ))
     };

@@ -1069,6 +1069,46 @@ fn a_manual_failover_under_wait_loses_no_add_and_no_answer() {
 }
 
 #[test]
+fn a_one_node_cluster_serves_a_sharded_filter() {
+    // The one node of a one-node cluster does not know its own address: `CLUSTER SLOTS`
+    // gives an empty host for it, which the client's slot map once took as the address
+    // ":PORT" ("does not parse": scripts/bench-cluster.sh's one-primary cluster failed).
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let root = std::env::temp_dir().join(format!("bloomery-cluster-alone-{}", std::process::id()));
+    let node = Node::start(&root.join("0"));
+    let _: String = node.query(redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(16383));
+    eventually("the cluster to be up", || {
+        let info: String = node.query(redis::cmd("CLUSTER").arg("INFO"));
+        info.contains("cluster_state:ok")
+    });
+    let slots: redis::Value = node.query(redis::cmd("CLUSTER").arg("SLOTS"));
+    let target: Target = format!("redis+cluster://127.0.0.1:{}", node.port)
+        .parse()
+        .expect("a target");
+    let plan = ShardPlan::new(1_000, 0.01, 64 << 20, 4).expect("a plan");
+    let connection = Connection::open(&target).expect("connected");
+    let (mut filter, created) = ShardedFilter::create(connection, "alone", plan).expect("created");
+    assert!(created);
+    let hashes: Vec<u64> = (0..100u64).map(|i| filter.hash(&i)).collect();
+    let added = filter
+        .add_hashes(&hashes)
+        .unwrap_or_else(|error| panic!("{error} (CLUSTER SLOTS: {slots:?})"));
+    assert!(added.iter().all(|&new| new));
+    assert!(
+        filter
+            .contains_hashes(&hashes)
+            .expect("checked")
+            .iter()
+            .all(|&found| found)
+    );
+    drop(node);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
 fn a_primary_restarted_from_an_older_rdb_is_an_error() {
     // A primary killed and restarted within the node timeout (no failover) comes back from
     // its last RDB, without the writes made since: its replicas copy it, and those writes
