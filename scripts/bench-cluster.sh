@@ -56,13 +56,26 @@ rate() { awk -v n="$items" -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", n / (b - 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 free_port() { while :; do p=$((20000 + RANDOM % 20000)); if ! (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && ! (echo > /dev/tcp/127.0.0.1/$((p + 10000))) 2>/dev/null; then echo $p; return; fi; done; }
 
-start_server() { # port module [args...]
-  local port=$1 so=$2; shift 2
-  mkdir -p "$dir/$port"
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir/$port" \
-    --loadmodule "$so" "$@" > "$dir/$port/log" 2>&1 &
-  pids+=($!)
-  until redis-cli -p "$port" ping > /dev/null 2>&1; do sleep 0.05; done
+# Starts a server with `module` on a free port (another one if that one was taken meanwhile:
+# the server then exits, where waiting for it once hung the run); sets `port`.
+start_server() { # module cluster(yes|no)
+  local so=$1 cluster=$2 tries pid
+  for tries in $(seq 1 10); do
+    port=$(free_port)
+    mkdir -p "$dir/$port"
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir/$port" \
+      --cluster-enabled "$cluster" --cluster-config-file "$dir/$port/nodes.conf" \
+      --loadmodule "$so" > "$dir/$port/log" 2>&1 &
+    pid=$!
+    pids+=("$pid")
+    until redis-cli -p "$port" ping > /dev/null 2>&1; do
+      kill -0 "$pid" 2>/dev/null || continue 2
+      sleep 0.05
+    done
+    return 0
+  done
+  echo "bench-cluster: no redis-server started in 10 tries (last log: $dir/$port/log)" >&2
+  exit 1
 }
 
 # A cluster of P primaries, slots split evenly (by hand: redis-cli --cluster create wants 3).
@@ -70,8 +83,7 @@ start_cluster() { # primaries -> sets ports
   local p=$1 i
   ports=()
   for i in $(seq 1 "$p"); do
-    local port; port=$(free_port)
-    start_server "$port" "$module" --cluster-enabled yes --cluster-config-file "$dir/$port/nodes.conf"
+    start_server "$module" yes
     ports+=("$port")
   done
   for i in $(seq 0 $((p - 1))); do
@@ -101,8 +113,7 @@ for round in $(seq 1 "$rounds"); do
     echo "sharded-$p check $(rate "$t1" "$t2")" >> "$results"
     stop_all
   done
-  port=$(free_port)
-  start_server "$port" "$redisbloom"
+  start_server "$redisbloom" no
   redis-cli -p "$port" BF.RESERVE bench 0.01 "$items" > /dev/null
   t0=$(now); redis-cli -p "$port" --pipe < "$dir/madd.resp" > /dev/null; t1=$(now)
   redis-cli -p "$port" --pipe < "$dir/mexists.resp" > /dev/null; t2=$(now)
