@@ -49,14 +49,16 @@ struct Cli {
 }
 
 /// Items for a command: given as arguments, read from files (one per line), or, when
-/// neither is given, read from standard input.
+/// neither is given, read from standard input (with either, standard input is read only
+/// as `-i -`).
 #[derive(Args, Debug, Clone)]
 struct ItemArgs {
     /// Items (each argument, read as --format says; put "--" before items that start
     /// with "-", other than negative numbers).
     #[arg(allow_negative_numbers = true)]
     items: Vec<OsString>,
-    /// Read items from FILE, one per line ("-" for standard input); repeatable.
+    /// Read items from FILE, one per line ("-" for standard input); repeatable. Standard
+    /// input is read without it only when no item and no FILE is given.
     #[arg(short = 'i', long = "input", value_name = "FILE")]
     inputs: Vec<PathBuf>,
     /// How a line or argument becomes the item's bytes.
