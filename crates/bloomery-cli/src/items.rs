@@ -124,6 +124,9 @@ pub fn for_each_item_until_waiting(
     // twice, it would lose what a quick writer wrote before the first close, and then wait
     // for a writer that has gone. Regular files are closed and opened again when read, so
     // that a thousand of them do not take a thousand descriptors at once.
+    if (!items.is_empty() || !files.is_empty()) && !files.iter().any(|path| path.as_os_str() == "-") {
+        warn_if_unread(&io::stdin());
+    }
     let mut opened = Vec::with_capacity(files.len());
     for path in files {
         if path.as_os_str() == "-" {
@@ -208,6 +211,41 @@ fn may_wait(input: &impl AsFd) -> bool {
         .map(File::from)
         .and_then(|file| file.metadata())
         .is_ok_and(|metadata| !metadata.file_type().is_file())
+}
+
+/// Warns when standard input, which is not read (items came as arguments or `-i FILE`),
+/// holds data: lines piped to `add f apple` were dropped without a word. Only what is
+/// there now: bytes left in a regular file, or waiting in a pipe or socket (a writer that
+/// has not written yet goes unnoticed); a terminal is never read.
+fn warn_if_unread(input: &impl AsFd) {
+    let fd = input.as_fd().as_raw_fd();
+    let Ok(metadata) = input
+        .as_fd()
+        .try_clone_to_owned()
+        .map(File::from)
+        .and_then(|file| file.metadata())
+    else {
+        return;
+    };
+    let held = if metadata.file_type().is_file() {
+        // SAFETY: lseek(2) of a descriptor with offset 0 and SEEK_CUR only reads its position.
+        let at = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+        at >= 0 && metadata.len() > at.unsigned_abs()
+    } else {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = metadata.file_type();
+        let mut ready: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int, the bytes ready to read, into `ready`.
+        (kind.is_fifo() || kind.is_socket())
+            && unsafe { libc::ioctl(fd, libc::FIONREAD, &mut ready) } == 0
+            && ready > 0
+    };
+    if held {
+        eprintln!(
+            "bloomery: warning: standard input holds data that is not read: with items given as \
+             arguments or -i FILE, it is read only as -i -"
+        );
+    }
 }
 
 /// Whether a read of `input` would wait now: nothing is ready (no data, no end of input).

@@ -229,6 +229,51 @@ fn info_reports_variant_parameters_and_estimates() {
 }
 
 #[test]
+fn standard_input_left_unread_beside_item_arguments_is_warned_of() {
+    // Items given as arguments (or -i FILE) leave standard input unread: lines piped or
+    // redirected beside them were dropped without a word.
+    let dir = TempDir::new().unwrap();
+    let path = create(&dir, "f.bloom", "blocked", 1_000);
+    let held = dir.path().join("held.txt");
+    fs::write(&held, "piped\n").unwrap();
+    let empty = dir.path().join("empty.txt");
+    fs::write(&empty, "").unwrap();
+    let run = |stdin: &Path, extra: &[&str]| {
+        let output = StdCommand::new(assert_cmd::cargo::cargo_bin("bloomery"))
+            .arg("add")
+            .arg(&path)
+            .arg("argument")
+            .args(extra)
+            .stdin(fs::File::open(stdin).unwrap())
+            .output()
+            .expect("runs");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stderr).expect("UTF-8")
+    };
+    let warned = run(&held, &[]);
+    assert!(
+        warned.contains("warning: standard input holds data that is not read"),
+        "{warned}"
+    );
+    let missing = bloomery()
+        .arg("check")
+        .arg(&path)
+        .arg("piped")
+        .output()
+        .expect("runs");
+    assert_eq!(missing.status.code(), Some(1), "not added, as warned");
+    assert_eq!(run(&empty, &[]), "", "nothing held: no warning");
+    assert_eq!(run(&held, &["-i", "-"]), "", "read: no warning");
+    bloomery()
+        .arg("check")
+        .arg("-q")
+        .arg(&path)
+        .args(["piped", "argument"])
+        .assert()
+        .success();
+}
+
+#[test]
 fn dedup_prints_each_line_once_and_remembers_across_runs() {
     let dir = TempDir::new().unwrap();
     let input = "a\nb\na\nc\nb\nd\n";
