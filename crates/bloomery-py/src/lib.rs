@@ -1240,7 +1240,8 @@ impl PyBloomFilter {
     }
 
     /// An estimate of the distinct items added: counted by the filters that count them
-    /// (scalable, rotating), else estimated from the bits set.
+    /// (scalable, rotating), else estimated from the bits set; ``2**64 - 1`` when every bit
+    /// is set, where the bits tell nothing of how many.
     #[getter]
     fn approx_items(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(self.stats(py)?.estimated_len)
@@ -1611,7 +1612,12 @@ impl PyBloomFilter {
 /// would not fit in the memory a filter may use ([`files::check_memory`]): a failed
 /// allocation would abort the interpreter.
 fn within_memory(bytes: u64, copies: u64, what: impl FnOnce() -> String) -> PyResult<()> {
-    files::check_memory(bytes.saturating_mul(copies), what).map_err(file_error)
+    // Said of the whole, which the message's "takes" counts: not of one copy.
+    files::check_memory(bytes.saturating_mul(copies), || match copies {
+        1 => what(),
+        _ => format!("{} ({copies} copies of {bytes} bytes at once)", what()),
+    })
+    .map_err(file_error)
 }
 
 /// A new filter for `spec`, refused with `MemoryError` before anything is allocated when
@@ -1754,13 +1760,21 @@ impl Atomic {
         }
     }
 
-    /// The concurrent twin of a blocked or classic filter: copied, then made atomic (for a
-    /// moment the filter and two copies: [`TWIN_COPIES`] with the filter).
-    fn from_dyn(filter: &dyn DynFilter) -> PyResult<Self> {
-        if let Some(classic) = filter.as_any().downcast_ref::<ClassicBloomFilter>() {
-            Ok(Atomic::Classic(AtomicBloomFilter::from(classic.clone())))
-        } else if let Some(blocked) = filter.as_any().downcast_ref::<BlockedBloomFilter>() {
-            Ok(Atomic::Blocked(AtomicBlockedBloomFilter::from(blocked.clone())))
+    /// The concurrent twin of a blocked or classic filter, made of its memory: nothing is
+    /// copied (an empty filter's pages stay untouched).
+    fn from_owned(mut filter: Box<dyn DynFilter>) -> PyResult<Self> {
+        let any = filter.as_any_mut();
+        if let Some(classic) = any.downcast_mut::<ClassicBloomFilter>() {
+            let placeholder = ClassicBloomFilter::with_num_bits(64, 1).map_err(value_error)?;
+            Ok(Atomic::Classic(AtomicBloomFilter::from(std::mem::replace(
+                classic,
+                placeholder,
+            ))))
+        } else if let Some(blocked) = any.downcast_mut::<BlockedBloomFilter>() {
+            let placeholder = BlockedBloomFilter::with_num_blocks(1, 0).map_err(value_error)?;
+            Ok(Atomic::Blocked(AtomicBlockedBloomFilter::from(
+                std::mem::replace(blocked, placeholder),
+            )))
         } else {
             Err(PyValueError::new_err(format!(
                 "{} filters have no concurrent form: use kind 'blocked' or 'classic'",
@@ -1865,10 +1879,6 @@ fn detach_if<T: pyo3::marker::Ungil>(
     if detach { py.detach(work) } else { work() }
 }
 
-/// What making a concurrent filter from a plain one takes at its peak, in copies of the
-/// filter: the plain one, its clone and the atomic words ([`Atomic::from_dyn`]).
-const TWIN_COPIES: u64 = 3;
-
 impl PyConcurrentBloomFilter {
     /// Refuses with `MemoryError`, before anything is allocated, an operation that takes
     /// `copies` of this filter at once when they would not fit in the memory a filter may
@@ -1940,10 +1950,10 @@ impl PyConcurrentBloomFilter {
         let mut spec = Spec::new(variant, expected_items, fpp);
         spec.seed = seed;
         refuse_ignored_options(&spec)?;
-        // Made, then copied and made atomic.
-        let filter = create_within_memory(py, &spec, TWIN_COPIES)?;
+        // Made, then made atomic in place.
+        let filter = create_within_memory(py, &spec, 1)?;
         Ok(Self {
-            filter: Atomic::from_dyn(filter.as_ref())?,
+            filter: Atomic::from_owned(filter)?,
         })
     }
 
@@ -2013,7 +2023,8 @@ impl PyConcurrentBloomFilter {
         self.stats().0.min(isize::MAX as u64) as usize
     }
 
-    /// An estimate of the distinct items added.
+    /// An estimate of the distinct items added, from the bits set; ``2**64 - 1`` when every
+    /// bit is set, where the bits tell nothing of how many.
     #[getter]
     fn approx_items(&self) -> u64 {
         self.stats().0
@@ -2054,11 +2065,11 @@ impl PyConcurrentBloomFilter {
 
     /// A copy.
     fn copy(&self, py: Python<'_>) -> PyResult<Self> {
-        // A snapshot, then its concurrent twin, beside this filter.
-        self.within_memory(TWIN_COPIES, "a copy of the filter")?;
+        // A snapshot, made atomic in place, beside this filter.
+        self.within_memory(1, "a copy of the filter")?;
         let filter = py.detach(|| self.filter.to_dyn());
         Ok(Self {
-            filter: Atomic::from_dyn(filter.as_ref())?,
+            filter: Atomic::from_owned(filter)?,
         })
     }
 
@@ -2074,26 +2085,24 @@ impl PyConcurrentBloomFilter {
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data = bytes_of(data, "from_bytes")?;
-        // The bytes, the filter read from them and its concurrent twin.
-        within_memory(data.len() as u64, 1 + TWIN_COPIES, || {
-            "a filter of these bytes".into()
-        })?;
+        // The bytes and the filter read from them (made atomic in place).
+        within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
         Ok(Self {
-            filter: Atomic::from_dyn(filter.as_ref())?,
+            filter: Atomic::from_owned(filter)?,
         })
     }
 
     /// A concurrent filter with the bits of ``filter`` (a blocked or classic ``BloomFilter``).
     #[staticmethod]
     fn from_filter(py: Python<'_>, filter: PyRef<'_, PyBloomFilter>) -> PyResult<Self> {
-        // A snapshot of it, then its concurrent twin (a file's snapshot is read first: one
+        // A snapshot of it, made atomic in place (a file's snapshot is read first: one
         // more copy for a moment, which `snapshot` checks).
         let len = filter.shared.read(py, State::file_len);
-        within_memory(len, TWIN_COPIES, || "a concurrent copy of the filter".into())?;
+        within_memory(len, 1, || "a concurrent copy of the filter".into())?;
         let owned = filter.snapshot(py)?;
         Ok(Self {
-            filter: Atomic::from_dyn(owned.as_ref())?,
+            filter: Atomic::from_owned(owned)?,
         })
     }
 

@@ -262,18 +262,29 @@ impl OwnedBits for AtomicBitVec {
 }
 
 impl From<BitVec> for AtomicBitVec {
+    /// The same words, made atomic in place (not copied, where `AtomicU64` has `u64`'s
+    /// alignment, as on every 64-bit target).
     fn from(bits: BitVec) -> Self {
-        let mut words = ZeroedArray::<AtomicU64>::new(bits.words.len());
-        for (atomic, &word) in words.iter_mut().zip(bits.words.iter()) {
-            *atomic.get_mut() = word;
+        match bits.words.cast::<AtomicU64>() {
+            Ok(words) => Self { words },
+            Err(plain) => {
+                let mut words = ZeroedArray::<AtomicU64>::new(plain.len());
+                for (atomic, &word) in words.iter_mut().zip(plain.iter()) {
+                    *atomic.get_mut() = word;
+                }
+                Self { words }
+            }
         }
-        Self { words }
     }
 }
 
 impl From<AtomicBitVec> for BitVec {
+    /// The same words, no longer atomic (not copied, as above).
     fn from(bits: AtomicBitVec) -> Self {
-        bits.to_bit_vec()
+        match bits.words.cast::<u64>() {
+            Ok(words) => Self { words },
+            Err(words) => AtomicBitVec { words }.to_bit_vec(),
+        }
     }
 }
 

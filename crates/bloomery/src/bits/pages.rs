@@ -187,6 +187,30 @@ pub(crate) fn try_zeroed_vec(len: usize) -> crate::Result<Vec<u8>> {
     Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 
+impl<T: Zeroable> ZeroedArray<T> {
+    /// The same memory as an array of `U`, without copying it, when `U` has `T`'s size and
+    /// alignment (a plain word and its atomic twin: making a filter concurrent, or back,
+    /// touched every page of it, so an empty 1 GB filter took 1 GB of memory for a
+    /// moment); else `self` back.
+    pub(crate) fn cast<U: Zeroable>(self) -> Result<ZeroedArray<U>, Self> {
+        if size_of::<U>() != size_of::<T>() || align_of::<U>() != align_of::<T>() {
+            return Err(self);
+        }
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so its owner moves out of it exactly once, into
+        // the new array. `ptr` points to `len` `T`s whose bytes are a valid `[U]` (`U:
+        // Zeroable` is valid for every bit pattern, and has `T`'s size, so the same `len`
+        // covers the same bytes, and its alignment, which `ptr` has). A heap array is freed
+        // as a `Box<[U]>` of `len`, whose layout is the `Box<[T]>`'s it was allocated with.
+        let owner = unsafe { std::ptr::read(&this.owner) };
+        Ok(ZeroedArray {
+            ptr: this.ptr.cast::<U>(),
+            len: this.len,
+            owner,
+        })
+    }
+}
+
 impl<T: Zeroable> Drop for ZeroedArray<T> {
     fn drop(&mut self) {
         if let Owner::Heap = self.owner {
@@ -258,6 +282,33 @@ impl<T: Zeroable + std::fmt::Debug> std::fmt::Debug for ZeroedArray<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cast_keeps_the_memory_and_its_contents() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        for len in [0, 3, (4 << 20) / 8] {
+            let mut words = ZeroedArray::<u64>::new(len);
+            for (index, word) in words.iter_mut().enumerate() {
+                *word = index as u64 * 0x9e37_79b9;
+            }
+            let before = words.as_ptr() as usize;
+            let atomic: ZeroedArray<AtomicU64> = words.cast().expect("same layout");
+            assert_eq!(atomic.as_ptr() as usize, before, "not copied");
+            assert!(
+                atomic
+                    .iter()
+                    .enumerate()
+                    .all(|(index, word)| word.load(Ordering::Relaxed) == index as u64 * 0x9e37_79b9)
+            );
+            let back: ZeroedArray<u64> = atomic.cast().expect("same layout");
+            assert_eq!(back.len(), len);
+        }
+        let small = ZeroedArray::<u64>::new(2);
+        assert!(
+            small.cast::<crate::blocked::Block>().is_err(),
+            "another size is refused"
+        );
+    }
 
     #[test]
     fn small_and_large_arrays_start_zeroed_and_hold_writes() {

@@ -922,11 +922,19 @@ fn load_block(block: &AtomicBlock) -> [u64; BLOCK_WORDS] {
 }
 
 impl From<BlockedBloomFilter> for AtomicBlockedBloomFilter {
+    /// The same blocks, made atomic in place (not copied, where `AtomicU64` has `u64`'s
+    /// alignment, as on every 64-bit target: an empty filter's pages stay untouched).
     fn from(filter: BlockedBloomFilter) -> Self {
-        let mut blocks = ZeroedArray::<AtomicBlock>::new(filter.blocks.len());
-        for (atomic, block) in blocks.iter_mut().zip(filter.blocks.iter()) {
-            *atomic = AtomicBlock(block.0.map(AtomicU64::new));
-        }
+        let blocks = match filter.blocks.cast::<AtomicBlock>() {
+            Ok(blocks) => blocks,
+            Err(plain) => {
+                let mut blocks = ZeroedArray::<AtomicBlock>::new(plain.len());
+                for (atomic, block) in blocks.iter_mut().zip(plain.iter()) {
+                    *atomic = AtomicBlock(block.0.map(AtomicU64::new));
+                }
+                blocks
+            }
+        };
         Self {
             blocks,
             seed: filter.seed,
@@ -936,8 +944,27 @@ impl From<BlockedBloomFilter> for AtomicBlockedBloomFilter {
 }
 
 impl From<AtomicBlockedBloomFilter> for BlockedBloomFilter {
+    /// The same blocks, no longer atomic (not copied, as above).
     fn from(filter: AtomicBlockedBloomFilter) -> Self {
-        filter.to_blocked_bloom_filter()
+        let AtomicBlockedBloomFilter {
+            blocks,
+            seed,
+            sized_for,
+        } = filter;
+        match blocks.cast::<Block>() {
+            Ok(blocks) => BlockedBloomFilter {
+                kernel: Kernel::detect().for_blocks(blocks.len()),
+                blocks,
+                seed,
+                sized_for,
+            },
+            Err(blocks) => AtomicBlockedBloomFilter {
+                blocks,
+                seed,
+                sized_for,
+            }
+            .to_blocked_bloom_filter(),
+        }
     }
 }
 
