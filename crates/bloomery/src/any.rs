@@ -508,6 +508,80 @@ pub fn create(spec: &Spec) -> Result<Box<dyn DynFilter>> {
     })
 }
 
+/// The file of a new, empty filter, made without the filter: its [`header`](Self::header),
+/// then zero bytes up to [`len`](Self::len). See [`empty_file`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmptyFile {
+    /// The header, sealed, with the payload checksum of the zero payload.
+    pub header: Vec<u8>,
+    /// The file's whole length: the header's bytes and the payload's.
+    pub len: u64,
+}
+
+/// The file of a new, empty filter of `spec`, byte for byte what
+/// `create(spec)?.envelope()` writes, without allocating the filter: for the variants
+/// updated in place ([`crate::in_place::updates_in_place`]: classic, blocked, split-block),
+/// whose empty payload is all zero bytes, so that a tool writes the header and leaves the
+/// rest a hole (a filter larger than the memory, or than the address space a process may
+/// have, is made as quickly). The payload checksum is streamed over zeros
+/// ([`native::zero_payload_checksum`]). `None` for the other variants (their empty filter
+/// is not all zeros, or holds more than bits); the same errors as [`create`] for a spec it
+/// refuses, but never a refusal of memory.
+///
+/// ```
+/// use bloomery::any::{self, Spec};
+/// use bloomery::format::native::Variant;
+///
+/// let spec = Spec::new(Variant::Blocked, 10_000, 0.01);
+/// let empty = any::empty_file(&spec)?.expect("a blocked filter is updated in place");
+/// let mut bytes = empty.header.clone();
+/// bytes.resize(empty.len as usize, 0);
+/// assert_eq!(bytes, any::create(&spec)?.envelope().to_vec());
+/// assert!(any::empty_file(&Spec::new(Variant::Counting, 10_000, 0.01))?.is_none());
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub fn empty_file(spec: &Spec) -> Result<Option<EmptyFile>> {
+    spec.check_options()?;
+    let (n, p) = (spec.expected_items, spec.fpp);
+    // The shape and parameters as `create`'s constructors compute and check them.
+    let (params, payload_len) = match spec.variant {
+        Variant::Classic => {
+            let shape = ClassicShape::for_fpp(n, p)?;
+            (
+                crate::classic::encode_params(shape.num_hashes),
+                shape.num_words as u64 * 8,
+            )
+        }
+        Variant::Blocked => {
+            let num_blocks = crate::sizing::blocked_num_blocks(n, p)?;
+            crate::blocked::check_num_blocks(num_blocks)?;
+            let sized_for = crate::sizing::SizedFor::new(n, p);
+            (
+                crate::blocked::encode_params(num_blocks, spec.seed, Some(sized_for)),
+                num_blocks * (crate::sizing::BLOCK_BITS / 8),
+            )
+        }
+        Variant::SplitBlock => {
+            let hasher = split_block_hasher(spec);
+            let num_blocks = crate::split_block::num_blocks_for(n, p, hasher)?;
+            crate::split_block::check_num_blocks(num_blocks)?;
+            (
+                crate::split_block::encode_params(num_blocks, hasher),
+                num_blocks * (crate::sizing::SPLIT_BLOCK_BITS / 8),
+            )
+        }
+        _ => return Ok(None),
+    };
+    let header = native::encode_header_with_checksum(
+        spec.variant,
+        &params,
+        payload_len,
+        native::zero_payload_checksum(payload_len),
+    );
+    let len = header.len() as u64 + payload_len;
+    Ok(Some(EmptyFile { header, len }))
+}
+
 /// Reads a whole envelope (any variant, format version 1 or 2), checking both checksums
 /// and every parameter: what `bloomery verify` checks.
 pub fn open(bytes: &[u8]) -> Result<Box<dyn DynFilter>> {
@@ -1287,6 +1361,45 @@ mod tests {
         let start = buffer.as_ptr().align_offset(64) + shift;
         buffer[start..start + file.len()].copy_from_slice(file);
         (buffer, start + payload_offset..start + file.len())
+    }
+
+    #[test]
+    fn an_empty_file_is_the_bytes_of_a_created_filter() {
+        // `bloomery create` writes `empty_file`'s header and a hole where it wrote the
+        // envelope of `create`'s filter: the same bytes, for every variant updated in place,
+        // hasher and seed, at sizes from one block or word up.
+        let mut specs = Vec::new();
+        for variant in [Variant::Classic, Variant::Blocked, Variant::SplitBlock] {
+            for (items, fpp) in [(1, 0.5), (1_000, 0.01), (100_000, 1e-6)] {
+                specs.push(Spec::new(variant, items, fpp));
+                let mut seeded = Spec::new(variant, items, fpp);
+                seeded.seed = 0x5eed;
+                seeded.split_block_parquet = variant != Variant::SplitBlock;
+                specs.push(seeded);
+            }
+        }
+        for spec in specs {
+            let empty = empty_file(&spec).unwrap().unwrap();
+            let mut bytes = empty.header.clone();
+            bytes.resize(empty.len as usize, 0);
+            assert_eq!(bytes, create(&spec).unwrap().envelope().to_vec(), "{spec:?}");
+        }
+        for variant in Variant::ALL {
+            let spec = Spec::new(variant, 1_000, 0.01);
+            assert_eq!(
+                empty_file(&spec).unwrap().is_some(),
+                crate::in_place::updates_in_place(variant),
+                "{variant}"
+            );
+        }
+        // A spec `create` refuses is refused alike (here: more blocks than the format has).
+        for variant in [Variant::Classic, Variant::Blocked, Variant::SplitBlock] {
+            let spec = Spec::new(variant, u64::MAX / 2, 1e-30);
+            assert_eq!(
+                empty_file(&spec).unwrap_err().to_string(),
+                create(&spec).err().unwrap().to_string()
+            );
+        }
     }
 
     #[test]

@@ -475,7 +475,7 @@ impl Persist for BloomFilter {
     const VARIANT: Variant = Variant::Classic;
 
     fn params(&self) -> Vec<u8> {
-        ParamWriter::new().u32(self.num_hashes).finish()
+        encode_params(self.num_hashes)
     }
 
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
@@ -489,6 +489,11 @@ impl Persist for BloomFilter {
         let num_hashes = classic_params(params)?;
         Self::over(BitVec::from_le_bytes(payload), num_hashes)
     }
+}
+
+/// The parameters of a classic filter's envelope with `num_hashes` hash functions.
+pub(crate) fn encode_params(num_hashes: u32) -> Vec<u8> {
+    ParamWriter::new().u32(num_hashes).finish()
 }
 
 /// A classic filter kept inside another variant's envelope (scalable sub-filters, rotating

@@ -96,7 +96,7 @@ fn zeroed_blocks(num_blocks: usize) -> ZeroedArray<Block> {
     ZeroedArray::new(num_blocks)
 }
 
-fn check_num_blocks(num_blocks: u64) -> Result<usize> {
+pub(crate) fn check_num_blocks(num_blocks: u64) -> Result<usize> {
     if num_blocks == 0 || num_blocks > MAX_NUM_BLOCKS || num_blocks > (isize::MAX as u64) / 64 {
         return Err(Error::NumBits {
             value: u128::from(num_blocks) * u128::from(BLOCK_BITS),
@@ -433,15 +433,7 @@ impl Persist for BlockedBloomFilter {
     const VARIANT: Variant = Variant::Blocked;
 
     fn params(&self) -> Vec<u8> {
-        let writer = ParamWriter::new()
-            .u64(self.num_blocks())
-            .u32(BLOCK_LANES)
-            .u32(HASHER_XXH3_64)
-            .u64(self.seed);
-        match self.sized_for {
-            Some(sized) => writer.u64(sized.expected_items).f64(sized.fpp).finish(),
-            None => writer.finish(),
-        }
+        encode_params(self.num_blocks(), self.seed, self.sized_for)
     }
 
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
@@ -471,6 +463,20 @@ impl Persist for BlockedBloomFilter {
             }
         }
         Ok(filter)
+    }
+}
+
+/// The parameters of a blocked filter's envelope: `num_blocks` blocks hashing with `seed`,
+/// and what the filter was sized for, when it was.
+pub(crate) fn encode_params(num_blocks: u64, seed: u64, sized_for: Option<SizedFor>) -> Vec<u8> {
+    let writer = ParamWriter::new()
+        .u64(num_blocks)
+        .u32(BLOCK_LANES)
+        .u32(HASHER_XXH3_64)
+        .u64(seed);
+    match sized_for {
+        Some(sized) => writer.u64(sized.expected_items).f64(sized.fpp).finish(),
+        None => writer.finish(),
     }
 }
 

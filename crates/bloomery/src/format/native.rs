@@ -207,6 +207,30 @@ pub fn encode_header_sealed_or_not(
     header
 }
 
+/// The payload checksum of `len` zero bytes (an empty classic, blocked or split-block
+/// filter's payload): XXH3-64 streamed over a small buffer of zeros, so that no memory of
+/// the payload's size is needed.
+///
+/// ```
+/// use bloomery::format::native::zero_payload_checksum;
+/// use xxhash_rust::xxh3::xxh3_64;
+///
+/// assert_eq!(zero_payload_checksum(0), xxh3_64(&[]));
+/// assert_eq!(zero_payload_checksum(100_000), xxh3_64(&vec![0u8; 100_000]));
+/// ```
+pub fn zero_payload_checksum(len: u64) -> u64 {
+    const PIECE: usize = 1 << 20;
+    let zeros = vec![0u8; len.min(PIECE as u64) as usize];
+    let mut hasher = Xxh3::new();
+    let mut left = len;
+    while left > 0 {
+        let take = left.min(PIECE as u64) as usize;
+        hasher.update(&zeros[..take]);
+        left -= take as u64;
+    }
+    hasher.digest()
+}
+
 /// A whole envelope: header then payload.
 pub fn encode(variant: Variant, params: &[u8], payload: &[u8]) -> Vec<u8> {
     let mut bytes = encode_header(variant, params, payload);

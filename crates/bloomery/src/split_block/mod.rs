@@ -269,7 +269,7 @@ pub struct SplitBlockBloomFilter {
     road: Road,
 }
 
-fn check_num_blocks(num_blocks: u64) -> Result<usize> {
+pub(crate) fn check_num_blocks(num_blocks: u64) -> Result<usize> {
     if num_blocks == 0 || num_blocks > MAX_SPLIT_BLOCKS {
         return Err(Error::NumBits {
             value: u128::from(num_blocks) * u128::from(SPLIT_BLOCK_BITS),
@@ -748,13 +748,7 @@ impl Persist for SplitBlockBloomFilter {
     const VARIANT: Variant = Variant::SplitBlock;
 
     fn params(&self) -> Vec<u8> {
-        let writer = ParamWriter::new()
-            .u64(self.num_blocks())
-            .u32(self.road.hasher.code());
-        match self.road.hasher {
-            SplitBlockHasher::Parquet => writer.finish(),
-            SplitBlockHasher::Xxh3 { seed } => writer.u64(seed).finish(),
-        }
+        encode_params(self.num_blocks(), self.road.hasher)
     }
 
     fn payload_pieces(&self) -> Vec<Cow<'_, [u8]>> {
@@ -769,6 +763,16 @@ impl Persist for SplitBlockBloomFilter {
     fn from_parts_of_version(version: u16, params: &[u8], payload: &[u8]) -> Result<Self> {
         check_version(version)?;
         Self::from_parts(params, payload)
+    }
+}
+
+/// The parameters of a split-block filter's envelope: `num_blocks` blocks hashing with
+/// `hasher`.
+pub(crate) fn encode_params(num_blocks: u64, hasher: SplitBlockHasher) -> Vec<u8> {
+    let writer = ParamWriter::new().u64(num_blocks).u32(hasher.code());
+    match hasher {
+        SplitBlockHasher::Parquet => writer.finish(),
+        SplitBlockHasher::Xxh3 { seed } => writer.u64(seed).finish(),
     }
 }
 
