@@ -22,16 +22,10 @@ use crate::space::{self, Limits};
 use crate::store::{Locked, Mapped, Output, Payload};
 use crate::{ItemArgs, SizeArgs};
 
-/// A new filter, after checking that it fits (`directory`: where its file goes;
-/// `in_memory`: whether it is built in memory, or only written as a sparse file).
-fn new_filter(
-    size: &SizeArgs,
-    directory: Option<&Path>,
-    limits: Limits,
-    in_memory: bool,
-) -> Result<Box<dyn DynFilter>> {
+/// A new filter in memory, after checking that it fits (`directory`: where its file goes).
+fn new_filter(size: &SizeArgs, directory: Option<&Path>, limits: Limits) -> Result<Box<dyn DynFilter>> {
     let spec = size.spec();
-    space::check_new_filter(&spec, directory, limits, in_memory)?;
+    space::check_new_filter(&spec, directory, limits, true)?;
     any::create(&spec).map_err(|error| CliError::new(error.to_string()))
 }
 
@@ -69,17 +63,19 @@ fn warn_if_past_parquet_readers(path: &Path, spec: &any::Spec) {
 
 /// Writes a new empty filter to `output`, as [`create`] does.
 fn write_new(output: Output, size: &SizeArgs, limits: Limits) -> Result<()> {
-    let sparse = in_place::updates_in_place(size.variant);
-    // The empty filter's memory is zero pages that are only read, to checksum them, when
-    // it is written sparse.
-    let filter = new_filter(size, output.directory(), limits, !sparse)?;
-    if sparse {
-        let envelope = filter.envelope();
-        output.write_sparse(&envelope.header(), envelope.len())?;
-    } else {
-        output.save(filter.as_ref())?;
+    let spec = size.spec();
+    if in_place::updates_in_place(size.variant) {
+        // Its header and a hole: the filter itself is never allocated (an allocation of
+        // its size, even untouched, counts against the kernel's commit limit and
+        // `ulimit -v`, and was refused for a filter larger than them).
+        space::check_new_filter(&spec, output.directory(), limits, false)?;
+        let empty = any::empty_file(&spec)
+            .map_err(|error| CliError::new(error.to_string()))?
+            .expect("a variant updated in place has an empty file");
+        return output.write_sparse(&empty.header, empty.len);
     }
-    Ok(())
+    let filter = new_filter(size, output.directory(), limits)?;
+    output.save(filter.as_ref())
 }
 
 /// Adds every item. In place for the classic, blocked and split-block variants: a run that
@@ -432,7 +428,7 @@ pub fn dedup(
     format: ItemFormat,
 ) -> Result<ExitCode> {
     let (mut store, mut filter) = match filter_path {
-        None => (Store::None, Some(new_filter(size, None, limits, true)?)),
+        None => (Store::None, Some(new_filter(size, None, limits)?)),
         Some(path) => {
             if std::fs::metadata(path).is_err() {
                 // Made before the first line is read, as `create` makes it, then locked and

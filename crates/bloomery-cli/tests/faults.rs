@@ -824,6 +824,48 @@ fn a_filter_too_big_for_memory_or_max_bytes_is_refused_before_allocating() {
     );
 }
 
+/// A classic, blocked or split-block filter is created as its header and a hole, without
+/// allocating the filter: one far larger than the address space the process may have is
+/// made. Allocated (untouched) before, it was refused under `ulimit -v` ("cannot allocate
+/// 1275812480 bytes for the filter: the system refused them"), as it is by a kernel whose
+/// commit limit it passes; README promises a 12 GB filter without 12 GB of memory.
+#[test]
+fn a_filter_larger_than_the_address_space_is_created_without_allocating_it() {
+    let dir = open_dir();
+    let limit = 400 << 20;
+    for variant in ["blocked", "classic", "split-block"] {
+        let path = dir.path().join(format!("{variant}.bloom"));
+        ok(with_address_space(
+            bloomery()
+                .args([
+                    "create",
+                    "--variant",
+                    variant,
+                    "--items",
+                    "1000000000",
+                    "--fpp",
+                    "0.01",
+                ])
+                .arg(&path),
+            limit,
+        ));
+        // The library's empty file of that spec: its header, then zeros.
+        let spec = bloomery::any::Spec::new(
+            bloomery::format::native::Variant::from_name(variant).unwrap(),
+            1_000_000_000,
+            0.01,
+        );
+        let empty = bloomery::any::empty_file(&spec).unwrap().unwrap();
+        let len = fs::metadata(&path).unwrap().len();
+        assert_eq!(len, empty.len, "{variant}");
+        assert!(len > 2 * limit, "{variant}: {len} bytes");
+        let mut header = vec![0; empty.header.len()];
+        std::io::Read::read_exact(&mut fs::File::open(&path).unwrap(), &mut header).unwrap();
+        assert_eq!(header, empty.header, "{variant}");
+        fs::remove_file(&path).unwrap();
+    }
+}
+
 #[test]
 fn a_growing_filter_stops_at_max_bytes_and_the_memory_with_an_error() {
     // dedup's scalable chain doubles from 1000 items; --max-bytes holds it (its growth ran
