@@ -96,6 +96,42 @@ const VARIANTS: [&str; 8] = [
     "split-block",
 ];
 
+/// `create` of a variant updated in place writes the library's empty file (header, then a
+/// hole) without building the filter: the same bytes as the envelope of the filter built
+/// in memory, which it wrote before, for every such variant and hashing.
+#[test]
+fn create_writes_the_bytes_of_the_filter_built_in_memory() {
+    use bloomery::any::{self, Spec};
+    use bloomery::format::native::Variant;
+    let dir = TempDir::new().unwrap();
+    let cases: [(&str, &[&str]); 5] = [
+        ("classic", &[]),
+        ("blocked", &[]),
+        ("blocked", &["--seed", "7"]),
+        ("split-block", &[]),
+        ("split-block", &["--hash", "xxh3", "--seed", "7"]),
+    ];
+    for (index, (variant, options)) in cases.into_iter().enumerate() {
+        for (items, fpp) in [(1u64, 0.5), (5_000, 0.001)] {
+            let path = dir.path().join(format!("{index}-{items}.bloom"));
+            bloomery()
+                .args(["create", "--variant", variant, "--items", &items.to_string()])
+                .args(["--fpp", &fpp.to_string()])
+                .args(options)
+                .arg(&path)
+                .assert()
+                .success();
+            let mut spec = Spec::new(Variant::from_name(variant).unwrap(), items, fpp);
+            if options.contains(&"--seed") {
+                spec.seed = 7;
+            }
+            spec.split_block_parquet = !options.contains(&"xxh3");
+            let built = any::create(&spec).unwrap().envelope().to_vec();
+            assert!(fs::read(&path).unwrap() == built, "{variant} {options:?} {items}");
+        }
+    }
+}
+
 #[test]
 fn create_add_and_check_for_every_variant() {
     let dir = TempDir::new().unwrap();
