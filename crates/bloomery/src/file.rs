@@ -329,6 +329,50 @@ impl TempFile {
     }
 }
 
+/// A new file for a writer of `target` to keep data in until it exits (an `add`'s spilled
+/// hashes, region `index` of them), readable and writable by this user only, with no name:
+/// made unnamed in `target`'s directory (`O_TMPFILE`) where the file system can, so that
+/// no kill leaves it behind; elsewhere created as `.NAME.PID.spill-INDEX.tmp` and unlinked
+/// at once, a name [`remove_stale_temporaries`] knows, so that the file of a writer killed
+/// between the two is removed by the next writer of `target`. An error when the directory
+/// refuses it (no write permission, a read-only or full file system).
+pub fn spill_file(target: &Path, index: u64) -> io::Result<File> {
+    let directory = match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    #[cfg(target_os = "linux")]
+    {
+        // Refused by a file system without it (EOPNOTSUPP), or a kernel before 3.11
+        // (EISDIR or EINVAL): then the named file.
+        if let Ok(file) = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_TMPFILE)
+            .open(directory)
+        {
+            return Ok(file);
+        }
+    }
+    let path = directory.join(format!(
+        "{}{}.{SPILL}{index}.tmp",
+        temporary_prefix(target),
+        std::process::id()
+    ));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    fs::remove_file(&path)?;
+    Ok(file)
+}
+
+/// What a spill file's name has where a [`TempFile`]'s has its unique number.
+const SPILL: &str = "spill-";
+
 /// Renames `from` to `to` unless `to` exists (then `EEXIST`).
 #[cfg(target_os = "linux")]
 fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
@@ -772,8 +816,8 @@ pub fn lock_for_update_with<E: From<io::Error>>(
     }
 }
 
-/// Removes the temporary files of `target` ([`TempFile`]) that writers which were killed
-/// left: those whose process is gone (`/proc/PID` absent; nothing where there is no
+/// Removes the temporary files of `target` ([`TempFile`], and the named [`spill_file`]s)
+/// that writers which were killed left: those whose process is gone (`/proc/PID` absent; nothing where there is no
 /// `/proc`). To be called under the writers' lock of `target`, so that no live writer of
 /// this filter can be using one.
 pub fn remove_stale_temporaries(target: &Path) {
@@ -795,15 +839,27 @@ pub fn remove_stale_temporaries(target: &Path) {
         else {
             continue;
         };
-        // Exactly `PID.UNIQUE` (decimal, then hexadecimal): not the temporary file of a
-        // sibling such as `NAME.7`, whose own name also starts with this prefix.
+        // Exactly `PID.UNIQUE` (decimal, then hexadecimal), or a spill file's `PID.spill-N`
+        // (decimal, [`spill_file`]): not the temporary file of a sibling such as `NAME.7`,
+        // whose own name also starts with this prefix.
         let Some((pid, unique)) = rest.split_once('.') else {
             continue;
         };
-        let (Ok(pid), true) = (
-            pid.parse::<u32>(),
-            !unique.is_empty() && unique.bytes().all(|byte| byte.is_ascii_hexdigit()),
-        ) else {
+        let digits = |part: &str, hex: bool| {
+            !part.is_empty()
+                && part.bytes().all(|byte| {
+                    if hex {
+                        byte.is_ascii_hexdigit()
+                    } else {
+                        byte.is_ascii_digit()
+                    }
+                })
+        };
+        let ours = match unique.strip_prefix(SPILL) {
+            Some(index) => digits(index, false),
+            None => digits(unique, true),
+        };
+        let (Ok(pid), true) = (pid.parse::<u32>(), ours) else {
             continue;
         };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
@@ -1389,10 +1445,39 @@ mod tests {
         // A temporary file of the sibling filter `f.bloom.7`, which this lock does not cover.
         let siblings = dir.path().join(".f.bloom.7.4294967295.1.tmp");
         fs::write(&siblings, b"partial").unwrap();
+        // A spill file a killed add left (between its creation and its unlinking), and one
+        // of a live writer (this process), which stays; and spill files of the siblings
+        // `f.bloom.7` and `f.bloom.7.spill-1`.
+        let stale_spill = dir.path().join(".f.bloom.4294967295.spill-3.tmp");
+        let live_spill = dir
+            .path()
+            .join(format!(".f.bloom.{}.spill-0.tmp", std::process::id()));
+        let sibling_spills = [
+            dir.path().join(".f.bloom.7.4294967295.spill-3.tmp"),
+            dir.path().join(".f.bloom.7.spill-1.4294967295.1.tmp"),
+        ];
+        for path in [&stale_spill, &live_spill].into_iter().chain(&sibling_spills) {
+            fs::write(path, b"hashes").unwrap();
+        }
         let (held, _) = lock_for_update(&target).unwrap().expect("nothing replaced it");
         assert_eq!(stale.exists(), !Path::new("/proc/self").exists());
-        assert!(siblings.exists());
+        assert_eq!(stale_spill.exists(), !Path::new("/proc/self").exists());
+        assert!(siblings.exists() && live_spill.exists());
+        assert!(sibling_spills.iter().all(|path| path.exists()));
         fs::remove_file(&siblings).unwrap();
+        fs::remove_file(&live_spill).unwrap();
+        for path in &sibling_spills {
+            fs::remove_file(path).unwrap();
+        }
+        // A spill file has no name (unnamed, or unlinked at once), and holds what it is
+        // given.
+        let mut spill = spill_file(&target, 5).unwrap();
+        spill.write_all(b"hashes").unwrap();
+        let mut read = Vec::new();
+        std::io::Seek::rewind(&mut spill).unwrap();
+        std::io::Read::read_to_end(&mut spill, &mut read).unwrap();
+        assert_eq!(read, b"hashes");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
         let (sender, receiver) = std::sync::mpsc::channel();
         let waiter = {
             let target = target.clone();
