@@ -12,10 +12,9 @@
 //! resident memory) and writes the sealed header. A file whose writer was killed is left
 //! unsealed (bits valid, checksum stale); `bloomery seal` or the next writer seals it.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Read, Seek, Write};
 use std::os::unix::fs::FileExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -99,8 +98,10 @@ pub fn read_header(file: &File, len: u64, shown: &Path) -> Result<Header> {
 }
 
 /// The hashes of a large `add` into a block filter, kept on disk until the input ends:
-/// one unnamed temporary file per region of the payload (created beside the filter and
-/// unlinked at once, so a killed writer leaves nothing behind), 8 bytes a hash. The
+/// one unnamed temporary file per region of the payload ([`file::spill_file`]: made
+/// without a name in the filter's directory where the file system can, else named and
+/// unlinked at once, a name the next writer removes if a kill came between), 8 bytes a
+/// hash. The
 /// payload is then updated in one pass, a region at a time ([`Writable::insert_spilled`]):
 /// every page is written once per `add` instead of once per batch, and the resident memory
 /// is one region and its hashes. The filter is not touched (nor unsealed) while items are
@@ -160,23 +161,9 @@ impl Spill {
     /// denied`.)
     pub fn new(writable: &Writable) -> Option<Self> {
         let regions = spill_files(writable.regions());
-        let directory = writable.locked.directory();
-        // Shortened as the temporary files' names are, so that a long name's spill files
-        // fit in 255 bytes too (else this road was silently not taken).
-        let name = bloomery::file::temporary_name_part(writable.locked.real());
         let mut files = Vec::with_capacity(regions as usize);
         for region in 0..regions {
-            let path = directory.join(format!(".{name}.{}.spill-{region}.tmp", std::process::id()));
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-                .ok()?;
-            if std::fs::remove_file(&path).is_err() {
-                return None;
-            }
+            let file = file::spill_file(writable.locked.real(), region).ok()?;
             files.push(BufWriter::with_capacity(1 << 16, file));
         }
         Some(Self {

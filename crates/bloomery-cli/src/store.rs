@@ -254,11 +254,6 @@ impl Locked {
         self.metadata.len()
     }
 
-    /// The directory the locked file is in (symlinks followed).
-    pub fn directory(&self) -> &Path {
-        self.real.parent().unwrap_or(Path::new("."))
-    }
-
     /// The file's real name (symlinks followed).
     pub fn real(&self) -> &Path {
         &self.real

@@ -2046,6 +2046,14 @@ fn kill_9_during_adds(run: &KillRun) {
         add(path, &["last"]);
         verify(path);
     }
+    // No temporary or spill file of a killed add is left once the next add has run (a
+    // spilled add's files are unnamed, or removed by the next writer: they were left).
+    let names: Vec<String> = variants
+        .iter()
+        .map(|variant| format!("{variant}.bloom"))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(leftovers(dir.path(), &names), Vec::<String>::new());
     eprintln!("{kills} kills ({unsealed_kills} left the file unsealed), {finished} finished adds");
     assert!(
         unsealed_kills >= run.unsealed_kills,
@@ -2606,6 +2614,48 @@ fn a_spilled_add_whose_directory_refuses_spill_files_goes_batch_by_batch() {
         leftovers(dir.path(), &["big.bloom", "items"]),
         Vec::<String>::new()
     );
+}
+
+/// A spilled add's files have no name (unnamed from the start where the file system can
+/// make such files, else unlinked once made); one that an older version, or a kill between
+/// the making and the unlinking, left (`.NAME.PID.spill-N.tmp`) was never removed: the
+/// next writer removes it when its process is gone, and leaves a live writer's.
+#[test]
+fn a_killed_writers_spill_file_is_removed_by_the_next_add() {
+    let dir = open_dir();
+    let path = dir.path().join("big.bloom");
+    create(&path, 1_000_000);
+    // A process id no process has (above Linux's largest, 2^22); this test's own is live.
+    let dead = dir.path().join(".big.bloom.4294967295.spill-3.tmp");
+    let live = format!(".big.bloom.{}.spill-0.tmp", std::process::id());
+    fs::write(&dead, b"hashes").unwrap();
+    fs::write(dir.path().join(&live), b"hashes").unwrap();
+    let items: String = (0..50_000).map(|i| format!("spilled {i}\n")).collect();
+    let mut child = bloomery()
+        .arg("add")
+        .arg(&path)
+        .env("BLOOMERY_WINDOW_BYTES", "65536")
+        .env("BLOOMERY_TIMINGS", "1")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    child.stdin.take().unwrap().write_all(items.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    // The add spilled (its pass over the payload is timed).
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("the pass over the payload"), "{stderr}");
+    verify(&path);
+    let mut expected = if Path::new("/proc/self").exists() {
+        vec![live]
+    } else {
+        vec![live, ".big.bloom.4294967295.spill-3.tmp".to_owned()]
+    };
+    expected.sort();
+    let mut left = leftovers(dir.path(), &["big.bloom"]);
+    left.sort();
+    assert_eq!(left, expected);
 }
 
 /// A file its user owns, of a group the user is not in: a rewrite cannot give the new file
