@@ -58,8 +58,11 @@ pub fn check_new_filter(
         .map_err(|error| CliError::new(error.to_string()))?;
     let what = || {
         format!(
-            "a {} filter for {} items at fpp {} takes {bytes} bytes",
-            spec.variant, spec.expected_items, spec.fpp
+            "{} {} filter for {} items at fpp {} takes {bytes} bytes",
+            spec.variant.article(),
+            spec.variant,
+            spec.expected_items,
+            spec.fpp
         )
     };
     let hint = "lower --items or raise --fpp";
@@ -135,7 +138,10 @@ pub fn check_memory_for(path: &Path, variant: Variant, len: u64) -> Result<()> {
 /// process ("memory allocation of N bytes failed", status 134).
 pub fn check_memory_for_view(path: &Path, variant: Variant, len: u64) -> Result<()> {
     let needed = bloomery::file::load_bytes(variant, len).saturating_sub(len);
-    let takes = format!("a {variant} filter is answered from a copy in memory, which takes {needed} bytes");
+    let takes = format!(
+        "{} {variant} filter is answered from a copy in memory, which takes {needed} bytes",
+        variant.article()
+    );
     refuse_past_memory(path, len, needed, takes)
 }
 

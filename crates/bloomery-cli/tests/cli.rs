@@ -132,6 +132,35 @@ fn create_writes_the_bytes_of_the_filter_built_in_memory() {
     }
 }
 
+/// The space check's refusal names the variant with its article ("a allowlisted filter"
+/// before).
+#[test]
+fn a_refused_filter_is_named_with_its_article() {
+    let dir = TempDir::new().unwrap();
+    for (variant, named) in [
+        ("allowlisted", "an allowlisted filter"),
+        ("counting", "a counting filter"),
+    ] {
+        let message = error_of(
+            bloomery()
+                .args([
+                    "create",
+                    "--variant",
+                    variant,
+                    "--items",
+                    "1000000",
+                    "--max-bytes",
+                    "1000",
+                ])
+                .arg(dir.path().join("refused.bloom")),
+        );
+        assert!(
+            message.starts_with(&format!("bloomery: {named} for 1000000 items")),
+            "{message}"
+        );
+    }
+}
+
 #[test]
 fn create_add_and_check_for_every_variant() {
     let dir = TempDir::new().unwrap();

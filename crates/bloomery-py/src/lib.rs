@@ -1627,8 +1627,11 @@ fn create_within_memory(py: Python<'_>, spec: &Spec, copies: u64) -> PyResult<Bo
     let bytes = spec.memory_bytes().map_err(value_error)?;
     within_memory(bytes, copies, || {
         format!(
-            "a {} filter for {} items at fpp {:?}",
-            spec.variant, spec.expected_items, spec.fpp
+            "{} {} filter for {} items at fpp {:?}",
+            spec.variant.article(),
+            spec.variant,
+            spec.expected_items,
+            spec.fpp
         )
     })?;
     py.detach(|| any::create(spec)).map_err(value_error)

@@ -75,7 +75,8 @@ impl Geometry {
             .downcast_ref::<BlockedBloomFilter>()
             .ok_or_else(|| {
                 RedisError::String(format!(
-                    "ERR the key holds a {} filter, not a blocked shard",
+                    "ERR the key holds {} {} filter, not a blocked shard",
+                    filter.variant().article(),
                     filter.variant().name()
                 ))
             })?;

@@ -137,6 +137,22 @@ impl Variant {
         }
     }
 
+    /// The indefinite article before the variant's name: "an" for "allowlisted", "a" for
+    /// the others (for messages: "an allowlisted filter", "a blocked filter").
+    ///
+    /// ```
+    /// use bloomery::format::native::Variant;
+    /// assert_eq!(format!("{} {} filter", Variant::Allowlisted.article(), Variant::Allowlisted), "an allowlisted filter");
+    /// assert_eq!(Variant::Blocked.article(), "a");
+    /// ```
+    pub fn article(self) -> &'static str {
+        if self.name().starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        }
+    }
+
     /// The variant named `name` (as [`name`](Variant::name) gives it).
     ///
     /// ```
@@ -434,7 +450,8 @@ impl Header {
             return Err(Error::format(
                 FORMAT,
                 FormatProblem::Inconsistent(format!(
-                    "the unsealed mark on a {} filter, whose files are always written whole",
+                    "the unsealed mark on {} {} filter, whose files are always written whole",
+                    variant.article(),
                     variant.name()
                 )),
             ));
