@@ -1370,7 +1370,7 @@ mod tests {
         // hasher and seed, at sizes from one block or word up.
         let mut specs = Vec::new();
         for variant in [Variant::Classic, Variant::Blocked, Variant::SplitBlock] {
-            for (items, fpp) in [(1, 0.5), (1_000, 0.01), (100_000, 1e-6)] {
+            for (items, fpp) in [(0, 0.01), (1, 0.5), (1_000, 0.01), (100_000, 1e-6)] {
                 specs.push(Spec::new(variant, items, fpp));
                 let mut seeded = Spec::new(variant, items, fpp);
                 seeded.seed = 0x5eed;
