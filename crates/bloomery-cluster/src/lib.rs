@@ -29,8 +29,9 @@
 //! their items as old. Redirections while slots move: a command sent `MOVED` goes again
 //! alone, by the slot map read again; one sent `ASK` goes again alone with `ASKING` to the
 //! node named; `TRYAGAIN`, after 50 ms. The first connect is retried as later ones are. A lost
-//! connection, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY`, `LOADING` or a `WAIT`
-//! refused by a replica (a failover under way) make this client send the whole batch
+//! connection, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY`, `LOADING`, or a `WAIT`
+//! refused by a replica or unblocked by the demotion of the primary it was blocked on
+//! (`UNBLOCKED`: a failover under way) make this client send the whole batch
 //! again, for at most [`Connection::set_retry_for`] (30 s by default), after which the last
 //! error is returned; a command's first reply, wherever it came, is its answer. A try that
 //! fails otherwise than by the servers' replies (a lost connection, a timeout) drops its
@@ -498,7 +499,18 @@ fn worth_retrying(error: &RedisError) -> bool {
         && error
             .detail()
             .is_some_and(|detail| detail.starts_with("WAIT cannot be used with replica"));
+    // A `WAIT` blocked on a primary that a failover demoted meanwhile (a manual `CLUSTER
+    // FAILOVER`): Redis unblocks it with "-UNBLOCKED force unblock from blocking
+    // operation, instance state changed (master -> replica?)", a code the redis crate does
+    // not know (an extension error). As the `WAIT` refused on a replica: the batch and its
+    // `WAIT` go again, to the new primary (the replies kept from the first try stay the
+    // answers). An `UNBLOCKED` for another cause (`CLIENT UNBLOCK ... ERROR`) is not retried.
+    let unblocked_by_a_failover = error.code() == Some("UNBLOCKED")
+        && error
+            .detail()
+            .is_some_and(|detail| detail.contains("instance state changed"));
     wait_on_a_replica
+        || unblocked_by_a_failover
         || error.is_io_error()
         || error.is_cluster_error()
         || error.is_connection_dropped()
@@ -2092,6 +2104,36 @@ mod tests {
             RedisError::from(std::io::Error::from(std::io::ErrorKind::WouldBlock)),
         );
         assert!(timed_out.is_timeout(), "{timed_out}");
+    }
+
+    /// `reply` (one RESP error line) as the redis crate reads it from a server.
+    fn server_error(reply: &[u8]) -> RedisError {
+        match redis::parse_redis_value(reply) {
+            Ok(Value::ServerError(error)) => RedisError::from(error),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_wait_unblocked_by_a_failover_is_worth_retrying() {
+        // Redis 7's reply to a WAIT blocked on a primary that became a replica.
+        let unblocked = server_error(
+            b"-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n",
+        );
+        // The redis crate 1.8 does not know the code: an extension error, its code and
+        // detail as Redis sent them, and no I/O error (the connection stays in step).
+        assert_eq!(unblocked.kind(), ErrorKind::Extension);
+        assert_eq!(unblocked.code(), Some("UNBLOCKED"));
+        assert!(!unblocked.is_io_error() && in_step(&unblocked));
+        assert!(worth_retrying(&unblocked), "{unblocked:?}");
+        // As the WAIT refused on a replica.
+        let on_a_replica = server_error(b"-ERR WAIT cannot be used with replica instances.\r\n");
+        assert!(worth_retrying(&on_a_replica));
+        // A client unblocked by CLIENT UNBLOCK ... ERROR, or another error, is not.
+        let by_a_client = server_error(b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n");
+        assert!(!worth_retrying(&by_a_client));
+        let other = server_error(b"-ERR timeout is not an integer or out of range\r\n");
+        assert!(!worth_retrying(&other));
     }
 
     #[test]

@@ -68,6 +68,10 @@ enum FirstWait {
     /// Answers Redis's error for a `WAIT` sent to a replica (a primary demoted by a
     /// failover between the batch and its `WAIT`).
     OnAReplica,
+    /// Answers Redis's error for a `WAIT` blocked on a primary that a failover demoted
+    /// (`-UNBLOCKED`, a manual `CLUSTER FAILOVER` under way); later `WAIT`s answer 1 at
+    /// once, and later `BF.HASHADD`s answer every item old (the first set its bits).
+    Unblocked,
     /// The first `BF.HASHADD` closes its connection unanswered (having run), and later
     /// ones answer every item old (the first set its bits).
     AddDropped,
@@ -136,6 +140,9 @@ fn serve(
                 }
                 bulk(&vec![0; args[4].len() / 8])
             }
+            "BF.HASHADD" if first_wait == FirstWait::Unblocked && dropped.load(Ordering::SeqCst) => {
+                bulk(&vec![0; args[4].len() / 8])
+            }
             "BF.HASHADD" => {
                 wrote = true;
                 bulk(&vec![1; args[4].len() / 8])
@@ -146,10 +153,16 @@ fn serve(
                         let _ = writer.write_all(b"-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n");
                         continue;
                     }
+                    if first_wait == FirstWait::Unblocked {
+                        let _ = writer.write_all(b"-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n");
+                        continue;
+                    }
                     let _ = writer.shutdown(Shutdown::Both);
                     return;
                 }
-                if wrote {
+                if first_wait == FirstWait::Unblocked {
+                    b":1\r\n".to_vec()
+                } else if wrote {
                     let ms: u64 = String::from_utf8_lossy(&args[2]).parse().expect("WAIT's timeout");
                     thread::sleep(Duration::from_millis(ms));
                     b":0\r\n".to_vec()
@@ -250,6 +263,26 @@ fn a_wait_that_meets_a_demoted_primary_sends_the_batch_again() {
     none_acknowledged(filter.add_hashes(&hashes), "the retried WAIT's");
     let waits = server.received(&["WAIT"]);
     assert_eq!(waits.len(), 2, "{waits:?}");
+}
+
+#[test]
+fn a_wait_unblocked_by_a_failover_sends_the_batch_again_and_keeps_the_first_answers() {
+    // A manual CLUSTER FAILOVER while the batch's WAIT blocks on the old primary: Redis
+    // unblocks it with -UNBLOCKED as the primary becomes a replica. The batch and its WAIT
+    // go again (here to the same server, whose adds now answer every item old, as a new
+    // primary that has the first send's writes does): the first send's answers stand, so
+    // every item is new once, and none is doubted (its reply was read).
+    let server = FakeRedis::start(&plan(), FirstWait::Unblocked);
+    let (mut filter, hashes) = filter(&server, Duration::from_millis(100));
+    let (new, doubted) = filter
+        .add_hashes_doubted(&hashes)
+        .expect("acknowledged on the second try");
+    assert!(new.iter().all(|new| *new), "{new:?}");
+    assert!(doubted.iter().all(|doubted| !*doubted));
+    let waits = server.received(&["WAIT"]);
+    assert_eq!(waits.len(), 2, "{waits:?}");
+    let adds = server.received(&["BF.HASHADD"]);
+    assert_eq!(adds.len() % 2, 0, "the whole batch twice: {adds:?}");
 }
 
 #[test]
