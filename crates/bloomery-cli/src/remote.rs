@@ -60,8 +60,9 @@ pub struct RemoteArgs {
     wait_ms: u64,
     /// How long to keep reconnecting and resending a batch after a failure worth
     /// retrying (a failover, slots moving, a lost connection), in seconds: no new try
-    /// starts after it, but a try under way is not cut short (each reply is waited for up
-    /// to 10 s).
+    /// starts after it, but a try under way is not cut short: it ends when a reply it
+    /// waits for is 10 s late, so a stalled server holds a call past this time by the
+    /// last try's waits (a reconnect's, then the batch's, up to 10 s each).
     #[arg(
         long,
         global = true,

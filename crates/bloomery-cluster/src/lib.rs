@@ -945,26 +945,30 @@ fn send_pipeline(inner: &mut Inner, commands: &[Cmd], replies: &mut Replies) -> 
     match inner {
         Inner::Single(connection) => {
             let mut pipe = redis::pipe();
-            pipe.ignore_errors();
             for command in commands {
                 pipe.add_command(command.clone());
             }
-            let got: Vec<Value> = match pipe.query(connection) {
-                Ok(got) => got,
-                Err(error) => {
-                    if !in_step(&error) {
-                        replies.lost(0..commands.len());
-                    }
-                    return Err(error);
-                }
-            };
+            // Sent whole, and the replies read one by one, up to the first that fails to
+            // come (a lost connection, a timeout, a reply that does not parse): the replies
+            // read before it are kept, the others lost. The redis crate's pipeline
+            // (`req_packed_commands`) reads on after such an error, waiting the reply
+            // timeout again for each command: a stalled server held a batch of 64 shards
+            // 64 times 10 s, whatever the retry time said.
+            if let Err(error) = connection.send_packed_command(&pipe.get_packed_pipeline()) {
+                replies.lost(0..commands.len());
+                return Err(error);
+            }
             let mut failure = None;
-            for (index, reply) in got.into_iter().enumerate() {
-                match reply {
-                    Value::ServerError(error) => {
+            for index in 0..commands.len() {
+                match connection.recv_response() {
+                    Ok(Value::ServerError(error)) => {
                         record_failure(&mut failure, &mut replies.more, index, error)
                     }
-                    reply => replies.keep(index, reply),
+                    Ok(reply) => replies.keep(index, reply),
+                    Err(error) => {
+                        replies.lost(index..commands.len());
+                        return Err(error);
+                    }
                 }
             }
             match failure {

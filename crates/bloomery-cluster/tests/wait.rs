@@ -1334,3 +1334,57 @@ fn a_cluster_whose_acl_refuses_info_still_adds() {
         [true, true]
     );
 }
+
+/// Sends `signal` (`STOP`, `CONT`) to `node`'s process.
+fn signal(node: &Node, signal: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(node.process.id().to_string())
+        .status()
+        .expect("kill run");
+    assert!(status.success(), "kill -{signal}");
+}
+
+#[test]
+fn a_stalled_server_holds_a_batch_one_reply_timeout_not_one_per_shard() {
+    // One server stopped (SIGSTOP: it accepts nothing more, answers nothing) while a
+    // batch over 64 shards goes to it. The redis crate's pipeline read on after the first
+    // reply timed out, waiting its 10 s again for each of the 64 replies (640 s); the batch's
+    // try now ends at the first reply that does not come, and with a retry time of 1 s no
+    // second try starts.
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let root = std::env::temp_dir().join(format!("bloomery-cluster-stalled-{}", std::process::id()));
+    let server = Node::start_on(&root, free_port(), false);
+    let target: Target = format!("redis://127.0.0.1:{}", server.port)
+        .parse()
+        .expect("a target");
+    let plan = ShardPlan::new(100_000, 0.01, 1 << 20, 64).expect("a plan");
+    let (mut filter, _) =
+        ShardedFilter::create(Connection::open(&target).expect("connected"), "stalled", plan)
+            .expect("created");
+    let hashes: Vec<u64> = (0..10_000u64).map(|i| filter.hash(&i)).collect();
+    assert_eq!(bloomery_cluster::group_by_shard(&plan, &hashes).len(), 64);
+    filter.add_hashes(&hashes).expect("added");
+    let mut connection = filter.into_connection();
+    connection.set_retry_for(Duration::from_secs(1));
+    let mut filter = ShardedFilter::open(connection, "stalled").expect("opened");
+    /// Lets the server go on however the test ends (it is killed when dropped).
+    struct Resumed<'a>(&'a Node);
+    impl Drop for Resumed<'_> {
+        fn drop(&mut self) {
+            signal(self.0, "CONT");
+        }
+    }
+    signal(&server, "STOP");
+    let _resumed = Resumed(&server);
+    let started = Instant::now();
+    let error = filter
+        .contains_hashes(&hashes)
+        .expect_err("no reply from a stopped server");
+    let took = started.elapsed();
+    assert!(error.to_string().contains("no reply in time"), "{error}");
+    assert!(took < Duration::from_secs(40), "{took:?}: {error}");
+}
