@@ -1039,9 +1039,14 @@ fn send_cluster(
                 return Err(at_node(address, error));
             }
         }
-        for (number, (address, sent)) in groups.iter().enumerate() {
+        // A node whose replies fail to come (a lost connection, a timeout) stops the
+        // reading of its own only: the other nodes' connections are sound, their commands
+        // ran, and their replies are their answers (lost, they would be sent again and
+        // answer "old"). The first such error is the try's, after every node was read.
+        let mut broken = None;
+        for (address, sent) in &groups {
+            let mut got = Vec::with_capacity(sent.len());
             let read = cluster.node(address).and_then(|connection| {
-                let mut got = Vec::with_capacity(sent.len());
                 for &(_, asking) in sent {
                     if asking {
                         // ASKING's reply (OK); the command's, if it failed, says why.
@@ -1049,19 +1054,15 @@ fn send_cluster(
                     }
                     got.push(connection.recv_response()?);
                 }
-                Ok(got)
+                Ok(())
             });
-            // The earlier nodes' replies are kept before a later node's error.
-            let got = match read {
-                Ok(got) => got,
-                Err(error) => {
-                    for (address, sent) in &groups[number..] {
-                        cluster.asked.remove(address);
-                        replies.lost(sent.iter().map(|&(index, _)| index));
-                    }
-                    return Err(at_node(address, error));
-                }
-            };
+            if let Err(error) = read {
+                // The replies read before the error are kept, the others lost; this
+                // connection is not used again (and the caller drops them all).
+                cluster.asked.remove(address);
+                replies.lost(sent[got.len()..].iter().map(|&(index, _)| index));
+                broken.get_or_insert(at_node(address, error));
+            }
             for (&(index, _), reply) in sent.iter().zip(got) {
                 let Value::ServerError(error) = reply else {
                     replies.keep(index, reply);
@@ -1093,6 +1094,9 @@ fn send_cluster(
                     last = Some((index, error));
                 }
             }
+        }
+        if let Some(error) = broken {
+            return Err(error);
         }
         // The redis crate's slot map too (its `WAIT`s on the keys a batch wrote and the
         // restart check go by it, and no batch goes through it to meet the `MOVED`): a
