@@ -45,17 +45,25 @@ pub struct RemoteArgs {
     )]
     min_shards: u32,
     /// After every batch of adds, wait until REPLICAS replicas of each primary written to
-    /// hold it (Redis WAIT; an error after --wait-ms if fewer do).
-    #[arg(long, global = true, value_name = "REPLICAS", allow_negative_numbers = true)]
+    /// hold it (Redis WAIT; an error after --wait-ms if fewer do). At most 2^63 - 1, as
+    /// WAIT takes.
+    #[arg(
+        long,
+        global = true,
+        value_name = "REPLICAS",
+        allow_negative_numbers = true,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_WAIT_REPLICAS)
+    )]
     wait: Option<usize>,
     /// How long --wait waits for the replicas, in milliseconds (0: as long as it takes,
-    /// as Redis's WAIT takes 0).
+    /// as Redis's WAIT takes 0; at most 10^15, well within what WAIT takes).
     #[arg(
         long,
         global = true,
         value_name = "MS",
         default_value_t = 10_000,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u64).range(0..=MAX_WAIT_MS)
     )]
     wait_ms: u64,
     /// How long to keep reconnecting and resending a batch after a failure worth
@@ -71,16 +79,29 @@ pub struct RemoteArgs {
         allow_negative_numbers = true
     )]
     retry_seconds: u64,
-    /// Items sent per batch (one command per shard per batch).
+    /// Items sent per batch (one command per shard per batch), 1 to 16777216.
     #[arg(
         long,
         global = true,
         value_name = "ITEMS",
         default_value_t = 65_536,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_BATCH_ITEMS)
     )]
     batch_items: usize,
 }
+
+/// The most items a batch may have (`--batch-items`): its hashes and lines are held in
+/// memory, allocated for at the start (a larger value aborted on the allocation).
+const MAX_BATCH_ITEMS: u64 = 1 << 24;
+
+/// The most replicas `--wait` asks for: Redis's `WAIT` reads them as a signed 64-bit count.
+const MAX_WAIT_REPLICAS: u64 = i64::MAX as u64;
+
+/// The longest `--wait-ms`: Redis's `WAIT` refuses a timeout that, added to the time now in
+/// milliseconds, passes 2^63 - 1 ("timeout is out of range"), an error that came after the
+/// batch was written.
+const MAX_WAIT_MS: u64 = 1_000_000_000_000_000;
 
 impl RemoteArgs {
     /// Whether the run is on a Redis server or cluster (`--redis`, `--redis-cluster`).
@@ -114,7 +135,7 @@ impl RemoteArgs {
     }
 
     fn batch(&self) -> usize {
-        self.batch_items.max(1)
+        self.batch_items
     }
 }
 

@@ -870,6 +870,56 @@ fn options_a_sharded_filters_command_would_ignore_are_refused() {
     }
 }
 
+#[test]
+fn sharded_filter_options_out_of_range_are_refused_before_connecting() {
+    // No server listens on port 1: each is refused by the CLI before any connection.
+    // --batch-items 2^64 - 1 panicked ("capacity overflow"), 10^12 aborted on allocating
+    // the batch, 0 was taken as 1 without a word; --wait-ms 2^64 - 1 was refused by Redis
+    // after the batch was written.
+    let url = "redis://127.0.0.1:1";
+    for (command, args, expected) in [
+        (
+            "add",
+            &["--batch-items", "18446744073709551615"][..],
+            "--batch-items",
+        ),
+        ("check", &["--batch-items", "1000000000000"], "--batch-items"),
+        ("add", &["--batch-items", "0"], "1..=16777216"),
+        (
+            "add",
+            &["--wait", "1", "--wait-ms", "18446744073709551615"],
+            "--wait-ms",
+        ),
+        ("add", &["--wait", "18446744073709551615"], "--wait"),
+        ("add", &["--wait", "-1"], "--wait"),
+    ] {
+        let output = bloomery()
+            .args([command, "--redis", url, "f", "x"])
+            .args(args)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{command} {args:?}: {stderr}");
+        assert!(
+            stderr.contains("invalid value") && stderr.contains(expected),
+            "{command} {args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // A retry time past what the clock holds is no deadline, not a panic ("overflow when
+    // adding duration to instant"): a port that does not parse fails at once.
+    let message = error_of(bloomery().args([
+        "check",
+        "--redis",
+        "redis://127.0.0.1:99999",
+        "--retry-seconds",
+        "18446744073709551615",
+        "f",
+        "x",
+    ]));
+    assert!(message.contains("connecting to"), "{message}");
+}
+
 /// `export --format parquet-sbbf` writes what a Parquet file holds for a column chunk's
 /// bloom filter (header and bitset), `parquet-sbbf-bitset` the bitset alone; `import`
 /// reads both back into split-block files that find every item.

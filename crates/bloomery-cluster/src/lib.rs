@@ -551,7 +551,8 @@ impl Connection {
     }
 
     /// How long to keep reconnecting and sending again after failures worth retrying
-    /// (default 30 s; zero: never retry).
+    /// (default 30 s; zero: never retry; a time too long for the clock to hold, as
+    /// [`Duration::MAX`]: for ever).
     pub fn set_retry_for(&mut self, retry_for: Duration) {
         self.retry_for = retry_for;
     }
@@ -733,7 +734,8 @@ impl Connection {
         context: &dyn Fn() -> String,
         mut each: impl FnMut(&mut Inner) -> redis::RedisResult<T>,
     ) -> Result<T> {
-        let deadline = Instant::now() + self.retry_for;
+        // No deadline where `retry_for` is past what an `Instant` holds (retry for ever).
+        let deadline = Instant::now().checked_add(self.retry_for);
         let mut pause = Duration::from_millis(50);
         loop {
             let fresh = self.inner.is_none();
@@ -781,7 +783,8 @@ impl Connection {
                     source: error,
                 });
             }
-            if !worth_retrying(&error) || Instant::now() + pause > deadline {
+            let out_of_time = deadline.is_some_and(|deadline| Instant::now() + pause > deadline);
+            if !worth_retrying(&error) || out_of_time {
                 // A read or write that timed out says only "Resource temporarily
                 // unavailable" (the socket's EAGAIN): said as what it is.
                 let context = if error.is_timeout() {
@@ -2142,6 +2145,19 @@ mod tests {
         assert!(!worth_retrying(&by_a_client));
         let other = server_error(b"-ERR timeout is not an integer or out of range\r\n");
         assert!(!worth_retrying(&other));
+    }
+
+    #[test]
+    fn a_retry_time_past_what_the_clock_holds_is_no_deadline() {
+        // It panicked ("overflow when adding duration to instant"); a port that does not
+        // parse is an error not worth retrying, so the call returns at once.
+        let target: Target = "redis://127.0.0.1:99999".parse().expect("a target");
+        let started = Instant::now();
+        let error = Connection::open_retrying(&target, Duration::MAX)
+            .err()
+            .expect("a port out of range");
+        assert!(error.to_string().contains("connecting to"), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[test]
