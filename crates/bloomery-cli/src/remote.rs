@@ -30,18 +30,27 @@ pub struct RemoteArgs {
     /// As --redis, on a Redis Cluster reached through any of these nodes.
     #[arg(long, global = true, value_name = "HOST:PORT[,HOST:PORT...]")]
     redis_cluster: Option<String>,
-    /// Largest shard a new sharded filter may have, in bytes (at most the module's
-    /// bloomery.max-filter-memory, 1 GiB by default); smaller shards move between nodes
-    /// faster.
-    #[arg(long, global = true, value_name = "BYTES", default_value_t = 64 << 20, allow_negative_numbers = true)]
+    /// Largest shard a new sharded filter may have, in bytes (at least 64, one block; at
+    /// most the module's bloomery.max-filter-memory, 1 GiB by default); smaller shards
+    /// move between nodes faster.
+    #[arg(
+        long,
+        global = true,
+        value_name = "BYTES",
+        default_value_t = 64 << 20,
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u64).range(64..)
+    )]
     shard_bytes: u64,
-    /// Fewest shards a new sharded filter has (spreads even a small filter over nodes).
+    /// Fewest shards a new sharded filter has (spreads even a small filter over nodes),
+    /// 1 to 1048576.
     #[arg(
         long,
         global = true,
         value_name = "COUNT",
         default_value_t = 64,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(bloomery::sharding::MAX_SHARDS))
     )]
     min_shards: u32,
     /// After every batch of adds, wait until REPLICAS replicas of each primary written to

@@ -892,9 +892,20 @@ fn sharded_filter_options_out_of_range_are_refused_before_connecting() {
         ),
         ("add", &["--wait", "18446744073709551615"], "--wait"),
         ("add", &["--wait", "-1"], "--wait"),
+        // The library's words were "min_shards must be in 1..=1048576" and
+        // "max_shard_bytes must be at least 64": the flags are named now.
+        ("create", &["--items", "5", "--min-shards", "0"], "--min-shards"),
+        (
+            "create",
+            &["--items", "5", "--min-shards", "1048577"],
+            "1..=1048576",
+        ),
+        ("create", &["--items", "5", "--shard-bytes", "1"], "--shard-bytes"),
     ] {
+        let item: &[&str] = if command == "create" { &[] } else { &["x"] };
         let output = bloomery()
-            .args([command, "--redis", url, "f", "x"])
+            .args([command, "--redis", url, "f"])
+            .args(item)
             .args(args)
             .output()
             .expect("runs");

@@ -29,7 +29,8 @@
 //! their items as old. Redirections while slots move: a command sent `MOVED` goes again
 //! alone, by the slot map read again; one sent `ASK` goes again alone with `ASKING` to the
 //! node named; `TRYAGAIN`, after 50 ms. The first connect is retried as later ones are. A lost
-//! connection, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY`, `LOADING`, or a `WAIT`
+//! connection, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY` (on a cluster: a one-server
+//! target that is a replica fails at once), `LOADING`, or a `WAIT`
 //! refused by a replica or unblocked by the demotion of the primary it was blocked on
 //! (`UNBLOCKED`: a failover under way) make this client send the whole batch
 //! again, for at most [`Connection::set_retry_for`] (30 s by default), after which the last
@@ -139,6 +140,12 @@ pub enum Error {
         "{0} is not a cluster node (cluster mode is off): reach it as one server, redis://HOST:PORT (the CLI's --redis)"
     )]
     NotACluster(String),
+    /// A server (on a cluster, a primary) without the bloomery module: `COMMAND INFO
+    /// BF.HASHADD` finds no such command there.
+    #[error(
+        "{0} does not have the bloomery module loaded (COMMAND INFO BF.HASHADD finds no such command): load it there (loadmodule)"
+    )]
+    ModuleMissing(String),
     /// A reply of an unexpected shape.
     #[error("unexpected reply to {command}: {reply}")]
     Reply {
@@ -622,7 +629,16 @@ impl Connection {
         let mut replies = Replies::new(commands.len());
         let failed = std::cell::Cell::new(None);
         let more = std::cell::RefCell::new(Vec::new());
-        let context = || with_key(context(), commands, failed.get(), &more.borrow());
+        // Whether the try's failure, if any, was the `WAIT`'s (after the batch was sent).
+        let waiting = std::cell::Cell::new(false);
+        let context = || {
+            let context = with_key(context(), commands, failed.get(), &more.borrow());
+            if waiting.get() {
+                format!("WAIT after {context}")
+            } else {
+                context
+            }
+        };
         let context: &dyn Fn() -> String = &context;
         // The batch's writes are waited for on the connections that carried them (this
         // client's own, on a cluster); the redis crate's connection, only for `earlier`.
@@ -643,12 +659,18 @@ impl Connection {
                 primaries_seen = true;
             }
             failed.set(None);
+            waiting.set(false);
             let sent = send_pipeline(inner, commands, &mut replies);
             failed.set(replies.failed);
             more.replace(replies.more.clone());
             sent?;
             let waited = match wait {
-                Some((replicas, timeout)) => Some(send_wait(inner, &written, replicas, timeout, base)?),
+                Some((replicas, timeout)) => {
+                    waiting.set(true);
+                    let waited = send_wait(inner, &written, replicas, timeout, base)?;
+                    waiting.set(false);
+                    Some(waited)
+                }
                 None => None,
             };
             if let Inner::Cluster(cluster) = inner {
@@ -724,6 +746,48 @@ impl Connection {
         })
     }
 
+    /// The servers (on a cluster, the primaries, by address) where `COMMAND INFO
+    /// BF.HASHADD` finds no such command: the bloomery module is not loaded there, and
+    /// every batch would fail with Redis's "unknown command" error, which echoes the
+    /// command's binary argument (the redis crate fails to read it: "invalid utf-8
+    /// sequence"). None where `COMMAND` is refused to this user or renamed (not known).
+    fn without_module(&mut self) -> Result<Vec<String>> {
+        let mut command = redis::cmd("COMMAND");
+        command.arg("INFO").arg("BF.HASHADD");
+        let unknown =
+            |reply: &Value| matches!(reply, Value::Array(found) if matches!(found.as_slice(), [Value::Nil]));
+        let shown = self.target.shown();
+        let context = || format!("asking {shown} for its bloomery module");
+        self.retrying(&context, |inner| {
+            let reply = match inner {
+                Inner::Single(connection) => command.query(connection),
+                Inner::Cluster(cluster) => cluster.connection.route_command(
+                    &command,
+                    RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None)),
+                ),
+            };
+            let reply = match reply {
+                Ok(reply) => reply,
+                Err(error) if info_refused(&error) => return Ok(Vec::new()),
+                Err(error) => return Err(error),
+            };
+            Ok(match (&*inner, reply) {
+                (Inner::Single(_), reply) if unknown(&reply) => vec![shown.clone()],
+                (Inner::Cluster(_), Value::Map(replies)) => replies
+                    .iter()
+                    .filter(|(_, reply)| unknown(reply))
+                    .map(|(address, _)| match address {
+                        Value::BulkString(address) => {
+                            format!("the cluster's primary at {}", String::from_utf8_lossy(address))
+                        }
+                        other => format!("the cluster's primary at {other:?}"),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            })
+        })
+    }
+
     /// Runs `each` until it succeeds, fails with an error not worth retrying, or
     /// `retry_for` has passed, waiting 50 ms between tries, then twice as long each time up
     /// to 1 s. A try that fails otherwise than by the servers' replies (a lost connection,
@@ -776,6 +840,20 @@ impl Connection {
             {
                 self.inner = None;
                 return Err(Error::NotACluster(node));
+            }
+            // A replica reached as one server: its READONLY does not go away by itself
+            // (retried, it held the call the whole retry time before failing).
+            if matches!(self.target, Target::Single(_))
+                && error.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly)
+            {
+                return Err(Error::Redis {
+                    context: format!(
+                        "{}: {} is a replica: reach its primary",
+                        context(),
+                        self.target.shown()
+                    ),
+                    source: error,
+                });
             }
             if let Some(hint) = self.not_a_cluster_client(&error) {
                 return Err(Error::Redis {
@@ -1685,10 +1763,16 @@ impl ShardedFilter {
         Ok((filter, created))
     }
 
-    /// Opens the filter `name`: reads its plan from the metadata key.
+    /// Opens the filter `name`: reads its plan from the metadata key, and checks that the
+    /// server (on a cluster, every primary) has the bloomery module loaded
+    /// ([`Error::ModuleMissing`] naming the first that has not; unchecked where `COMMAND`
+    /// is refused).
     pub fn open(mut connection: Connection, name: &str) -> Result<Self> {
         check_name(name)?;
         let plan = read_plan(&mut connection, name)?.ok_or_else(|| Error::NotFound(name.into()))?;
+        if let Some(node) = connection.without_module()?.into_iter().next() {
+            return Err(Error::ModuleMissing(node));
+        }
         let keys = shard_keys(name, &plan);
         Ok(Self {
             connection,

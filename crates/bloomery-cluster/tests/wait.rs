@@ -1445,3 +1445,102 @@ fn a_stalled_node_loses_only_its_own_answers() {
             .all(|(_, doubted)| *doubted)
     );
 }
+
+#[test]
+fn one_server_errors_say_what_is_wrong() {
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let root = std::env::temp_dir().join(format!("bloomery-cluster-errors-{}", std::process::id()));
+    let primary = Node::start_on(&root.join("primary"), free_port(), false);
+    let target = |node: &Node| -> Target {
+        format!("redis://127.0.0.1:{}", node.port)
+            .parse()
+            .expect("a target")
+    };
+    let plan = ShardPlan::new(10_000, 0.01, 1 << 20, 4).expect("a plan");
+    let (mut filter, _) =
+        ShardedFilter::create(Connection::open(&target(&primary)).expect("connected"), "e", plan)
+            .expect("created");
+    let hashes: Vec<u64> = (0..100u64).map(|i| filter.hash(&i)).collect();
+
+    // A WAIT refused by Redis is said to be the WAIT's error, not BF.HASHADD's.
+    filter.set_wait(1, Duration::from_millis(u64::MAX));
+    let message = filter
+        .add_hashes(&hashes)
+        .expect_err("a timeout WAIT refuses")
+        .to_string();
+    assert!(
+        message.starts_with("WAIT after BF.HASHADD on sharded filter 'e'") && message.contains("timeout"),
+        "{message}"
+    );
+
+    // A replica reached as one server: READONLY at once, not retried for the retry time.
+    let replica = Node::start_on(&root.join("replica"), free_port(), false);
+    let _: String = replica.query(redis::cmd("REPLICAOF").arg("127.0.0.1").arg(primary.port));
+    eventually("the replica to sync", || {
+        replica.replication("master_link_status").as_deref() == Some("up")
+    });
+    eventually("the plan to reach the replica", || {
+        replica
+            .query::<Option<String>>(redis::cmd("GET").arg("e"))
+            .is_some()
+    });
+    let mut on_replica =
+        ShardedFilter::open(Connection::open(&target(&replica)).expect("connected"), "e").expect("opened");
+    let started = Instant::now();
+    let message = on_replica.add_hashes(&hashes).expect_err("a replica").to_string();
+    assert!(
+        message.contains("is a replica") && message.contains("READONLY"),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A server without the module: said when the filter is opened, naming the server (a
+    // batch failed with "invalid utf-8 sequence": Redis's unknown-command error echoes the
+    // binary argument).
+    let port = free_port();
+    let dir = root.join("plain");
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let mut plain = Command::new(redis_server())
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server started");
+    let url = format!("redis://127.0.0.1:{port}");
+    let opened = (|| {
+        eventually("the server without the module to start", || {
+            redis::Client::open(url.as_str())
+                .and_then(|client| client.get_connection())
+                .is_ok()
+        });
+        let mut connection = redis::Client::open(url.as_str())?.get_connection()?;
+        redis::cmd("SET")
+            .arg("e")
+            .arg(plan.to_text())
+            .exec(&mut connection)?;
+        Ok::<_, redis::RedisError>(
+            ShardedFilter::open(
+                Connection::open(&url.parse().expect("a target")).expect("connected"),
+                "e",
+            )
+            .map(drop),
+        )
+    })();
+    let _ = plain.kill();
+    let _ = plain.wait();
+    let _ = std::fs::remove_dir_all(&root);
+    let message = opened.expect("set").expect_err("no module").to_string();
+    assert!(
+        message.contains(&format!("{url} does not have the bloomery module loaded")),
+        "{message}"
+    );
+}
