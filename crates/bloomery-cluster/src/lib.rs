@@ -750,42 +750,49 @@ impl Connection {
     /// BF.HASHADD` finds no such command: the bloomery module is not loaded there, and
     /// every batch would fail with Redis's "unknown command" error, which echoes the
     /// command's binary argument (the redis crate fails to read it: "invalid utf-8
-    /// sequence"). None where `COMMAND` is refused to this user or renamed (not known).
-    fn without_module(&mut self) -> Result<Vec<String>> {
+    /// sequence"). Asked once, on the current connections, not retried: none where
+    /// `COMMAND` is refused to this user or renamed, or where a server does not answer (a
+    /// primary down: the batches say so, and retry).
+    fn without_module(&mut self) -> Vec<String> {
         let mut command = redis::cmd("COMMAND");
         command.arg("INFO").arg("BF.HASHADD");
         let unknown =
             |reply: &Value| matches!(reply, Value::Array(found) if matches!(found.as_slice(), [Value::Nil]));
         let shown = self.target.shown();
-        let context = || format!("asking {shown} for its bloomery module");
-        self.retrying(&context, |inner| {
-            let reply = match inner {
-                Inner::Single(connection) => command.query(connection),
-                Inner::Cluster(cluster) => cluster.connection.route_command(
-                    &command,
-                    RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None)),
-                ),
-            };
-            let reply = match reply {
-                Ok(reply) => reply,
-                Err(error) if info_refused(&error) => return Ok(Vec::new()),
-                Err(error) => return Err(error),
-            };
-            Ok(match (&*inner, reply) {
-                (Inner::Single(_), reply) if unknown(&reply) => vec![shown.clone()],
-                (Inner::Cluster(_), Value::Map(replies)) => replies
-                    .iter()
-                    .filter(|(_, reply)| unknown(reply))
-                    .map(|(address, _)| match address {
-                        Value::BulkString(address) => {
-                            format!("the cluster's primary at {}", String::from_utf8_lossy(address))
-                        }
-                        other => format!("the cluster's primary at {other:?}"),
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            })
-        })
+        let Some(inner) = self.inner.as_mut() else {
+            return Vec::new();
+        };
+        let reply = match inner {
+            Inner::Single(connection) => command.query(connection),
+            Inner::Cluster(cluster) => cluster.connection.route_command(
+                &command,
+                RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None)),
+            ),
+        };
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(error) => {
+                if !in_step(&error) {
+                    // Replies may be left unread: the next call connects afresh.
+                    self.inner = None;
+                }
+                return Vec::new();
+            }
+        };
+        match (&*inner, reply) {
+            (Inner::Single(_), reply) if unknown(&reply) => vec![shown.clone()],
+            (Inner::Cluster(_), Value::Map(replies)) => replies
+                .iter()
+                .filter(|(_, reply)| unknown(reply))
+                .map(|(address, _)| match address {
+                    Value::BulkString(address) => {
+                        format!("the cluster's primary at {}", String::from_utf8_lossy(address))
+                    }
+                    other => format!("the cluster's primary at {other:?}"),
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Runs `each` until it succeeds, fails with an error not worth retrying, or
@@ -1766,11 +1773,11 @@ impl ShardedFilter {
     /// Opens the filter `name`: reads its plan from the metadata key, and checks that the
     /// server (on a cluster, every primary) has the bloomery module loaded
     /// ([`Error::ModuleMissing`] naming the first that has not; unchecked where `COMMAND`
-    /// is refused).
+    /// is refused, or a server does not answer it).
     pub fn open(mut connection: Connection, name: &str) -> Result<Self> {
         check_name(name)?;
         let plan = read_plan(&mut connection, name)?.ok_or_else(|| Error::NotFound(name.into()))?;
-        if let Some(node) = connection.without_module()?.into_iter().next() {
+        if let Some(node) = connection.without_module().into_iter().next() {
             return Err(Error::ModuleMissing(node));
         }
         let keys = shard_keys(name, &plan);
