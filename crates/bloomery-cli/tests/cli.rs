@@ -817,7 +817,7 @@ fn a_split_block_filter_hashed_with_xxh3_finds_every_item_and_stays_out_of_parqu
             &["--wait", "1"],
             "--wait applies only with --redis or --redis-cluster",
         ),
-        (&["--batch-items", "0"], "--batch-items applies only with --redis"),
+        (&["--batch-items", "5"], "--batch-items applies only with --redis"),
     ] {
         let path = dir.path().join("ignored.bloom");
         let message = error_of(bloomery().arg("create").args(args).arg(&path));
