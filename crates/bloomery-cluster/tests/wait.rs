@@ -1544,3 +1544,55 @@ fn one_server_errors_say_what_is_wrong() {
         "{message}"
     );
 }
+
+#[test]
+fn a_wait_blocked_through_a_manual_failover_sends_the_batch_again() {
+    // A WAIT for more replicas than the primary has blocks until its timeout; a CLUSTER
+    // FAILOVER sent to the replica meanwhile makes the primary a replica, and Redis
+    // unblocks the WAIT with -UNBLOCKED. The batch and its WAIT go again, to the new
+    // primary, whose one replica (the old primary) falls short of the two asked for: the
+    // call fails as not acknowledged, not with the UNBLOCKED error (which it did).
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cluster = Cluster::start("unblocked");
+    let name = "unblocked";
+    let plan = ShardPlan::new(100_000, 0.01, 64 << 20, 1).expect("a plan");
+    let key = plan.shard_key(name, 0);
+    let owner = cluster.owner(&key);
+    let replica = cluster.add_replica(owner);
+    let mut filter = opened(&cluster, name, plan, 1, Duration::from_secs(5));
+    let first: Vec<u64> = (0..50u64).map(|i| filter.hash(&i)).collect();
+    filter
+        .add_hashes(&first)
+        .expect("acknowledged by the one replica");
+    filter.set_wait(2, Duration::from_secs(8));
+    let replica_port = replica.port;
+    let failover = thread::spawn(move || {
+        thread::sleep(Duration::from_secs(1));
+        let mut connection = redis::Client::open(format!("redis://127.0.0.1:{replica_port}"))
+            .and_then(|client| client.get_connection())
+            .expect("connected to the replica");
+        redis::cmd("CLUSTER")
+            .arg("FAILOVER")
+            .query::<String>(&mut connection)
+            .expect("CLUSTER FAILOVER");
+    });
+    let hashes: Vec<u64> = (50..100u64).map(|i| filter.hash(&i)).collect();
+    let result = filter.add_hashes(&hashes);
+    failover.join().expect("failed over");
+    assert_eq!(replica.replication("role").as_deref(), Some("master"));
+    match result {
+        Err(Error::NotAcknowledged { wanted: 2, got, .. }) => assert!(got <= 1),
+        other => panic!("expected the retried WAIT's answer, got {other:?}"),
+    }
+    // Unblocked on the old primary, which said so.
+    let errors: String = owner.query(redis::cmd("INFO").arg("errorstats"));
+    assert!(errors.contains("errorstat_UNBLOCKED"), "{errors}");
+    let found = Connection::open(&cluster.target())
+        .and_then(|connection| ShardedFilter::open(connection, name))
+        .and_then(|mut reader| reader.contains_hashes(&hashes))
+        .expect("checked");
+    assert!(found.iter().all(|&found| found));
+}
