@@ -631,7 +631,8 @@ def reply_dropping_proxy(port: int):
             while data := source.recv(1 << 16):
                 if cut.is_set():
                     return  # the reply to the command being dropped goes nowhere
-                if watch and not dropped and b"BF.HASHADD" in data:
+                # An add, not the CLI's COMMAND INFO BF.HASHADD (its module check).
+                if watch and not dropped and b"BF.HASHADD" in data and b"COMMAND" not in data:
                     dropped.append(True)
                     cut.set()
                     sink.sendall(data)
