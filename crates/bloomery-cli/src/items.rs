@@ -125,7 +125,7 @@ pub fn for_each_item_until_waiting(
     // for a writer that has gone. Regular files are closed and opened again when read, so
     // that a thousand of them do not take a thousand descriptors at once.
     if (!items.is_empty() || !files.is_empty()) && !files.iter().any(|path| path.as_os_str() == "-") {
-        warn_if_unread(&io::stdin());
+        warn_if_unread(&io::stdin(), files);
     }
     let mut opened = Vec::with_capacity(files.len());
     for path in files {
@@ -214,10 +214,13 @@ fn may_wait(input: &impl AsFd) -> bool {
 }
 
 /// Warns when standard input, which is not read (items came as arguments or `-i FILE`),
-/// holds data: lines piped to `add f apple` were dropped without a word. Only what is
-/// there now: bytes left in a regular file, or waiting in a pipe or socket (a writer that
-/// has not written yet goes unnoticed); a terminal is never read.
-fn warn_if_unread(input: &impl AsFd) {
+/// is a file redirected whole and unread (`bloomery add f apple < list`: its lines were
+/// dropped without a word). Only a regular file at its start, that no `-i FILE` names
+/// (`-i /dev/stdin` reads it): a file a shell loop reads a line at a time (`while read x;
+/// do bloomery add f "$x"; done < list`) is past its start, and a pipe may be the shell's
+/// own input, so neither is warned of; nothing is read.
+fn warn_if_unread(input: &impl AsFd, files: &[PathBuf]) {
+    use std::os::unix::fs::MetadataExt;
     let fd = input.as_fd().as_raw_fd();
     let Ok(metadata) = input
         .as_fd()
@@ -227,20 +230,17 @@ fn warn_if_unread(input: &impl AsFd) {
     else {
         return;
     };
-    let held = if metadata.file_type().is_file() {
-        // SAFETY: lseek(2) of a descriptor with offset 0 and SEEK_CUR only reads its position.
-        let at = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
-        at >= 0 && metadata.len() > at.unsigned_abs()
-    } else {
-        use std::os::unix::fs::FileTypeExt;
-        let kind = metadata.file_type();
-        let mut ready: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one int, the bytes ready to read, into `ready`.
-        (kind.is_fifo() || kind.is_socket())
-            && unsafe { libc::ioctl(fd, libc::FIONREAD, &mut ready) } == 0
-            && ready > 0
-    };
-    if held {
+    if !metadata.file_type().is_file() || metadata.len() == 0 {
+        return;
+    }
+    // SAFETY: lseek(2) of a descriptor with offset 0 and SEEK_CUR only reads its position.
+    if unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) } != 0 {
+        return;
+    }
+    let named = files.iter().any(|path| {
+        std::fs::metadata(path).is_ok_and(|file| file.dev() == metadata.dev() && file.ino() == metadata.ino())
+    });
+    if !named {
         eprintln!(
             "bloomery: warning: standard input holds data that is not read: with items given as \
              arguments or -i FILE, it is read only as -i -"

@@ -295,8 +295,8 @@ fn info_reports_variant_parameters_and_estimates() {
 
 #[test]
 fn standard_input_left_unread_beside_item_arguments_is_warned_of() {
-    // Items given as arguments (or -i FILE) leave standard input unread: lines piped or
-    // redirected beside them were dropped without a word.
+    // Items given as arguments (or -i FILE) leave standard input unread: lines redirected
+    // beside them were dropped without a word.
     let dir = TempDir::new().unwrap();
     let path = create(&dir, "f.bloom", "blocked", 1_000);
     let held = dir.path().join("held.txt");
@@ -329,6 +329,34 @@ fn standard_input_left_unread_beside_item_arguments_is_warned_of() {
     assert_eq!(missing.status.code(), Some(1), "not added, as warned");
     assert_eq!(run(&empty, &[]), "", "nothing held: no warning");
     assert_eq!(run(&held, &["-i", "-"]), "", "read: no warning");
+    assert_eq!(
+        run(&held, &["-i", "/dev/stdin"]),
+        "",
+        "read by its name: no warning"
+    );
+    // A shell loop reading a line at a time gives each run its input past the start: the
+    // rest is the shell's, not warned of.
+    let lines_file = dir.path().join("loop.txt");
+    fs::write(&lines_file, "one\ntwo\nthree\n").unwrap();
+    let shell = StdCommand::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while read line; do {} add {} \"$line\"; done",
+            assert_cmd::cargo::cargo_bin("bloomery").display(),
+            path.display()
+        ))
+        .stdin(fs::File::open(&lines_file).unwrap())
+        .output()
+        .expect("runs");
+    assert!(shell.status.success(), "{shell:?}");
+    assert_eq!(String::from_utf8_lossy(&shell.stderr), "", "a shell loop's input");
+    bloomery()
+        .arg("check")
+        .arg("-q")
+        .arg(&path)
+        .args(["one", "two", "three"])
+        .assert()
+        .success();
     bloomery()
         .arg("check")
         .arg("-q")

@@ -29,8 +29,8 @@
 //! their items as old. Redirections while slots move: a command sent `MOVED` goes again
 //! alone, by the slot map read again; one sent `ASK` goes again alone with `ASKING` to the
 //! node named; `TRYAGAIN`, after 50 ms. The first connect is retried as later ones are. A lost
-//! connection, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY` (on a cluster: a one-server
-//! target that is a replica fails at once), `LOADING`, or a `WAIT`
+//! connection, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY` (from a cluster's node; a
+//! one-server target that is a replica fails at once), `LOADING`, or a `WAIT`
 //! refused by a replica or unblocked by the demotion of the primary it was blocked on
 //! (`UNBLOCKED`: a failover under way) make this client send the whole batch
 //! again, for at most [`Connection::set_retry_for`] (30 s by default), after which the last
