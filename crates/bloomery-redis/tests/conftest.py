@@ -27,10 +27,14 @@ def port_is_free(port: int) -> bool:
 
 
 def free_port() -> int:
-    """A free loopback port whose cluster bus port (port + 10000) is free too."""
+    """A free loopback port whose cluster bus port (port + 10000) is free too, both below
+    the kernel's ephemeral ports (32768 and up by default): a port in that range may be
+    taken by an outgoing connection between this check and the server's bind (the server
+    then exits), and a client connecting to it may even connect to itself and read its own
+    PING back."""
     rng = random.Random()
     while True:
-        port = rng.randrange(20000, 50000)
+        port = rng.randrange(10000, 22768)
         if port_is_free(port) and port_is_free(port + 10000):
             return port
 
@@ -58,12 +62,15 @@ class Server:
         deadline = time.monotonic() + 10
         while True:
             try:
-                client.ping()
-                return self
+                # Up only when this process answers: PONG from the server whose process
+                # this is (not whatever else answered on the port).
+                if client.ping() is True and client.info("server")["process_id"] == self.process.pid:
+                    return self
             except redis.ConnectionError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server on port {self.port} did not start")
-                time.sleep(0.05)
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server on port {self.port} did not start")
+            time.sleep(0.05)
 
     def client(self) -> redis.Redis:
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10)
