@@ -142,10 +142,6 @@ impl RemoteArgs {
         }
         Ok(connection)
     }
-
-    fn batch(&self) -> usize {
-        self.batch_items
-    }
 }
 
 /// The exit status for `result`, printing an error as `main` does.
@@ -318,7 +314,7 @@ fn open(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ShardedFilte
 
 fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Result<ExitCode> {
     let mut sharded = open(remote, target, name)?;
-    let mut hashes = Vec::with_capacity(remote.batch());
+    let mut hashes = Vec::with_capacity(remote.batch_items);
     let mut count = 0u64;
     let mut progress = Progress::new("adding");
     let mut sent = Ok(());
@@ -328,7 +324,7 @@ fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Re
         hashes.push(sharded.hash(item));
         count += 1;
         progress.tick_by(1);
-        if hashes.len() == remote.batch() {
+        if hashes.len() == remote.batch_items {
             sent = sharded.add_hashes(&hashes).map(drop);
             if sent.is_ok() {
                 added += hashes.len() as u64;
@@ -461,7 +457,7 @@ fn check(
 ) -> Result<ExitCode> {
     let mut sharded = open(remote, target, name)?;
     let mut out = BufWriter::new(io::stdout().lock());
-    let mut batch = Batch::new(remote.batch());
+    let mut batch = Batch::new(remote.batch_items);
     let mut count = 0u64;
     let mut found = 0u64;
     // After the reader left (`| head`), the lookups go on quietly to the end of the input,
@@ -495,7 +491,7 @@ fn check(
     let read = for_each_item(&items.items, &items.inputs, items.format, |item, raw| {
         batch.push(sharded.hash(item), raw);
         count += 1;
-        if batch.is_full(remote.batch()) {
+        if batch.is_full(remote.batch_items) {
             looked_up = flush(&mut batch, &mut sharded);
         }
         Ok(looked_up.is_ok())
@@ -545,7 +541,7 @@ fn dedup(
     format: ItemFormat,
 ) -> Result<ExitCode> {
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let mut batch = Batch::new(remote.batch());
+    let mut batch = Batch::new(remote.batch_items);
     let mut progress = Progress::new("deduplicating");
     // Lines are printed once their batch is added, in input order: the first time an item
     // is seen, as the filter answers (a repeat within one batch is new only at its first
@@ -584,7 +580,7 @@ fn dedup(
     let read = for_each_item(&[], inputs, format, |item, line| {
         progress.tick_by(1);
         batch.push(sharded.hash(item), line);
-        if batch.is_full(remote.batch()) {
+        if batch.is_full(remote.batch_items) {
             keep_going = flush(&mut batch, sharded);
         }
         Ok(matches!(keep_going, Ok(true)))

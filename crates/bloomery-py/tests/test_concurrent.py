@@ -74,7 +74,7 @@ def resident_bytes() -> int:
 @pytest.mark.parametrize("kind", ["blocked", "classic"])
 def test_a_new_concurrent_filter_takes_no_memory_until_used_and_says_its_own_size(kind):
     # Made atomic in place: it was made, cloned and copied into atomic words, which
-    # touched every page (a 1.2 GB filter took 2.5 GB for a moment) and was refused with
+    # touched every page (an empty filter's whole size for a moment) and was refused with
     # three times its size said as its own.
     before = resident_bytes()
     f = ConcurrentBloomFilter(100_000_000, 0.01, kind)
