@@ -338,15 +338,29 @@ fn missing_prerequisite() -> Option<String> {
     }
 }
 
-/// A free loopback port whose cluster bus port (port + 10000) is free too.
+/// A free loopback port whose cluster bus port (port + 10000) is free too, both below the
+/// kernel's ephemeral ports (32768 and up by default), as the Redis suite's conftest picks
+/// them: a port in that range may be taken by an outgoing connection between this check
+/// and the server's bind (the server then exits). Never the same port twice in a process,
+/// so tests running at once do not pick one port each.
 fn free_port() -> u16 {
-    loop {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-        let port = listener.local_addr().expect("bound").port();
-        if port <= 55_535 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+    use std::collections::HashSet;
+    use std::hash::{BuildHasher, RandomState};
+    static GIVEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    let random = RandomState::new();
+    let mut given = GIVEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let given = given.get_or_insert_with(HashSet::new);
+    for attempt in 0u64..1_000_000 {
+        let port = 10_000 + (random.hash_one(attempt) % 12_768) as u16;
+        if !given.contains(&port)
+            && TcpListener::bind(("127.0.0.1", port)).is_ok()
+            && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok()
+        {
+            given.insert(port);
             return port;
         }
     }
+    panic!("no free loopback port in 10000..22768 whose bus port is free too");
 }
 
 /// One cluster-enabled redis-server with the module, stopped when dropped.

@@ -354,6 +354,11 @@ impl Persist for RetouchedBloomFilter {
             let mut lists = HashMap::with_capacity(count.min(rest.len() as u64 / 12) as usize);
             let mut previous = None;
             for _ in 0..count {
+                // The list's 12-byte head is in the payload: one cut short is the payload's
+                // problem, not the parameter block's (ParamReader's error says the latter).
+                if rest.len() < 12 {
+                    return Err(inconsistent("the payload ends inside the item lists".into()));
+                }
                 let mut fields = ParamReader::new(rest);
                 let index = fields.u64()?;
                 let entries = fields.u32()? as usize;
@@ -428,5 +433,27 @@ mod tests {
         filter.clear();
         assert_eq!(filter.to_bytes(), new.to_bytes());
         assert_eq!(filter, new);
+    }
+
+    #[test]
+    fn a_payload_cut_inside_the_lists_is_said_as_such() {
+        let mut filter = RetouchedBloomFilter::with_fpp(100, 0.01).unwrap();
+        filter.insert(b"apple");
+        let (params, payload) = (filter.params(), filter.payload_pieces().concat());
+        // One more item list than the payload holds, under valid checksums.
+        // The layout: num_hashes (u32), words, random state, false negatives, item lists...
+        let mut more = params.clone();
+        let at = 4 + 8 * 3;
+        let count = u64::from_le_bytes(more[at..at + 8].try_into().unwrap());
+        more[at..at + 8].copy_from_slice(&(count + 1).to_le_bytes());
+        let bytes = native::encode(Variant::Retouched, &more, &payload);
+        let error = RetouchedBloomFilter::from_bytes(&bytes).unwrap_err().to_string();
+        assert!(
+            error.contains("the payload ends inside the item lists"),
+            "{error}"
+        );
+        // The unchanged parameters read back.
+        let bytes = native::encode(Variant::Retouched, &params, &payload);
+        assert_eq!(RetouchedBloomFilter::from_bytes(&bytes).unwrap(), filter);
     }
 }

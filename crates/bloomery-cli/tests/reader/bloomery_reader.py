@@ -200,9 +200,8 @@ def classic_sizing(n: int, p: float) -> tuple[int, int]:
     Guava's ``optimalNumOfBits`` rounded up to whole words, and
     ``optimalNumOfHashFunctions`` (section "Version 1", rotating).
 
-    The spec does not say whether the hash count is computed from the bit count before
-    or after rounding up to words; Guava's ``BloomFilter.create`` uses the bit count
-    before rounding, and so does this function.
+    The hash count is computed from the bit count before rounding up to words, as the
+    spec says and Guava's ``BloomFilter.create`` does.
     """
     n = max(n, 1)
     bits = max(1, guava_optimal_num_of_bits(n, p))
@@ -463,7 +462,7 @@ class BlockedFilter:
     @classmethod
     def parse(cls, version: int, params: bytes, payload: memoryview) -> "BlockedFilter":
         """Parameters ``num_blocks`` u64, ``lanes`` u32 = 8, ``hasher`` u32 = 2, ``seed``
-        u64, optionally ``expected_items`` u64 >= 1 and ``fpp`` f64 in (0, 1); payload
+        u64, optionally ``expected_items`` u64 (0 read as 1) and ``fpp`` f64 in (0, 1); payload
         ``num_blocks`` blocks of 64 bytes (sections "2: blocked" and "Version 1")."""
         p = _Params(params, "blocked")
         num_blocks = p.u64()
@@ -473,12 +472,10 @@ class BlockedFilter:
         sized_for = None
         if not p.at_end():
             expected_items, fpp = p.u64(), p.f64()
-            if expected_items < 1 or not 0.0 < fpp < 1.0:
-                raise ValueError(
-                    f"blocked: sized for {expected_items} items at fpp {fpp}; "
-                    "needs at least 1 item and fpp in (0, 1)"
-                )
-            sized_for = (expected_items, fpp)
+            if not 0.0 < fpp < 1.0:
+                raise ValueError(f"blocked: sized for {expected_items} items at fpp {fpp}, not in (0, 1)")
+            # Writers before 2026-11-27 stored 0 for a filter made for 0 items: read as 1.
+            sized_for = (max(expected_items, 1), fpp)
         p.finish()
         if version == 1:
             raise ValueError(
@@ -631,6 +628,8 @@ class CountingFilter:
             raise ValueError(
                 f"counting: payload is {len(payload)} bytes, {n} counters need {(n + 1) // 2}"
             )
+        if n % 2 and payload[-1] >> 4:
+            raise ValueError(f"counting: the unused high nibble of the last byte is {payload[-1] >> 4:#x}, not zero")
         return cls(n, k, bytes(payload), version)
 
     def counter(self, i: int) -> int:
@@ -903,8 +902,7 @@ class RotatingFilter:
             raise ValueError(f"rotating: max_generations {max_generations} is not in 2..=1024")
         if per_generation < 1:
             raise ValueError("rotating: items_per_generation is 0")
-        # The spec gives no range for the rotating fpp; (0, 1) is what every other fpp
-        # has and what the version-1 sizing needs.
+        # The spec's range for the rotating fpp: (0, 1).
         _check_open_unit("rotating", "fpp", fpp)
         if not 1 <= kept <= max_generations:
             raise ValueError(f"rotating: kept {kept} is not in 1..={max_generations}")
@@ -1024,8 +1022,6 @@ class RedisBloomFilter:
             raise ValueError(f"redisbloom: header_len {header_len} is not 20 + 53 x {count}")
         if options & ~0xF:
             raise ValueError(f"redisbloom: unknown option bits {options:#x}")
-        if not options & 8 and growth < 1:
-            raise ValueError("redisbloom: a scaling filter with growth 0")
         links = []
         offset = header_len
         for i in range(count):
@@ -1039,6 +1035,11 @@ class RedisBloomFilter:
                 raise ValueError(f"redisbloom: link {i} n2 {link.n2} does not fit its bits")
             if not math.isfinite(link.bpe) or link.hashes != math.ceil(0.693147180559945 * link.bpe):
                 raise ValueError(f"redisbloom: link {i} hashes {link.hashes} do not match bpe")
+            if link.hashes < 1:
+                raise ValueError(f"redisbloom: link {i} has no hash functions")
+            cap = math.ceil(0.693147180559945 * abs(math.log(link.error)) / 0.480453013918201) + 1
+            if link.hashes > cap:
+                raise ValueError(f"redisbloom: link {i} hashes {link.hashes} exceed {cap}, what its error makes")
             offset += link.bytes_len
             links.append(link)
         if sum(link.size for link in links) != size:

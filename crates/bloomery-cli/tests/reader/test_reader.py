@@ -738,8 +738,9 @@ def _edge_files(library_dir: Path, cli_dir: Path) -> dict[str, tuple[bytes, bool
     cases["blocked without sizing"] = (build(2, bparams[:24], bpayload), True)
     cases["blocked sizing fpp 1.5"] = (
         build(2, bparams[:24] + struct.pack("<Qd", 1000, 1.5), bpayload), False)  # fmt: skip
+    # Stored by writers before 2026-11-27 for a filter made for 0 items: read as 1.
     cases["blocked sizing 0 items"] = (
-        build(2, bparams[:24] + struct.pack("<Qd", 0, 0.01), bpayload), False)  # fmt: skip
+        build(2, bparams[:24] + struct.pack("<Qd", 0, 0.01), bpayload), True)  # fmt: skip
     cases["blocked sizing cut short"] = (build(2, bparams[:32], bpayload), False)
     cases["blocked lanes 4"] = (build(2, struct.pack("<QIIQ", nb, 4, 2, seed), bpayload), False)
     cases["blocked hasher 1"] = (build(2, struct.pack("<QIIQ", nb, 8, 1, seed), bpayload), False)
@@ -766,6 +767,31 @@ def _edge_files(library_dir: Path, cli_dir: Path) -> dict[str, tuple[bytes, bool
     cases["counting odd num_counters"] = (build(3, struct.pack("<QI", n - 1, k), cpayload), True)
     cases["counting one counter too many"] = (build(3, struct.pack("<QI", n + 1, k), cpayload),
                                               False)  # fmt: skip
+    # An odd count leaves the last byte's high nibble unused: it must be zero.
+    odd = bytearray(cpayload)
+    odd[-1] = (odd[-1] & 0x0F) | 0x10
+    cases["counting odd high nibble not zero"] = (build(3, struct.pack("<QI", n - 1, k), bytes(odd)),
+                                                  False)  # fmt: skip
+    even = bytearray(cpayload)
+    even[-1] &= 0x0F
+    cases["counting odd high nibble zero"] = (build(3, struct.pack("<QI", n - 1, k), bytes(even)),
+                                              True)  # fmt: skip
+
+    # RedisBloom chains (section "9: redisbloom"): the chain header opens the payload, the
+    # first link's fields at 20 (bytes, bits, size u64; error, bpe f64; hashes u32; ...).
+    _, rbparams, rbpayload = split_file((cli_dir / "redisbloom.bloom").read_bytes())
+
+    def chain(growth=None, bpe=None, hashes=None):
+        payload = bytearray(rbpayload)
+        if growth is not None:
+            struct.pack_into("<I", payload, 16, growth)
+        if bpe is not None:
+            struct.pack_into("<dI", payload, 20 + 32, bpe, hashes)
+        return build(9, rbparams, bytes(payload))
+
+    cases["redisbloom growth 0"] = (chain(growth=0), True)
+    cases["redisbloom hashes over its error's"] = (chain(bpe=1000.0, hashes=694), False)
+    cases["redisbloom hashes 0"] = (chain(bpe=-0.5, hashes=0), False)
 
     _, rparams, rpayload = split_file((cli_dir / "rotating.bloom").read_bytes())
     head = struct.unpack_from("<IQdQI", rparams)
@@ -818,7 +844,16 @@ EDGE_NAMES = [
     "scalable expansion 0", "scalable tightening 1.0", "scalable tightening 0.0",
     "scalable count 65", "scalable payload too long", "allowlisted bytes after the list",
     "allowlisted huge num_listed", "retouched bytes after the lists",
+    "blocked without sizing", "blocked sizing fpp 1.5", "blocked sizing 0 items",
+    "blocked sizing cut short", "counting odd high nibble not zero",
+    "counting odd high nibble zero", "redisbloom growth 0",
+    "redisbloom hashes over its error's", "redisbloom hashes 0",
 ]  # fmt: skip
+
+
+def test_every_edge_case_is_run(edge_files):
+    """Each crafted file is in EDGE_NAMES (four once were built and never run)."""
+    assert sorted(edge_files) == sorted(EDGE_NAMES)
 
 
 @pytest.mark.parametrize("name", EDGE_NAMES)
