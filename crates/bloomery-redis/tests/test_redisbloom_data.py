@@ -159,6 +159,25 @@ def test_live_migration_scandump_pieces_load_with_loadchunk(tmp_path):
         server.stop()
 
 
+def test_items_added_during_a_live_migration_stay_present(tmp_path):
+    """The key RedisBloom's header piece makes is live (as in RedisBloom): items a client
+    adds before the last piece arrives stay present after it (pieces are ORed in)."""
+    server = Server(tmp_path).start()
+    try:
+        client = server.client()
+        for name in ["scaled", "expansion4", "defaults"]:
+            source = pieces(FIXTURES / f"{name}.scandump")
+            assert client.execute_command("BF.LOADCHUNK", name, *source[0]) == b"OK"
+            between = [f"between-{i}".encode() for i in range(50)]
+            client.execute_command("BF.MADD", name, *between)
+            for iterator, data in source[1:]:
+                assert client.execute_command("BF.LOADCHUNK", name, iterator, data) == b"OK"
+            items = between + lines(FIXTURES / f"{name}.items")
+            assert all(client.execute_command("BF.MEXISTS", name, *items)), name
+    finally:
+        server.stop()
+
+
 def test_scandump_pieces_joined_become_a_file_for_the_cli_and_python(loaded, tmp_path):
     """RedisBloom's filters (the RDB it wrote), dumped by the migration loop and joined:
     `bloomery import --format redisbloom-scandump` and Python's from_redisbloom_scandump

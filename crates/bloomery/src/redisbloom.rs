@@ -696,9 +696,13 @@ impl RedisBloomFilter {
             })
     }
 
-    /// Copies a `BF.SCANDUMP` piece into place, as `BF.LOADCHUNK key iterator data` does:
+    /// Puts a `BF.SCANDUMP` piece in place, as `BF.LOADCHUNK key iterator data` does:
     /// `iterator` is the one `BF.SCANDUMP` returned with `data`, so the piece starts at
-    /// offset `iterator - 1 - data.len()`; it must lie inside one link. As RedisBloom: an
+    /// offset `iterator - 1 - data.len()`; it must lie inside one link. Its bytes are ORed
+    /// into the link's bits, where RedisBloom copies them over: the same on the empty links
+    /// the header piece makes, but a filter that took items between pieces (its key is
+    /// live from the header piece on, and RedisBloom's migration loop does not stop
+    /// writers) keeps them, where a copy would answer them absent. As RedisBloom: an
     /// iterator of 0 or below the piece's length is bad data, a start before the first
     /// byte or past the last is "invalid offset - no link found", and an empty piece that
     /// starts inside a link changes nothing.
@@ -729,7 +733,9 @@ impl RedisBloomFilter {
                 bitmap.len()
             )));
         }
-        bitmap[offset..offset + data.len()].copy_from_slice(data);
+        for (bits, &piece) in bitmap[offset..offset + data.len()].iter_mut().zip(data) {
+            *bits |= piece;
+        }
         Ok(())
     }
 
