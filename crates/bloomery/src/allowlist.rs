@@ -47,9 +47,10 @@ impl AllowlistedBloomFilter {
 
     /// An empty filter for `expected_items` at `fpp` and an empty list. The filter has
     /// [`ClassicShape::for_rate`](crate::sizing::ClassicShape::for_rate): the shape of
-    /// [`BloomFilter::with_fpp`] (Guava's) except for few items at a low rate, which get
-    /// more bits so that the rate holds despite the double hashing's floor
-    /// ([`crate::sizing::double_hashing_bits`]).
+    /// [`BloomFilter::with_fpp`] (Guava's) or a few bits more, where its rounded hash count
+    /// would answer above `fpp` ([`crate::sizing::rate_bits`]; far more from about 0.35
+    /// on), and more for few items at a low rate, so that the rate holds despite the
+    /// double hashing's floor ([`crate::sizing::double_hashing_bits`]).
     ///
     /// ```
     /// use bloomery::{AllowlistedBloomFilter, BloomFilter};

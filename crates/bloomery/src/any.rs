@@ -429,15 +429,17 @@ impl Spec {
     /// assert_eq!(Spec::new(Variant::Classic, 10_000_000, 0.01).memory_bytes()?, 11_981_328);
     /// let mut rotating = Spec::new(Variant::Rotating, 10_000_000, 0.01);
     /// rotating.generations = 3;
-    /// assert_eq!(rotating.memory_bytes()?, 3 * 11_981_328);
+    /// // Its generations have the rate sizing's: 95,929,600 bits, where 7 hashes meet 1%.
+    /// assert_eq!(rotating.memory_bytes()?, 3 * 11_991_200);
     /// assert!(Spec::new(Variant::Classic, 1000, 1e-300).memory_bytes().is_err());
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn memory_bytes(&self) -> Result<u64> {
         self.check_options()?;
         let (n, p) = (self.expected_items, self.fpp);
-        // Guava's shape for the classic filter; the others Guava's hashing takes more bits
-        // where few items go at a low rate (`ClassicShape::for_rate`).
+        // Guava's shape for the classic filter; the others take the bits at which Guava's
+        // hash count meets the rate (more where few items go at a low rate, for the double
+        // hashing's floor: `ClassicShape::for_rate`).
         let classic_bytes = |n, p| -> Result<u64> { Ok(ClassicShape::for_rate(n, p)?.num_words as u64 * 8) };
         Ok(match self.variant {
             Variant::Classic => ClassicShape::for_fpp(n, p)?.num_words as u64 * 8,

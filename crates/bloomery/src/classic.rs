@@ -103,9 +103,11 @@ impl<B: OwnedBits> ClassicFilter<B> {
     /// Guava's shape, floor included: for few items at a low rate its double hashing lifts
     /// the rate measured above `fpp` (see [`crate::sizing::double_hashing_bits`]). Guava's
     /// shape has the bits that keep that floor down from 61 items on at 1%, from 290 at
-    /// 0.1%. The other filters that hash as Guava does (counting, retouched, allow-listed,
-    /// the rotating filter's generations, the scalable filter's sub-filters) take more
-    /// bits below that ([`ClassicShape::for_rate`]); this one keeps Guava's shape, as its
+    /// 0.1%. Its hash count is rounded, so it answers a little above `fpp` at the usual
+    /// rates and far above from about 0.35 on (see [`crate::sizing::rate_bits`]). The
+    /// other filters that hash as Guava does (counting, retouched, allow-listed, the
+    /// rotating filter's generations, the scalable filter's sub-filters) take the bits
+    /// that meet `fpp` ([`ClassicShape::for_rate`]); this one keeps Guava's shape, as its
     /// bits are Guava's.
     pub fn with_fpp(expected_items: u64, fpp: f64) -> Result<Self> {
         Self::try_with_shape(ClassicShape::for_fpp(expected_items, fpp)?)

@@ -4,10 +4,11 @@
 //! An insert adds one to each of the item's k counters, a removal takes one away, and an
 //! item is present while all its counters are non-zero. Positions are the classic filter's
 //! (murmur3_128, MITZ_64). [`CountingBloomFilter::with_fpp`] takes as many counters as
-//! [`ClassicShape::for_rate`] has bits: Guava's shape (the classic filter's), with more
-//! positions for few items at a low rate, where the double hashing's floor would lift the
-//! rate. At 4 bits per position that is 4 × 9.59 = 38.3 bits per item at 1% from 61
-//! items on, and more per item below. A counter reaching 15 saturates and stays at 15
+//! [`ClassicShape::for_rate`] has bits: Guava's hash count, with the positions at which
+//! it meets the rate (Guava's shape, the classic filter's, or a few more), and more for
+//! few items at a low rate, where the double hashing's floor would lift the rate. At 4
+//! bits per position that is 4 × 9.594 = 38.4 bits per item at 1% from 61 items on, and
+//! more per item below. A counter reaching 15 saturates and stays at 15
 //! for good: its true count is unknown, and lowering it could reach 0 while items still
 //! need it. With k·n/m ≈ 0.69 increments per counter, a counter passes 15 with probability
 //! about 10^-15 (Poisson tail), so saturation only shows under heavy overfill or repeated
@@ -84,8 +85,10 @@ impl CountingBloomFilter {
     /// A filter for `expected_items` at `fpp`: as many counters as
     /// [`ClassicShape::for_rate`] has bits, and its hash count. That is the classic
     /// filter's shape ([`BloomFilter::with_fpp`](crate::BloomFilter::with_fpp), Guava's)
-    /// except for few items at a low rate, which get more positions so that the rate
-    /// holds despite the double hashing's floor ([`crate::sizing::double_hashing_bits`]).
+    /// or a few positions more, where its rounded hash count would answer above `fpp`
+    /// ([`crate::sizing::rate_bits`]; far more from about 0.35 on), and more for few items
+    /// at a low rate, so that the rate holds despite the double hashing's floor
+    /// ([`crate::sizing::double_hashing_bits`]).
     ///
     /// ```
     /// use bloomery::{BloomFilter, CountingBloomFilter};

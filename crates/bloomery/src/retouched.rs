@@ -102,9 +102,11 @@ impl RetouchedBloomFilter {
     }
 
     /// An empty filter for `expected_items` at `fpp`, of [`ClassicShape::for_rate`]: the
-    /// classic filter's shape ([`BloomFilter::with_fpp`](crate::BloomFilter::with_fpp),
-    /// Guava's) except for few items at a low rate, which get more bits so that the rate
-    /// holds despite the double hashing's floor ([`crate::sizing::double_hashing_bits`]).
+    /// classic filter's shape ([`BloomFilter::with_fpp`](crate::BloomFilter::with_fpp), Guava's)
+    /// or a few bits more, where its rounded hash count would answer above `fpp`
+    /// ([`crate::sizing::rate_bits`]; far more from about 0.35 on), and more for few items
+    /// at a low rate, so that the rate holds despite the double hashing's floor
+    /// ([`crate::sizing::double_hashing_bits`]).
     ///
     /// ```
     /// use bloomery::{BloomFilter, RetouchedBloomFilter};

@@ -141,6 +141,38 @@ pub fn double_hashing_bits(expected_items: u64, fpp: f64) -> u64 {
     (DOUBLE_HASHING_PAIRS * expected_items as f64 / fpp).sqrt().ceil() as u64
 }
 
+/// The fewest bits at which `num_hashes` hashes per item answer at most `fpp` holding
+/// `expected_items` (0 counts as 1) by the usual formula, (1 - e^(-kn/m))^k ≤ p:
+/// `ceil(-k·n / ln(1 - p^(1/k)))`, with ln(1 - x) computed as `ln_1p(-x)`.
+///
+/// Guava's m = -n ln p / (ln 2)^2 meets p only with the real-valued k = (m/n) ln 2; with
+/// k rounded to an integer its rate is above p, a little at the usual rates (k = 7 at 1%:
+/// 1.004%) and far above once k rounds to 1 (m/n below 2.16, p above about 0.35: 0.740 at
+/// 0.7, 0.988 at 0.9, for 10^4 items, as the example computes).
+/// [`ClassicShape::for_rate`] takes at least these bits.
+///
+/// ```
+/// use bloomery::sizing::{ClassicShape, false_positive_rate, optimal_num_bits, rate_bits};
+///
+/// let rate = |bits, k| false_positive_rate(bits, 10_000, k);
+/// let guava = optimal_num_bits(10_000, 0.01)?;
+/// assert_eq!(format!("{:.5}", rate(guava, 7)), "0.01004");
+/// for (p, guava_rate) in [(0.7, "0.740"), (0.9, "0.988")] {
+///     let shape = ClassicShape::for_fpp(10_000, p)?;
+///     assert_eq!(shape.num_hashes, 1);
+///     assert_eq!(format!("{:.3}", rate(shape.num_bits(), 1)), guava_rate);
+///     let bits = rate_bits(10_000, p, 1);
+///     assert!(rate(bits, 1) <= p && rate(bits - 1, 1) > p);
+/// }
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub fn rate_bits(expected_items: u64, fpp: f64, num_hashes: u32) -> u64 {
+    let n = expected_items.max(1) as f64;
+    let k = f64::from(num_hashes);
+    // `as` saturates (p^(1/k) rounding to 1 gives infinity): refused by the sizing.
+    (-k * n / (-fpp.powf(1.0 / k)).ln_1p()).ceil() as u64
+}
+
 /// The constant of [`double_hashing_bits`]: ten times the floor's c of about 6.
 pub const DOUBLE_HASHING_PAIRS: f64 = 60.0;
 
@@ -159,6 +191,12 @@ impl ClassicShape {
     ///
     /// Guava refuses parameters that give 0 bits (p close to 1 with few items); here they
     /// get one word, the smallest filter there is.
+    ///
+    /// This shape is Guava's, for compatibility, and does not quite meet `fpp`: its k is
+    /// rounded, so holding `expected_items` it answers a little above `fpp` (1.004% at 1%),
+    /// and far above it from about 0.35 on, where k rounds to 1 (0.740 at 0.7, 0.988 at
+    /// 0.9: see [`rate_bits`]). The filters not bound to Guava use
+    /// [`for_rate`](Self::for_rate), which meets it.
     ///
     /// ```
     /// use bloomery::sizing::ClassicShape;
@@ -190,34 +228,46 @@ impl ClassicShape {
 
     /// The shape for `expected_items` at `fpp` of a filter that derives its k positions as
     /// Guava does but is not bound to Guava's sizing (counting, retouched, allow-listed,
-    /// rotating filters and the scalable filter's sub-filters): Guava's shape, with at least
-    /// [`double_hashing_bits`] bits (its k kept), so that the rate measured holding
-    /// `expected_items` stays at `fpp` where the double hashing's floor would lift it (few
-    /// items at a low rate). Guava's shape itself from 61 items on at 1%, from 290 at 0.1%.
+    /// rotating filters and the scalable filter's sub-filters): Guava's shape, its k kept,
+    /// with at least [`rate_bits`] bits, so that the formula's rate with that k holding
+    /// `expected_items` is at most `fpp` (Guava's is above it, far above from about 0.35
+    /// on), and at least [`double_hashing_bits`], so that the rate measured stays at `fpp`
+    /// where the double hashing's floor would lift it (few items at a low rate). The bits
+    /// are a little more than Guava's at the usual rates (at 1%: 9.594 bits per item for
+    /// k = 7, Guava's 9.585), so its shape is Guava's only where rounding up to whole
+    /// words absorbs the difference.
     ///
     /// ```
     /// use bloomery::sizing::ClassicShape;
     ///
-    /// for (p, first) in [(0.01, 61), (0.001, 290)] {
-    ///     assert_ne!(ClassicShape::for_rate(first - 1, p)?, ClassicShape::for_fpp(first - 1, p)?);
-    ///     for n in first..first + 1_000 {
-    ///         assert_eq!(ClassicShape::for_rate(n, p)?, ClassicShape::for_fpp(n, p)?);
-    ///     }
+    /// use bloomery::sizing::false_positive_rate;
+    ///
+    /// for p in [0.99, 0.9, 0.7, 0.4, 0.35, 0.1, 0.01, 0.001] {
+    ///     let (rate, guava) = (ClassicShape::for_rate(10_000, p)?, ClassicShape::for_fpp(10_000, p)?);
+    ///     assert_eq!(rate.num_hashes, guava.num_hashes);
+    ///     assert!(rate.num_words >= guava.num_words);
+    ///     assert!(false_positive_rate(rate.num_bits(), 10_000, rate.num_hashes) <= p);
     /// }
+    /// let guava = ClassicShape::for_fpp(10_000, 0.9)?; // k = 1
+    /// assert_eq!((guava.num_words, ClassicShape::for_rate(10_000, 0.9)?.num_words), (35, 68));
     /// let small = ClassicShape::for_rate(1_000, 1e-6)?;
     /// assert_eq!((small.num_bits(), small.num_hashes), (244_992, 20));
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn for_rate(expected_items: u64, fpp: f64) -> Result<Self> {
         let guava = Self::for_fpp(expected_items, fpp)?;
-        let least = double_hashing_bits(expected_items, fpp);
+        let for_k = rate_bits(expected_items, fpp, guava.num_hashes);
+        let least = for_k.max(double_hashing_bits(expected_items, fpp));
         if least <= guava.num_bits() {
             return Ok(guava);
         }
         Self::new(least, guava.num_hashes).map_err(|error| Error::Sizing {
             expected_items,
             fpp,
-            problem: format!("its double hashing needs {least} bits to keep that rate: {error}"),
+            problem: format!(
+                "it needs {least} bits to keep that rate with {} hash functions: {error}",
+                guava.num_hashes
+            ),
         })
     }
 
@@ -336,10 +386,10 @@ pub fn sized_capacity(num_bits: u64, num_hashes: u32) -> u64 {
 ///     let shape = ClassicShape::for_rate(n, p)?;
 ///     Ok(rate_capacity(shape.num_bits(), shape.num_hashes))
 /// };
-/// assert_eq!(capacity(1_000_000, 0.999999)?, 1_016_081);
+/// assert_eq!(capacity(1_000_000, 0.999999)?, 87_324_057);
 /// let near_one = ClassicShape::for_rate(1_000_000, 0.999999)?; // k = 1
-/// assert_eq!(sized_capacity(near_one.num_bits(), near_one.num_hashes), 10_824); // below n
-/// let guava = ClassicShape::for_rate(10_000_000, 0.01)?; // Guava's shape: the same bound
+/// assert_eq!(sized_capacity(near_one.num_bits(), near_one.num_hashes), 100_345); // below n
+/// let guava = ClassicShape::for_rate(10_000_000, 0.01)?; // k = 7: the same bound as Guava's
 /// assert_eq!(capacity(10_000_000, 0.01)?, sized_capacity(guava.num_bits(), guava.num_hashes));
 /// assert_eq!(capacity(10, 1e-3)?, 60); // an upper bound: loose where for_rate added bits
 /// # Ok::<(), bloomery::Error>(())
@@ -711,6 +761,35 @@ mod tests {
                 n *= 7;
             }
         }
+    }
+
+    #[test]
+    fn rate_shapes_meet_the_rate_for_their_hash_count() {
+        // Guava's shape answers above p once its k is rounded (far above past 0.35, where
+        // k is 1); for_rate's, with Guava's k, never does by the formula, and one word
+        // fewer does where it added bits.
+        let mut added = 0;
+        for p in [
+            0.999, 0.99, 0.9, 0.8, 0.7, 0.5, 0.4, 0.35, 0.3, 0.1, 0.01, 1e-3, 1e-6,
+        ] {
+            for n in [1, 7, 100, 1_000, 10_000, 123_457, 10_000_000] {
+                let guava = ClassicShape::for_fpp(n, p).unwrap();
+                let shape = ClassicShape::for_rate(n, p).unwrap();
+                assert_eq!(shape.num_hashes, guava.num_hashes, "{n} at {p}");
+                let rate = false_positive_rate(shape.num_bits(), n, shape.num_hashes);
+                assert!(rate <= p, "{n} at {p}: {shape:?} answers {rate}");
+                if shape.num_words > guava.num_words {
+                    added += 1;
+                    let fewer = shape.num_bits() - 64;
+                    let floor = double_hashing_bits(n, p);
+                    let short = false_positive_rate(fewer, n, shape.num_hashes) > p;
+                    assert!(short || fewer < floor, "{n} at {p}: {shape:?} is not the fewest");
+                }
+            }
+        }
+        assert!(added > 30, "{added}");
+        let guava = ClassicShape::for_fpp(10_000, 0.9).unwrap();
+        assert!(false_positive_rate(guava.num_bits(), 10_000, 1) > 0.98);
     }
 
     #[test]

@@ -682,8 +682,8 @@ fn real_files() -> &'static [Vec<u8>] {
         let mut scalable = ScalableBloomFilter::new(8, 0.01).unwrap();
         let mut retouched = RetouchedBloomFilter::with_fpp(30, 0.2).unwrap();
         let mut allowlisted = AllowlistedBloomFilter::with_fpp(30, 0.2).unwrap();
-        // Generations of Guava's shape (ClassicShape::for_rate adds bits only below about
-        // 27 items at 10%), as version 1 files, which store none, were written.
+        // Generations of Guava's shape (ClassicShape::for_rate's for 30 items at 10%, which
+        // adds no bits there), as version 1 files, which store none, were written.
         let mut rotating = RotatingBloomFilter::new(3, 30, 0.1).unwrap();
         let mut split_block = SplitBlockBloomFilter::with_fpp(60, 0.01).unwrap();
         let mut redisbloom = RedisBloomFilter::new(8, 0.01, 2, false).unwrap();
