@@ -7,10 +7,25 @@
 //! 0.5). An item is present if any sub-filter has it, so the compound rate is at most
 //! Σ p_i = p·(1 - r)·(1 + r + r² + ...) = p, for any number of sub-filters. A new
 //! sub-filter starts when the newest reaches its capacity; in non-scaling mode the filter
-//! reports itself full instead (and its one sub-filter is sized at p itself). Each step costs about log2(1/r)/ln 2 = 1.44 more bits per
-//! item than the last, so memory stays within a constant factor of a filter sized for the
-//! final count. Measured: 100,000 items from an initial capacity of 1,000 (7 sub-filters,
-//! 291 KB), 0.989% false positives over 10^6 fresh keys at a requested 1%
+//! reports itself full instead (and its one sub-filter is sized at p itself). By the
+//! formula each step costs about log2(1/r)/ln 2 more bits per item than the last (1.44
+//! at r = 0.5), a cost that grows with the number of sub-filters, slowly. But each
+//! sub-filter also takes at least √(60·n_i/p_i) bits against the double hashing's floor
+//! (see below), and that bound grows by √(s/r) per sub-filter while its items grow by s:
+//! per item it grows by √(1/(s·r)) per sub-filter, so with s·r < 1 (expansion 1, or
+//! expansion 2 with r below 0.5) memory grows exponentially with the sub-filters (with
+//! expansion 1 and r = 0.5 each new sub-filter takes about 1.41 times the bits of the
+//! one before, for as many items). With s·r ≥ 1 (the defaults) it is a constant
+//! √(60/(c·p·(1 - r))) bits per item at most, far above the formula's where c·p is small:
+//! a chain started at one item at 1% takes about 110 bits per item, at 10^-6 about 11,000.
+//! So choose expansion 2 or more with r ≥ 1/s, and
+//! an initial capacity c with c·p of 10 or more (c ≥ 1,000 at 1%: the floor's bound is
+//! then under 3.5 bits per item, below the formula's, and adds nothing); or, for chains
+//! that must start small, the blocked chain
+//! ([`ScalableBlockedBloomFilter`](crate::scalable_blocked::ScalableBlockedBloomFilter)),
+//! which has no such floor (`cargo run --release -p bloomery --example scalable_memory`).
+//! Measured: 100,000 items from an initial capacity of 1,000 (7 sub-filters,
+//! 291 KB), 0.990% false positives over 10^6 fresh keys at a requested 1%
 //! (`tests/variants.rs`). Growth stops with an error at 64 sub-filters or, in practice
 //! much earlier, when the next sub-filter would need more than the 2^31 - 1 words of
 //! Guava's format: with the defaults at 1%, sub-filter 31 (counting from 0) of a chain
