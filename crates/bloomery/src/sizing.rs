@@ -176,6 +176,11 @@ pub fn rate_bits(expected_items: u64, fpp: f64, num_hashes: u32) -> u64 {
 /// The constant of [`double_hashing_bits`]: ten times the floor's c of about 6.
 pub const DOUBLE_HASHING_PAIRS: f64 = 60.0;
 
+/// The floor's c that [`ClassicShape::for_rate`] takes off the rate its formula must meet:
+/// 12, about the most measured (5.6 to 11.6, see [`double_hashing_bits`]). With at least
+/// [`double_hashing_bits`] bits the floor is then at most a fifth of the rate.
+pub const FLOOR_PAIRS: f64 = 12.0;
+
 /// The shape of a Guava-compatible filter: bits (whole 64-bit words) and hash count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClassicShape {
@@ -229,13 +234,16 @@ impl ClassicShape {
     /// The shape for `expected_items` at `fpp` of a filter that derives its k positions as
     /// Guava does but is not bound to Guava's sizing (counting, retouched, allow-listed,
     /// rotating filters and the scalable filter's sub-filters): Guava's shape, its k kept,
-    /// with at least [`rate_bits`] bits, so that the formula's rate with that k holding
-    /// `expected_items` is at most `fpp` (Guava's is above it, far above from about 0.35
-    /// on), and at least [`double_hashing_bits`], so that the rate measured stays at `fpp`
-    /// where the double hashing's floor would lift it (few items at a low rate). The bits
-    /// are a little more than Guava's at the usual rates (at 1%: 9.594 bits per item for
-    /// k = 7, Guava's 9.585), so its shape is Guava's only where rounding up to whole
-    /// words absorbs the difference.
+    /// with at least [`double_hashing_bits`], which keep the double hashing's floor
+    /// (c·n/m², c about 6) to a tenth of `fpp` (it lifts the rate of few items at a low
+    /// rate), and at least the [`rate_bits`] at which the formula's rate with that k,
+    /// holding `expected_items`, leaves room for that floor at c = [`FLOOR_PAIRS`]:
+    /// `rate_bits` of `fpp` less the floor at the larger of the two bounds (none for
+    /// k = 1, whose one position is no progression). Guava's shape answers above `fpp`
+    /// by the formula alone, far above from about 0.35 on. The bits are a little more
+    /// than Guava's at the usual rates (at 1%, 10^6 items: 9.593 bits per item for k = 7,
+    /// Guava's 9.585; for 1,000 items, where the floor counts, 9.664, Guava's 9.600), so
+    /// its shape is Guava's only where rounding up to whole words absorbs the difference.
     ///
     /// ```
     /// use bloomery::sizing::ClassicShape;
@@ -250,14 +258,29 @@ impl ClassicShape {
     /// }
     /// let guava = ClassicShape::for_fpp(10_000, 0.9)?; // k = 1
     /// assert_eq!((guava.num_words, ClassicShape::for_rate(10_000, 0.9)?.num_words), (35, 68));
+    /// for (n, bits, guava) in [(1_000_000, 9_593_024, 9_585_088), (1_000, 9_664, 9_600)] {
+    ///     assert_eq!(ClassicShape::for_rate(n, 0.01)?.num_bits(), bits);
+    ///     assert_eq!(ClassicShape::for_fpp(n, 0.01)?.num_bits(), guava);
+    /// }
     /// let small = ClassicShape::for_rate(1_000, 1e-6)?;
     /// assert_eq!((small.num_bits(), small.num_hashes), (244_992, 20));
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn for_rate(expected_items: u64, fpp: f64) -> Result<Self> {
         let guava = Self::for_fpp(expected_items, fpp)?;
-        let for_k = rate_bits(expected_items, fpp, guava.num_hashes);
-        let least = for_k.max(double_hashing_bits(expected_items, fpp));
+        let k = guava.num_hashes;
+        let floor_bits = double_hashing_bits(expected_items, fpp);
+        // The floor, c·n/m² at the bits the rate and the floor's bound ask (c taken at
+        // FLOOR_PAIRS, the most measured), comes off the rate the formula must meet: at
+        // least that many bits, it is at most that. One position has no progression to
+        // run along another's: no floor for k = 1.
+        let first = rate_bits(expected_items, fpp, k).max(floor_bits) as f64;
+        let floor = if k == 1 {
+            0.0
+        } else {
+            FLOOR_PAIRS * expected_items.max(1) as f64 / (first * first)
+        };
+        let least = rate_bits(expected_items, fpp - floor, k).max(floor_bits);
         if least <= guava.num_bits() {
             return Ok(guava);
         }
@@ -776,13 +799,18 @@ mod tests {
                 let guava = ClassicShape::for_fpp(n, p).unwrap();
                 let shape = ClassicShape::for_rate(n, p).unwrap();
                 assert_eq!(shape.num_hashes, guava.num_hashes, "{n} at {p}");
-                let rate = false_positive_rate(shape.num_bits(), n, shape.num_hashes);
-                assert!(rate <= p, "{n} at {p}: {shape:?} answers {rate}");
+                // The formula's rate and the floor's, c·n/m² at the most c measured.
+                let c = if shape.num_hashes == 1 { 0.0 } else { FLOOR_PAIRS };
+                let floor_rate = |bits: u64| c * n as f64 / (bits as f64 * bits as f64);
+                let rate = |bits| false_positive_rate(bits, n, shape.num_hashes);
+                let whole = rate(shape.num_bits()) + floor_rate(shape.num_bits());
+                assert!(whole <= p, "{n} at {p}: {shape:?} answers {whole}");
                 if shape.num_words > guava.num_words {
                     added += 1;
                     let fewer = shape.num_bits() - 64;
                     let floor = double_hashing_bits(n, p);
-                    let short = false_positive_rate(fewer, n, shape.num_hashes) > p;
+                    let first = rate_bits(n, p, shape.num_hashes).max(floor);
+                    let short = rate(fewer) > p - floor_rate(first);
                     assert!(short || fewer < floor, "{n} at {p}: {shape:?} is not the fewest");
                 }
             }

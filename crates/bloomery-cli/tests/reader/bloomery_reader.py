@@ -216,14 +216,20 @@ def classic_sizing(n: int, p: float) -> tuple[int, int]:
 
 def rate_sizing(n: int, p: float) -> tuple[int, int]:
     """``(num_hashes, num_words)`` of the rate sizing (section "Sizing"): the classic
-    sizing, with at least ``ceil(-k n / log1p(-pow(p, 1 / k)))`` and
-    ``ceil(sqrt(60 n / p))`` bits (the hash count kept)."""
+    sizing, with at least ``max(bits(p - c), floor)`` bits (the hash count kept)."""
     k, words = classic_sizing(n, p)
-    ln_rest = math.log1p(-math.pow(p, 1.0 / k))
-    for_k = -k * n / ln_rest if ln_rest < 0 else math.inf
-    if for_k > 64 * MAX_WORDS:
-        raise ValueError(f"rate sizing: {n} items at {p} need {for_k} bits")
-    least = max(math.ceil(for_k), math.ceil(math.sqrt(60.0 * n / p)))
+
+    def bits(q: float) -> int:
+        ln_rest = math.log1p(-math.pow(q, 1.0 / k))
+        for_k = -k * n / ln_rest if ln_rest < 0 else math.inf
+        if for_k > 64 * MAX_WORDS:
+            raise ValueError(f"rate sizing: {n} items at {p} need {for_k} bits")
+        return math.ceil(for_k)
+
+    floor = math.ceil(math.sqrt(60.0 * n / p))
+    first = float(max(bits(p), floor))
+    c = 0.0 if k == 1 else 12.0 * n / (first * first)
+    least = max(bits(p - c), floor)
     if least > 64 * words:
         words = -(-least // 64)
         if words > MAX_WORDS:

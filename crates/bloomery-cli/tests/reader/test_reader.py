@@ -656,7 +656,7 @@ def test_version_1_rotating(tmp_path, library_dir):
     shape, against double hashing's floor, and a few more at every rate so that Guava's
     rounded hash count meets it: files of version 1 never had those. So the version-1
     files are made from tool-made ones whose rate sizing is the classic sizing, 40 items
-    at 0.03 and 3,000 at 0.01; the library's file, of the rate sizing, is checked to
+    at 0.03 and 2,004 at 0.01; the library's file, of the rate sizing, is checked to
     have it.)"""
     lib = br.read((library_dir / "rotating.bloom").read_bytes())
     assert [(g.num_hashes, g.num_words) for g in lib.generations] == [
@@ -667,10 +667,12 @@ def test_version_1_rotating(tmp_path, library_dir):
              "--fpp", "0.03", small, check_rc=0)  # fmt: skip
     added = [*"abcdefghijklm", *(f"y{i}" for i in range(120))]
     bloomery("add", small, *added, check_rc=0)
-    large = tmp_path / "rot3000.bloom"
-    bloomery("create", "--variant", "rotating", "--generations", "3", "--items", "3000",
+    assert br.rate_sizing(40, 0.03) == br.classic_sizing(40, 0.03)
+    assert br.rate_sizing(2_004, 0.01) == br.classic_sizing(2_004, 0.01)
+    large = tmp_path / "rot2004.bloom"
+    bloomery("create", "--variant", "rotating", "--generations", "3", "--items", "2004",
              "--fpp", "0.01", large, check_rc=0)  # fmt: skip
-    many = [f"z{i}" for i in range(7_000)]
+    many = [f"z{i}" for i in range(5_000)]
     (tmp_path / "many.txt").write_text("".join(f"{item}\n" for item in many))
     bloomery("add", large, "-i", tmp_path / "many.txt", check_rc=0)
     items = tmp_path / "items.txt"
