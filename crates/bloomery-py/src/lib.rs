@@ -1231,6 +1231,13 @@ impl PyBloomFilter {
         if std::ptr::eq(self, other) {
             return Ok(true);
         }
+        // Different lengths are different bytes; equal ones are compared as two copies,
+        // refused with `MemoryError` when both would not fit (a failed allocation aborts).
+        let len = self.shared.read(py, |state| state.file_len());
+        if len != other.shared.read(py, |state| state.file_len()) {
+            return Ok(false);
+        }
+        within_memory(len, 2, || "comparing two filters".into())?;
         Ok(self.file_bytes(py)? == other.file_bytes(py)?)
     }
 
@@ -1645,6 +1652,9 @@ fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyRes
     }
     let mine = small.snapshot(py)?;
     let theirs = large.snapshot(py)?;
+    within_memory(mine.envelope().len(), 1, || {
+        "a subset check's intersection".into()
+    })?;
     py.detach(|| {
         let mut both = mine.clone_box();
         both.intersection(theirs.as_ref()).map_err(|error| {
@@ -1657,8 +1667,29 @@ fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyRes
                 other => other,
             })
         })?;
-        Ok(both.envelope().to_vec() == mine.envelope().to_vec())
+        Ok(same_envelope(&both.envelope(), &mine.envelope()))
     })
+}
+
+/// Whether two envelopes are the same bytes, compared a piece at a time: no whole copy.
+fn same_envelope(
+    left: &bloomery::format::native::Envelope<'_>,
+    right: &bloomery::format::native::Envelope<'_>,
+) -> bool {
+    const STEP: u64 = 1 << 20;
+    let len = left.len();
+    if len != right.len() {
+        return false;
+    }
+    let mut start = 0;
+    while start < len {
+        let end = len.min(start + STEP);
+        if left.read_range(start..end) != right.read_range(start..end) {
+            return false;
+        }
+        start = end;
+    }
+    true
 }
 
 /// A path argument: a str, a bytes path (decoded as ``os.fsdecode`` decodes it, so that it

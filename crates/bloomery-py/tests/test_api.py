@@ -463,6 +463,36 @@ def test_a_filter_past_the_address_space_limit_is_a_memory_error_not_an_abort(tm
     prints_ok(script)
 
 
+def limited_script(tmp_path, setup, headroom, calls):
+    """A script that makes `setup`, limits its address space to what it uses plus
+    `headroom` (an expression), then expects `MemoryError` of each of `calls`."""
+    script = tmp_path / "limited.py"
+    script.write_text(
+        "import resource, sys\n"
+        "from bloomery import BloomFilter, ConcurrentBloomFilter\n"
+        f"{setup}\n"
+        "size = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        f"resource.setrlimit(resource.RLIMIT_AS, (size + {headroom}, resource.RLIM_INFINITY))\n"
+        f"for call in [{', '.join('lambda: ' + call for call in calls)}]:\n"
+        "    try:\n"
+        "        call()\n"
+        "    except MemoryError as error:\n"
+        "        assert 'more than the memory' in str(error), error\n"
+        "    else:\n"
+        "        sys.exit('made past the limit')\n"
+        "print('ok')\n"
+    )
+    return script
+
+
+def test_comparing_filters_past_the_address_space_limit_is_a_memory_error_not_an_abort(tmp_path):
+    # `==` copied both filters' bytes unchecked, and a subset check copied the first filter
+    # and both envelopes after its checked snapshots: an abort under `ulimit -v`.
+    setup = "f = BloomFilter(10**7, 0.01, 'classic'); g = f.copy(); n = len(f.to_bytes())"
+    prints_ok(limited_script(tmp_path, setup, "n * 3 // 2", ["f == g"]))
+    prints_ok(limited_script(tmp_path, setup, "n * 5 // 2", ["f.issubset(g)", "f <= g", "f >= g"]))
+
+
 def test_union_and_intersection_operators():
     a, b = BloomFilter(1000), BloomFilter(1000)
     a.update(["x", "both"])
