@@ -424,7 +424,11 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
 /// A copy of a filter's bytes in `buffer`, given to `method` (``from_bytes`` and the
 /// like): a C-contiguous buffer of bytes. A buffer of wider elements is refused in the
 /// method's words (its raw bytes are a cast away).
-pub fn buffer_bytes(buffer: &PyUntypedBuffer, method: &str) -> PyResult<Vec<u8>> {
+pub fn buffer_bytes(
+    buffer: &PyUntypedBuffer,
+    method: &str,
+    check: impl FnOnce(u64) -> PyResult<()>,
+) -> PyResult<Vec<u8>> {
     let format = buffer.format().to_bytes();
     if !matches!(order_and_code(format), (_, b'B' | b'b' | b'c')) {
         return Err(PyTypeError::new_err(format!(
@@ -438,7 +442,10 @@ pub fn buffer_bytes(buffer: &PyUntypedBuffer, method: &str) -> PyResult<Vec<u8>>
             "{method}() takes a C-contiguous buffer: bytes(data) is a copy that is"
         )));
     }
-    Ok(buffer_slice(buffer)?.to_vec())
+    let bytes = buffer_slice(buffer)?;
+    // Checked before the copy is made: a failed allocation aborts.
+    check(bytes.len() as u64)?;
+    Ok(bytes.to_vec())
 }
 
 /// A buffer given as one item: a buffer of bytes (`memoryview`, `array.array('B')`, a

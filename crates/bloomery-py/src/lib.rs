@@ -1374,7 +1374,6 @@ impl PyBloomFilter {
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data: Vec<u8> = bytes_of(data, "from_bytes")?;
-        within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
         Ok(Self::from_owned(filter))
     }
@@ -1394,7 +1393,6 @@ impl PyBloomFilter {
     #[staticmethod]
     fn from_guava_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data: Vec<u8> = bytes_of(data, "from_guava_bytes")?;
-        within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py
             .detach(|| ClassicBloomFilter::from_guava_bytes(&data))
             .map_err(value_error)?;
@@ -1427,7 +1425,6 @@ impl PyBloomFilter {
     #[staticmethod]
     fn from_redisbloom_scandump(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data: Vec<u8> = bytes_of(data, "from_redisbloom_scandump")?;
-        within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
         let filter = py
             .detach(|| RedisBloomFilter::from_scandump_stream(&data))
             .map_err(value_error)?;
@@ -1721,7 +1718,11 @@ fn refuse_nul(path: &Path) -> PyResult<()> {
 /// the method's words, not the item road's (whose advice on a buffer's elements does not
 /// apply here).
 fn bytes_of(data: &Bound<'_, PyAny>, method: &str) -> PyResult<Vec<u8>> {
+    // The copy and the filter made of it, refused before the copy is made (a failed
+    // allocation would abort the interpreter).
+    let check = |len: u64| within_memory(len, 2, || "a filter of these bytes".into());
     if let Ok(bytes) = data.cast::<PyBytes>() {
+        check(bytes.as_bytes().len() as u64)?;
         return Ok(bytes.as_bytes().to_vec());
     }
     // Bytes-like objects only (bytearray, memoryview, ...): an int or a str is an item,
@@ -1732,7 +1733,7 @@ fn bytes_of(data: &Bound<'_, PyAny>, method: &str) -> PyResult<Vec<u8>> {
             data.get_type().name()?
         )));
     };
-    items::buffer_bytes(&buffer, method)
+    items::buffer_bytes(&buffer, method, check)
 }
 
 /// The library's lock-free filters, for many threads: ``add`` and lookups from any number
@@ -2119,8 +2120,8 @@ impl PyConcurrentBloomFilter {
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data = bytes_of(data, "from_bytes")?;
-        // The bytes and the filter read from them (made atomic in place).
-        within_memory(data.len() as u64, 2, || "a filter of these bytes".into())?;
+        // The bytes and the filter read from them (made atomic in place): counted by
+        // `bytes_of` before its copy.
         let filter = py.detach(|| any::open(&data)).map_err(value_error)?;
         Ok(Self {
             filter: Atomic::from_owned(filter)?,

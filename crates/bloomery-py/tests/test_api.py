@@ -493,6 +493,24 @@ def test_comparing_filters_past_the_address_space_limit_is_a_memory_error_not_an
     prints_ok(limited_script(tmp_path, setup, "n * 5 // 2", ["f.issubset(g)", "f <= g", "f >= g"]))
 
 
+def test_reading_bytes_past_the_address_space_limit_is_a_memory_error_not_an_abort(tmp_path):
+    # `from_bytes` and the like copied their argument before the memory check: an abort
+    # under `ulimit -v` for bytes whose copy did not fit.
+    setup = (
+        "import pickle; f = BloomFilter(10**7, 0.01, 'classic'); data = f.to_bytes()\n"
+        "array = bytearray(data); pickled = pickle.dumps(f); n = len(data); del f"
+    )
+    calls = [
+        "BloomFilter.from_bytes(data)", "BloomFilter.from_bytes(array)",
+        "ConcurrentBloomFilter.from_bytes(data)", "BloomFilter.from_guava_bytes(data)",
+        "BloomFilter.from_redisbloom_scandump(array)",
+    ]  # fmt: skip
+    for call in calls:
+        prints_ok(limited_script(tmp_path, setup, "n // 2", [call]))
+    # Unpickling makes the bytes first (which must fit), then reads them as from_bytes.
+    prints_ok(limited_script(tmp_path, setup, "n * 3 // 2", ["pickle.loads(pickled)"]))
+
+
 def test_union_and_intersection_operators():
     a, b = BloomFilter(1000), BloomFilter(1000)
     a.update(["x", "both"])
