@@ -782,11 +782,19 @@ impl PyBloomFilter {
         py: Python<'py>,
         convert: fn(&dyn DynFilter) -> bloomery::Result<Vec<u8>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
+        // The bytes made, then Python's copy; a file's filter is read into memory first.
+        let (len, copies) = self.shared.read(py, |state| {
+            (
+                state.file_len(),
+                if matches!(state, State::Owned(_)) { 2 } else { 3 },
+            )
+        });
+        within_memory(len, copies, || "another program's bytes of the filter".into())?;
         let bytes = self.shared.read_detached(py, |state| match state {
             State::Owned(filter) => convert(filter.as_ref()).map_err(value_error),
             _ => convert(state.to_owned_filter()?.as_ref()).map_err(value_error),
         })?;
-        Ok(PyBytes::new(py, &bytes))
+        new_bytes(py, &bytes)
     }
 
     fn from_owned(filter: Box<dyn DynFilter>) -> Self {
@@ -1362,7 +1370,7 @@ impl PyBloomFilter {
         let len = self.shared.read(py, |state| state.file_len());
         within_memory(len, 2, || "a copy of the filter's bytes".into())?;
         let bytes = self.file_bytes(py)?;
-        Ok(PyBytes::new(py, &bytes))
+        new_bytes(py, &bytes)
     }
 
     /// A filter from the library's file format, every checksum and parameter checked.
@@ -1610,6 +1618,15 @@ impl PyBloomFilter {
         let from_bytes = py.get_type::<PyBloomFilter>().getattr("from_bytes")?;
         Ok((from_bytes, (self.to_bytes(py)?,)))
     }
+}
+
+/// A Python bytes object of `bytes`, whose failed allocation is Python's `MemoryError`
+/// (`PyBytes::new` panics, a `PanicException`).
+fn new_bytes<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, bytes.len(), |buffer| {
+        buffer.copy_from_slice(bytes);
+        Ok(())
+    })
 }
 
 /// Refuses with `MemoryError` to make `copies` filters of about `bytes` each when they
@@ -2113,7 +2130,7 @@ impl PyConcurrentBloomFilter {
         // A snapshot, its bytes, then Python's copy of them.
         self.within_memory(3, "a copy of the filter's bytes")?;
         let bytes = py.detach(|| self.filter.to_dyn().envelope().to_vec());
-        Ok(PyBytes::new(py, &bytes))
+        new_bytes(py, &bytes)
     }
 
     /// A concurrent filter from file bytes of a blocked or classic filter.

@@ -511,6 +511,13 @@ def test_reading_bytes_past_the_address_space_limit_is_a_memory_error_not_an_abo
     prints_ok(limited_script(tmp_path, setup, "n * 3 // 2", ["pickle.loads(pickled)"]))
 
 
+def test_foreign_bytes_past_the_address_space_limit_are_a_memory_error_not_a_panic(tmp_path):
+    # `to_guava_bytes` and `to_redisbloom_scandump` had no memory check, and pyo3's
+    # PyBytes::new panics on a failed allocation: a PanicException, not MemoryError.
+    setup = "f = BloomFilter(10**7, 0.01, 'classic'); r = BloomFilter(10**7, 0.01, 'redisbloom'); n = len(f.to_bytes())"
+    prints_ok(limited_script(tmp_path, setup, "n * 3 // 2", ["f.to_guava_bytes()", "r.to_redisbloom_scandump()"]))
+
+
 def test_union_and_intersection_operators():
     a, b = BloomFilter(1000), BloomFilter(1000)
     a.update(["x", "both"])
