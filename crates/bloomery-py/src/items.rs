@@ -570,15 +570,13 @@ impl HeldItem {
                 (data.cast::<u8>(), len)
             } else {
                 let buffer = PyUntypedBuffer::get(owner).ok()?;
-                // A writable buffer (a bytearray, a memoryview of one) may be written by
-                // another thread while the filter reads it without the GIL: the item would
-                // be neither value it held (a false negative for both), and a data race.
-                // Copied with the GIL held, as every item was.
-                if !buffer.readonly() {
-                    return None;
-                }
-                // A read-only export is not immutable memory: kept where it lies, but read
-                // with the GIL held only.
+                // An export, read-only or writable (a bytearray, a memoryview of one), is
+                // not immutable memory: another thread may write it while the filter reads
+                // it without the GIL (the item would be neither value it held, and a data
+                // race). Kept where it lies, but read with the GIL held only, which no
+                // Python writer runs without; the export held keeps it from being resized.
+                // (A writable one was copied, with an allocation that aborted when it
+                // failed.)
                 immutable = false;
                 let bytes = buffer_slice(&buffer).ok()?;
                 let place = (bytes.as_ptr(), bytes.len() as isize);

@@ -1087,8 +1087,9 @@ def test_a_large_buffer_item_is_hashed_where_it_lies_not_copied(tmp_path):
     into one item (and a bytearray added or looked up alone): read where it lies. Each was
     copied first (the memoryview, bytearray and mmap item on every road, and every item of
     a chunk a kind that copies items reads), and a copy past the limit aborted the
-    interpreter. A writable buffer in a batch is copied still, with the GIL held (another
-    thread may write it while a batch is hashed without the GIL):
+    interpreter. A writable buffer (a bytearray) in a batch was copied too, and aborted:
+    it is now read in place with the GIL held, as a read-only export is (another thread may
+    write it while a batch is hashed without the GIL):
     test_a_writable_buffer_in_a_batch_is_one_of_its_values."""
     path = tmp_path / "sparse.bin"
     n = (16 << 20) + 1  # above CHUNK_BYTES: a chunk holds it alone
@@ -1110,7 +1111,8 @@ def test_a_large_buffer_item_is_hashed_where_it_lies_not_copied(tmp_path):
         "filters += [bloomery.ConcurrentBloomFilter(1000, 0.01, kind) for kind in ['blocked', 'classic']]\n"
         "for f in filters:\n"
         "    f.add(memoryview(big)); f.add(array); f.add(mm)\n"
-        "    f.update([big], (memoryview(big),), [mm], [text])\n"
+        "    f.update([big], (memoryview(big),), [mm], [text], [array], [memoryview(array)])\n"
+        "    assert f.contains_many([array, memoryview(array)]) == [True, True]\n"
         "    f.add_many(mm, item_size=n); f.add_many(memoryview(big), item_size=n)\n"
         "    assert memoryview(big) in f and array in f and mm in f and big in f\n"
         "    assert f.contains_many([big, memoryview(big), mm, text, b'y' * 10]) == [True] * 4 + [False]\n"
