@@ -17,7 +17,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyIterator, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyIterator, PyList, PyMemoryView, PyString, PyTuple};
 
 /// Items per chunk of a batch call: large enough that releasing and taking the GIL costs
 /// nothing next to the work, small enough to stay in cache.
@@ -408,7 +408,7 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
     // A bytearray too: its bytes are read through an export of them, which keeps it
     // from being resized while `each` runs (which may wait for the filter's lock with the
     // GIL released, letting other threads run).
-    if let Ok(buffer) = PyUntypedBuffer::get(value) {
+    if let Ok(buffer) = get_buffer(value) {
         let buffer = one_item_buffer(buffer)?;
         return Ok(each(buffer_slice(&buffer)?));
     }
@@ -419,6 +419,23 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
         return Ok(each(&int_bytes(&index)?));
     }
     Err(not_an_item(value))
+}
+
+/// An object's buffer. One that pyo3 refuses for its null strides (a ctypes array, which
+/// exports C-contiguous memory without them) is taken through `memoryview(value)`, which
+/// fills them in: the same bytes, as `bytes(value)` has them.
+pub fn get_buffer(value: &Bound<'_, PyAny>) -> PyResult<PyUntypedBuffer> {
+    match PyUntypedBuffer::get(value) {
+        Ok(buffer) => Ok(buffer),
+        // SAFETY: GIL held.
+        Err(error) if unsafe { ffi::PyObject_CheckBuffer(value.as_ptr()) } != 0 => {
+            let Ok(view) = PyMemoryView::from(value) else {
+                return Err(error);
+            };
+            PyUntypedBuffer::get(view.as_any())
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// A copy of a filter's bytes in `buffer`, given to `method` (``from_bytes`` and the
@@ -569,7 +586,7 @@ impl HeldItem {
                 }
                 (data.cast::<u8>(), len)
             } else {
-                let buffer = PyUntypedBuffer::get(owner).ok()?;
+                let buffer = get_buffer(owner).ok()?;
                 // An export, read-only or writable (a bytearray, a memoryview of one), is
                 // not immutable memory: another thread may write it while the filter reads
                 // it without the GIL (the item would be neither value it held, and a data
@@ -1053,7 +1070,7 @@ impl<'py> Source<'py> {
                 "a str is one item, not a batch: use add(text), or a list of str",
             ));
         }
-        if let Ok(buffer) = PyUntypedBuffer::get(items) {
+        if let Ok(buffer) = get_buffer(items) {
             if !buffer.is_c_contiguous() {
                 return Err(PyValueError::new_err("a buffer of items must be C-contiguous"));
             }

@@ -1744,7 +1744,7 @@ fn bytes_of(data: &Bound<'_, PyAny>, method: &str) -> PyResult<Vec<u8>> {
     }
     // Bytes-like objects only (bytearray, memoryview, ...): an int or a str is an item,
     // not a filter's bytes.
-    let Ok(buffer) = pyo3::buffer::PyUntypedBuffer::get(data) else {
+    let Ok(buffer) = items::get_buffer(data) else {
         return Err(PyTypeError::new_err(format!(
             "expected a bytes-like object, not {}",
             data.get_type().name()?
