@@ -590,10 +590,12 @@ impl HeldItem {
                 // An export, read-only or writable (a bytearray, a memoryview of one), is
                 // not immutable memory: another thread may write it while the filter reads
                 // it without the GIL (the item would be neither value it held, and a data
-                // race). Kept where it lies, but read with the GIL held only, which no
-                // Python writer runs without; the export held keeps it from being resized.
-                // (A writable one was copied, with an allocation that aborted when it
-                // failed.)
+                // race). Kept where it lies, but read with the GIL held only: code that
+                // writes it from Python holds the GIL; C code that releases it
+                // (`readinto`, `recv_into`, numpy) can still write while it is read, as
+                // it could while it was copied (a writable one was, with an allocation
+                // that aborted when it failed). The export held keeps it from being
+                // resized.
                 immutable = false;
                 let bytes = buffer_slice(&buffer).ok()?;
                 let place = (bytes.as_ptr(), bytes.len() as isize);
