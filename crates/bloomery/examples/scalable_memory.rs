@@ -1,12 +1,14 @@
 //! The memory of classic scalable chains (docs in `bloomery::scalable`): for a few
 //! initial capacities, expansions and rates, the bits per item of a chain whose
 //! sub-filters are all full, as sub-filters are added, computed from the shapes the chain
-//! gives its sub-filters (`ClassicShape::for_rate` of each one's capacity and share, as
-//! `ScalableBloomFilter` sizes them), without allocating them; and how many of those bits
+//! gives its sub-filters (`ClassicShape::for_rate` of each one's capacity and share,
+//! `scalable::sub_filter_params`), without allocating them; and how many of those bits
 //! the double hashing's floor (`sizing::double_hashing_bits`) asks for.
 //!
 //! `cargo run --release -p bloomery --example scalable_memory`
 
+use bloomery::ScalableOptions;
+use bloomery::scalable::sub_filter_params;
 use bloomery::sizing::{ClassicShape, double_hashing_bits};
 
 fn main() -> Result<(), bloomery::Error> {
@@ -15,17 +17,20 @@ fn main() -> Result<(), bloomery::Error> {
     );
     println!("|---|---|---|---|---|---|---|---|");
     for (c, p, expansion) in [
-        (10u64, 0.01, 1u64),
+        (10u64, 0.01, 1u32),
         (1, 1e-6, 2),
         (1, 0.01, 2),
         (10, 0.01, 2),
         (1_000, 0.01, 2),
         (1_000, 0.001, 2),
     ] {
+        let options = ScalableOptions {
+            expansion,
+            ..ScalableOptions::default()
+        };
         let (mut items, mut bits, mut floor_bits) = (0u64, 0u64, 0u64);
         for i in 0..64u32 {
-            let capacity = c.saturating_mul(expansion.saturating_pow(i));
-            let share = p * 0.5 * 0.5f64.powi(i as i32);
+            let (capacity, share) = sub_filter_params(c, p, &options, i as usize);
             let Ok(shape) = ClassicShape::for_rate(capacity, share) else {
                 println!("| {c} | {p} | {expansion} | {i}: the next cannot be sized | | | | |");
                 break;

@@ -357,7 +357,16 @@ impl ScalableBloomFilter {
 /// Capacity and false-positive probability of sub-filter `index` of a filter starting at
 /// `initial_capacity` items and `fpp`: `fpp · (1 - tightening) · tightening^index` for a
 /// scaling filter, `fpp` itself for a non-scaling one (its only sub-filter).
-pub(crate) fn sub_filter_params(
+///
+/// ```
+/// use bloomery::ScalableOptions;
+/// use bloomery::scalable::sub_filter_params;
+///
+/// let options = ScalableOptions::default(); // expansion 2, tightening 0.5
+/// assert_eq!(sub_filter_params(1_000, 0.01, &options, 0), (1_000, 0.005));
+/// assert_eq!(sub_filter_params(1_000, 0.01, &options, 3), (8_000, 0.000625));
+/// ```
+pub fn sub_filter_params(
     initial_capacity: u64,
     fpp: f64,
     options: &ScalableOptions,
