@@ -344,12 +344,11 @@ fn missing_prerequisite() -> Option<String> {
 /// and the server's bind (the server then exits). Never the same port twice in a process,
 /// so tests running at once do not pick one port each.
 fn free_port() -> u16 {
-    use std::collections::HashSet;
+    use std::collections::BTreeSet;
     use std::hash::{BuildHasher, RandomState};
-    static GIVEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
     let random = RandomState::new();
     let mut given = GIVEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let given = given.get_or_insert_with(HashSet::new);
     for attempt in 0u64..1_000_000 {
         let port = 10_000 + (random.hash_one(attempt) % 12_768) as u16;
         if !given.contains(&port)
