@@ -194,6 +194,35 @@ pub trait DynFilter: FilterView {
         self.insert(item)
     }
 
+    /// Adds the item whatever the filter's capacity, for a server replaying adds that
+    /// another accepted (a replica of a primary made with other defaults, an AOF another
+    /// module wrote): where [`insert`](Self::insert) refuses an item for capacity (a
+    /// non-scaling chain full, a chain at its most sub-filters or unable to make the next),
+    /// the item goes into the newest sub-filter beyond its capacity instead, so it is never
+    /// lost; nothing limits growth. Filters that never refuse for capacity just insert.
+    ///
+    /// ```
+    /// use bloomery::any::{self, Spec};
+    /// use bloomery::format::native::Variant;
+    /// use bloomery::ScalableOptions;
+    ///
+    /// let spec = Spec {
+    ///     scalable: ScalableOptions { scaling: false, ..ScalableOptions::for_blocked() },
+    ///     ..Spec::new(Variant::ScalableBlocked, 10, 0.01)
+    /// };
+    /// let mut filter = any::create(&spec)?;
+    /// for i in 0..10u32 {
+    ///     filter.insert(&i.to_le_bytes())?;
+    /// }
+    /// assert!(filter.insert(b"eleventh").is_err()); // full
+    /// assert!(filter.insert_past_capacity(b"eleventh")?);
+    /// assert!(filter.contains(b"eleventh"));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
+        self.insert(item)
+    }
+
     /// Adds every item in order (the blocked filter hashes ahead and prefetches). Stops at
     /// the first refusal, with the items before it added.
     fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
@@ -1044,6 +1073,10 @@ impl DynFilter for ScalableBloomFilter {
         ScalableBloomFilter::insert(self, item)
     }
 
+    fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
+        ScalableBloomFilter::insert_past_capacity(self, item)
+    }
+
     fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
         self.insert_limited(item, limit)
     }
@@ -1112,6 +1145,10 @@ impl DynFilter for RedisBloomFilter {
 
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         RedisBloomFilter::insert(self, item)
+    }
+
+    fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
+        RedisBloomFilter::insert_past_capacity(self, item)
     }
 
     fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
@@ -1186,6 +1223,10 @@ impl DynFilter for ScalableBlockedBloomFilter {
 
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         ScalableBlockedBloomFilter::insert(self, item)
+    }
+
+    fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
+        ScalableBlockedBloomFilter::insert_past_capacity(self, item)
     }
 
     fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {

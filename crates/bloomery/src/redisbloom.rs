@@ -398,6 +398,44 @@ impl RedisBloomFilter {
         }
     }
 
+    /// Adds the item whatever the chain's capacity: where [`insert`](Self::insert) refuses
+    /// it (a NONSCALING chain at capacity, one at [`MAX_LINKS`] or unable to make the next
+    /// link), it goes into the newest link beyond that link's capacity, so the rate there
+    /// rises above the promise instead of the item being lost. Nothing limits growth. For
+    /// a server replaying adds that another accepted (a replica of a RedisBloom primary
+    /// made with other defaults, an AOF RedisBloom wrote), where a refusal would be a false
+    /// negative.
+    ///
+    /// ```
+    /// use bloomery::redisbloom::RedisBloomFilter;
+    ///
+    /// let mut chain = RedisBloomFilter::new(10, 0.01, 2, true)?; // NONSCALING
+    /// for i in 0..10u32 {
+    ///     chain.insert(&i.to_le_bytes())?;
+    /// }
+    /// assert!(matches!(chain.insert(b"one more"), Err(bloomery::Error::Full { .. })));
+    /// assert!(chain.insert_past_capacity(b"one more")?);
+    /// assert!(chain.contains(b"one more"));
+    /// assert_eq!(chain.len(), 11);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
+        match self.insert_limited(item, GrowthLimit::None) {
+            Err(_) => {
+                // Refused only at a growth step, the item absent: into the newest.
+                let hash = hash_pair(self.options, item);
+                let newest = self.links.last_mut().expect("a chain has a link");
+                newest.insert(hash);
+                if let Some(total) = self.size.checked_add(1) {
+                    self.size = total;
+                    newest.size = newest.size.saturating_add(1);
+                }
+                Ok(true)
+            }
+            answer => answer,
+        }
+    }
+
     /// Items added (`BF.CARD`, BF.INFO's "Number of items inserted").
     pub fn len(&self) -> u64 {
         self.size

@@ -260,6 +260,40 @@ impl ScalableBloomFilter {
         Ok(true)
     }
 
+    /// Adds the item whatever the filter's capacity: where [`insert`](Self::insert) refuses
+    /// it (a non-scaling filter at capacity, a chain at its most sub-filters or unable to
+    /// size or allocate the next one), it goes into the newest sub-filter beyond that
+    /// sub-filter's capacity, so the rate there rises above the promise instead of the
+    /// item being lost. Nothing limits growth. For a server replaying adds that another
+    /// accepted (a replica, an AOF), where a refusal would be a false negative.
+    ///
+    /// ```
+    /// use bloomery::{ScalableBloomFilter, ScalableOptions};
+    ///
+    /// let options = ScalableOptions { scaling: false, ..ScalableOptions::default() };
+    /// let mut filter = ScalableBloomFilter::with_options(10, 0.01, options)?;
+    /// for i in 0..10u32 {
+    ///     filter.insert(&i)?;
+    /// }
+    /// assert!(matches!(filter.insert(&10u32), Err(bloomery::Error::Full { .. })));
+    /// assert!(filter.insert_past_capacity(&10u32)?);
+    /// assert!(filter.contains(&10u32));
+    /// assert_eq!(filter.len(), 11);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn insert_past_capacity<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {
+        match self.insert_limited(item, GrowthLimit::None) {
+            Err(_) => {
+                // Refused only at a growth step, the item absent: into the newest.
+                let newest = self.filters.last_mut().expect("at least one sub-filter");
+                newest.filter.insert_hash(hash_item(item));
+                newest.len = newest.len.saturating_add(1);
+                Ok(true)
+            }
+            answer => answer,
+        }
+    }
+
     /// Whether `item` might be present.
     pub fn contains<T: Funnel + ?Sized>(&self, item: &T) -> bool {
         let hash = hash_item(item);

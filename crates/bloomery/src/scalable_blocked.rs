@@ -191,6 +191,43 @@ impl ScalableBlockedBloomFilter {
         Ok(true)
     }
 
+    /// Adds the item whatever the filter's capacity: where [`insert`](Self::insert) refuses
+    /// it (a non-scaling filter at capacity, a chain at its most sub-filters or unable to
+    /// size or allocate the next one), it goes into the newest sub-filter beyond that
+    /// sub-filter's capacity, so the rate there rises above the promise instead of the
+    /// item being lost. Nothing limits growth. For a server replaying adds that another
+    /// accepted (a replica of a primary made with other defaults, an AOF written by
+    /// another module), where a refusal would be a false negative.
+    ///
+    /// ```
+    /// use bloomery::ScalableOptions;
+    /// use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
+    ///
+    /// let options = ScalableOptions { scaling: false, ..ScalableOptions::for_blocked() };
+    /// let mut filter = ScalableBlockedBloomFilter::new(10, 0.01, options, 0)?;
+    /// for i in 0..10u32 {
+    ///     filter.insert(&i)?;
+    /// }
+    /// assert!(matches!(filter.insert(&10u32), Err(bloomery::Error::Full { .. })));
+    /// assert!(filter.insert_past_capacity(&10u32)?);
+    /// assert!(filter.contains(&10u32));
+    /// assert_eq!(filter.len(), 11);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn insert_past_capacity<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {
+        let hash = self.hash(item);
+        match self.insert_hash_limited(hash, GrowthLimit::None) {
+            Err(_) => {
+                // Refused only at a growth step, the item absent: into the newest.
+                let newest = self.links.last_mut().expect("a chain has a sub-filter");
+                newest.filter.insert_hash(hash);
+                newest.len = newest.len.saturating_add(1);
+                Ok(true)
+            }
+            answer => answer,
+        }
+    }
+
     /// Looks up every item, hashing each once and prefetching its block in every
     /// sub-filter; `results` gets one answer per item. Panics if the lengths differ.
     pub fn contains_batch(&self, items: &[&[u8]], results: &mut [bool]) {

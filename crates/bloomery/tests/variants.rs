@@ -650,3 +650,108 @@ fn full_scalable_chains_answer_below_their_rate() {
         assert!(mean <= p, "{mean} at {p}");
     }
 }
+
+/// What a server replaying another's adds relies on (`DynFilter::insert_past_capacity`):
+/// each chain that refuses items for capacity (non-scaling and full; at its most
+/// sub-filters; unable to size the next link) takes every further item into its newest
+/// sub-filter, answers each as `insert` would have, and loses none.
+#[test]
+fn chains_take_items_past_capacity_when_replaying() {
+    use bloomery::any::{self, DynFilter, Spec};
+    use bloomery::format::native::Variant;
+    use bloomery::redisbloom::RedisBloomFilter;
+
+    let nonscaling = |variant, options: ScalableOptions| Spec {
+        scalable: ScalableOptions {
+            scaling: false,
+            ..options
+        },
+        ..Spec::new(variant, 10, 0.01)
+    };
+    // Growth 1, tightening as near 1 as allowed: 64 sub-filters of one item each.
+    let at_limit = |variant, options: ScalableOptions| Spec {
+        scalable: ScalableOptions {
+            expansion: 1,
+            tightening: 0.999999,
+            ..options
+        },
+        ..Spec::new(variant, 1, 0.01)
+    };
+    let mut chains: Vec<(&str, Box<dyn DynFilter>)> = vec![
+        (
+            "scalable, not scaling",
+            any::create(&nonscaling(Variant::Scalable, ScalableOptions::default())).unwrap(),
+        ),
+        (
+            "scalable blocked, not scaling",
+            any::create(&nonscaling(
+                Variant::ScalableBlocked,
+                ScalableOptions::for_blocked(),
+            ))
+            .unwrap(),
+        ),
+        (
+            "redisbloom, NONSCALING",
+            Box::new(RedisBloomFilter::new(10, 0.01, 2, true).unwrap()),
+        ),
+        (
+            "scalable at its most sub-filters",
+            any::create(&at_limit(Variant::Scalable, ScalableOptions::default())).unwrap(),
+        ),
+        (
+            "scalable blocked at its most sub-filters",
+            any::create(&at_limit(
+                Variant::ScalableBlocked,
+                ScalableOptions::for_blocked(),
+            ))
+            .unwrap(),
+        ),
+        (
+            // Each link's error rate is half the last: it reaches 0 near link 1075.
+            "redisbloom whose next link's error rate is 0",
+            Box::new(RedisBloomFilter::new(1, 0.5, 1, false).unwrap()),
+        ),
+    ];
+    for (name, chain) in &mut chains {
+        let mut taken = Vec::new();
+        let refused = (0u32..5_000).find_map(|i| {
+            let item = format!("{name}-{i}");
+            match chain.insert(item.as_bytes()) {
+                Ok(_) => {
+                    taken.push(item);
+                    None
+                }
+                Err(error) => Some((item, error)),
+            }
+        });
+        let (first_refused, error) = refused.unwrap_or_else(|| panic!("{name}: never refused"));
+        assert!(!chain.contains(first_refused.as_bytes()), "{name}: {error}");
+        let sub_filters = chain.stats().sub_filters;
+        let before = chain.stats().estimated_len;
+        let mut new = 0u64;
+        let past: Vec<String> = (0..200).map(|i| format!("{name}-past-{i}")).collect();
+        for item in std::iter::once(&first_refused).chain(&past) {
+            let present = chain.contains(item.as_bytes());
+            let added = chain.insert_past_capacity(item.as_bytes()).unwrap();
+            assert_eq!(added, !present, "{name}: {item}");
+            if added {
+                new += 1;
+            }
+        }
+        // Nothing grew: the items went into the newest sub-filter.
+        assert_eq!(chain.stats().sub_filters, sub_filters, "{name}");
+        assert_eq!(chain.stats().estimated_len, before + new, "{name}");
+        let missing = taken
+            .iter()
+            .chain(std::iter::once(&first_refused))
+            .chain(&past)
+            .filter(|item| !chain.contains(item.as_bytes()))
+            .count();
+        assert_eq!(missing, 0, "{name}: false negatives after {error}");
+        // An item found answers false and changes nothing.
+        assert!(
+            !chain.insert_past_capacity(first_refused.as_bytes()).unwrap(),
+            "{name}"
+        );
+    }
+}
