@@ -6,7 +6,7 @@
 
 use bloomery::any::{self, DynFilter, GrowthLimit, Spec};
 use bloomery::format::native::Variant;
-use bloomery::redisbloom::RedisBloomFilter;
+use bloomery::redisbloom::{OPT_FORCE64, RedisBloomFilter};
 use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
 use bloomery::{Error as BloomError, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions};
 use redis_module::key::{RedisKey, RedisKeyWritable};
@@ -199,6 +199,24 @@ impl Reservation {
         any::create(&spec).map_err(|error| RedisError::String(format!("ERR {error}")))
     }
 
+    /// The filter a command from this server's primary or AOF makes, with no cap (as
+    /// [`create`](Self::create) with none): where bloomery's layout cannot size it (a
+    /// rate below what blocked sub-filters reach, which RedisBloom takes), RedisBloom's
+    /// chain, which takes every rate RedisBloom does. Refusing the command would lose its
+    /// items.
+    fn create_replayed(&self) -> Result<Box<dyn DynFilter>, RedisError> {
+        self.create(None).or_else(|error| {
+            if self.redisbloom {
+                return Err(error);
+            }
+            let chain = Reservation {
+                redisbloom: true,
+                ..*self
+            };
+            chain.create(None)
+        })
+    }
+
     /// Replicates (and writes to the AOF) the creation of this filter at `key` as a
     /// `BF.RESERVE` with every parameter spelled out: the error rate as the shortest text
     /// that reads back as the same number, the capacity, `NONSCALING` if so, the
@@ -375,17 +393,28 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         // 2^32 + 1, growth 1). Such a value is refused here with the limit instead; the
         // filters RedisBloom made that way still load and answer as RedisBloom's
         // (`tests/test_redisbloom_data.py`).
-        if expansion as u64 > MAX_EXPANSION {
+        let replaying = ctx
+            .get_flags()
+            .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
+        reservation.expansion = if replaying {
+            replayed_expansion(expansion)
+        } else if expansion as u64 > MAX_EXPANSION {
             return Err(RedisError::String(format!(
                 "ERR expansion above the module's limit of {MAX_EXPANSION}"
             )));
-        }
-        reservation.expansion = expansion as u32;
+        } else {
+            expansion as u32
+        };
     }
     let redis_key = ctx.open_key_writable(key);
     refuse_existing(&redis_key)?;
-    let cap = cap_for_command(&ctx.get_flags());
-    set_new_filter(&redis_key, reservation.create(cap)?)?;
+    let flags = ctx.get_flags();
+    let filter = if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
+        reservation.create_replayed()?
+    } else {
+        reservation.create(cap_for_command(&flags))?
+    };
+    set_new_filter(&redis_key, filter)?;
     accounting::after_write(&redis_key);
     notify(ctx, c"bf.reserve", key);
     reservation.replicate(ctx, key);
@@ -434,6 +463,8 @@ fn add_items(
     let items = &args[items_at..];
     let flags = ctx.get_flags();
     let cap = cap_for_command(&flags);
+    // An add this server replays (its AOF) or its primary sends: see below.
+    let replaying = flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
     let redis_key = ctx.open_key_writable(key);
     let created = redis_key.is_empty();
     // The reservation of a filter made here (to replicate), `None` for an existing one.
@@ -444,7 +475,12 @@ fn add_items(
             let Some(reservation) = reservation else {
                 return Err(RedisError::Str("ERR not found"));
             };
-            set_new_filter(&redis_key, reservation.create(cap)?)?;
+            let filter = if replaying {
+                reservation.create_replayed()?
+            } else {
+                reservation.create(cap)?
+            };
+            set_new_filter(&redis_key, filter)?;
             made = Some(reservation);
             write_filter_held(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
@@ -457,10 +493,12 @@ fn add_items(
         return Ok(());
     }
     crate::counting::refuse_bf_writes(&**filter)?;
-    // A client's item write, not one this server replays (its AOF, an RDB's module data)
-    // or its primary sends: those were accepted once (by an older module, that took items
-    // on a shard), and refusing them now would drop the items.
-    if !flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
+    // An add this server replays (its AOF) or its primary sends was accepted there, by a
+    // server whose filter may differ from this one: made from other defaults, by an older
+    // module (that took items on a shard), or by RedisBloom (whose chain grows where
+    // bloomery's stops). Refusing it here would lose the item: it is never refused, not
+    // even for capacity (a full filter takes it past its capacity).
+    if !replaying {
         crate::shards::refuse_item_writes(&**filter)?;
     }
     let boolean = booleans();
@@ -495,16 +533,25 @@ fn add_items(
         // item takes the plain call below: nothing to prefetch, nothing to allocate).
         let slices: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
         let mut added = vec![false; items.len()];
-        let (taken, refused) = chain.insert_batch_until(&slices, &mut added, cap);
+        let (mut taken, refused) = chain.insert_batch_until(&slices, &mut added, cap);
+        if refused.is_some() && replaying {
+            for (item, new) in slices[taken..].iter().zip(&mut added[taken..]) {
+                *new = chain
+                    .insert_past_capacity(*item)
+                    .map_err(|error| RedisError::String(format!("ERR {error}")))?;
+            }
+            taken = items.len();
+        }
         added[..taken].iter().for_each(|&new| reply(boolean(new)));
         changed |= added[..taken].contains(&true);
         accepted = taken;
-        if let Some(error) = refused {
+        if let Some(error) = refused.filter(|_| !replaying) {
             reply(refusal(error, &**filter));
         }
     } else {
         for item in items {
             let inserted = match cap {
+                _ if replaying => filter.insert_past_capacity(item.as_slice()),
                 Some(cap) => filter.insert_within(item.as_slice(), GrowthLimit::Total(cap)),
                 None => filter.insert(item.as_slice()),
             };
@@ -616,6 +663,16 @@ pub fn madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     )?))
 }
 
+/// An `EXPANSION` (at least 1) in a command from this server's primary or AOF, which a
+/// RedisBloom primary accepted whatever its size: kept as RedisBloom keeps it (truncated
+/// to 32 bits), except that where that leaves 0 (a chain RedisBloom cannot grow, so its
+/// adds past the first link were refused there), the chain here grows by 1: refusing
+/// the command would lose every item in it, and growing only takes items the primary
+/// refused (answered present here, absent there: never a false negative).
+fn replayed_expansion(expansion: i64) -> u32 {
+    (expansion as u32).max(1)
+}
+
 /// What `BF.INSERT` says before `ITEMS`.
 pub(crate) struct InsertOptions {
     /// The new filter's parameters (`CAPACITY`, `ERROR`, `EXPANSION`, `NONSCALING`).
@@ -628,12 +685,43 @@ pub(crate) struct InsertOptions {
     pub(crate) items_at: usize,
 }
 
+/// `BF.INSERT`'s options as RedisBloom reads them: by their first letter (and a second or
+/// third where two share it), so `CAP 10`, `I a b`, `ERR 0.1`, `EXP 4`, `NOC` and `NONS`
+/// are what RedisBloom takes too (and what its replication sends a replica as given).
+enum InsertWord {
+    Items,
+    Capacity,
+    Error,
+    Expansion,
+    NoCreate,
+    NonScaling,
+}
+
+impl InsertWord {
+    fn read(word: &RedisString) -> Option<Self> {
+        let text = word.as_slice();
+        let at = |i: usize| text.get(i).map(u8::to_ascii_lowercase);
+        Some(match at(0)? {
+            b'i' => Self::Items,
+            b'c' => Self::Capacity,
+            b'e' if at(1) == Some(b'r') => Self::Error,
+            b'e' => Self::Expansion,
+            b'n' if at(2) == Some(b'c') => Self::NoCreate,
+            b'n' => Self::NonScaling,
+            _ => return None,
+        })
+    }
+}
+
 /// Parses `BF.INSERT`'s options up to `ITEMS`, with RedisBloom's replies: a missing value
 /// is an arity error, one that does not parse names the option, one out of range is "Bad
 /// argument received". `extra` is offered each word first (with the words after it): it
-/// takes a caller's own options (the aging ones), returning how many words it used.
+/// takes a caller's own options (the aging ones, whose words RedisBloom does not take),
+/// returning how many words it used. With `replaying` (a command from this server's
+/// primary or AOF), `EXPANSION` takes any value RedisBloom takes, as RedisBloom keeps it.
 pub(crate) fn insert_options(
     args: &[RedisString],
+    replaying: bool,
     mut extra: impl FnMut(&[RedisString]) -> Result<Option<usize>, RedisError>,
 ) -> Result<InsertOptions, RedisError> {
     let mut options = InsertOptions {
@@ -652,7 +740,7 @@ pub(crate) fn insert_options(
         let Some(word) = args.get(index) else {
             return Err(RedisError::WrongArity);
         };
-        if word_is(word, "ITEMS") {
+        if let Some(InsertWord::Items) = InsertWord::read(word) {
             break index + 1;
         }
         if let Some(used) = extra(&args[index..])? {
@@ -660,25 +748,32 @@ pub(crate) fn insert_options(
             continue;
         }
         let value = || args.get(index + 1).ok_or(RedisError::WrongArity);
-        if word_is(word, "CAPACITY") {
-            capacity = Some(parse_i64(value()?).ok_or(RedisError::Str("Bad capacity"))?);
-            index += 2;
-        } else if word_is(word, "ERROR") {
-            error_rate = Some(parse_f64(value()?).ok_or(RedisError::Str("Bad error rate"))?);
-            index += 2;
-        } else if word_is(word, "EXPANSION") {
-            expansion = Some(parse_i64(value()?).ok_or(RedisError::Str("Bad expansion"))?);
-            options.grows = true;
-            index += 2;
-        } else if word_is(word, "NOCREATE") {
-            options.create = false;
-            index += 1;
-        } else if word_is(word, "NONSCALING") {
-            options.reservation.scaling = false;
-            options.grows = true;
-            index += 1;
-        } else {
-            return Err(RedisError::Str("Unknown argument received"));
+        match InsertWord::read(word) {
+            Some(InsertWord::Capacity) => {
+                capacity = Some(parse_i64(value()?).ok_or(RedisError::Str("Bad capacity"))?);
+                index += 2;
+            }
+            Some(InsertWord::Error) => {
+                error_rate = Some(parse_f64(value()?).ok_or(RedisError::Str("Bad error rate"))?);
+                index += 2;
+            }
+            Some(InsertWord::Expansion) => {
+                expansion = Some(parse_i64(value()?).ok_or(RedisError::Str("Bad expansion"))?);
+                options.grows = true;
+                index += 2;
+            }
+            Some(InsertWord::NoCreate) => {
+                options.create = false;
+                index += 1;
+            }
+            Some(InsertWord::NonScaling) => {
+                options.reservation.scaling = false;
+                options.grows = true;
+                index += 1;
+            }
+            Some(InsertWord::Items) | None => {
+                return Err(RedisError::Str("Unknown argument received"));
+            }
         }
     };
     if items_at >= args.len() {
@@ -695,9 +790,13 @@ pub(crate) fn insert_options(
         reservation.capacity = capacity.ok_or_else(bad)?;
     }
     if let Some(expansion) = expansion {
-        let expansion = u32::try_from(expansion).ok();
-        let expansion = expansion.filter(|&n| n >= 1 && u64::from(n) <= MAX_EXPANSION);
-        reservation.expansion = expansion.ok_or_else(bad)?;
+        reservation.expansion = if replaying && expansion >= 1 {
+            replayed_expansion(expansion)
+        } else {
+            let expansion = u32::try_from(expansion).ok();
+            let expansion = expansion.filter(|&n| n >= 1 && u64::from(n) <= MAX_EXPANSION);
+            expansion.ok_or_else(bad)?
+        };
     }
     options.items_at = items_at;
     Ok(options)
@@ -709,7 +808,10 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let mut aging = crate::aging::Options::default();
-    let options = insert_options(&args, |words| aging.take(words))?;
+    let replaying = ctx
+        .get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
+    let options = insert_options(&args, replaying, |words| aging.take(words))?;
     if aging.given() {
         return crate::aging::insert(ctx, &args, options, aging);
     }
@@ -885,7 +987,7 @@ pub fn format_g(value: f64) -> String {
 }
 
 /// `BF.DEBUG key`: RedisBloom's description of a filter: `size:<items>`, then one line per
-/// sub-filter, `bytes:<b> bits:<m> hashes:<k> hashwidth:64 capacity:<c> size:<items>
+/// sub-filter, `bytes:<b> bits:<m> hashes:<k> hashwidth:<64 or 32> capacity:<c> size:<items>
 /// ratio:<rate>` (the rate it was sized for). A filter of another variant (loaded from a
 /// `bloomery` file) gets one line naming the variant and its memory.
 pub fn debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -896,14 +998,20 @@ pub fn debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let filter = read_filter(&redis_key)?.ok_or(RedisError::Str("ERR not found"))?;
     let stats = accounting::counted_stats(filter);
     let mut lines = vec![format!("size:{}", stats.estimated_len)];
+    // The hash's width: 64 bits, but for a RedisBloom chain without FORCE64 (made by
+    // RedisBloom 1.x, or by 2.x from such a template), which hashes with 32.
+    let any = filter.as_any();
+    let hash_width = match any.downcast_ref::<RedisBloomFilter>() {
+        Some(chain) if chain.options() & OPT_FORCE64 == 0 => 32,
+        _ => 64,
+    };
     let line = |num_bits: u64, num_hashes: u32, capacity: u64, len: u64, rate: f64| {
         format!(
-            "bytes:{} bits:{num_bits} hashes:{num_hashes} hashwidth:64 capacity:{capacity} size:{len} ratio:{}",
+            "bytes:{} bits:{num_bits} hashes:{num_hashes} hashwidth:{hash_width} capacity:{capacity} size:{len} ratio:{}",
             num_bits / 8,
             format_g(rate)
         )
     };
-    let any = filter.as_any();
     if let Some(scalable) = any.downcast_ref::<ScalableBloomFilter>() {
         lines.extend(
             scalable

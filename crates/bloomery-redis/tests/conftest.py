@@ -40,12 +40,14 @@ def free_port() -> int:
 
 
 class Server:
-    """One redis-server on 127.0.0.1 with the module; restartable on the same data dir."""
+    """One redis-server on 127.0.0.1 with the module (bloomery's unless `module` names another,
+    such as RedisBloom); restartable on the same data dir."""
 
-    def __init__(self, directory: Path, *extra: str, module_args=()):
+    def __init__(self, directory: Path, *extra: str, module_args=(), module: Path = MODULE):
         self.directory = directory
         self.extra = list(extra)
         self.module_args = list(module_args)
+        self.module = module
         self.port = free_port()
         self.process = None
 
@@ -54,7 +56,7 @@ class Server:
             [
                 REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", str(self.directory), "--save", "", "--appendonly", "no",
-                "--enable-debug-command", "yes", "--loadmodule", str(MODULE), *self.module_args, *self.extra,
+                "--enable-debug-command", "yes", "--loadmodule", str(self.module), *self.module_args, *self.extra,
             ],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

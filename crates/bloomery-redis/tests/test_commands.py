@@ -83,7 +83,16 @@ def test_insert_options_and_errors(r):
     # does: an unknown word, or no item, after a bad value is said as such.
     assert error_of(r, "BF.INSERT", "k3", "CAPACITY", "0", "FOO", "ITEMS", "a") == "Unknown argument received"
     assert error_of(r, "BF.INSERT", "k3", "ERROR", "2", "ITEMS") == "wrong number of arguments for 'bf.insert' command"
-    assert error_of(r, "BF.INSERT", "k3", "EXPANSION", "0", "NOSUCH", "ITEMS", "a") == "Unknown argument received"
+    assert error_of(r, "BF.INSERT", "k3", "EXPANSION", "0", "XYZ", "ITEMS", "a") == "Unknown argument received"
+    # Options go by their first letters, as in RedisBloom 2.6.28 (which answered these
+    # two so): `NOSUCH` is NONSCALING, so the bad expansion is what is said.
+    assert error_of(r, "BF.INSERT", "k3", "EXPANSION", "0", "NOSUCH", "ITEMS", "a") == "Bad argument received"
+    assert error_of(r, "BF.INSERT", "k3", "", "ITEMS", "a") == "Unknown argument received"
+    assert error_of(r, "BF.INSERT", "k3", "NOC", "I", "a") == "not found"
+    assert r.execute_command("BF.INSERT", "short", "cap", "5", "err", "0.1", "NONS", "i", "a") == [1]
+    assert r.execute_command("BF.INFO", "short", "CAPACITY")[0] == 5
+    replies = r.execute_command("BF.INSERT", "short", "I", *"bcdefghij")
+    assert isinstance(replies[-1], redis.ResponseError) and "full" in str(replies[-1])
     assert error_of(r, "BF.INSERT", "k3", "EXPANSION", "40000", "ITEMS", "a") == "Bad argument received"
     assert r.exists("k3") == 0
     assert r.execute_command("BF.INSERT", "k3", "CAPACITY", "50", "ERROR", "0.001", "EXPANSION", "4", "ITEMS", "a", "b", "c") == [1, 1, 1]

@@ -339,6 +339,8 @@ def test_redisbloom_encoding_0_is_read_as_redisbloom_reads_it(tmp_path):
         assert client.type("v0") == b"MBbloom--"
         assert all(client.execute_command("BF.MEXISTS", "v0", *items))
         assert client.execute_command("BF.CARD", "v0") == len(items)
+        # BF.DEBUG says the link's 32-bit hash, as RedisBloom does for a chain without FORCE64.
+        assert client.execute_command("BF.DEBUG", "v0")[1].split()[3] == b"hashwidth:32"
         absent = client.execute_command("BF.MEXISTS", "v0", *[f"absent-{i}".encode() for i in range(200)])
         assert sum(absent) < 20
     finally:

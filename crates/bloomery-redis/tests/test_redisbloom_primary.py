@@ -1,0 +1,229 @@
+"""A server running bloomery as the replica of a RedisBloom primary, or replaying an AOF
+RedisBloom wrote: RedisBloom replicates its commands as given (`ReplicateVerbatim`), so the
+replica makes its filters from its own defaults and layout, and reads the options as
+RedisBloom does. Every item the primary took must be found on the replica, including
+where the replica's filter is full, at its most sub-filters or cannot size the next (it
+takes the item past capacity), where RedisBloom's one-letter option forms or an EXPANSION
+above bloomery's client limit are used, and where bloomery's blocked layout cannot reach
+the rate (the replica makes RedisBloom's chain).
+
+The primary is a script that speaks Redis's replication protocol (an empty RDB, then the
+commands, as RedisBloom's primary sends them); with RedisBloom 2.6.28 built
+(scripts/redisbloom-peer.sh, or REDISBLOOM_SO), the same commands also go through a real
+RedisBloom primary, which must take every item the script assumes it took."""
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, Server
+
+PEER = Path(os.environ.get("REDISBLOOM_SO", ROOT / "target/peer/redisbloom-2.6.28.so"))
+
+# The primary's load arguments: a larger default capacity than the replica's (RedisBloom's
+# and bloomery's default, 100), so a NONSCALING filter made from the defaults holds more
+# items there than here.
+PRIMARY_ARGS = ["INITIAL_SIZE", "1000"]
+
+
+def items(prefix, count):
+    return [f"{prefix}-{i}" for i in range(count)]
+
+
+def scenario():
+    """(commands, key -> items the primary holds): each command as RedisBloom's primary
+    replicates it, every item in it accepted there."""
+    commands, held = [], {}
+
+    def add(key, command, taken):
+        commands.append(command)
+        held.setdefault(key, []).extend(taken)
+
+    # A NONSCALING filter from the primary's defaults (1000): 300 items, three times the
+    # replica's default capacity.
+    add("nonscaling", ["BF.INSERT", "nonscaling", "NONSCALING", "ITEMS", *items("n", 300)], items("n", 300))
+    # One item at a time: the per-item path, not the batch.
+    for item in items("one", 150):
+        add("nonscaling-one", ["BF.INSERT", "nonscaling-one", "NONS", "I", item], [item])
+    # RedisBloom's one-letter forms (it reads an option by its first letters).
+    add("letters", ["BF.INSERT", "letters", "CAP", "5", "ERR", "0.02", "EXP", "3", "I", *items("l", 40)],
+        items("l", 40))
+    add("letters-lower", ["BF.INSERT", "letters-lower", "c", "7", "e", "2", "i", *items("w", 20)], items("w", 20))
+    # An expansion above bloomery's client limit of 32768 (RedisBloom takes any from 1).
+    add("wide", ["BF.INSERT", "wide", "CAPACITY", "2", "EXPANSION", "40000", "ITEMS", *items("x", 30)],
+        items("x", 30))
+    commands.append(["BF.RESERVE", "wide-reserved", "0.01", "3", "EXPANSION", "100000"])
+    add("wide-reserved", ["BF.MADD", "wide-reserved", *items("y", 30)], items("y", 30))
+    # Growth 1 from capacity 1: RedisBloom's chain grows a link per item (each at half the
+    # last rate) far past bloomery's 64 sub-filters and the tightest blocked one.
+    commands.append(["BF.RESERVE", "long", "0.01", "1", "EXPANSION", "1"])
+    add("long", ["BF.MADD", "long", *items("g", 200)], items("g", 200))
+    for item in items("h", 100):
+        add("long", ["BF.ADD", "long", item], [item])
+    # A rate below what blocked sub-filters reach (about 5.7e-20): RedisBloom takes it.
+    commands.append(["BF.RESERVE", "tight", "1e-30", "100"])
+    add("tight", ["BF.MADD", "tight", *items("t", 50)], items("t", 50))
+    add("tight-insert", ["BF.INSERT", "tight-insert", "ERROR", "1e-25", "ITEMS", *items("u", 50)], items("u", 50))
+    # Plain adds from the defaults.
+    add("plain", ["BF.MADD", "plain", *items("p", 500)], items("p", 500))
+    return commands, held
+
+
+def resp(command) -> bytes:
+    out = [b"*%d\r\n" % len(command)]
+    for word in command:
+        word = word if isinstance(word, bytes) else str(word).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(word), word))
+    return b"".join(out)
+
+
+# An RDB with no keys (version 9, which Redis 7.0 reads), its checksum 0 ("not computed").
+EMPTY_RDB = b"REDIS0009" + b"\xff" + b"\x00" * 8
+
+
+class ScriptedPrimary:
+    """Answers a replica's handshake (PING, REPLCONF, PSYNC) with a full resync of an empty
+    RDB, then sends `commands` as a primary's replication stream, and keeps reading (the
+    replica's REPLCONF ACKs) until closed."""
+
+    def __init__(self, commands):
+        self.stream = resp(["SELECT", "0"]) + b"".join(resp(command) for command in commands)
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.port = self.listener.getsockname()[1]
+        self.error = None
+        self.sent = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        try:
+            connection, _ = self.listener.accept()
+            with connection:
+                reader = connection.makefile("rb")
+                while True:
+                    command = self.read_command(reader)
+                    name = command[0].upper()
+                    if name == b"PING":
+                        connection.sendall(b"+PONG\r\n")
+                    elif name == b"REPLCONF":
+                        connection.sendall(b"+OK\r\n")
+                    elif name in (b"PSYNC", b"SYNC"):
+                        break
+                    else:
+                        raise AssertionError(f"unexpected command from the replica: {command}")
+                connection.sendall(b"+FULLRESYNC %s 0\r\n" % (b"a" * 40))
+                connection.sendall(b"$%d\r\n" % len(EMPTY_RDB) + EMPTY_RDB)
+                connection.sendall(self.stream)
+                self.sent = True
+                while connection.recv(4096):
+                    pass
+        except OSError:
+            pass
+        except Exception as error:  # noqa: BLE001 - reported by the test
+            self.error = error
+
+    @staticmethod
+    def read_command(reader):
+        line = reader.readline()
+        if not line.startswith(b"*"):
+            return line.split()  # an inline command
+        words = []
+        for _ in range(int(line[1:])):
+            length = int(reader.readline()[1:])
+            words.append(reader.read(length + 2)[:-2])
+        return words
+
+    def close(self):
+        self.listener.close()
+
+
+def wait_for(client, key, deadline=30):
+    end = time.monotonic() + deadline
+    while not client.exists(key):
+        assert time.monotonic() < end, f"the replica never got {key}"
+        time.sleep(0.05)
+
+
+def missing(client, held) -> dict:
+    """key -> how many of its items `client` does not find."""
+    found = {}
+    for key, taken in held.items():
+        answers = client.execute_command("BF.MEXISTS", key, *taken)
+        found[key] = sum(1 for answer in answers if not answer)
+    return {key: count for key, count in found.items() if count}
+
+
+@pytest.mark.parametrize("layout", ["no", "yes"])
+def test_a_replica_of_a_scripted_redisbloom_primary_keeps_every_item(tmp_path, layout):
+    commands, held = scenario()
+    commands.append(["SET", "synced", "1"])
+    primary = ScriptedPrimary(commands)
+    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
+                     module_args=["REDISBLOOM_LAYOUT", layout])
+    try:
+        replica.start()
+        client = replica.client()
+        wait_for(client, "synced")
+        assert primary.error is None, primary.error
+        assert missing(client, held) == {}
+        # The replica's own full filters still refuse its clients' items past capacity
+        # (only what its primary sends is taken past it): it is read-only to clients, so
+        # check on the replicated filter after promoting it.
+        client.execute_command("REPLICAOF", "NO", "ONE")
+        refused = client.execute_command("BF.INSERT", "nonscaling-one", "NOCREATE", "ITEMS", "new")
+        assert isinstance(refused[0], Exception) and "full" in str(refused[0])
+    finally:
+        replica.stop()
+        primary.close()
+
+
+def test_an_aof_redisbloom_wrote_loads_every_item(tmp_path):
+    """The same commands as an AOF (what RedisBloom's server writes: the commands as
+    given), loaded at start: every item is found."""
+    commands, held = scenario()
+    (tmp_path / "appendonly.aof").write_bytes(resp(["SELECT", "0"]) + b"".join(map(resp, commands)))
+    server = Server(tmp_path, "--appendonly", "yes")
+    try:
+        server.start()
+        assert missing(server.client(), held) == {}
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(not PEER.exists(), reason=f"RedisBloom 2.6.28 not built at {PEER} (scripts/redisbloom-peer.sh)")
+def test_a_replica_of_a_real_redisbloom_primary_keeps_every_item(tmp_path):
+    """The scenario on RedisBloom 2.6.28 itself as the primary, after the replica synced (so
+    the commands reach it as RedisBloom replicates them): RedisBloom answers every item
+    (none refused: the scenario's assumption), and the bloomery replica finds them all."""
+    commands, held = scenario()
+    primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
+    primary_dir.mkdir()
+    replica_dir.mkdir()
+    primary = Server(primary_dir, module=PEER, module_args=PRIMARY_ARGS)
+    replica = Server(replica_dir)
+    try:
+        primary.start()
+        replica.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
+        replica.start()
+        deadline = time.monotonic() + 30
+        while replica.client().info("replication")["master_link_status"] != "up":
+            assert time.monotonic() < deadline, "the replica did not sync"
+            time.sleep(0.05)
+        client = primary.client()
+        for command in commands:
+            reply = client.execute_command(*command)
+            replies = reply if isinstance(reply, list) else [reply]
+            assert not any(isinstance(answer, Exception) for answer in replies), (command[:4], reply)
+        assert missing(client, held) == {}
+        client.set("synced", "1")
+        wait_for(replica.client(), "synced")
+        assert missing(replica.client(), held) == {}
+    finally:
+        replica.stop()
+        primary.stop()
