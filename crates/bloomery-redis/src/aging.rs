@@ -35,7 +35,7 @@ use bloomery::any::{DynFilter, Spec};
 use bloomery::format::native::Variant;
 use bloomery::rotating::MAX_GENERATIONS;
 use bloomery::{Error as BloomError, RotatingBloomFilter};
-use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
     AT_MEMORY_LIMIT, InsertOptions, booleans, integer, parse_f64, parse_i64, rate_and_capacity,
@@ -159,9 +159,7 @@ impl Options {
         let Some(at) = self.at else {
             return Ok(clock);
         };
-        let trusted = ctx
-            .get_flags()
-            .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
+        let trusted = crate::limits::is_replay(&ctx.get_flags());
         if at > clock.saturating_add(MOST_AHEAD_MS) && !trusted {
             return Err(RedisError::String(format!(
                 "ERR bad time: AT {at} is more than {} s ahead of this server's clock ({clock} ms \

@@ -20,7 +20,7 @@ use std::ffi::CStr;
 use crate::accounting;
 use crate::datatype::{BLOOM_TYPE, Stored, dump_chunk};
 use crate::limits::{
-    self, MAX_EXPANSION, cap_for_command, parse_memory, redisbloom_errors, redisbloom_layout,
+    self, MAX_EXPANSION, cap_for_command, is_replay, parse_memory, redisbloom_errors, redisbloom_layout,
     register_config, set_max_filter_memory, set_redisbloom_errors, set_redisbloom_layout,
 };
 use crate::loading::{Load, LoadError, Progress, over_cap_message};
@@ -393,10 +393,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         // 2^32 + 1, growth 1). Such a value is refused here with the limit instead; the
         // filters RedisBloom made that way still load and answer as RedisBloom's
         // (`tests/test_redisbloom_data.py`).
-        let replaying = ctx
-            .get_flags()
-            .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
-        reservation.expansion = if replaying {
+        reservation.expansion = if is_replay(&ctx.get_flags()) {
             replayed_expansion(expansion)
         } else if expansion as u64 > MAX_EXPANSION {
             return Err(RedisError::String(format!(
@@ -409,7 +406,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let redis_key = ctx.open_key_writable(key);
     refuse_existing(&redis_key)?;
     let flags = ctx.get_flags();
-    let filter = if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
+    let filter = if is_replay(&flags) {
         reservation.create_replayed()?
     } else {
         reservation.create(cap_for_command(&flags))?
@@ -464,7 +461,7 @@ fn add_items(
     let flags = ctx.get_flags();
     let cap = cap_for_command(&flags);
     // An add this server replays (its AOF) or its primary sends: see below.
-    let replaying = flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
+    let replaying = is_replay(&flags);
     let redis_key = ctx.open_key_writable(key);
     let created = redis_key.is_empty();
     // The reservation of a filter made here (to replicate), `None` for an existing one.
@@ -808,10 +805,7 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let mut aging = crate::aging::Options::default();
-    let replaying = ctx
-        .get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
-    let options = insert_options(&args, replaying, |words| aging.take(words))?;
+    let options = insert_options(&args, is_replay(&ctx.get_flags()), |words| aging.take(words))?;
     if aging.given() {
         return crate::aging::insert(ctx, &args, options, aging);
     }

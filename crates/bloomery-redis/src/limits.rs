@@ -203,11 +203,17 @@ pub fn set_max_filter_memory(bytes: u64) {
     MAX_FILTER_MEMORY.store(bytes, Ordering::Relaxed);
 }
 
-/// The cap for a command run in a context with these flags: none for commands from this
-/// server's primary (`REPLICATED`) or replayed from its AOF (`LOADING`), which were
-/// admitted where they were first run.
+/// Whether a command in a context with these flags replays one that another server (or
+/// this one, before) already ran and admitted: it comes from this server's primary
+/// (`REPLICATED`) or its AOF (`LOADING`). Refusing what it adds would lose items.
+pub fn is_replay(flags: &ContextFlags) -> bool {
+    flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+}
+
+/// The cap for a command run in a context with these flags: none for a replayed command
+/// ([`is_replay`]), which was admitted where it was first run.
 pub fn cap_for_command(flags: &ContextFlags) -> Option<u64> {
-    if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
+    if is_replay(flags) {
         None
     } else {
         Some(max_filter_memory().unwrap_or_else(machine_memory))
