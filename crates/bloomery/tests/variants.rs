@@ -755,3 +755,46 @@ fn chains_take_items_past_capacity_when_replaying() {
         );
     }
 }
+
+/// What the Redis module's two layouts measure when a chain starts small (README, "the
+/// RedisBloom layout"): RedisBloom's chain, bit for bit RedisBloom 2.6.28's (which measured
+/// the same rates on the same items), goes well above the rate it was reserved with from
+/// capacity 1; bloomery's chain of blocked sub-filters stays under it. 10^5 items, 10^5
+/// fresh probes; printed with `--nocapture`.
+#[test]
+fn a_redisbloom_chain_from_capacity_1_measures_above_its_rate_and_the_blocked_chain_below() {
+    use bloomery::any::{self, DynFilter, Spec};
+    use bloomery::format::native::Variant;
+    use bloomery::redisbloom::RedisBloomFilter;
+
+    const ITEMS: u32 = 100_000;
+    let measure = |filter: &mut dyn DynFilter| {
+        for i in 0..ITEMS {
+            filter.insert(format!("in-{i}").as_bytes()).unwrap();
+        }
+        let found = (0..ITEMS)
+            .filter(|i| filter.contains(format!("out-{i}").as_bytes()))
+            .count();
+        found as f64 / f64::from(ITEMS)
+    };
+    for (capacity, rate) in [(1, 0.001), (1, 0.01), (100, 0.001), (1000, 0.01)] {
+        let redisbloom = measure(&mut RedisBloomFilter::new(capacity, rate, 2, false).unwrap());
+        let spec = Spec {
+            scalable: ScalableOptions::for_blocked(),
+            ..Spec::new(Variant::ScalableBlocked, capacity, rate)
+        };
+        let bloomery = measure(&mut *any::create(&spec).unwrap());
+        println!(
+            "capacity {capacity}, rate {rate}: RedisBloom's chain {:.3}%, blocked chain {:.3}%",
+            redisbloom * 100.0,
+            bloomery * 100.0
+        );
+        assert!(bloomery < rate, "blocked chain: {bloomery} at {rate}");
+        if capacity == 1 {
+            assert!(
+                redisbloom > 3.0 * rate,
+                "RedisBloom's chain: {redisbloom} at {rate}"
+            );
+        }
+    }
+}
