@@ -10,7 +10,10 @@
 //! - A filter is a chain of links (sub-filters), each a plain bit array with its own
 //!   capacity (`entries`), error rate, bits per entry `bpe = |ln(error)| / ln(2)^2`,
 //!   `hashes = ceil(0.693147180559945 · bpe)` and size. Links are created with
-//!   `bits = trunc(entries · bpe)` (at least 1) rounded up to whole 64-bit words.
+//!   `bits = trunc(entries · bpe)` (at least 1) rounded up to whole 64-bit words, in chains
+//!   with option NOROUND (all RedisBloom 2.x creates); chains without it (RedisBloom 1.x's)
+//!   grow power-of-two links, and ENTS_IS_BITS ones links of `2^entries` bits (see
+//!   `link_shape`).
 //! - An item's bytes hash to `(a, b)`: with option FORCE64 (every filter RedisBloom 2.x
 //!   creates) `a = MurmurHash64A(item, 0xc6a4a7935bd1e995)`, `b = MurmurHash64A(item, a)`;
 //!   without it (older filters) the same with 32-bit MurmurHash2 and seed `0x9747b28c`.
@@ -114,8 +117,30 @@ pub struct Link {
     bitmap: Vec<u8>,
 }
 
-/// A link's shape for `entries` items at `error` (RedisBloom's rounding), without bits.
-fn link_shape(entries: u64, error: f64) -> Result<(f64, u64, u32)> {
+/// A link's shape, as RedisBloom sizes a new link: its capacity (raised to what rounded
+/// bits hold), bits per entry, bytes of bits, hash functions and `n2`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct LinkShape {
+    entries: u64,
+    bpe: f64,
+    bytes: u64,
+    hashes: u32,
+    n2: u8,
+}
+
+/// The shape of a link for `entries` items at `error` in a chain with `options`, without
+/// bits. RedisBloom sizes it three ways, by the chain's options (checked in this order):
+///
+/// - ENTS_IS_BITS: `entries` is log2 of the bits (so `n2`), and the capacity is what those
+///   bits hold at this error rate. RedisBloom refuses more than 64; 64 is refused here
+///   too, as RedisBloom's shift by 64 gives a link it cannot load back (`n2` 64).
+/// - NOROUND (every chain RedisBloom 2.x creates): `trunc(entries · bpe)` bits, at least 1.
+/// - neither (RedisBloom 1.x's chains, which RedisBloom 2.x keeps growing the same way):
+///   the next power of two above `entries · bpe` bits (`n2 = logb(entries · bpe) + 1`), the
+///   capacity raised by the items the extra bits hold at `bpe` each.
+///
+/// In every case the bits are then rounded up to whole 64-bit words.
+fn link_shape(entries: u64, error: f64, options: u32) -> Result<LinkShape> {
     if entries < 1 {
         return Err(Error::Parameter {
             name: "capacity",
@@ -127,17 +152,53 @@ fn link_shape(entries: u64, error: f64) -> Result<(f64, u64, u32)> {
         return Err(Error::Fpp { value: error });
     }
     let (bpe, hashes) = bpe_and_hashes(error);
-    let bits = entries as f64 * bpe;
-    if !bits.is_finite() || bits >= (u64::MAX / 2) as f64 {
-        return Err(Error::Sizing {
-            expected_items: entries,
-            fpp: error,
-            problem: "the link would need more than 2^63 bits".into(),
-        });
-    }
-    let bits = (bits as u64).max(1);
+    let too_large = |problem: String| Error::Sizing {
+        expected_items: entries,
+        fpp: error,
+        problem,
+    };
+    let (entries, bits, n2) = if options & OPT_ENTS_IS_BITS != 0 {
+        if entries > 63 {
+            return Err(too_large(format!(
+                "a chain sized in bits makes links of 2^capacity bits, and {entries} is over 63"
+            )));
+        }
+        let bits = 1u64 << entries;
+        // C's double-to-integer conversion: truncated, and 0 for a bpe above the bits.
+        ((bits as f64 / bpe) as u64, bits, entries as u8)
+    } else {
+        let wanted = entries as f64 * bpe;
+        if !wanted.is_finite() || wanted >= (u64::MAX / 2) as f64 {
+            return Err(too_large("the link would need more than 2^63 bits".into()));
+        }
+        if options & OPT_NOROUND != 0 {
+            (entries, (wanted as u64).max(1), 0)
+        } else {
+            // `logb`: the binary exponent. `wanted` is normal (at least bpe > 0 and below
+            // 2^63), except for a first link of error rate near 1 with a tiny capacity,
+            // where `log2` still gives the exponent's floor.
+            let exponent = wanted.log2().floor();
+            if exponent < 0.0 {
+                return Err(too_large(format!(
+                    "{wanted} bits round to no power of two (RedisBloom's n2 would be negative)"
+                )));
+            }
+            let n2 = exponent as u32 + 1;
+            let bits = 1u64 << n2;
+            // As RedisBloom: the spare bits, then the items they hold, each truncated.
+            let spare_bits = (bits as f64 - wanted) as u64;
+            let spare_items = (spare_bits as f64 / bpe) as u64;
+            (entries.saturating_add(spare_items), bits, n2 as u8)
+        }
+    };
     let bytes = bits.div_ceil(64) * 8;
-    Ok((bpe, bytes, hashes as u32))
+    Ok(LinkShape {
+        entries,
+        bpe,
+        bytes,
+        hashes: hashes as u32,
+        n2,
+    })
 }
 
 /// RedisBloom's bits per entry and hash functions (a whole number) for error rate `error`.
@@ -147,8 +208,15 @@ fn bpe_and_hashes(error: f64) -> (f64, f64) {
 }
 
 impl Link {
-    fn new(entries: u64, error: f64) -> Result<Self> {
-        let (bpe, bytes, hashes) = link_shape(entries, error)?;
+    /// A new, empty link for `entries` items at `error` in a chain with `options`.
+    fn new(entries: u64, error: f64, options: u32) -> Result<Self> {
+        let LinkShape {
+            entries,
+            bpe,
+            bytes,
+            hashes,
+            n2,
+        } = link_shape(entries, error, options)?;
         let length = usize::try_from(bytes).map_err(|_| Error::Sizing {
             expected_items: entries,
             fpp: error,
@@ -163,7 +231,7 @@ impl Link {
             hashes,
             bpe,
             bits: bytes * 8,
-            n2: 0,
+            n2,
             size: 0,
             bitmap,
         })
@@ -319,7 +387,7 @@ impl RedisBloomFilter {
         if !(error_rate > 0.0 && error_rate < 1.0) {
             return Err(Error::Fpp { value: error_rate });
         }
-        let first = Link::new(capacity, first_error)
+        let first = Link::new(capacity, first_error, options)
             .map_err(|error| first_sub_filter_error(error, capacity, error_rate, first_error))?;
         Ok(Self {
             size: 0,
@@ -341,8 +409,8 @@ impl RedisBloomFilter {
         } else {
             error_rate * TIGHTENING
         };
-        link_shape(capacity, first_error)
-            .map(|(_, bytes, _)| bytes)
+        link_shape(capacity, first_error, OPT_NOROUND)
+            .map(|shape| shape.bytes)
             .map_err(|error| first_sub_filter_error(error, capacity, error_rate, first_error))
     }
 
@@ -382,7 +450,7 @@ impl RedisBloomFilter {
             }
             let (entries, error, bytes) = self.next_link()?;
             limit.check(self.bitmap_bytes(), bytes)?;
-            self.links.push(Link::new(entries, error)?);
+            self.links.push(Link::new(entries, error, self.options)?);
         }
         let newest = self.links.last_mut().expect("a chain has a link");
         if newest.insert(hash) {
@@ -522,7 +590,7 @@ impl RedisBloomFilter {
                 capacity: self.capacity(),
             });
         }
-        let (_, bytes, _) = link_shape(entries, error)?;
+        let bytes = link_shape(entries, error, self.options)?.bytes;
         Ok((entries, error, bytes))
     }
 

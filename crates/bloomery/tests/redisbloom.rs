@@ -513,3 +513,104 @@ fn halving_a_first_rate_below_1_reaches_0_within_redisbloom_most_links() {
     assert_eq!(links(below_1 * 0.5), 1074);
     assert_eq!(links(0.01 * 0.5), 1067);
 }
+
+/// A chain of one empty link with these options, loaded as from RedisBloom's RDB encoding
+/// (growth 2), the link shaped as RedisBloom shapes it: `(entries, error, bits, n2)`.
+/// Its constants are RedisBloom's, to its printed precision (they decide `hashes`).
+#[allow(clippy::approx_constant)]
+fn one_empty_link_chain(options: u32, (entries, error, bits, n2): (u64, f64, u64, u8)) -> RedisBloomFilter {
+    let bpe = (error.ln() / 0.480453013918201).abs();
+    let link = bloomery::redisbloom::RdbLink {
+        entries,
+        error,
+        hashes: (0.693147180559945 * bpe).ceil() as u32,
+        bpe,
+        bits,
+        n2,
+        bitmap: std::borrow::Cow::Owned(vec![0; (bits / 8) as usize]),
+        size: 0,
+    };
+    RedisBloomFilter::from_rdb_parts(0, options, 2, vec![link]).unwrap()
+}
+
+/// Chains whose options lack NOROUND (RedisBloom 1.x's, and those RedisBloom 2.x loads
+/// from them) get power-of-two links when they grow, with the capacity raised to what
+/// the rounded bits hold; ENTS_IS_BITS chains get links of `2^capacity` bits. Bloomery
+/// gave every new link NOROUND's size (for the first chain below: 9 links, capacity 511,
+/// 302 items, where RedisBloom made 6 links of capacity 335 holding 298). The expected
+/// figures were taken from RedisBloom 2.6.28: each chain RESTOREd from a crafted DUMP
+/// payload, then `BF.MADD` of `n0 ...` in batches of 100 and `BF.ADD` of 20 more, read back
+/// with BF.DEBUG (bytes, hashes, capacity, size per link) and, for the bit positions, the
+/// number of `absent0 ... absent1999` that BF.MEXISTS reported present.
+#[test]
+fn chains_without_noround_grow_power_of_two_links_as_redisbloom_does() {
+    type Case = (
+        u32,
+        (u64, f64, u64, u8),
+        u32,
+        &'static [(u64, u32, u64, u64)],
+        u64,
+        usize,
+    );
+    let cases: [Case; 3] = [
+        // FORCE64 without NOROUND.
+        (
+            4,
+            (1, 0.01, 64, 4),
+            300,
+            &[
+                (8, 7, 1, 1),
+                (8, 8, 2, 2),
+                (8, 9, 5, 5),
+                (32, 10, 18, 18),
+                (128, 11, 66, 66),
+                (512, 12, 243, 206),
+            ],
+            298,
+            141,
+        ),
+        // No options at all: 32-bit hashes, power-of-two links.
+        (
+            0,
+            (100, 0.05, 1024, 10),
+            1000,
+            &[(128, 5, 100, 100), (256, 6, 266, 266), (1024, 7, 898, 627)],
+            993,
+            76,
+        ),
+        // ENTS_IS_BITS (with FORCE64): a new link of capacity 10 has 2^10 bits, and
+        // one of capacity over 64 cannot be made.
+        (
+            6,
+            (3, 0.01, 64, 5),
+            40,
+            &[(8, 7, 3, 3), (8, 8, 5, 5), (128, 9, 82, 49)],
+            57,
+            107,
+        ),
+    ];
+    for (options, first, count, links, size, false_positives) in cases {
+        let mut chain = one_empty_link_chain(options, first);
+        for i in 0..count + 20 {
+            let _ = chain.insert(format!("n{i}").as_bytes());
+        }
+        let shapes: Vec<_> = chain
+            .links()
+            .iter()
+            .map(|link| {
+                (
+                    link.bitmap().len() as u64,
+                    link.hashes(),
+                    link.entries(),
+                    link.size(),
+                )
+            })
+            .collect();
+        assert_eq!(shapes, links, "options {options}");
+        assert_eq!(chain.len(), size, "options {options}");
+        let found = (0..2000)
+            .filter(|i| chain.contains(format!("absent{i}").as_bytes()))
+            .count();
+        assert_eq!(found, false_positives, "options {options}");
+    }
+}
