@@ -479,3 +479,45 @@ def test_a_chain_of_growth_0_loads_and_refuses_to_grow_as_redisbloom_does(tmp_pa
         assert not client.exists("own")
     finally:
         server.stop()
+
+
+def test_a_restored_chain_without_noround_grows_as_redisbloom_grows_it(tmp_path):
+    """A chain whose options lack NOROUND (RedisBloom 1.x's data) grows power-of-two links
+    in RedisBloom, each link's capacity raised to what its rounded bits hold; bloomery gave
+    them NOROUND's sizes (9 links of capacity 511 here, and another DUMP). The BF.DEBUG
+    lines, BF.INFO and DUMP body digest were taken from RedisBloom 2.6.28 after the same
+    RESTORE and adds."""
+    server = Server(tmp_path, "--rdbcompression", "no").start()
+    try:
+        client = server.client()
+        client.execute_command("BF.RESERVE", "probe", 0.01, 100, "LAYOUT", "redisbloom")
+        probe = Value(client.dump("probe"))
+        bpe = abs(math.log(0.01) / 0.480453013918201)
+        # Encoding 4, options FORCE64 only, growth 2; one empty link of capacity 1 at 0.01
+        # shaped as RedisBloom shapes it without NOROUND: 2^4 bits, in one 64-bit word.
+        fields = [("uint", 0), ("uint", 1), ("uint", 4), ("uint", 2),
+                  ("uint", 1), ("double", 0.01), ("uint", math.ceil(0.693147180559945 * bpe)),
+                  ("double", bpe), ("uint", 64), ("uint", 4), ("string", bytes(8)), ("uint", 0)]
+        client.restore("old", 0, probe.payload(probe.body(fields)))
+        for start in range(0, 300, 100):
+            client.execute_command("BF.MADD", "old", *[f"n{i}" for i in range(start, start + 100)])
+        for i in range(300, 320):
+            client.execute_command("BF.ADD", "old", f"n{i}")
+        assert [line.decode() for line in client.execute_command("BF.DEBUG", "old")] == [
+            "size:298",
+            "bytes:8 bits:64 hashes:7 hashwidth:64 capacity:1 size:1 ratio:0.01",
+            "bytes:8 bits:64 hashes:8 hashwidth:64 capacity:2 size:2 ratio:0.005",
+            "bytes:8 bits:64 hashes:9 hashwidth:64 capacity:5 size:5 ratio:0.0025",
+            "bytes:32 bits:256 hashes:10 hashwidth:64 capacity:18 size:18 ratio:0.00125",
+            "bytes:128 bits:1024 hashes:11 hashwidth:64 capacity:66 size:66 ratio:0.000625",
+            "bytes:512 bits:4096 hashes:12 hashwidth:64 capacity:243 size:206 ratio:0.0003125",
+        ]
+        assert client.execute_command("BF.INFO", "old") == [
+            b"Capacity", 335, b"Size", 1112, b"Number of filters", 6,
+            b"Number of items inserted", 298, b"Expansion rate", 2]
+        dumped = Value(client.dump("old"))
+        assert dumped.module_id & 0x3FF == 4
+        assert hashlib.sha256(dumped.body()).hexdigest() == \
+            "3f973345a309c3f9a65fd67c72be5273a215907699699fe52c04d6c935937ce3"
+    finally:
+        server.stop()
