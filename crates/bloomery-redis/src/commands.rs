@@ -247,11 +247,20 @@ impl Reservation {
     }
 }
 
+/// A number argument as RedisBloom reads one (`RedisModule_StringToDouble`, C's `strtod`
+/// on the whole text): what Rust's parse takes, and also what it does not but `strtod`
+/// does, such as hex floats (`0x1p-7`). A RedisBloom primary (or its AOF) sends the error
+/// rates its clients gave as they gave them; refusing one that RedisBloom took would lose
+/// every item of the command (a `BF.INSERT ... ERROR 0x1p-7 ITEMS ...`), or the filter a
+/// later `BF.INSERT ... NOCREATE` adds to.
 pub(crate) fn parse_f64(arg: &RedisString) -> Option<f64> {
-    arg.try_as_str()
-        .ok()?
-        .parse::<f64>()
-        .ok()
+    let parsed = arg.try_as_str().ok().and_then(|text| text.parse::<f64>().ok());
+    parsed
+        .or_else(|| {
+            // SAFETY: reading a function pointer Redis filled in when the module was loaded.
+            unsafe { raw::RedisModule_StringToDouble }?;
+            arg.parse_float().ok()
+        })
         .filter(|value| !value.is_nan())
 }
 

@@ -67,6 +67,11 @@ def scenario():
     commands.append(["BF.RESERVE", "tight", "1e-30", "100"])
     add("tight", ["BF.MADD", "tight", *items("t", 50)], items("t", 50))
     add("tight-insert", ["BF.INSERT", "tight-insert", "ERROR", "1e-25", "ITEMS", *items("u", 50)], items("u", 50))
+    # Error rates as RedisBloom reads them (strtod, through RedisModule_StringToDouble):
+    # hex floats too (0x1p-7 is 0.0078125).
+    add("hex", ["BF.INSERT", "hex", "ERROR", "0x1p-7", "ITEMS", *items("a", 50)], items("a", 50))
+    commands.append(["BF.RESERVE", "hex-reserved", "0X1.47AE147AE147BP-7", "100"])
+    add("hex-reserved", ["BF.INSERT", "hex-reserved", "NOCREATE", "ITEMS", *items("b", 50)], items("b", 50))
     # Plain adds from the defaults.
     add("plain", ["BF.MADD", "plain", *items("p", 500)], items("p", 500))
     return commands, held
