@@ -352,8 +352,19 @@ pub(crate) fn refuse_existing(redis_key: &RedisKeyWritable) -> Result<(), RedisE
 /// default there). It is how every filter a command creates is replicated and written to
 /// the AOF ([`Reservation::replicate`]). Without `LAYOUT`, RedisBloom's arity (at most 7
 /// arguments), parsing and error replies are kept as they were.
+///
+/// From this server's primary or AOF, a `BF.RESERVE` of at most 7 arguments is read as
+/// RedisBloom reads it: every filter bloomery makes is replicated with at least 8
+/// (`EXPANSION n LAYOUT x`; an aging one's `WINDOW GENERATIONS g AT ms`, 9), so a shorter
+/// one came from a RedisBloom primary (or its AOF), which looks for `NONSCALING` and
+/// `EXPANSION` only and ignores every other word. Read as bloomery's options, `WINDOW`
+/// would make an aging filter that forgets what RedisBloom keeps, and `AT` without
+/// `WINDOW` or a `LAYOUT` naming none would be refused, leaving no key for a later
+/// `BF.INSERT ... NOCREATE` (whose items would be lost).
 pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if crate::aging::reserve_has_aging_options(&args) {
+    let replaying = is_replay(&ctx.get_flags());
+    let redisbloom_words = replaying && args.len() <= 7;
+    if !redisbloom_words && crate::aging::reserve_has_aging_options(&args) {
         return crate::aging::reserve(ctx, &args);
     }
     let options = args.get(4..).unwrap_or_default();
@@ -377,6 +388,9 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             true
         } else if value.is_some_and(|value| word_is(value, LAYOUT_BLOOMERY)) {
             false
+        } else if redisbloom_words {
+            // A word RedisBloom ignored: this server's layout.
+            reservation.redisbloom
         } else {
             return Err(RedisError::Str(
                 "ERR bad layout: LAYOUT takes redisbloom or bloomery",
@@ -402,7 +416,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         // 2^32 + 1, growth 1). Such a value is refused here with the limit instead; the
         // filters RedisBloom made that way still load and answer as RedisBloom's
         // (`tests/test_redisbloom_data.py`).
-        reservation.expansion = if is_replay(&ctx.get_flags()) {
+        reservation.expansion = if replaying {
             replayed_expansion(expansion)
         } else if expansion as u64 > MAX_EXPANSION {
             return Err(RedisError::String(format!(
@@ -414,11 +428,10 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let redis_key = ctx.open_key_writable(key);
     refuse_existing(&redis_key)?;
-    let flags = ctx.get_flags();
-    let filter = if is_replay(&flags) {
+    let filter = if replaying {
         reservation.create_replayed()?
     } else {
-        reservation.create(cap_for_command(&flags))?
+        reservation.create(cap_for_command(&ctx.get_flags()))?
     };
     set_new_filter(&redis_key, filter)?;
     accounting::after_write(&redis_key);

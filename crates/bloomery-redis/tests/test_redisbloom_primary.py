@@ -72,6 +72,16 @@ def scenario():
     add("hex", ["BF.INSERT", "hex", "ERROR", "0x1p-7", "ITEMS", *items("a", 50)], items("a", 50))
     commands.append(["BF.RESERVE", "hex-reserved", "0X1.47AE147AE147BP-7", "100"])
     add("hex-reserved", ["BF.INSERT", "hex-reserved", "NOCREATE", "ITEMS", *items("b", 50)], items("b", 50))
+    # Words RedisBloom's BF.RESERVE ignores (it looks for NONSCALING and EXPANSION only)
+    # and bloomery reads as its own options: WINDOW (an aging filter that would forget),
+    # AT without WINDOW, a LAYOUT that names none (both refused: the key would be missing
+    # for a BF.INSERT NOCREATE).
+    commands.append(["BF.RESERVE", "window", "0.01", "10", "WINDOW"])
+    add("window", ["BF.MADD", "window", *items("c", 200)], items("c", 200))
+    commands.append(["BF.RESERVE", "at", "0.01", "10", "EXPANSION", "3", "AT"])
+    add("at", ["BF.INSERT", "at", "NOCREATE", "ITEMS", *items("d", 50)], items("d", 50))
+    commands.append(["BF.RESERVE", "layout", "0.01", "10", "LAYOUT", "x"])
+    add("layout", ["BF.INSERT", "layout", "NOCREATE", "ITEMS", *items("e", 50)], items("e", 50))
     # Plain adds from the defaults.
     add("plain", ["BF.MADD", "plain", *items("p", 500)], items("p", 500))
     return commands, held
