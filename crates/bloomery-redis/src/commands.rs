@@ -144,6 +144,7 @@ fn write_filter_held(key: &RedisKeyWritable) -> Result<Option<HeldFilter<'_>>, R
 /// configuration (`bloomery.error-rate`, `-initial-size`, `-expansion`,
 /// `-redisbloom-layout`) as it is when the command runs; [`Reservation::replicate`] then
 /// spells every parameter out for replicas and the AOF, whose configuration may differ.
+#[derive(Clone, Copy)]
 pub(crate) struct Reservation {
     pub(crate) error_rate: f64,
     pub(crate) capacity: u64,
@@ -354,10 +355,11 @@ pub(crate) fn refuse_existing(redis_key: &RedisKeyWritable) -> Result<(), RedisE
 /// arguments), parsing and error replies are kept as they were.
 ///
 /// From this server's primary or AOF, a `BF.RESERVE` of at most 7 arguments is read as
-/// RedisBloom reads it: every filter bloomery makes is replicated with at least 8
-/// (`EXPANSION n LAYOUT x`; an aging one's `WINDOW GENERATIONS g AT ms`, 9), so a shorter
-/// one came from a RedisBloom primary (or its AOF), which looks for `NONSCALING` and
-/// `EXPANSION` only and ignores every other word. Read as bloomery's options, `WINDOW`
+/// RedisBloom reads it, and makes RedisBloom's chain whatever this server's layout: every
+/// filter bloomery makes is replicated with at least 8 (`EXPANSION n LAYOUT x`; an aging
+/// one's `WINDOW GENERATIONS g AT ms`, 9), so a shorter one came from a RedisBloom primary
+/// (or its AOF), which looks for `NONSCALING` and `EXPANSION` only and ignores every
+/// other word, and may then send `BF.LOADCHUNK` data pieces for the key's links. Read as bloomery's options, `WINDOW`
 /// would make an aging filter that forgets what RedisBloom keeps, and `AT` without
 /// `WINDOW` or a `LAYOUT` naming none would be refused, leaving no key for a later
 /// `BF.INSERT ... NOCREATE` (whose items would be lost).
@@ -389,13 +391,20 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         } else if value.is_some_and(|value| word_is(value, LAYOUT_BLOOMERY)) {
             false
         } else if redisbloom_words {
-            // A word RedisBloom ignored: this server's layout.
+            // A word RedisBloom ignored (the layout is set below).
             reservation.redisbloom
         } else {
             return Err(RedisError::Str(
                 "ERR bad layout: LAYOUT takes redisbloom or bloomery",
             ));
         };
+    }
+    if redisbloom_words {
+        // RedisBloom's chain, as the primary (or the server that wrote the AOF) made it:
+        // the pieces of a `BF.SCANDUMP` it sends next (`BF.LOADCHUNK` of iterator 2 on,
+        // which RedisBloom copies into the key's links as they are) go into the same links
+        // here, where bloomery's layout would refuse them and lose their items.
+        reservation.redisbloom = true;
     }
     // As RedisBloom: NONSCALING anywhere, then EXPANSION's value (checked in this order,
     // so `NONSCALING EXPANSION x` is refused for combining them whatever x is, unless
@@ -494,13 +503,20 @@ fn add_items(
             let Some(reservation) = reservation else {
                 return Err(RedisError::Str("ERR not found"));
             };
+            // Bloomery replicates every filter it makes as a `BF.RESERVE` before the add,
+            // so an add that makes one here in a replay came from a RedisBloom primary (or
+            // its AOF): RedisBloom's chain, as there (see `reserve`).
+            let reservation = Reservation {
+                redisbloom: reservation.redisbloom || replaying,
+                ..*reservation
+            };
             let filter = if replaying {
                 reservation.create_replayed()?
             } else {
                 reservation.create(cap)?
             };
-            set_new_filter(&redis_key, filter)?;
             made = Some(reservation);
+            set_new_filter(&redis_key, filter)?;
             write_filter_held(&redis_key)?.ok_or(RedisError::Str("ERR could not create the filter"))?
         }
     };

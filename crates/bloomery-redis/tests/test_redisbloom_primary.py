@@ -1,11 +1,11 @@
 """A server running bloomery as the replica of a RedisBloom primary, or replaying an AOF
 RedisBloom wrote: RedisBloom replicates its commands as given (`ReplicateVerbatim`), so the
-replica makes its filters from its own defaults and layout, and reads the options as
-RedisBloom does. Every item the primary took must be found on the replica, including
-where the replica's filter is full, at its most sub-filters or cannot size the next (it
-takes the item past capacity), where RedisBloom's one-letter option forms or an EXPANSION
-above bloomery's client limit are used, and where bloomery's blocked layout cannot reach
-the rate (the replica makes RedisBloom's chain).
+replica makes its filters from its own defaults (as RedisBloom's chain, whatever its
+layout), and reads the options as RedisBloom does. Every item the primary took must be
+found on the replica, including where the replica's filter is full (it takes the item past
+capacity), where RedisBloom's one-letter option forms or an EXPANSION above bloomery's
+client limit are used, where the rate is below what bloomery's blocked layout reaches, and
+where the primary loads BF.SCANDUMP data pieces into a key a BF.RESERVE or an add made.
 
 The primary is a script that speaks Redis's replication protocol (an empty RDB, then the
 commands, as RedisBloom's primary sends them); with RedisBloom 2.6.28 built
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Server
+from conftest import ROOT, Server, dump
 
 PEER = Path(os.environ.get("REDISBLOOM_SO", ROOT / "target/peer/redisbloom-2.6.28.so"))
 
@@ -33,9 +33,31 @@ def items(prefix, count):
     return [f"{prefix}-{i}" for i in range(count)]
 
 
-def scenario():
+# The filter whose BF.SCANDUMP data pieces the primary loads into a key it reserved alike:
+# one link (RedisBloom's data pieces fill an existing link only), its items.
+SOURCE = ["0.01", "60"]
+SOURCE_ITEMS = items("s", 50)
+
+
+@pytest.fixture(scope="module")
+def pieces(tmp_path_factory):
+    """BF.SCANDUMP's pieces of the SOURCE filter, in RedisBloom's encoding: made by bloomery
+    in RedisBloom's layout (the test on a real RedisBloom primary checks RedisBloom takes
+    them and then holds every item)."""
+    server = Server(tmp_path_factory.mktemp("pieces"))
+    try:
+        server.start()
+        client = server.client()
+        client.execute_command("BF.RESERVE", "source", *SOURCE, "LAYOUT", "redisbloom")
+        client.execute_command("BF.MADD", "source", *SOURCE_ITEMS)
+        return dump(client, "source")
+    finally:
+        server.stop()
+
+
+def scenario(pieces):
     """(commands, key -> items the primary holds): each command as RedisBloom's primary
-    replicates it, every item in it accepted there."""
+    replicates it, every item in it accepted there. `pieces` is a BF.SCANDUMP of SOURCE."""
     commands, held = [], {}
 
     def add(key, command, taken):
@@ -84,6 +106,19 @@ def scenario():
     add("layout", ["BF.INSERT", "layout", "NOCREATE", "ITEMS", *items("e", 50)], items("e", 50))
     # Plain adds from the defaults.
     add("plain", ["BF.MADD", "plain", *items("p", 500)], items("p", 500))
+    # A filter's data pieces (no header) loaded into a key reserved alike: RedisBloom copies
+    # them into the key's link, so the key then holds the source's items; adds follow.
+    commands.append(["BF.RESERVE", "pieces", *SOURCE])
+    for iterator, data in pieces[1:]:
+        commands.append(["BF.LOADCHUNK", "pieces", iterator, data])
+    held["pieces"] = list(SOURCE_ITEMS)
+    add("pieces", ["BF.MADD", "pieces", *items("q", 20)], items("q", 20))
+    # The same into a key an add made (from the defaults: the primary's and the replica's
+    # are alike here, as RedisBloom's replicas need them to be for its pieces to fit).
+    commands.append(["BF.INSERT", "pieces-added", "CAPACITY", SOURCE[1], "ITEMS", "first"])
+    for iterator, data in pieces[1:]:
+        commands.append(["BF.LOADCHUNK", "pieces-added", iterator, data])
+    held["pieces-added"] = list(SOURCE_ITEMS)
     return commands, held
 
 
@@ -175,8 +210,8 @@ def missing(client, held) -> dict:
 
 
 @pytest.mark.parametrize("layout", ["no", "yes"])
-def test_a_replica_of_a_scripted_redisbloom_primary_keeps_every_item(tmp_path, layout):
-    commands, held = scenario()
+def test_a_replica_of_a_scripted_redisbloom_primary_keeps_every_item(tmp_path, layout, pieces):
+    commands, held = scenario(pieces)
     commands.append(["SET", "synced", "1"])
     primary = ScriptedPrimary(commands)
     replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
@@ -198,10 +233,10 @@ def test_a_replica_of_a_scripted_redisbloom_primary_keeps_every_item(tmp_path, l
         primary.close()
 
 
-def test_an_aof_redisbloom_wrote_loads_every_item(tmp_path):
+def test_an_aof_redisbloom_wrote_loads_every_item(tmp_path, pieces):
     """The same commands as an AOF (what RedisBloom's server writes: the commands as
     given), loaded at start: every item is found."""
-    commands, held = scenario()
+    commands, held = scenario(pieces)
     (tmp_path / "appendonly.aof").write_bytes(resp(["SELECT", "0"]) + b"".join(map(resp, commands)))
     server = Server(tmp_path, "--appendonly", "yes")
     try:
@@ -212,11 +247,11 @@ def test_an_aof_redisbloom_wrote_loads_every_item(tmp_path):
 
 
 @pytest.mark.skipif(not PEER.exists(), reason=f"RedisBloom 2.6.28 not built at {PEER} (scripts/redisbloom-peer.sh)")
-def test_a_replica_of_a_real_redisbloom_primary_keeps_every_item(tmp_path):
+def test_a_replica_of_a_real_redisbloom_primary_keeps_every_item(tmp_path, pieces):
     """The scenario on RedisBloom 2.6.28 itself as the primary, after the replica synced (so
     the commands reach it as RedisBloom replicates them): RedisBloom answers every item
     (none refused: the scenario's assumption), and the bloomery replica finds them all."""
-    commands, held = scenario()
+    commands, held = scenario(pieces)
     primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
     primary_dir.mkdir()
     replica_dir.mkdir()
