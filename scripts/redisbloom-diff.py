@@ -107,7 +107,7 @@ def first_link(entries, error, options):
     if options & 1:
         bits, n2 = max(int(entries * bpe), 1), 0
     else:
-        n2 = math.floor(math.log2(entries * bpe)) + 1
+        n2 = math.frexp(entries * bpe)[1]  # logb + 1, exactly (log2 rounds up just below 2^k)
         bits = 1 << n2
         entries += int((bits - entries * bpe) / bpe)
     size = (bits + 63) // 64 * 8

@@ -174,11 +174,12 @@ fn link_shape(entries: u64, error: f64, options: u32) -> Result<LinkShape> {
         if options & OPT_NOROUND != 0 {
             (entries, (wanted as u64).max(1), 0)
         } else {
-            // `logb`: the binary exponent. `wanted` is normal (at least bpe > 0 and below
-            // 2^63), except for a first link of error rate near 1 with a tiny capacity,
-            // where `log2` still gives the exponent's floor.
-            let exponent = wanted.log2().floor();
-            if exponent < 0.0 {
+            // `logb`: the binary exponent, read from the bits (`log2` rounds a value just
+            // below a power of two up to it: 15.999999999999998 gave 4 where `logb` gives
+            // 3, so a link of twice RedisBloom's bits and capacity). `wanted` is normal (at
+            // least bpe > 0 and below 2^63); a subnormal one reads as -1023, refused below.
+            let exponent = ((wanted.to_bits() >> 52) & 0x7ff) as i64 - 1023;
+            if exponent < 0 {
                 return Err(too_large(format!(
                     "{wanted} bits round to no power of two (RedisBloom's n2 would be negative)"
                 )));

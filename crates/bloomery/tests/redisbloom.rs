@@ -614,3 +614,25 @@ fn chains_without_noround_grow_power_of_two_links_as_redisbloom_does() {
         assert_eq!(found, false_positives, "options {options}");
     }
 }
+
+/// A link of a chain without NOROUND has `2^(logb(entries · bpe) + 1)` bits in RedisBloom,
+/// `logb` being the exact binary exponent. Bloomery took `floor(log2(...))`, which is one
+/// more for a value just below a power of two (`log2` rounds it up): here the second link
+/// wants 15.999999999999998 bits, and bloomery made it of 32 bits and capacity 4 where
+/// RedisBloom 2.6.28 made 16 bits and capacity 2 (its BF.DEBUG after RESTOREing this chain
+/// and `BF.MADD old a b c`: `bytes:8 bits:64 hashes:6 hashwidth:64 capacity:2 size:2`),
+/// with other bit positions.
+#[test]
+fn a_power_of_two_link_just_below_a_power_of_two_is_sized_as_redisbloom_sizes_it() {
+    let error = f64::from_bits(0x3FA5_EE09_2BFF_75C3); // 0x1.5ee092bff75c3p-5
+    let mut chain = one_empty_link_chain(4, (1, error, 64, 3));
+    for item in [b"a", b"b", b"c"] {
+        assert!(chain.insert(item).unwrap());
+    }
+    let shapes: Vec<_> = chain
+        .links()
+        .iter()
+        .map(|link| (link.bitmap().len(), link.hashes(), link.entries(), link.size()))
+        .collect();
+    assert_eq!(shapes, [(8, 5, 1, 1), (8, 6, 2, 2)]);
+}
