@@ -206,16 +206,24 @@ impl Reservation {
     /// chain, which takes every rate RedisBloom does. Refusing the command would lose its
     /// items.
     fn create_replayed(&self) -> Result<Box<dyn DynFilter>, RedisError> {
-        self.create(None).or_else(|error| {
-            if self.redisbloom {
-                return Err(error);
-            }
-            let chain = Reservation {
-                redisbloom: true,
-                ..*self
-            };
-            chain.create(None)
-        })
+        self.create(None)
+            .or_else(|error| {
+                if self.redisbloom {
+                    return Err(error);
+                }
+                let chain = Reservation {
+                    redisbloom: true,
+                    ..*self
+                };
+                chain.create(None)
+            })
+            .or_else(|error| {
+                // A capacity whose bits pass 2^64 (from about 1.9 * 10^18 at 0.01), which
+                // RedisBloom on x86-64 takes with a link of one 64-bit word.
+                RedisBloomFilter::new_replayed(self.capacity, self.error_rate, self.expansion, !self.scaling)
+                    .map(|chain| Box::new(chain) as Box<dyn DynFilter>)
+                    .map_err(|_| error)
+            })
     }
 
     /// Replicates (and writes to the AOF) the creation of this filter at `key` as a

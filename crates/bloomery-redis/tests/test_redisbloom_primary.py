@@ -104,6 +104,12 @@ def scenario(pieces):
     add("at", ["BF.INSERT", "at", "NOCREATE", "ITEMS", *items("d", 50)], items("d", 50))
     commands.append(["BF.RESERVE", "layout", "0.01", "10", "LAYOUT", "x"])
     add("layout", ["BF.INSERT", "layout", "NOCREATE", "ITEMS", *items("e", 50)], items("e", 50))
+    # A capacity whose bits pass 2^64 (about 1.9 * 10^18 at 0.01): RedisBloom on x86-64
+    # makes a link of one 64-bit word and takes the items (bloomery refused the filter).
+    commands.append(["BF.RESERVE", "huge", "0.01", "9223372036854775807"])
+    add("huge", ["BF.INSERT", "huge", "NOCREATE", "ITEMS", *items("z", 20)], items("z", 20))
+    add("huge-insert", ["BF.INSERT", "huge-insert", "CAPACITY", "2000000000000000000", "ITEMS", *items("q", 20)],
+        items("q", 20))
     # Plain adds from the defaults.
     add("plain", ["BF.MADD", "plain", *items("p", 500)], items("p", 500))
     # A filter's data pieces (no header) loaded into a key reserved alike: RedisBloom copies

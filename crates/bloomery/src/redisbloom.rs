@@ -135,12 +135,19 @@ struct LinkShape {
 ///   bits hold at this error rate. RedisBloom refuses more than 64; 64 is refused here
 ///   too, as RedisBloom's shift by 64 gives a link it cannot load back (`n2` 64).
 /// - NOROUND (every chain RedisBloom 2.x creates): `trunc(entries · bpe)` bits, at least 1.
+///   Past 2^63 bits it is refused; with `wrap`, from 2^64 on it is 1 bit, as RedisBloom's
+///   `(uint64_t)` conversion gives on x86-64 (see [`RedisBloomFilter::new_replayed`]).
 /// - neither (RedisBloom 1.x's chains, which RedisBloom 2.x keeps growing the same way):
 ///   the next power of two above `entries · bpe` bits (`n2 = logb(entries · bpe) + 1`), the
 ///   capacity raised by the items the extra bits hold at `bpe` each.
 ///
 /// In every case the bits are then rounded up to whole 64-bit words.
 fn link_shape(entries: u64, error: f64, options: u32) -> Result<LinkShape> {
+    link_shape_with(entries, error, options, false)
+}
+
+/// [`link_shape`], with RedisBloom's x86-64 link of one word past 2^64 bits if `wrap`.
+fn link_shape_with(entries: u64, error: f64, options: u32, wrap: bool) -> Result<LinkShape> {
     if entries < 1 {
         return Err(Error::Parameter {
             name: "capacity",
@@ -168,10 +175,15 @@ fn link_shape(entries: u64, error: f64, options: u32) -> Result<LinkShape> {
         ((bits as f64 / bpe) as u64, bits, entries as u8)
     } else {
         let wanted = entries as f64 * bpe;
-        if !wanted.is_finite() || wanted >= (u64::MAX / 2) as f64 {
+        if wrap && options & OPT_NOROUND != 0 && wanted >= 2f64.powi(64) {
+            // RedisBloom's `(uint64_t)(entries * bpe)` of a value past 2^64 is 0 on x86-64
+            // (then its "at least one bit"): it makes a link of one 64-bit word, answers
+            // the command OK and takes its items (a capacity from about 1.9 * 10^18 at
+            // 0.01).
+            (entries, 1, 0)
+        } else if !wanted.is_finite() || wanted >= (u64::MAX / 2) as f64 {
             return Err(too_large("the link would need more than 2^63 bits".into()));
-        }
-        if options & OPT_NOROUND != 0 {
+        } else if options & OPT_NOROUND != 0 {
             (entries, (wanted as u64).max(1), 0)
         } else {
             // `logb`: the binary exponent, read from the bits (`log2` rounds a value just
@@ -211,13 +223,18 @@ fn bpe_and_hashes(error: f64) -> (f64, f64) {
 impl Link {
     /// A new, empty link for `entries` items at `error` in a chain with `options`.
     fn new(entries: u64, error: f64, options: u32) -> Result<Self> {
+        Self::shaped(link_shape(entries, error, options)?, error)
+    }
+
+    /// A new, empty link of this shape at `error`.
+    fn shaped(shape: LinkShape, error: f64) -> Result<Self> {
         let LinkShape {
             entries,
             bpe,
             bytes,
             hashes,
             n2,
-        } = link_shape(entries, error, options)?;
+        } = shape;
         let length = usize::try_from(bytes).map_err(|_| Error::Sizing {
             expected_items: entries,
             fpp: error,
@@ -372,6 +389,29 @@ impl RedisBloomFilter {
     /// What `BF.RESERVE key error_rate capacity [EXPANSION growth] [NONSCALING]` creates in
     /// RedisBloom 2.x (options FORCE64 and NOROUND, plus NO_SCALING).
     pub fn new(capacity: u64, error_rate: f64, growth: u32, nonscaling: bool) -> Result<Self> {
+        Self::new_with(capacity, error_rate, growth, nonscaling, false)
+    }
+
+    /// As [`new`](Self::new), and also where `capacity · bpe` is 2^64 bits or more, which
+    /// `new` refuses: RedisBloom 2.6.28 on x86-64 answers `BF.RESERVE key 0.01
+    /// 9223372036854775807` OK with a first link of one 64-bit word (its `(uint64_t)`
+    /// conversion of the bits gives 0, raised to 1) and takes items into it. For a server
+    /// replaying such a primary's commands (or its AOF), where refusing would lose them.
+    ///
+    /// ```
+    /// use bloomery::redisbloom::RedisBloomFilter;
+    ///
+    /// assert!(RedisBloomFilter::new(i64::MAX as u64, 0.01, 2, false).is_err());
+    /// let mut chain = RedisBloomFilter::new_replayed(i64::MAX as u64, 0.01, 2, false)?;
+    /// assert_eq!(chain.links()[0].bits(), 64);
+    /// assert!(chain.insert(b"kept")? && chain.contains(b"kept"));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn new_replayed(capacity: u64, error_rate: f64, growth: u32, nonscaling: bool) -> Result<Self> {
+        Self::new_with(capacity, error_rate, growth, nonscaling, true)
+    }
+
+    fn new_with(capacity: u64, error_rate: f64, growth: u32, nonscaling: bool, wrap: bool) -> Result<Self> {
         if growth < 1 {
             return Err(Error::Parameter {
                 name: "expansion",
@@ -388,7 +428,8 @@ impl RedisBloomFilter {
         if !(error_rate > 0.0 && error_rate < 1.0) {
             return Err(Error::Fpp { value: error_rate });
         }
-        let first = Link::new(capacity, first_error, options)
+        let first = link_shape_with(capacity, first_error, options, wrap)
+            .and_then(|shape| Link::shaped(shape, first_error))
             .map_err(|error| first_sub_filter_error(error, capacity, error_rate, first_error))?;
         Ok(Self {
             size: 0,

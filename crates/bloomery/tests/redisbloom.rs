@@ -615,6 +615,39 @@ fn chains_without_noround_grow_power_of_two_links_as_redisbloom_does() {
     }
 }
 
+/// RedisBloom 2.6.28 (x86-64) answers `BF.RESERVE r 0.01 9223372036854775807` OK: its
+/// `(uint64_t)(entries * bpe)` of a value past 2^64 is 0, raised to 1 bit, so the link is
+/// one 64-bit word (`BF.DEBUG r`: `bytes:8 bits:64 hashes:8 hashwidth:64
+/// capacity:9223372036854775807 size:0 ratio:0.005`), and it takes items into it. Bloomery
+/// refused to make such a chain ("more than 2^63 bits"), so a replica of that primary, or
+/// an AOF replay, lost every item added to it: `new_replayed` makes RedisBloom's link
+/// (`new` still refuses a filter that small for that many items). Between 2^63 and 2^64
+/// bits RedisBloom's allocation fails ("could not create filter", as for capacity 10^18),
+/// and both refuse.
+#[test]
+fn a_link_whose_bits_pass_2_to_the_64_is_one_word_as_in_redisbloom() {
+    for capacity in [9_223_372_036_854_775_807, 2_000_000_000_000_000_000] {
+        assert!(RedisBloomFilter::new(capacity, 0.01, 2, false).is_err());
+        let mut chain = RedisBloomFilter::new_replayed(capacity, 0.01, 2, false).unwrap();
+        let link = &chain.links()[0];
+        let shape = (
+            link.bitmap().len(),
+            link.bits(),
+            link.hashes(),
+            link.entries(),
+            link.error(),
+        );
+        assert_eq!(shape, (8, 64, 8, capacity, 0.005), "capacity {capacity}");
+        let items: Vec<String> = (0..20).map(|i| format!("item-{i}")).collect();
+        for item in &items {
+            chain.insert(item.as_bytes()).unwrap();
+        }
+        assert!(items.iter().all(|item| chain.contains(item.as_bytes())));
+        assert_eq!(chain.links().len(), 1);
+    }
+    assert!(RedisBloomFilter::new_replayed(1_000_000_000_000_000_000, 0.01, 2, false).is_err());
+}
+
 /// A link of a chain without NOROUND has `2^(logb(entries · bpe) + 1)` bits in RedisBloom,
 /// `logb` being the exact binary exponent. Bloomery took `floor(log2(...))`, which is one
 /// more for a value just below a power of two (`log2` rounds it up): here the second link
