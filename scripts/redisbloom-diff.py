@@ -149,8 +149,13 @@ def restored_chains(a, b, rng, cases):
         chain = [("uint", 0), ("uint", 1)] + [("uint", options)] * (encoding >= 2) + [("uint", growth)] * (encoding >= 4)
         payload = crafted_payload(probe, encoding, chain + link)
         problems = []
-        if reply(a, "RESTORE", key, 0, payload) != reply(b, "RESTORE", key, 0, payload):
+        restored = reply(a, "RESTORE", key, 0, payload), reply(b, "RESTORE", key, 0, payload)
+        if restored[0] != restored[1]:
             problems.append("RESTORE")
+        elif restored[0].startswith("error"):
+            # Both refusing the crafted payload would leave BF.MADD to make default chains
+            # on both, which answer alike without testing what this is for.
+            problems.append(f"RESTORE refused by both ({restored[0]})")
         else:
             items = [rng.randbytes(rng.randrange(0, 30)) for _ in range(rng.choice([50, 500, 3000]))]
             problems += compare_chain(a, b, key, rng, items)
