@@ -416,8 +416,11 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     // As RedisBloom: NONSCALING anywhere, then EXPANSION's value (checked in this order,
     // so `NONSCALING EXPANSION x` is refused for combining them whatever x is, unless
-    // LAYOUT is given); other words are ignored.
-    reservation.scaling = !options.iter().any(|word| word_is(word, "NONSCALING"));
+    // LAYOUT is given); other words are ignored. RedisBloom looks for NONSCALING among
+    // every argument, the key's too (`BF.RESERVE nonscaling 0.01 10` is a NONSCALING
+    // filter there): so does a replay of its command, where the filter would scale.
+    let nonscaling_in = if redisbloom_words { &args[1..] } else { options };
+    reservation.scaling = !nonscaling_in.iter().any(|word| word_is(word, "NONSCALING"));
     if let Some(at) = options.iter().position(|word| word_is(word, "EXPANSION")) {
         let value = options.get(at + 1).ok_or(RedisError::Str("ERR no expansion"))?;
         if !reservation.scaling && layout_at.is_none() {

@@ -283,3 +283,25 @@ def test_a_replica_of_a_real_redisbloom_primary_keeps_every_item(tmp_path, piece
     finally:
         replica.stop()
         primary.stop()
+
+
+def test_a_replayed_reserve_of_a_key_named_nonscaling_does_not_scale(tmp_path):
+    """RedisBloom's BF.RESERVE looks for NONSCALING among all its arguments, the key too:
+    `BF.RESERVE nonscaling 0.01 10` makes a NONSCALING filter there (BF.INFO: capacity 10,
+    expansion nil; a BF.MADD of 15 items takes 10, the 11th is "non scaling filter is
+    full"). A replica made it scaling (capacity 30 in 2 sub-filters after the same adds)."""
+    commands = [["BF.RESERVE", "nonscaling", "0.01", "10"], ["BF.MADD", "nonscaling", *items("s", 15)],
+                ["SET", "synced", "1"]]
+    primary = ScriptedPrimary(commands)
+    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port))
+    try:
+        replica.start()
+        client = replica.client()
+        wait_for(client, "synced")
+        info = client.execute_command("BF.INFO", "nonscaling")
+        assert info[info.index(b"Number of filters") + 1] == 1
+        assert info[info.index(b"Expansion rate") + 1] is None
+        assert all(client.execute_command("BF.MEXISTS", "nonscaling", *items("s", 15)))
+    finally:
+        replica.stop()
+        primary.close()
