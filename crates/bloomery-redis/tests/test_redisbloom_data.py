@@ -178,6 +178,29 @@ def test_items_added_during_a_live_migration_stay_present(tmp_path):
         server.stop()
 
 
+
+def test_pieces_loaded_into_a_filter_that_holds_items_keep_them(tmp_path):
+    """Data pieces loaded into a RedisBloom key that already holds items (here: its own
+    pieces sent again after more adds, as a retried migration does) are ORed into its bits,
+    where RedisBloom copies them over: the items added in between stay present (README,
+    "RedisBloom-layout keys ... take pieces")."""
+    server = Server(tmp_path).start()
+    try:
+        client = server.client()
+        for name in ["scaled", "expansion4", "defaults"]:
+            source = pieces(FIXTURES / f"{name}.scandump")
+            for iterator, data in source:
+                assert client.execute_command("BF.LOADCHUNK", name, iterator, data) == b"OK"
+            later = [f"later-{i}".encode() for i in range(20)]
+            added = client.execute_command("BF.MADD", name, *later)
+            assert not any(isinstance(answer, Exception) for answer in added), name
+            for iterator, data in source[1:]:
+                assert client.execute_command("BF.LOADCHUNK", name, iterator, data) == b"OK"
+            items = later + lines(FIXTURES / f"{name}.items")
+            assert all(client.execute_command("BF.MEXISTS", name, *items)), name
+    finally:
+        server.stop()
+
 def test_scandump_pieces_joined_become_a_file_for_the_cli_and_python(loaded, tmp_path):
     """RedisBloom's filters (the RDB it wrote), dumped by the migration loop and joined:
     `bloomery import --format redisbloom-scandump` and Python's from_redisbloom_scandump
