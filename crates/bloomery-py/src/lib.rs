@@ -652,7 +652,10 @@ fn blocked_with_seed<F: std::ops::Deref<Target = BlockedBloomFilter>>(
 /// ``np.array(5)`` is ``5``); a ``bool`` is the int it equals (``True`` is ``1``), and
 /// ``numpy.bool_``, which has no ``__index__``, is a ``TypeError``. A buffer of wider
 /// elements (a numpy ``int64`` array) is not one item: ``add_many`` and ``contains_many``
-/// take its elements as int items.
+/// take its elements as int items. Every int item is 8 bytes, a numpy ``int32``
+/// element's too: a 32-bit integer item (Guava's ``integerFunnel``, the CLI's
+/// ``--format int``, Rust ``i32``, a Parquet INT32 column's filter) is its 4 bytes,
+/// ``struct.pack("<i", x)``, or in a batch ``add_many(a.astype("<i4"), item_size=4)``.
 ///
 /// Threads may share a filter (batch calls release the GIL). A process made by
 /// ``os.fork()`` while another thread was inside a call on a filter (a batch, a save)

@@ -830,6 +830,23 @@ def test_item_types_as_documented():
         BloomFilter(100).add(np.array([5], dtype="i8"))
 
 
+
+def test_32_bit_integer_items_are_4_bytes_given_as_bytes_or_item_size_4():
+    """As the stub's _Item and the README say: every int item is 8 bytes, a numpy int32
+    element's too, so a 32-bit integer item (integerFunnel, CLI --format int, a Parquet
+    INT32 filter) is found by its 4 bytes, struct.pack("<i", x) or item_size=4."""
+    values = [1, -5, 70000, 2**31 - 1, -(2**31)]
+    as_int32 = np.array(values, dtype="<i4")
+    f = BloomFilter(1000, 1e-6)
+    f.add_many([struct.pack("<i", value) for value in values])
+    assert f.contains_many(as_int32, item_size=4) == [True] * len(values)
+    assert f.contains_many(memoryview(as_int32).cast("B"), item_size=4) == [True] * len(values)
+    # The elements as int items are the 64-bit items of the same values, not these.
+    g = BloomFilter(1000, 1e-6)
+    g.add_many(as_int32)
+    assert g.contains_many(values) == [True] * len(values)
+    assert g.contains_many(as_int32.astype("i8")) == [True] * len(values)
+
 def test_paths_may_be_bytes_or_path_like(tmp_path):
     """As open() takes them: a bytes path was "'bytes' object is not an instance of 'str'
     while processing 'path'"."""

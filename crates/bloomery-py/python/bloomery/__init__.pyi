@@ -19,7 +19,10 @@ from -2**63 to 2**64-1 (8 bytes little-endian, Guava's longFunnel), also anythin
 __index__ (numpy integer scalars, a 0-d numpy integer array: np.array(5) is the item 5).
 A bool is an int (True is the item 1, as True == 1); numpy.bool_ has no __index__ and is
 refused (TypeError: bool(x) is an item), as are buffers of wider elements (a numpy int64
-array is items for add_many/contains_many, not one item)."""
+array is items for add_many/contains_many, not one item). Every int item is 8 bytes, a numpy
+int32 or int16 element's too: a 32-bit integer item (Guava's integerFunnel, the CLI's
+--format int, Rust i32, a Parquet INT32 column's filter) is its 4 bytes,
+struct.pack("<i", x), or in a batch add_many(a.astype("<i4"), item_size=4)."""
 
 _Path: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 """A file's path, as Python's open() takes it (bytes decoded as os.fsdecode does)."""
@@ -38,8 +41,10 @@ _Kind: TypeAlias = Literal[
 ]
 
 _Items: TypeAlias = Iterable[_Item] | Buffer
-"""A batch: any iterable of items, a buffer of integers (numpy int arrays, array.array),
-or a bytes-like buffer cut into items of ``item_size`` bytes."""
+"""A batch: any iterable of items, a buffer of integers (numpy int arrays, array.array:
+each element an 8-byte int item, whatever its width), or a bytes-like buffer cut into items
+of ``item_size`` bytes (any buffer, with ``item_size``: an int32 array with item_size=4 is
+32-bit integer items, Guava's integerFunnel)."""
 
 def kinds() -> list[str]:
     """The names ``kind=`` takes."""
