@@ -14,6 +14,20 @@
 //!
 //! Note that a string and its UTF-16 form hash differently, as they do in Guava: pick the
 //! funnel the Java side uses (`Funnels.stringFunnel(UTF_8)` or `Funnels.unencodedCharsFunnel()`).
+//!
+//! An integer's width is part of the item: a bare literal such as `5` is an `i32` in Rust,
+//! 4 bytes, while a Python `int`, the CLI's `--format long` and Guava's `Long` are 8. Write
+//! `5i64` or `5u64` for a filter shared with them:
+//!
+//! ```
+//! use bloomery::BlockedBloomFilter;
+//!
+//! let mut filter = BlockedBloomFilter::with_fpp(1000, 0.01)?;
+//! filter.insert(&5u64); // 8 bytes: Python's 5, `bloomery add -f long 5`
+//! assert!(filter.contains(&5i64)); // the same 8 bytes
+//! assert!(!filter.contains(&5)); // an i32: 4 bytes, another item
+//! # Ok::<(), bloomery::Error>(())
+//! ```
 
 /// Where a [`Funnel`] puts an item's bytes: Guava's `PrimitiveSink`.
 ///
