@@ -223,6 +223,16 @@ pub trait DynFilter: FilterView {
         self.insert(item)
     }
 
+    /// As [`insert_past_capacity`](Self::insert_past_capacity), with each growth step held
+    /// to `limit` before it allocates: a step it refuses is not taken, and the item goes
+    /// into the newest sub-filter beyond its capacity instead. For a replay, which must
+    /// neither refuse an item nor allocate more than the machine holds (the server would
+    /// stop). Filters that never grow just insert.
+    fn insert_past_capacity_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        let _ = limit;
+        self.insert_past_capacity(item)
+    }
+
     /// Adds every item in order (the blocked filter hashes ahead and prefetches). Stops at
     /// the first refusal, with the items before it added.
     fn insert_batch(&mut self, items: &[&[u8]]) -> Result<()> {
@@ -1077,6 +1087,10 @@ impl DynFilter for ScalableBloomFilter {
         ScalableBloomFilter::insert_past_capacity(self, item)
     }
 
+    fn insert_past_capacity_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        ScalableBloomFilter::insert_past_capacity_within(self, item, limit)
+    }
+
     fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
         self.insert_limited(item, limit)
     }
@@ -1149,6 +1163,10 @@ impl DynFilter for RedisBloomFilter {
 
     fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
         RedisBloomFilter::insert_past_capacity(self, item)
+    }
+
+    fn insert_past_capacity_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        RedisBloomFilter::insert_past_capacity_within(self, item, limit)
     }
 
     fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
@@ -1227,6 +1245,10 @@ impl DynFilter for ScalableBlockedBloomFilter {
 
     fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
         ScalableBlockedBloomFilter::insert_past_capacity(self, item)
+    }
+
+    fn insert_past_capacity_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        ScalableBlockedBloomFilter::insert_past_capacity_within(self, item, limit)
     }
 
     fn insert_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {

@@ -511,10 +511,10 @@ impl RedisBloomFilter {
     /// Adds the item whatever the chain's capacity: where [`insert`](Self::insert) refuses
     /// it (a NONSCALING chain at capacity, one at [`MAX_LINKS`] or unable to make the next
     /// link), it goes into the newest link beyond that link's capacity, so the rate there
-    /// rises above the promise instead of the item being lost. Nothing limits growth. For
-    /// a server replaying adds that another accepted (a replica of a RedisBloom primary
-    /// made with other defaults, an AOF RedisBloom wrote), where a refusal would be a false
-    /// negative.
+    /// rises above the promise instead of the item being lost. Nothing limits growth (see
+    /// [`insert_past_capacity_within`](Self::insert_past_capacity_within)). For a server
+    /// replaying adds that another accepted (a replica of a RedisBloom primary made with
+    /// other defaults, an AOF RedisBloom wrote), where a refusal would be a false negative.
     ///
     /// ```
     /// use bloomery::redisbloom::RedisBloomFilter;
@@ -530,7 +530,32 @@ impl RedisBloomFilter {
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
-        match self.insert_limited(item, GrowthLimit::None) {
+        self.insert_past_capacity_within(item, GrowthLimit::None)
+    }
+
+    /// As [`insert_past_capacity`](Self::insert_past_capacity), with each new link held
+    /// to `limit` before it is allocated: a link it refuses is not made, and the item goes
+    /// into the newest link instead. For a server replaying a RedisBloom primary's adds,
+    /// which RedisBloom replicates as given even where it could not allocate the next link
+    /// (its `BF.MADD` then answers "problem inserting into filter" for the items that
+    /// needed it): a replay that tried to allocate that link would stop the server.
+    ///
+    /// ```
+    /// use bloomery::any::GrowthLimit;
+    /// use bloomery::redisbloom::RedisBloomFilter;
+    ///
+    /// let mut chain = RedisBloomFilter::new(10, 0.01, u32::MAX, false)?;
+    /// for i in 0..10u32 {
+    ///     chain.insert(&i.to_le_bytes())?;
+    /// }
+    /// // The next link would hold 10 · (2^32 - 1) items: about 67 GB of bits.
+    /// assert!(chain.insert_past_capacity_within(b"one more", GrowthLimit::Total(1 << 30))?);
+    /// assert!(chain.contains(b"one more"));
+    /// assert_eq!(chain.links().len(), 1);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn insert_past_capacity_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
+        match self.insert_limited(item, limit) {
             Err(_) => {
                 // Refused only at a growth step, the item absent: into the newest.
                 let hash = hash_pair(self.options, item);

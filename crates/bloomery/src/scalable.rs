@@ -282,7 +282,18 @@ impl ScalableBloomFilter {
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn insert_past_capacity<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {
-        match self.insert_limited(item, GrowthLimit::None) {
+        self.insert_past_capacity_within(item, GrowthLimit::None)
+    }
+
+    /// As [`insert_past_capacity`](Self::insert_past_capacity), with each new sub-filter
+    /// held to `limit` before it is allocated: one it refuses is not made, and the item
+    /// goes into the newest sub-filter instead.
+    pub fn insert_past_capacity_within<T: Funnel + ?Sized>(
+        &mut self,
+        item: &T,
+        limit: GrowthLimit<'_>,
+    ) -> Result<bool> {
+        match self.insert_limited(item, limit) {
             Err(_) => {
                 // Refused only at a growth step, the item absent: into the newest.
                 let newest = self.filters.last_mut().expect("at least one sub-filter");

@@ -215,8 +215,20 @@ impl ScalableBlockedBloomFilter {
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     pub fn insert_past_capacity<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {
+        self.insert_past_capacity_within(item, GrowthLimit::None)
+    }
+
+    /// As [`insert_past_capacity`](Self::insert_past_capacity), with each new sub-filter
+    /// held to `limit` before it is allocated: one it refuses is not made, and the item
+    /// goes into the newest sub-filter instead (a replay that tried to allocate more than
+    /// the machine holds would stop the server).
+    pub fn insert_past_capacity_within<T: Funnel + ?Sized>(
+        &mut self,
+        item: &T,
+        limit: GrowthLimit<'_>,
+    ) -> Result<bool> {
         let hash = self.hash(item);
-        match self.insert_hash_limited(hash, GrowthLimit::None) {
+        match self.insert_hash_limited(hash, limit) {
             Err(_) => {
                 // Refused only at a growth step, the item absent: into the newest.
                 let newest = self.links.last_mut().expect("a chain has a sub-filter");
