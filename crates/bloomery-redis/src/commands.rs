@@ -205,8 +205,16 @@ impl Reservation {
     /// rate below what blocked sub-filters reach, which RedisBloom takes), RedisBloom's
     /// chain, which takes every rate RedisBloom does. Refusing the command would lose its
     /// items.
+    ///
+    /// It is held to this machine's memory, which no filter can pass (Redis's allocator
+    /// stops the server on an allocation that fails): RedisBloom 2.6.28 replicates a
+    /// `BF.RESERVE` it refused with "could not create filter" (its allocation failed), such
+    /// as `BF.RESERVE k 0.01 100000000000000000` (a first link of 1.4 * 10^17 bytes), and
+    /// making it here stopped every replica, and every server loading the AOF. It is
+    /// refused with RedisBloom's answer instead, as RedisBloom's own replica refuses it.
     fn create_replayed(&self) -> Result<Box<dyn DynFilter>, RedisError> {
-        self.create(None)
+        let machine = Some(limits::machine_memory());
+        self.create(machine)
             .or_else(|error| {
                 if self.redisbloom {
                     return Err(error);
@@ -215,9 +223,19 @@ impl Reservation {
                     redisbloom: true,
                     ..*self
                 };
-                chain.create(None)
+                chain.create(machine)
             })
             .or_else(|error| {
+                // A first link RedisBloom's chain can size: refused for its size, with
+                // RedisBloom's answer.
+                if let Ok(bytes) = RedisBloomFilter::first_link_bytes(self.capacity, self.error_rate, !self.scaling) {
+                    return Err(match machine.filter(|&machine| bytes > machine) {
+                        Some(machine) => RedisError::String(format!(
+                            "ERR could not create filter: its first link takes {bytes} bytes, more than this machine's memory ({machine} bytes)"
+                        )),
+                        None => error,
+                    });
+                }
                 // A capacity whose bits pass 2^64 (from about 1.9 * 10^18 at 0.01), which
                 // RedisBloom on x86-64 takes with a link of one 64-bit word.
                 RedisBloomFilter::new_replayed(self.capacity, self.error_rate, self.expansion, !self.scaling)
@@ -583,7 +601,7 @@ fn add_items(
         if refused.is_some() && replaying {
             for (item, new) in slices[taken..].iter().zip(&mut added[taken..]) {
                 *new = chain
-                    .insert_past_capacity(*item)
+                    .insert_past_capacity_within(*item, replay_growth_limit())
                     .map_err(|error| RedisError::String(format!("ERR {error}")))?;
             }
             taken = items.len();
@@ -597,7 +615,7 @@ fn add_items(
     } else {
         for item in items {
             let inserted = match cap {
-                _ if replaying => filter.insert_past_capacity(item.as_slice()),
+                _ if replaying => filter.insert_past_capacity_within(item.as_slice(), replay_growth_limit()),
                 Some(cap) => filter.insert_within(item.as_slice(), GrowthLimit::Total(cap)),
                 None => filter.insert(item.as_slice()),
             };
@@ -655,6 +673,18 @@ fn add_items(
         unsafe { accounting::after_write_held(held) };
     }
     Ok(())
+}
+
+/// How far a replayed add may grow a filter (a command from this server's primary or
+/// AOF, which takes every item, past capacity if need be): to this machine's memory. A
+/// RedisBloom primary replicates its `BF.MADD` as given even where it could not allocate
+/// the next link (it answered "problem inserting into filter" for the items that needed
+/// it, as for `BF.RESERVE k 0.01 100000 EXPANSION 4294967295` once full: a link of about
+/// 670 TB); making that link here stopped the server (Redis's allocator aborts: "Redis
+/// aborting for OUT OF MEMORY"), and an AOF holding the command could not be loaded. A
+/// step over the limit is not taken: the item goes into the newest link instead.
+fn replay_growth_limit() -> GrowthLimit<'static> {
+    GrowthLimit::Total(limits::machine_memory())
 }
 
 /// [`add_items`]' answers as a list.

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 
 from conftest import ROOT, Server, dump
 
@@ -305,3 +306,92 @@ def test_a_replayed_reserve_of_a_key_named_nonscaling_does_not_scale(tmp_path):
     finally:
         replica.stop()
         primary.close()
+
+
+def unallocatable():
+    """(commands, key -> items the primary holds): commands RedisBloom 2.6.28 could not
+    allocate for, yet replicates as given (and writes to its AOF). Its BF.RESERVE
+    replicates even a refusal ("could not create filter": a first link of 1.4 * 10^17
+    bytes), and its BF.MADD even where the next link could not be made ("problem
+    inserting into filter": growth 2^32 - 1 from 1000 items at 1e-300 is a link of about
+    770 TB). A replica (or an AOF replay) that tried to allocate either was stopped by
+    Redis's allocator ("Redis aborting for OUT OF MEMORY"), losing every item."""
+    commands = [
+        ["BF.RESERVE", "refused", "0.01", "100000000000000000"],
+        ["BF.RESERVE", "refused", "0.01", "10"],
+        ["BF.MADD", "refused", *items("r", 10)],
+        ["BF.RESERVE", "wide-full", "1e-300", "1000", "EXPANSION", "4294967295"],
+        ["BF.MADD", "wide-full", *items("f", 1000)],
+        ["BF.MADD", "wide-full", *items("past", 20)],
+        ["BF.ADD", "wide-full", "one-past"],
+    ]
+    return commands, {"refused": items("r", 10), "wide-full": items("f", 1000)}
+
+
+@pytest.mark.parametrize("layout", ["no", "yes"])
+def test_a_replica_survives_what_its_redisbloom_primary_could_not_allocate(tmp_path, layout):
+    commands, held = unallocatable()
+    commands.append(["SET", "synced", "1"])
+    primary = ScriptedPrimary(commands)
+    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
+                     module_args=["REDISBLOOM_LAYOUT", layout])
+    try:
+        replica.start()
+        client = replica.client()
+        wait_for(client, "synced")
+        assert replica.process.poll() is None
+        assert missing(client, held) == {}
+        # The items RedisBloom refused went into the newest link, past its capacity.
+        assert all(client.execute_command("BF.MEXISTS", "wide-full", *items("past", 20), "one-past"))
+    finally:
+        replica.stop()
+        primary.close()
+
+
+def test_an_aof_with_what_redisbloom_could_not_allocate_loads(tmp_path):
+    commands, held = unallocatable()
+    (tmp_path / "appendonly.aof").write_bytes(resp(["SELECT", "0"]) + b"".join(map(resp, commands)))
+    server = Server(tmp_path, "--appendonly", "yes")
+    try:
+        server.start()
+        assert missing(server.client(), held) == {}
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(not PEER.exists(), reason=f"RedisBloom 2.6.28 not built at {PEER} (scripts/redisbloom-peer.sh)")
+def test_a_real_redisbloom_primary_replicates_what_it_could_not_allocate(tmp_path):
+    """The commands on RedisBloom 2.6.28 itself: it answers as `unallocatable` says, and
+    its bloomery replica stays up with every item RedisBloom holds."""
+    commands, held = unallocatable()
+    primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
+    primary_dir.mkdir()
+    replica_dir.mkdir()
+    primary = Server(primary_dir, module=PEER)
+    replica = Server(replica_dir)
+    try:
+        primary.start()
+        replica.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
+        replica.start()
+        deadline = time.monotonic() + 30
+        while replica.client().info("replication")["master_link_status"] != "up":
+            assert time.monotonic() < deadline, "the replica did not sync"
+            time.sleep(0.05)
+        client = primary.client()
+        replies = []
+        for command in commands:
+            try:
+                replies.append(client.execute_command(*command))
+            except redis.ResponseError as error:
+                replies.append(error)
+        assert "could not create filter" in str(replies[0])
+        assert all(not isinstance(answer, Exception) for answer in replies[4])
+        assert all("problem inserting" in str(answer) for answer in replies[5])
+        assert missing(client, held) == {}
+        client.set("synced", "1")
+        wait_for(replica.client(), "synced")
+        assert replica.process.poll() is None
+        assert missing(replica.client(), held) == {}
+    finally:
+        replica.stop()
+        primary.stop()
