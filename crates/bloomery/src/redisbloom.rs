@@ -739,6 +739,33 @@ impl RedisBloomFilter {
     /// [`load_scandump_chunk`](Self::load_scandump_chunk) fills them. Every field is
     /// checked as RedisBloom checks it, and the sizes against each other.
     pub fn from_scandump_header(header: &[u8]) -> Result<Self> {
+        Self::from_scandump_header_checked(header, Checks::Bounded)
+    }
+
+    /// As [`from_scandump_header`](Self::from_scandump_header), with RedisBloom's own
+    /// checks only: a link's hash count is held to what its stored bits per entry make
+    /// (RedisBloom's check), not also to what its error rate makes. For a server replaying
+    /// a RedisBloom primary's `BF.LOADCHUNK` (or its AOF): the primary took the header and
+    /// serves the items its pieces hold, and pays the same lookups; refusing it loses them.
+    ///
+    /// ```
+    /// use bloomery::redisbloom::RedisBloomFilter;
+    ///
+    /// let chain = RedisBloomFilter::new(10, 0.01, 2, false)?;
+    /// let mut header = chain.scandump_header();
+    /// // The link's error rate (at byte 20 + 24) set to 0.5, its 8 hash functions kept:
+    /// // RedisBloom takes it, bloomery's bound (at most the 2 that 0.5 makes, and one more)
+    /// // does not.
+    /// header[44..52].copy_from_slice(&0.5f64.to_le_bytes());
+    /// assert!(RedisBloomFilter::from_scandump_header(&header).is_err());
+    /// assert_eq!(RedisBloomFilter::from_scandump_header_replayed(&header)?.links()[0].hashes(), 8);
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn from_scandump_header_replayed(header: &[u8]) -> Result<Self> {
+        Self::from_scandump_header_checked(header, Checks::RedisBloom)
+    }
+
+    fn from_scandump_header_checked(header: &[u8], checks: Checks) -> Result<Self> {
         let (size, count, options, growth) = parse_chain_header(header)?;
         if header.len() != CHAIN_HEADER_BYTES + LINK_HEADER_BYTES * count {
             return Err(bad(format!(
@@ -762,7 +789,7 @@ impl RedisBloomFilter {
                 bitmap: Cow::Borrowed(&[]),
             };
             let bytes = word(0);
-            check_link(&link, bytes)?;
+            check_link(&link, bytes, checks)?;
             let length = usize::try_from(bytes).map_err(|_| bad(format!("a link of {bytes} bytes")))?;
             fields.push((link, length));
         }
@@ -917,9 +944,32 @@ impl RedisBloomFilter {
     /// bits, n2, the bit array, size), checked as RedisBloom checks them and for
     /// consistency.
     pub fn from_rdb_parts(size: u64, options: u32, growth: u32, links: Vec<RdbLink<'_>>) -> Result<Self> {
+        Self::from_rdb_parts_checked(size, options, growth, links, Checks::Bounded)
+    }
+
+    /// As [`from_rdb_parts`](Self::from_rdb_parts), with RedisBloom's own checks only (see
+    /// [`from_scandump_header_replayed`](Self::from_scandump_header_replayed)): for a
+    /// replica's full sync from a RedisBloom primary, its `RESTORE`s, and a server loading
+    /// its own RDB or AOF.
+    pub fn from_rdb_parts_replayed(
+        size: u64,
+        options: u32,
+        growth: u32,
+        links: Vec<RdbLink<'_>>,
+    ) -> Result<Self> {
+        Self::from_rdb_parts_checked(size, options, growth, links, Checks::RedisBloom)
+    }
+
+    fn from_rdb_parts_checked(
+        size: u64,
+        options: u32,
+        growth: u32,
+        links: Vec<RdbLink<'_>>,
+        checks: Checks,
+    ) -> Result<Self> {
         check_chain(links.len(), options)?;
         for link in &links {
-            check_link(link, link.bitmap.len() as u64)?;
+            check_link(link, link.bitmap.len() as u64, checks)?;
         }
         check_sizes(size, links.iter())?;
         Ok(Self {
@@ -989,8 +1039,17 @@ fn check_chain(count: usize, options: u32) -> Result<()> {
     Ok(())
 }
 
+/// Which checks a link's fields pass before it loads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Checks {
+    /// RedisBloom's, and the hash count held to what the link's error rate makes.
+    Bounded,
+    /// RedisBloom's only: what a RedisBloom primary took (a replay).
+    RedisBloom,
+}
+
 /// RedisBloom's own integrity check of a link, and its bits against its bytes.
-fn check_link(link: &RdbLink<'_>, bytes: u64) -> Result<()> {
+fn check_link(link: &RdbLink<'_>, bytes: u64, checks: Checks) -> Result<()> {
     if !(link.error > 0.0 && link.error < 1.0) {
         return Err(bad(format!(
             "a link's error rate {} is not in (0, 1)",
@@ -1017,7 +1076,11 @@ fn check_link(link: &RdbLink<'_>, bytes: u64) -> Result<()> {
     }
     // Beyond RedisBloom's check: the hash functions its error rate makes (one more for
     // rounding), at most 1076 for any positive f64. A crafted dump could otherwise ask
-    // for 4·10^9, each lookup of a full link then looping that often.
+    // for 2·10^9, each lookup of a full link then looping that often. Not for a replay:
+    // the primary took it (and pays the same lookups).
+    if checks == Checks::RedisBloom {
+        return Ok(());
+    }
     let most = bpe_and_hashes(link.error).1 + 1.0;
     if f64::from(link.hashes) > most {
         return Err(bad(format!(
