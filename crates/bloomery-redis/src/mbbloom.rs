@@ -199,7 +199,13 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
     if refused {
         return None;
     }
-    RedisBloomFilter::from_rdb_parts(size, options as u32, growth as u32, links).ok()
+    // Loading this server's own data or a full sync, or a replica's RESTORE (no cap):
+    // what the RedisBloom primary (or this server) held, with RedisBloom's checks only.
+    if cap.is_none() {
+        RedisBloomFilter::from_rdb_parts_replayed(size, options as u32, growth as u32, links).ok()
+    } else {
+        RedisBloomFilter::from_rdb_parts(size, options as u32, growth as u32, links).ok()
+    }
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
@@ -319,12 +325,16 @@ pub fn loadchunk(
             bytes, cap,
         ))));
     }
-    Some(
-        RedisBloomFilter::from_scandump_header(data)
-            .map_err(bad)
-            .and_then(|filter| {
-                redis_key.set_value(&MBBLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
-                Ok(())
-            }),
-    )
+    // A replay (no cap) takes every header its RedisBloom primary took: refused here, the
+    // key was missing on a replica, and the items its pieces and later adds brought were
+    // answered absent (10 of 10 for a header whose link's error rate was edited to 0.5).
+    let header = if cap.is_none() {
+        RedisBloomFilter::from_scandump_header_replayed
+    } else {
+        RedisBloomFilter::from_scandump_header
+    };
+    Some(header(data).map_err(bad).and_then(|filter| {
+        redis_key.set_value(&MBBLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
+        Ok(())
+    }))
 }

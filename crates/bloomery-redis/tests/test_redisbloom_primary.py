@@ -13,6 +13,7 @@ commands, as RedisBloom's primary sends them); with RedisBloom 2.6.28 built
 RedisBloom primary, which must take every item the script assumes it took."""
 import os
 import socket
+import struct
 import threading
 import time
 from pathlib import Path
@@ -394,4 +395,92 @@ def test_a_real_redisbloom_primary_replicates_what_it_could_not_allocate(tmp_pat
         assert missing(replica.client(), held) == {}
     finally:
         replica.stop()
+        primary.stop()
+
+
+def edited_header(pieces):
+    """The SOURCE filter's BF.SCANDUMP header with its link's error rate (bytes 44 to 52:
+    the 20-byte chain header, then the link's bytes, bits and size before it) set to 0.5,
+    its bits per entry and 8 hash functions kept. RedisBloom 2.6.28 takes it (its check
+    ties the hash count to the bits per entry only); bloomery's own check also holds the
+    hash count to what the error rate makes (2, and one more), against crafted dumps."""
+    header = bytearray(pieces[0][1])
+    header[44:52] = struct.pack("<d", 0.5)
+    return bytes(header)
+
+
+def edited_scenario(pieces):
+    commands = [["BF.LOADCHUNK", "edited", 1, edited_header(pieces)]]
+    commands += [["BF.LOADCHUNK", "edited", iterator, data] for iterator, data in pieces[1:]]
+    commands.append(["BF.MADD", "edited", *items("v", 10)])
+    return commands, {"edited": SOURCE_ITEMS + items("v", 10)}
+
+
+@pytest.mark.parametrize("layout", ["no", "yes"])
+def test_a_replica_loads_a_header_its_redisbloom_primary_took(tmp_path, layout, pieces):
+    """A replica refused the header its primary took (the key was missing there): every
+    item of the pieces after it was answered absent (50 of 50)."""
+    commands, held = edited_scenario(pieces)
+    commands.append(["SET", "synced", "1"])
+    primary = ScriptedPrimary(commands)
+    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
+                     module_args=["REDISBLOOM_LAYOUT", layout])
+    try:
+        replica.start()
+        client = replica.client()
+        wait_for(client, "synced")
+        assert missing(client, held) == {}
+        # A client's header is still held to bloomery's bound (the replica promoted).
+        client.execute_command("REPLICAOF", "NO", "ONE")
+        with pytest.raises(redis.ResponseError, match="more than its error rate"):
+            client.execute_command("BF.LOADCHUNK", "other", 1, edited_header(pieces))
+    finally:
+        replica.stop()
+        primary.close()
+
+
+def test_an_aof_with_a_header_redisbloom_took_loads(tmp_path, pieces):
+    commands, held = edited_scenario(pieces)
+    (tmp_path / "appendonly.aof").write_bytes(resp(["SELECT", "0"]) + b"".join(map(resp, commands)))
+    server = Server(tmp_path, "--appendonly", "yes")
+    try:
+        server.start()
+        assert missing(server.client(), held) == {}
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(not PEER.exists(), reason=f"RedisBloom 2.6.28 not built at {PEER} (scripts/redisbloom-peer.sh)")
+def test_a_header_a_real_redisbloom_primary_took_reaches_its_replicas(tmp_path, pieces):
+    """On RedisBloom 2.6.28 itself: it takes the header and the items; a replica attached
+    before gets them from the command stream, one attached after from RedisBloom's RDB
+    (a full sync, whose load refused the key before, so the sync failed)."""
+    commands, held = edited_scenario(pieces)
+    primary_dir, before_dir, after_dir = tmp_path / "primary", tmp_path / "before", tmp_path / "after"
+    for directory in (primary_dir, before_dir, after_dir):
+        directory.mkdir()
+    primary = Server(primary_dir, "--repl-diskless-sync-delay", "0", module=PEER)
+    before, after = Server(before_dir), Server(after_dir)
+    try:
+        primary.start()
+        client = primary.client()
+        before.extra = after.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
+        before.start()
+        deadline = time.monotonic() + 30
+        while before.client().info("replication")["master_link_status"] != "up":
+            assert time.monotonic() < deadline, "the replica did not sync"
+            time.sleep(0.05)
+        for command in commands:
+            reply = client.execute_command(*command)
+            replies = reply if isinstance(reply, list) else [reply]
+            assert not any(isinstance(answer, Exception) for answer in replies), (command[:3], reply)
+        assert missing(client, held) == {}
+        client.set("synced", "1")
+        after.start()
+        for replica in (before, after):
+            wait_for(replica.client(), "synced")
+            assert missing(replica.client(), held) == {}
+    finally:
+        after.stop()
+        before.stop()
         primary.stop()
