@@ -907,6 +907,53 @@ impl RedisBloomFilter {
     /// byte or past the last is "invalid offset - no link found", and an empty piece that
     /// starts inside a link changes nothing.
     pub fn load_scandump_chunk(&mut self, iterator: u64, data: &[u8]) -> Result<()> {
+        let (link, offset) = self.piece_place(iterator, data)?;
+        let bitmap = &mut self.links[link].bitmap;
+        for (bits, &piece) in bitmap[offset..offset + data.len()].iter_mut().zip(data) {
+            *bits |= piece;
+        }
+        Ok(())
+    }
+
+    /// As [`load_scandump_chunk`](Self::load_scandump_chunk), the piece's bytes copied
+    /// over the link's as RedisBloom copies them (bits set before are cleared). For a
+    /// server replaying a RedisBloom primary's `BF.LOADCHUNK` (or its AOF): its filter is
+    /// then the primary's, bit for bit. ORed instead, a link that took items before the
+    /// piece kept bits the primary cleared, later adds found items there "present" that
+    /// the primary added and counted, and the chain grew its next link later than the
+    /// primary's: a piece the primary then loaded into that link was refused ("invalid
+    /// offset - no link found"), and the items it brought were lost.
+    ///
+    /// ```
+    /// use bloomery::redisbloom::RedisBloomFilter;
+    ///
+    /// let mut chain = RedisBloomFilter::new(100, 0.01, 2, false)?;
+    /// let bytes = chain.links()[0].bitmap().len();
+    /// chain.load_scandump_chunk(1 + bytes as u64, &vec![0xff; bytes])?;
+    /// chain.copy_scandump_chunk(9, &[0; 8])?;
+    /// assert_eq!(chain.scandump_piece_bytes(9, 8), Some(&[0u8; 8][..]));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn copy_scandump_chunk(&mut self, iterator: u64, data: &[u8]) -> Result<()> {
+        let (link, offset) = self.piece_place(iterator, data)?;
+        self.links[link].bitmap[offset..offset + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// The bytes a piece of `len` bytes ending at `iterator` (as `BF.SCANDUMP` numbers
+    /// them) covers, if it lies inside one link: what a server that ORed a piece in
+    /// replicates, so that a replica copying it holds what this filter holds.
+    pub fn scandump_piece_bytes(&self, iterator: u64, len: usize) -> Option<&[u8]> {
+        let start = iterator
+            .checked_sub(len as u64)
+            .filter(|_| iterator > 0)?
+            .checked_sub(1)?;
+        let (link, offset) = self.link_at(start)?;
+        self.links[link].bitmap.get(offset..offset.checked_add(len)?)
+    }
+
+    /// Where a piece goes: its link and the offset in it, or RedisBloom's refusal.
+    fn piece_place(&self, iterator: u64, data: &[u8]) -> Result<(usize, usize)> {
         let start = iterator
             .checked_sub(data.len() as u64)
             .filter(|_| iterator > 0)
@@ -925,7 +972,7 @@ impl RedisBloomFilter {
                     start as i128 - 1
                 ))
             })?;
-        let bitmap = &mut self.links[link].bitmap;
+        let bitmap = &self.links[link].bitmap;
         if data.len() > bitmap.len() - offset {
             return Err(bad(format!(
                 "invalid chunk - Too big for current filter (a piece of {} bytes at offset {offset} runs past its link's {} bytes)",
@@ -933,10 +980,7 @@ impl RedisBloomFilter {
                 bitmap.len()
             )));
         }
-        for (bits, &piece) in bitmap[offset..offset + data.len()].iter_mut().zip(data) {
-            *bits |= piece;
-        }
-        Ok(())
+        Ok((link, offset))
     }
 
     /// A filter from the fields RedisBloom's RDB encoding stores (its encoding versions 0
