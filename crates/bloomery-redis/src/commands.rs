@@ -1218,9 +1218,17 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
     // RedisBloom's own pieces (a migration from RedisBloom, or this server's AOF of its
     // RedisBloom keys) load as RedisBloom loads them.
     if let Some(result) = crate::mbbloom::loadchunk(&redis_key, iterator, data, cap) {
-        result?;
+        let merged = result?;
         accounting::after_write(&redis_key);
-        notify_and_replicate(ctx, c"bf.loadchunk", key);
+        match merged {
+            // A piece ORed into a link: replicated as the bytes now there, which a
+            // replica copies (as RedisBloom's pieces), so it holds what this server holds.
+            Some(bytes) => {
+                notify(ctx, c"bf.loadchunk", key);
+                ctx.replicate("BF.LOADCHUNK", &[key.as_slice(), args[2].as_slice(), &bytes][..]);
+            }
+            None => notify_and_replicate(ctx, c"bf.loadchunk", key),
+        }
         return Ok(RedisValue::SimpleStringStatic("OK"));
     }
     let refused = |error: LoadError| RedisError::String(error.message());

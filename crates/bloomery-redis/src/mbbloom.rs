@@ -278,13 +278,20 @@ pub fn scandump_reply(filter: &RedisBloomFilter, iterator: u64) -> RedisValue {
 /// piece, where RedisBloom puts it), or piece 1 onto a missing key with a RedisBloom
 /// header (a bloomery dump starts with its magic bytes instead). `None` leaves the call
 /// to bloomery's own loading; `Some(Ok)` means the piece is in place (the caller notifies
-/// and replicates), `Some(Err)` is the error to reply.
+/// and replicates: the command as given, or with the data `Some(Ok(Some(bytes)))` names),
+/// `Some(Err)` is the error to reply.
+///
+/// A client's piece is ORed into the link's bits (items added between pieces are kept),
+/// and replicated as the bytes that gives; a replayed one (no cap: from this server's
+/// primary or AOF) is copied over them, as RedisBloom copies it, so a replica holds its
+/// RedisBloom primary's bits (see `RedisBloomFilter::copy_scandump_chunk`), and a
+/// bloomery primary's too.
 pub fn loadchunk(
     redis_key: &RedisKeyWritable,
     iterator: i64,
     data: &[u8],
     cap: Option<u64>,
-) -> Option<Result<(), RedisError>> {
+) -> Option<Result<Option<Vec<u8>>, RedisError>> {
     // RedisBloom's own replies for its keys' pieces (clients and its flow tests match them).
     let bad = |error: bloomery::Error| {
         let text = error.to_string();
@@ -307,7 +314,24 @@ pub fn loadchunk(
                 "ERR received bad data: iterator {iterator} is not a piece's"
             ))));
         };
-        return Some(filter.load_scandump_chunk(iterator, data).map_err(bad));
+        if cap.is_none() {
+            return Some(
+                filter
+                    .copy_scandump_chunk(iterator, data)
+                    .map(|()| None)
+                    .map_err(bad),
+            );
+        }
+        return Some(
+            filter
+                .load_scandump_chunk(iterator, data)
+                .map(|()| {
+                    filter
+                        .scandump_piece_bytes(iterator, data.len())
+                        .map(<[u8]>::to_vec)
+                })
+                .map_err(bad),
+        );
     }
     // Bloomery's own piece 1 starts with its header. A RedisBloom header starts with the
     // chain's item count (a u64, little-endian), which a RESTORE or an RDB file may set to
@@ -335,6 +359,6 @@ pub fn loadchunk(
     };
     Some(header(data).map_err(bad).and_then(|filter| {
         redis_key.set_value(&MBBLOOM_TYPE, Stored::Filter(Box::new(filter)))?;
-        Ok(())
+        Ok(None)
     }))
 }

@@ -484,3 +484,122 @@ def test_a_header_a_real_redisbloom_primary_took_reaches_its_replicas(tmp_path, 
         after.stop()
         before.stop()
         primary.stop()
+
+
+def grown_pieces(tmp_path_factory_or_dir):
+    """BF.SCANDUMP pieces of `BF.RESERVE src 0.1 7` with x0..x199 added (5 links), in
+    RedisBloom's encoding (made by bloomery in RedisBloom's layout, bit for bit)."""
+    server = Server(tmp_path_factory_or_dir)
+    try:
+        server.start()
+        client = server.client()
+        client.execute_command("BF.RESERVE", "src", "0.1", "7", "LAYOUT", "redisbloom")
+        client.execute_command("BF.MADD", "src", *items("x", 200))
+        return dump(client, "src")
+    finally:
+        server.stop()
+
+
+def overwritten(pieces):
+    """RedisBloom copies a data piece over a link's bits (memcpy), clearing the bits of
+    items added before: `c` took y0..y20 (links 0 and 1 full), then src's pieces for those
+    links; of z0..z30 added next RedisBloom counts more as new than a server that ORed the
+    pieces in (whose extra bits answer some "present"), so RedisBloom's 4th link exists
+    when src's piece for it comes, and a replica that ORed had 3 links and refused it
+    ("invalid offset - no link found"), losing the x items that piece brought (about
+    half of those RedisBloom finds)."""
+    commands = [["BF.RESERVE", "c", "0.1", "7"], ["BF.MADD", "c", *items("y", 21)]]
+    commands += [["BF.LOADCHUNK", "c", iterator, data] for iterator, data in pieces[1:3]]
+    commands += [["BF.ADD", "c", item] for item in items("z", 31)]
+    commands.append(["BF.LOADCHUNK", "c", *pieces[4]])
+    return commands
+
+
+# RedisBloom 2.6.28's BF.DEBUG of `c` after `overwritten`.
+OVERWRITTEN_DEBUG = [
+    b"size:50",
+    b"bytes:8 bits:64 hashes:5 hashwidth:64 capacity:7 size:7 ratio:0.05",
+    b"bytes:16 bits:128 hashes:6 hashwidth:64 capacity:14 size:14 ratio:0.025",
+    b"bytes:32 bits:256 hashes:7 hashwidth:64 capacity:28 size:28 ratio:0.0125",
+    b"bytes:80 bits:640 hashes:8 hashwidth:64 capacity:56 size:1 ratio:0.00625",
+]
+
+
+@pytest.mark.parametrize("layout", ["no", "yes"])
+def test_a_replica_copies_pieces_over_a_link_as_its_redisbloom_primary(tmp_path, layout):
+    (tmp_path / "helper").mkdir()
+    commands = overwritten(grown_pieces(tmp_path / "helper")) + [["SET", "synced", "1"]]
+    primary = ScriptedPrimary(commands)
+    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
+                     module_args=["REDISBLOOM_LAYOUT", layout])
+    try:
+        replica.start()
+        client = replica.client()
+        wait_for(client, "synced")
+        assert client.execute_command("BF.DEBUG", "c") == OVERWRITTEN_DEBUG
+        assert sum(client.execute_command("BF.MEXISTS", "c", *items("x", 200))) == 92
+    finally:
+        replica.stop()
+        primary.close()
+
+
+@pytest.mark.skipif(not PEER.exists(), reason=f"RedisBloom 2.6.28 not built at {PEER} (scripts/redisbloom-peer.sh)")
+def test_pieces_copied_over_a_link_on_a_real_redisbloom_primary(tmp_path):
+    (tmp_path / "helper").mkdir()
+    commands = overwritten(grown_pieces(tmp_path / "helper"))
+    primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
+    primary_dir.mkdir()
+    replica_dir.mkdir()
+    primary = Server(primary_dir, module=PEER)
+    replica = Server(replica_dir)
+    try:
+        primary.start()
+        replica.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
+        replica.start()
+        deadline = time.monotonic() + 30
+        while replica.client().info("replication")["master_link_status"] != "up":
+            assert time.monotonic() < deadline, "the replica did not sync"
+            time.sleep(0.05)
+        client = primary.client()
+        for command in commands:
+            client.execute_command(*command)
+        assert client.execute_command("BF.DEBUG", "c") == OVERWRITTEN_DEBUG
+        held = [x for x, found in zip(items("x", 200), client.execute_command("BF.MEXISTS", "c", *items("x", 200)))
+                if found]
+        assert len(held) == 92
+        client.set("synced", "1")
+        wait_for(replica.client(), "synced")
+        assert missing(replica.client(), {"c": held}) == {}
+        assert replica.client().execute_command("BF.DEBUG", "c") == OVERWRITTEN_DEBUG
+    finally:
+        replica.stop()
+        primary.stop()
+
+
+def test_a_bloomery_primary_replicates_a_piece_as_the_bits_it_keeps(tmp_path):
+    """A bloomery primary ORs a client's piece into the link (items added before it are
+    kept) and replicates the bytes that gives, which its replica copies: it keeps them too."""
+    (tmp_path / "helper").mkdir()
+    pieces = grown_pieces(tmp_path / "helper")
+    primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
+    primary_dir.mkdir()
+    replica_dir.mkdir()
+    primary = Server(primary_dir, module_args=["REDISBLOOM_LAYOUT", "yes"])
+    replica = Server(replica_dir)
+    try:
+        primary.start()
+        replica.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
+        replica.start()
+        client = primary.client()
+        client.execute_command("BF.RESERVE", "c", "0.1", "7")
+        client.execute_command("BF.MADD", "c", *items("y", 21))
+        for iterator, data in pieces[1:3]:
+            client.execute_command("BF.LOADCHUNK", "c", iterator, data)
+        assert all(client.execute_command("BF.MEXISTS", "c", *items("y", 21)))
+        client.set("synced", "1")
+        wait_for(replica.client(), "synced")
+        assert all(replica.client().execute_command("BF.MEXISTS", "c", *items("y", 21)))
+        assert replica.client().execute_command("BF.DEBUG", "c") == client.execute_command("BF.DEBUG", "c")
+    finally:
+        replica.stop()
+        primary.stop()
