@@ -102,6 +102,15 @@ class Server:
         self.log_offset = 0
 
     def start(self, wait=True):
+        # A port another process took between the check and the bind: another one.
+        for attempt in range(5):
+            try:
+                return self.start_once(wait)
+            except RuntimeError:
+                if attempt == 4 or "Address already in use" not in self.tail(5):
+                    raise
+
+    def start_once(self, wait=True):
         self.port = self.ports.take()
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
