@@ -249,11 +249,20 @@ pub fn uncapped() -> bool {
 /// server loads its own data or a full sync (`LOADING`), or on a replica (whose `RESTORE`s
 /// come from its primary); the cap for a client's `RESTORE`.
 pub fn cap_for_rdb_load(flags: ContextFlags) -> Option<u64> {
-    if flags.intersects(ContextFlags::LOADING | ContextFlags::SLAVE) {
+    if is_rdb_replay(&flags) {
         None
     } else {
         max_filter_memory()
     }
+}
+
+/// Whether a value read from RDB in a context with these flags is what this server or its
+/// primary held (`LOADING`: its own data or a full sync; a replica's `RESTORE`s, which come
+/// from its primary), not a client's `RESTORE`: taken with RedisBloom's own checks only.
+/// Not whether the cap is off (`bloomery.max-filter-memory 0`): a client's `RESTORE` on
+/// such a server is still a client's.
+pub fn is_rdb_replay(flags: &ContextFlags) -> bool {
+    flags.intersects(ContextFlags::LOADING | ContextFlags::SLAVE)
 }
 
 /// The longest envelope accepted under `cap`: the cap plus the longest header.

@@ -138,7 +138,9 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
     if !(0..=ENCODING_VERSION).contains(&version) {
         return None;
     }
-    let cap = cap_for_rdb_load(load_flags(rdb));
+    let flags = load_flags(rdb);
+    let replay = crate::limits::is_rdb_replay(&flags);
+    let cap = cap_for_rdb_load(flags);
     let size = raw::load_unsigned(rdb).ok()?;
     let count = raw::load_unsigned(rdb).ok()?;
     let options = if version >= OPTIONS_SINCE {
@@ -199,9 +201,10 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
     if refused {
         return None;
     }
-    // Loading this server's own data or a full sync, or a replica's RESTORE (no cap):
-    // what the RedisBloom primary (or this server) held, with RedisBloom's checks only.
-    if cap.is_none() {
+    // Loading this server's own data or a full sync, or a replica's RESTORE: what the
+    // RedisBloom primary (or this server) held, with RedisBloom's checks only. A client's
+    // RESTORE keeps bloomery's bound on the hash count, with the cap off too.
+    if replay {
         RedisBloomFilter::from_rdb_parts_replayed(size, options as u32, growth as u32, links).ok()
     } else {
         RedisBloomFilter::from_rdb_parts(size, options as u32, growth as u32, links).ok()

@@ -544,3 +544,34 @@ def test_a_restored_chain_without_noround_grows_as_redisbloom_grows_it(tmp_path)
             "3f973345a309c3f9a65fd67c72be5273a215907699699fe52c04d6c935937ce3"
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("cap", ["0", "1073741824"])
+def test_a_clients_restore_of_a_link_with_a_billion_hash_functions_is_refused(tmp_path, cap):
+    """RedisBloom's check ties a link's hash count to its stored bits per entry only, so a
+    crafted 8-byte link may ask for 10^9 hash functions (each lookup then loops that often:
+    one RESTORE stalls the server). A client's RESTORE is held to what the link's error rate
+    makes, with the memory cap off too (`MAX_FILTER_MEMORY 0`: it was taken there, as the
+    loads of a replay are, which take what the primary held)."""
+    server = Server(tmp_path, module_args=["MAX_FILTER_MEMORY", cap]).start()
+    try:
+        client = server.client()
+        client.execute_command("BF.RESERVE", "probe", "0.01", "4", "LAYOUT", "redisbloom")
+        probe = Value(client.dump("probe"))
+        hashes = 1_000_000_000
+        bpe = (hashes - 0.5) / 0.693147180559945
+        assert math.ceil(0.693147180559945 * bpe) == hashes
+        fields = list(probe.fields)
+        # After size, count, options, growth: entries, error, hashes, bpe, bits, n2, bits, size.
+        assert [kind for kind, _ in fields[4:12]] == ["uint", "double", "uint", "double", "uint", "uint",
+                                                     "string", "uint"]
+        fields[6] = ("uint", hashes)
+        fields[7] = ("double", bpe)
+        with pytest.raises(Exception, match="Bad data format"):
+            client.restore("crafted", 0, probe.payload(probe.body(fields)))
+        assert not client.exists("crafted")
+        # The same link with its own hash count loads (the edit above is what is refused).
+        client.restore("kept", 0, probe.payload(probe.body(probe.fields)))
+        assert client.exists("kept")
+    finally:
+        server.stop()
