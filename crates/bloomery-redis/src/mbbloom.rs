@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::os::raw::{c_int, c_void};
 
-use bloomery::any::DynFilter;
+use bloomery::any::{DynFilter, GrowthLimit};
 use bloomery::redisbloom::{RdbLink, RedisBloomFilter};
 use redis_module::key::RedisKeyWritable;
 use redis_module::native_types::RedisType;
@@ -284,11 +284,12 @@ pub fn scandump_reply(filter: &RedisBloomFilter, iterator: u64) -> RedisValue {
 /// and replicates: the command as given, or with the data `Some(Ok(Some(bytes)))` names),
 /// `Some(Err)` is the error to reply.
 ///
-/// A client's piece is ORed into the link's bits (items added between pieces are kept),
-/// and replicated as the bytes that gives; a replayed one (no cap: from this server's
-/// primary or AOF) is copied over them, as RedisBloom copies it, so a replica holds its
-/// RedisBloom primary's bits (see `RedisBloomFilter::copy_scandump_chunk`), and a
-/// bloomery primary's too.
+/// A piece is ORed into the link's bits (items added between pieces are kept; RedisBloom
+/// copies it over them); a client's is replicated as the bytes that gives. A replayed one
+/// (no cap: from this server's primary or AOF) first grows the chain as RedisBloom grew
+/// it where the piece lies past its end (`RedisBloomFilter::load_scandump_chunk_growing`):
+/// a RedisBloom primary that copied pieces over items counts more later adds as new and
+/// grows sooner, and its piece for the new link was refused here, losing its items.
 pub fn loadchunk(
     redis_key: &RedisKeyWritable,
     iterator: i64,
@@ -318,9 +319,10 @@ pub fn loadchunk(
             ))));
         };
         if cap.is_none() {
+            let limit = GrowthLimit::Total(crate::limits::machine_memory());
             return Some(
                 filter
-                    .copy_scandump_chunk(iterator, data)
+                    .load_scandump_chunk_growing(iterator, data, limit)
                     .map(|()| None)
                     .map_err(bad),
             );

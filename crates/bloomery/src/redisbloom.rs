@@ -915,34 +915,67 @@ impl RedisBloomFilter {
         Ok(())
     }
 
-    /// As [`load_scandump_chunk`](Self::load_scandump_chunk), the piece's bytes copied
-    /// over the link's as RedisBloom copies them (bits set before are cleared). For a
-    /// server replaying a RedisBloom primary's `BF.LOADCHUNK` (or its AOF): its filter is
-    /// then the primary's, bit for bit. ORed instead, a link that took items before the
-    /// piece kept bits the primary cleared, later adds found items there "present" that
-    /// the primary added and counted, and the chain grew its next link later than the
-    /// primary's: a piece the primary then loaded into that link was refused ("invalid
-    /// offset - no link found"), and the items it brought were lost.
+    /// As [`load_scandump_chunk`](Self::load_scandump_chunk), first growing the chain as
+    /// RedisBloom grows it (its next links, each held to `limit`) while the piece starts
+    /// past the chain's last byte. For a server replaying a RedisBloom primary's
+    /// `BF.LOADCHUNK` (or its AOF): RedisBloom copies a piece over a link's bits, clearing
+    /// those of items added before it, so it counts more of the next adds as new than this
+    /// chain (which ORs the piece in and keeps them), and grows its next link sooner; a
+    /// piece it then loads into that link found none here ("invalid offset - no link
+    /// found"), and the items the piece brought were lost. The links' shapes follow from
+    /// the chain's parameters alone, so a link made here lies where the primary's does.
+    /// ORing, never copying, keeps every item this chain held (a replay of an AOF bloomery
+    /// wrote, whose pieces went into live links that kept their items, included).
     ///
     /// ```
+    /// use bloomery::any::GrowthLimit;
     /// use bloomery::redisbloom::RedisBloomFilter;
     ///
-    /// let mut chain = RedisBloomFilter::new(100, 0.01, 2, false)?;
-    /// let bytes = chain.links()[0].bitmap().len();
-    /// chain.load_scandump_chunk(1 + bytes as u64, &vec![0xff; bytes])?;
-    /// chain.copy_scandump_chunk(9, &[0; 8])?;
-    /// assert_eq!(chain.scandump_piece_bytes(9, 8), Some(&[0u8; 8][..]));
+    /// let grown = {
+    ///     let mut chain = RedisBloomFilter::new(10, 0.01, 2, false)?;
+    ///     for i in 0..15u32 {
+    ///         chain.insert(&i.to_le_bytes())?;
+    ///     }
+    ///     chain
+    /// };
+    /// let first = grown.links()[0].bitmap().len() as u64;
+    /// let second = grown.links()[1].bitmap();
+    /// let iterator = 1 + first + second.len() as u64;
+    ///
+    /// let mut chain = RedisBloomFilter::new(10, 0.01, 2, false)?;
+    /// assert!(chain.load_scandump_chunk(iterator, second).is_err()); // no second link yet
+    /// chain.load_scandump_chunk_growing(iterator, second, GrowthLimit::None)?;
+    /// assert_eq!(chain.links().len(), 2);
+    /// assert!((10..15u32).all(|i| chain.contains(&i.to_le_bytes())));
     /// # Ok::<(), bloomery::Error>(())
     /// ```
-    pub fn copy_scandump_chunk(&mut self, iterator: u64, data: &[u8]) -> Result<()> {
-        let (link, offset) = self.piece_place(iterator, data)?;
-        self.links[link].bitmap[offset..offset + data.len()].copy_from_slice(data);
-        Ok(())
+    pub fn load_scandump_chunk_growing(
+        &mut self,
+        iterator: u64,
+        data: &[u8],
+        limit: GrowthLimit<'_>,
+    ) -> Result<()> {
+        let start = iterator
+            .checked_sub(data.len() as u64)
+            .filter(|_| iterator > 0)
+            .and_then(|start| start.checked_sub(1));
+        if let Some(start) = start {
+            while start >= self.bitmap_bytes() && !self.is_nonscaling() {
+                let Ok((entries, error, bytes)) = self.next_link() else {
+                    break;
+                };
+                if limit.check(self.bitmap_bytes(), bytes).is_err() {
+                    break;
+                }
+                self.links.push(Link::new(entries, error, self.options)?);
+            }
+        }
+        self.load_scandump_chunk(iterator, data)
     }
 
     /// The bytes a piece of `len` bytes ending at `iterator` (as `BF.SCANDUMP` numbers
     /// them) covers, if it lies inside one link: what a server that ORed a piece in
-    /// replicates, so that a replica copying it holds what this filter holds.
+    /// replicates, so that its replicas hold what this filter holds.
     pub fn scandump_piece_bytes(&self, iterator: u64, len: usize) -> Option<&[u8]> {
         let start = iterator
             .checked_sub(len as u64)
