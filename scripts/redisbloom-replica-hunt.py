@@ -41,7 +41,7 @@ Usage:
 
 Defaults: seed 1, 300 sequences, ports 23000-23499, target/peer/redisbloom-2.6.28.so
 (scripts/redisbloom-peer.sh builds it), target/release/libbloomery_redis.so, out
-hunt-out. Needs redis-server and redis-py. Sequence i of seed s is drawn from
+target/hunt-out. Needs redis-server and redis-py. Sequence i of seed s is drawn from
 random.Random(f"{s}:{i}"), its environment from that of its first sequence
 (i - i % per-env), so (seed, per-env, i) reproduces it. Each failure is written to
 DIR/fail-<seed>-<i>.json (environment, generated commands, the commands sent with
@@ -965,7 +965,7 @@ def main():
     parser.add_argument("--redisbloom", default=str(DEFAULT_RB))
     parser.add_argument("--bloomery", default=str(DEFAULT_BLOOMERY))
     parser.add_argument("--ports", default="23000-23499", type=lambda s: tuple(map(int, s.split("-"))))
-    parser.add_argument("--out", default="hunt-out", help="where failures are written")
+    parser.add_argument("--out", default=str(ROOT / "target/hunt-out"), help="where failures are written")
     parser.add_argument("--tmp", default=None, help="where the servers' directories go")
     parser.add_argument("--keep", action="store_true", help="keep the servers' directories")
     args = parser.parse_args()
