@@ -11,6 +11,7 @@ The primary is a script that speaks Redis's replication protocol (an empty RDB, 
 commands, as RedisBloom's primary sends them); with RedisBloom 2.6.28 built
 (scripts/redisbloom-peer.sh, or REDISBLOOM_SO), the same commands also go through a real
 RedisBloom primary, which must take every item the script assumes it took."""
+import contextlib
 import os
 import socket
 import struct
@@ -29,6 +30,29 @@ PEER = Path(os.environ.get("REDISBLOOM_SO", ROOT / "target/peer/redisbloom-2.6.2
 # and bloomery's default, 100), so a NONSCALING filter made from the defaults holds more
 # items there than here.
 PRIMARY_ARGS = ["INITIAL_SIZE", "1000"]
+
+
+@contextlib.contextmanager
+def real_primary_with_replica(tmp_path, primary_args=()):
+    """RedisBloom 2.6.28 as a primary (with these load arguments) and a bloomery replica of
+    it, synced, both stopped at the end."""
+    primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
+    primary_dir.mkdir()
+    replica_dir.mkdir()
+    primary = Server(primary_dir, module=PEER, module_args=primary_args)
+    replica = Server(replica_dir)
+    try:
+        primary.start()
+        replica.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
+        replica.start()
+        deadline = time.monotonic() + 30
+        while replica.client().info("replication")["master_link_status"] != "up":
+            assert time.monotonic() < deadline, "the replica did not sync"
+            time.sleep(0.05)
+        yield primary, replica
+    finally:
+        replica.stop()
+        primary.stop()
 
 
 def items(prefix, count):
@@ -260,19 +284,7 @@ def test_a_replica_of_a_real_redisbloom_primary_keeps_every_item(tmp_path, piece
     the commands reach it as RedisBloom replicates them): RedisBloom answers every item
     (none refused: the scenario's assumption), and the bloomery replica finds them all."""
     commands, held = scenario(pieces)
-    primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
-    primary_dir.mkdir()
-    replica_dir.mkdir()
-    primary = Server(primary_dir, module=PEER, module_args=PRIMARY_ARGS)
-    replica = Server(replica_dir)
-    try:
-        primary.start()
-        replica.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
-        replica.start()
-        deadline = time.monotonic() + 30
-        while replica.client().info("replication")["master_link_status"] != "up":
-            assert time.monotonic() < deadline, "the replica did not sync"
-            time.sleep(0.05)
+    with real_primary_with_replica(tmp_path, PRIMARY_ARGS) as (primary, replica):
         client = primary.client()
         for command in commands:
             reply = client.execute_command(*command)
@@ -282,9 +294,6 @@ def test_a_replica_of_a_real_redisbloom_primary_keeps_every_item(tmp_path, piece
         client.set("synced", "1")
         wait_for(replica.client(), "synced")
         assert missing(replica.client(), held) == {}
-    finally:
-        replica.stop()
-        primary.stop()
 
 
 def test_a_replayed_reserve_of_a_key_named_nonscaling_does_not_scale(tmp_path):
@@ -365,19 +374,7 @@ def test_a_real_redisbloom_primary_replicates_what_it_could_not_allocate(tmp_pat
     """The commands on RedisBloom 2.6.28 itself: it answers as `unallocatable` says, and
     its bloomery replica stays up with every item RedisBloom holds."""
     commands, held = unallocatable()
-    primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
-    primary_dir.mkdir()
-    replica_dir.mkdir()
-    primary = Server(primary_dir, module=PEER)
-    replica = Server(replica_dir)
-    try:
-        primary.start()
-        replica.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
-        replica.start()
-        deadline = time.monotonic() + 30
-        while replica.client().info("replication")["master_link_status"] != "up":
-            assert time.monotonic() < deadline, "the replica did not sync"
-            time.sleep(0.05)
+    with real_primary_with_replica(tmp_path) as (primary, replica):
         client = primary.client()
         replies = []
         for command in commands:
@@ -393,9 +390,6 @@ def test_a_real_redisbloom_primary_replicates_what_it_could_not_allocate(tmp_pat
         wait_for(replica.client(), "synced")
         assert replica.process.poll() is None
         assert missing(replica.client(), held) == {}
-    finally:
-        replica.stop()
-        primary.stop()
 
 
 def edited_header(pieces):
@@ -556,19 +550,7 @@ def test_a_replica_grows_its_chain_for_a_piece_as_its_redisbloom_primary_did(tmp
 def test_pieces_loaded_after_growth_on_a_real_redisbloom_primary(tmp_path):
     (tmp_path / "helper").mkdir()
     commands = overwritten(grown_pieces(tmp_path / "helper"))
-    primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
-    primary_dir.mkdir()
-    replica_dir.mkdir()
-    primary = Server(primary_dir, module=PEER)
-    replica = Server(replica_dir)
-    try:
-        primary.start()
-        replica.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
-        replica.start()
-        deadline = time.monotonic() + 30
-        while replica.client().info("replication")["master_link_status"] != "up":
-            assert time.monotonic() < deadline, "the replica did not sync"
-            time.sleep(0.05)
+    with real_primary_with_replica(tmp_path) as (primary, replica):
         client = primary.client()
         for command in commands:
             client.execute_command(*command)
@@ -580,9 +562,6 @@ def test_pieces_loaded_after_growth_on_a_real_redisbloom_primary(tmp_path):
         wait_for(replica.client(), "synced")
         assert missing(replica.client(), {"c": held}) == {}
         assert link_shapes(replica.client().execute_command("BF.DEBUG", "c")) == link_shapes(OVERWRITTEN_DEBUG)
-    finally:
-        replica.stop()
-        primary.stop()
 
 
 def test_an_aof_of_a_live_migration_keeps_items_added_between_pieces(tmp_path, pieces):
