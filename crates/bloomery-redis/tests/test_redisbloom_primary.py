@@ -225,6 +225,34 @@ class ScriptedPrimary:
         self.listener.close()
 
 
+@contextlib.contextmanager
+def server_replaying_aof(tmp_path, commands):
+    """A bloomery server started on an AOF of `commands` (as RedisBloom's server writes
+    them: the commands as given), stopped at the end."""
+    (tmp_path / "appendonly.aof").write_bytes(resp(["SELECT", "0"]) + b"".join(map(resp, commands)))
+    server = Server(tmp_path, "--appendonly", "yes")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def scripted_replica(tmp_path, commands, layout="no"):
+    """A bloomery replica (REDISBLOOM_LAYOUT `layout`) of a ScriptedPrimary sending
+    `commands`, both stopped at the end."""
+    primary = ScriptedPrimary(commands)
+    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
+                     module_args=["REDISBLOOM_LAYOUT", layout])
+    try:
+        replica.start()
+        yield primary, replica
+    finally:
+        replica.stop()
+        primary.close()
+
+
 def wait_for(client, key, deadline=30):
     end = time.monotonic() + deadline
     while not client.exists(key):
@@ -245,11 +273,7 @@ def missing(client, held) -> dict:
 def test_a_replica_of_a_scripted_redisbloom_primary_keeps_every_item(tmp_path, layout, pieces):
     commands, held = scenario(pieces)
     commands.append(["SET", "synced", "1"])
-    primary = ScriptedPrimary(commands)
-    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
-                     module_args=["REDISBLOOM_LAYOUT", layout])
-    try:
-        replica.start()
+    with scripted_replica(tmp_path, commands, layout) as (primary, replica):
         client = replica.client()
         wait_for(client, "synced")
         assert primary.error is None, primary.error
@@ -260,22 +284,14 @@ def test_a_replica_of_a_scripted_redisbloom_primary_keeps_every_item(tmp_path, l
         client.execute_command("REPLICAOF", "NO", "ONE")
         refused = client.execute_command("BF.INSERT", "nonscaling-one", "NOCREATE", "ITEMS", "new")
         assert isinstance(refused[0], Exception) and "full" in str(refused[0])
-    finally:
-        replica.stop()
-        primary.close()
 
 
 def test_an_aof_redisbloom_wrote_loads_every_item(tmp_path, pieces):
     """The same commands as an AOF (what RedisBloom's server writes: the commands as
     given), loaded at start: every item is found."""
     commands, held = scenario(pieces)
-    (tmp_path / "appendonly.aof").write_bytes(resp(["SELECT", "0"]) + b"".join(map(resp, commands)))
-    server = Server(tmp_path, "--appendonly", "yes")
-    try:
-        server.start()
+    with server_replaying_aof(tmp_path, commands) as server:
         assert missing(server.client(), held) == {}
-    finally:
-        server.stop()
 
 
 @pytest.mark.skipif(not PEER.exists(), reason=f"RedisBloom 2.6.28 not built at {PEER} (scripts/redisbloom-peer.sh)")
@@ -303,19 +319,13 @@ def test_a_replayed_reserve_of_a_key_named_nonscaling_does_not_scale(tmp_path):
     full"). A replica made it scaling (capacity 30 in 2 sub-filters after the same adds)."""
     commands = [["BF.RESERVE", "nonscaling", "0.01", "10"], ["BF.MADD", "nonscaling", *items("s", 15)],
                 ["SET", "synced", "1"]]
-    primary = ScriptedPrimary(commands)
-    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port))
-    try:
-        replica.start()
+    with scripted_replica(tmp_path, commands) as (primary, replica):
         client = replica.client()
         wait_for(client, "synced")
         info = client.execute_command("BF.INFO", "nonscaling")
         assert info[info.index(b"Number of filters") + 1] == 1
         assert info[info.index(b"Expansion rate") + 1] is None
         assert all(client.execute_command("BF.MEXISTS", "nonscaling", *items("s", 15)))
-    finally:
-        replica.stop()
-        primary.close()
 
 
 def unallocatable():
@@ -342,31 +352,19 @@ def unallocatable():
 def test_a_replica_survives_what_its_redisbloom_primary_could_not_allocate(tmp_path, layout):
     commands, held = unallocatable()
     commands.append(["SET", "synced", "1"])
-    primary = ScriptedPrimary(commands)
-    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
-                     module_args=["REDISBLOOM_LAYOUT", layout])
-    try:
-        replica.start()
+    with scripted_replica(tmp_path, commands, layout) as (primary, replica):
         client = replica.client()
         wait_for(client, "synced")
         assert replica.process.poll() is None
         assert missing(client, held) == {}
         # The items RedisBloom refused went into the newest link, past its capacity.
         assert all(client.execute_command("BF.MEXISTS", "wide-full", *items("past", 20), "one-past"))
-    finally:
-        replica.stop()
-        primary.close()
 
 
 def test_an_aof_with_what_redisbloom_could_not_allocate_loads(tmp_path):
     commands, held = unallocatable()
-    (tmp_path / "appendonly.aof").write_bytes(resp(["SELECT", "0"]) + b"".join(map(resp, commands)))
-    server = Server(tmp_path, "--appendonly", "yes")
-    try:
-        server.start()
+    with server_replaying_aof(tmp_path, commands) as server:
         assert missing(server.client(), held) == {}
-    finally:
-        server.stop()
 
 
 @pytest.mark.skipif(not PEER.exists(), reason=f"RedisBloom 2.6.28 not built at {PEER} (scripts/redisbloom-peer.sh)")
@@ -416,11 +414,7 @@ def test_a_replica_loads_a_header_its_redisbloom_primary_took(tmp_path, layout, 
     item of the pieces after it was answered absent (50 of 50)."""
     commands, held = edited_scenario(pieces)
     commands.append(["SET", "synced", "1"])
-    primary = ScriptedPrimary(commands)
-    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
-                     module_args=["REDISBLOOM_LAYOUT", layout])
-    try:
-        replica.start()
+    with scripted_replica(tmp_path, commands, layout) as (primary, replica):
         client = replica.client()
         wait_for(client, "synced")
         assert missing(client, held) == {}
@@ -428,20 +422,12 @@ def test_a_replica_loads_a_header_its_redisbloom_primary_took(tmp_path, layout, 
         client.execute_command("REPLICAOF", "NO", "ONE")
         with pytest.raises(redis.ResponseError, match="more than its error rate"):
             client.execute_command("BF.LOADCHUNK", "other", 1, edited_header(pieces))
-    finally:
-        replica.stop()
-        primary.close()
 
 
 def test_an_aof_with_a_header_redisbloom_took_loads(tmp_path, pieces):
     commands, held = edited_scenario(pieces)
-    (tmp_path / "appendonly.aof").write_bytes(resp(["SELECT", "0"]) + b"".join(map(resp, commands)))
-    server = Server(tmp_path, "--appendonly", "yes")
-    try:
-        server.start()
+    with server_replaying_aof(tmp_path, commands) as server:
         assert missing(server.client(), held) == {}
-    finally:
-        server.stop()
 
 
 @pytest.mark.skipif(not PEER.exists(), reason=f"RedisBloom 2.6.28 not built at {PEER} (scripts/redisbloom-peer.sh)")
@@ -530,20 +516,13 @@ def link_shapes(debug):
 def test_a_replica_grows_its_chain_for_a_piece_as_its_redisbloom_primary_did(tmp_path, layout):
     (tmp_path / "helper").mkdir()
     commands = overwritten(grown_pieces(tmp_path / "helper")) + [["SET", "synced", "1"]]
-    primary = ScriptedPrimary(commands)
-    replica = Server(tmp_path, "--replicaof", "127.0.0.1", str(primary.port),
-                     module_args=["REDISBLOOM_LAYOUT", layout])
-    try:
-        replica.start()
+    with scripted_replica(tmp_path, commands, layout) as (primary, replica):
         client = replica.client()
         wait_for(client, "synced")
         assert link_shapes(client.execute_command("BF.DEBUG", "c")) == link_shapes(OVERWRITTEN_DEBUG)
         # RedisBloom holds 92 of the x items (the test on a real primary checks which).
         assert sum(client.execute_command("BF.MEXISTS", "c", *items("x", 200))) >= 92
         assert all(client.execute_command("BF.MEXISTS", "c", *items("y", 21), *items("z", 31)))
-    finally:
-        replica.stop()
-        primary.close()
 
 
 @pytest.mark.skipif(not PEER.exists(), reason=f"RedisBloom 2.6.28 not built at {PEER} (scripts/redisbloom-peer.sh)")
@@ -570,13 +549,8 @@ def test_an_aof_of_a_live_migration_keeps_items_added_between_pieces(tmp_path, p
     them: the replay ORs each piece in, so the items added before a piece stay."""
     commands = [["BF.LOADCHUNK", "live", *pieces[0]], ["BF.MADD", "live", *items("k", 30)]]
     commands += [["BF.LOADCHUNK", "live", iterator, data] for iterator, data in pieces[1:]]
-    (tmp_path / "appendonly.aof").write_bytes(resp(["SELECT", "0"]) + b"".join(map(resp, commands)))
-    server = Server(tmp_path, "--appendonly", "yes")
-    try:
-        server.start()
+    with server_replaying_aof(tmp_path, commands) as server:
         assert missing(server.client(), {"live": items("k", 30) + SOURCE_ITEMS}) == {}
-    finally:
-        server.stop()
 
 
 def test_a_bloomery_primary_replicates_a_piece_as_the_bits_it_keeps(tmp_path):
