@@ -220,7 +220,7 @@ pub trait DynFilter: FilterView {
     /// # Ok::<(), bloomery::Error>(())
     /// ```
     fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
-        self.insert(item)
+        self.insert_past_capacity_within(item, GrowthLimit::None)
     }
 
     /// As [`insert_past_capacity`](Self::insert_past_capacity), with each growth step held
@@ -230,7 +230,7 @@ pub trait DynFilter: FilterView {
     /// stop). Filters that never grow just insert.
     fn insert_past_capacity_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
         let _ = limit;
-        self.insert_past_capacity(item)
+        self.insert(item)
     }
 
     /// Adds every item in order (the blocked filter hashes ahead and prefetches). Stops at
@@ -1083,10 +1083,6 @@ impl DynFilter for ScalableBloomFilter {
         ScalableBloomFilter::insert(self, item)
     }
 
-    fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
-        ScalableBloomFilter::insert_past_capacity(self, item)
-    }
-
     fn insert_past_capacity_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
         ScalableBloomFilter::insert_past_capacity_within(self, item, limit)
     }
@@ -1159,10 +1155,6 @@ impl DynFilter for RedisBloomFilter {
 
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         RedisBloomFilter::insert(self, item)
-    }
-
-    fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
-        RedisBloomFilter::insert_past_capacity(self, item)
     }
 
     fn insert_past_capacity_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
@@ -1241,10 +1233,6 @@ impl DynFilter for ScalableBlockedBloomFilter {
 
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
         ScalableBlockedBloomFilter::insert(self, item)
-    }
-
-    fn insert_past_capacity(&mut self, item: &[u8]) -> Result<bool> {
-        ScalableBlockedBloomFilter::insert_past_capacity(self, item)
     }
 
     fn insert_past_capacity_within(&mut self, item: &[u8], limit: GrowthLimit<'_>) -> Result<bool> {
