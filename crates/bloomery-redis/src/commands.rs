@@ -1217,7 +1217,9 @@ fn load_piece(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let redis_key = ctx.open_key_writable(key);
     // RedisBloom's own pieces (a migration from RedisBloom, or this server's AOF of its
     // RedisBloom keys) load as RedisBloom loads them.
-    if let Some(result) = crate::mbbloom::loadchunk(&redis_key, iterator, data, cap) {
+    if let Some(result) =
+        crate::mbbloom::loadchunk(&redis_key, iterator, data, cap, is_replay(&ctx.get_flags()))
+    {
         let merged = result?;
         accounting::after_write(&redis_key);
         match merged {

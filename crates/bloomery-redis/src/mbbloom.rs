@@ -286,7 +286,7 @@ pub fn scandump_reply(filter: &RedisBloomFilter, iterator: u64) -> RedisValue {
 ///
 /// A piece is ORed into the link's bits (items added between pieces are kept; RedisBloom
 /// copies it over them); a client's is replicated as the bytes that gives. A replayed one
-/// (no cap: from this server's primary or AOF) first grows the chain as RedisBloom grew
+/// (`replaying`: from this server's primary or AOF) first grows the chain as RedisBloom grew
 /// it where the piece lies past its end (`RedisBloomFilter::load_scandump_chunk_growing`):
 /// a RedisBloom primary that copied pieces over items counts more later adds as new and
 /// grows sooner, and its piece for the new link was refused here, losing its items.
@@ -295,6 +295,7 @@ pub fn loadchunk(
     iterator: i64,
     data: &[u8],
     cap: Option<u64>,
+    replaying: bool,
 ) -> Option<Result<Option<Vec<u8>>, RedisError>> {
     // RedisBloom's own replies for its keys' pieces (clients and its flow tests match them).
     let bad = |error: bloomery::Error| {
@@ -318,7 +319,7 @@ pub fn loadchunk(
                 "ERR received bad data: iterator {iterator} is not a piece's"
             ))));
         };
-        if cap.is_none() {
+        if replaying {
             let limit = GrowthLimit::Total(crate::limits::machine_memory());
             return Some(
                 filter
@@ -354,10 +355,10 @@ pub fn loadchunk(
             bytes, cap,
         ))));
     }
-    // A replay (no cap) takes every header its RedisBloom primary took: refused here, the
+    // A replay takes every header its RedisBloom primary took: refused here, the
     // key was missing on a replica, and the items its pieces and later adds brought were
     // answered absent (10 of 10 for a header whose link's error rate was edited to 0.5).
-    let header = if cap.is_none() {
+    let header = if replaying {
         RedisBloomFilter::from_scandump_header_replayed
     } else {
         RedisBloomFilter::from_scandump_header
