@@ -38,8 +38,8 @@ use bloomery::{Error as BloomError, RotatingBloomFilter};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
-    AT_MEMORY_LIMIT, InsertOptions, booleans, integer, parse_f64, parse_i64, rate_and_capacity,
-    redisbloom_size, refuse_existing, reply_info, word_is, write_filter,
+    AT_MEMORY_LIMIT, InsertOptions, SYSTEM_REFUSED_MEMORY, booleans, integer, parse_f64, parse_i64,
+    rate_and_capacity, redisbloom_size, refuse_existing, reply_info, word_is, write_filter,
 };
 use crate::datatype::{BLOOM_TYPE, Stored};
 use crate::limits::cap_for_command;
@@ -352,6 +352,7 @@ fn insert_items(
                         "ERR problem inserting into filter"
                     }
                     BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
+                    BloomError::OutOfMemory { .. } => SYSTEM_REFUSED_MEMORY,
                     _ => "ERR filter cannot start another generation",
                 }));
                 break;

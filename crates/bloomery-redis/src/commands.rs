@@ -494,6 +494,11 @@ fn set_new_filter(redis_key: &RedisKeyWritable, filter: Box<dyn DynFilter>) -> R
 /// RedisBloom's reply to an item it cannot add because a new link cannot be made.
 pub(crate) const PROBLEM_INSERTING: &str = "ERR problem inserting into filter";
 
+/// The reply to an item refused because the system would not give the memory of the
+/// filter's next sub-filter (or generation): an address-space limit, strict overcommit.
+pub(crate) const SYSTEM_REFUSED_MEMORY: &str =
+    "ERR filter cannot grow: the system refused the memory for its next sub-filter";
+
 /// The reply to an item refused because the filter would grow past the cap.
 pub(crate) const AT_MEMORY_LIMIT: &str = "ERR filter cannot grow: its next sub-filter would take it past the module's limit per key (bloomery.max-filter-memory)";
 
@@ -578,6 +583,7 @@ fn add_items(
             // RedisBloom's chain, where RedisBloom cannot add the link either (growth 0,
             // an error rate halved to 0, a link too large to allocate).
             _ if filter.as_any().is::<RedisBloomFilter>() => PROBLEM_INSERTING,
+            BloomError::OutOfMemory { .. } => SYSTEM_REFUSED_MEMORY,
             _ => "ERR filter cannot grow any further",
         })
     };

@@ -21,8 +21,10 @@
 //!
 //! `0` means no cap of its own: RedisBloom's behaviour (its flow test `test_issue178`
 //! reserves a filter of 1,132,420,232 bytes), except that a client's command is still held
-//! to the machine's memory ([`machine_memory`]), because Redis's allocator stops the server
-//! where RedisBloom's failed allocation only answers an error.
+//! to the machine's memory ([`machine_memory`]): under memory overcommit the system grants
+//! such a request, and the server is killed as the memory is written. (An allocation the
+//! system refuses is an error reply: the module allocates with `RedisModule_TryAlloc`,
+//! see `alloc.rs`.)
 //!
 //! The module's other configurations live here too, each also a load argument (which wins
 //! over redis.conf and the command line) for servers without module configuration:
@@ -221,8 +223,8 @@ pub fn cap_for_command(flags: &ContextFlags) -> Option<u64> {
 }
 
 /// With no cap configured (`0`), a client's command is still held to this machine's
-/// memory: Redis's allocator stops the server on a failed allocation, so a request that
-/// cannot fit in RAM at all (RedisBloom's flow test `test_arbitrary_offset` grows a loaded
+/// memory: under overcommit the system grants what it cannot back and the server is killed
+/// as it is written, so a request that cannot fit in RAM at all (RedisBloom's flow test `test_arbitrary_offset` grows a loaded
 /// filter by about 180 TB) is refused with an error, where RedisBloom's own allocation
 /// fails and it answers "problem inserting into filter". MemTotal from /proc/meminfo;
 /// unknown elsewhere (no bound).

@@ -22,6 +22,9 @@ use crate::limits::envelope_limit;
 pub enum LoadError {
     /// The bytes are not (the next piece of) a valid envelope.
     BadData(String),
+    /// The system refused the memory the load needs (its pieces or its filter): not the
+    /// data's fault, so not "bad data".
+    OutOfMemory(String),
     /// The filter would take more than the cap.
     OverCap {
         /// The filter's bytes, or the envelope's where the filter is not built yet.
@@ -37,10 +40,21 @@ impl LoadError {
         LoadError::BadData(error.to_string().replace(['\r', '\n'], " "))
     }
 
+    /// [`LoadError::OutOfMemory`] for the library's out-of-memory error, else as [`bad`](Self::bad).
+    fn of(error: Error) -> Self {
+        match error {
+            Error::OutOfMemory { .. } => LoadError::OutOfMemory(error.to_string()),
+            other => Self::bad(other),
+        }
+    }
+
     /// The error reply, RedisBloom's "received bad data" for damaged input.
     pub fn message(&self) -> String {
         match self {
             LoadError::BadData(why) => format!("ERR received bad data: {why}"),
+            LoadError::OutOfMemory(why) => {
+                format!("ERR {why}; the load was ended (send it again from piece 1 when the memory is there)")
+            }
             LoadError::OverCap { bytes, cap } => over_cap_message(*bytes, *cap),
         }
     }
@@ -75,7 +89,7 @@ impl Load {
         let header = Header::parse(first).map_err(LoadError::bad)?;
         check_announced(&header, cap)?;
         let assembled =
-            PieceAssembler::start(first, CHUNK_BYTES, envelope_limit(cap)).map_err(LoadError::bad)?;
+            PieceAssembler::start(first, CHUNK_BYTES, envelope_limit(cap)).map_err(LoadError::of)?;
         Self::progress(assembled, cap, false)
     }
 
@@ -123,7 +137,7 @@ impl Load {
             .assembler
             .take()
             .ok_or_else(|| LoadError::bad("the load was abandoned"))?;
-        match Self::progress(assembler.push(number, piece).map_err(LoadError::bad)?, cap, true)? {
+        match Self::progress(assembler.push(number, piece).map_err(LoadError::of)?, cap, true)? {
             Progress::Loading(load) => {
                 *self = load;
                 Ok(None)
@@ -175,7 +189,7 @@ fn open_envelope(bytes: &[u8], cap: Option<u64>, joined: bool) -> Result<Box<dyn
             "{error}, or the filter changed between its BF.SCANDUMP pieces (dump it again with \
              no write in between)"
         )),
-        other => LoadError::bad(other),
+        other => LoadError::of(other),
     })?;
     if let Some(cap) = cap {
         let bytes = filter.stats().memory_bytes;

@@ -304,6 +304,9 @@ pub fn loadchunk(
             RedisError::Str(INVALID_OFFSET)
         } else if text.contains("invalid chunk - Too big for current filter") {
             RedisError::Str(TOO_BIG)
+        } else if matches!(error, bloomery::Error::OutOfMemory { .. }) {
+            // Not the data's fault: the system would not give the memory.
+            RedisError::String(format!("ERR {error}"))
         } else {
             RedisError::String(format!("ERR received bad data: {error}"))
         }
