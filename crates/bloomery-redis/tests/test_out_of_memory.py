@@ -5,9 +5,15 @@ other key and every item it accepted. Before the module allocated with
 `RedisModule_TryAlloc`, Redis's allocator stopped the whole server on the first such
 request ("Redis aborting for OUT OF MEMORY"), and an AOF holding one stopped every restart.
 
+A randomized run (creations, adds and deletions of every kind on a primary with a
+replica, the limit reached now and then) checks that each add's answered items are found,
+on both; Redis's own allocations (query and reply buffers) still stop it when they fail,
+which the run tells apart from the module's by the caller in the crash report's backtrace.
+
 Each server here runs under `RLIMIT_AS`: a bound on its address space, set on the running
 process (or, for an AOF replay, before it starts) a few tens of MB above what it maps
 already, so that filters of 17 MB or more soon cannot be had while the machine has plenty."""
+import random
 import resource
 import subprocess
 import time
@@ -16,7 +22,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from conftest import MODULE, REDIS_SERVER, Server, dump, error_of
+from conftest import MODULE, REDIS_SERVER, Server, error_of, wait_until_synced
 
 REFUSED = "the system refused them"
 CAPACITY = 10_000_000  # a blocked filter of about 17 MB at 1%
@@ -213,3 +219,132 @@ def test_an_aof_whose_filters_cannot_all_be_had_still_loads_every_item(tmp_path)
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def checked(client, command, key, items):
+    """`command` (BF.MEXISTS or CBF.MEXISTS) for `items` in batches of 500: a server with
+    no memory to spare stops on a reply buffer of a large batch (Redis's own allocation)."""
+    answers = []
+    for start in range(0, len(items), 500):
+        answers += client.execute_command(command, key, *items[start:start + 500])
+    return answers
+
+
+def random_run(seed, primary, steps=300):
+    """`steps` random creations, adds and deletions on `primary` (under an address-space
+    limit), each add's answered items checked at once; returns what was taken per key,
+    and whether Redis itself stopped for memory (its own buffers, not the module's)."""
+    rng = random.Random(seed)
+    r = primary.client()
+    taken, kinds = {}, {}
+    refusals = 0  # for memory the system would not give
+    for step in range(steps):
+        key = f"k{rng.randrange(6)}"
+        try:
+            choice = rng.random()
+            if choice < 0.25:
+                if key in taken and rng.random() < 0.7:
+                    r.delete(key)
+                    taken.pop(key), kinds.pop(key)
+                capacity = rng.choice([100, 1000, 10**5, 10**6, 5 * 10**6, CAPACITY, 3 * CAPACITY])
+                kind = rng.choice(["bloomery", "redisbloom", "counting", "aging"])
+                if kind == "counting":
+                    r.execute_command("CBF.RESERVE", key, "0.01", capacity)
+                elif kind == "aging":
+                    r.execute_command("BF.RESERVE", key, "0.01", capacity, "WINDOW")
+                else:
+                    options = rng.choice([[], ["NONSCALING"], ["EXPANSION", rng.choice([1, 2, 100, 30000])]])
+                    r.execute_command("BF.RESERVE", key, rng.choice(["0.1", "0.01", "0.001"]), capacity,
+                                      *options, "LAYOUT", kind)
+                taken[key], kinds[key] = set(), kind
+            elif choice < 0.3:
+                r.delete(key)
+                taken.pop(key, None), kinds.pop(key, None)
+            else:
+                items = [f"{key}-{step}-{i}" for i in range(rng.choice([1, 10, 100, 1000, 5000]))]
+                if kinds.get(key) == "counting":
+                    command, lookup = ("CBF.MADD", key), "CBF.MEXISTS"
+                elif rng.random() < 0.5:
+                    command, lookup = ("BF.MADD", key), "BF.MEXISTS"
+                else:
+                    command, lookup = ("BF.INSERT", key, "CAPACITY", rng.choice([1000, 10**6, CAPACITY]),
+                                       "EXPANSION", rng.choice([2, 1000]), "ITEMS"), "BF.MEXISTS"
+                replies = r.execute_command(*command, *items)
+                refusals += any(MEMORY_REFUSED in str(reply) for reply in replies
+                                if isinstance(reply, redis.ResponseError))
+                answered = [item for item, reply in zip(items, replies)
+                            if not isinstance(reply, redis.ResponseError)]
+                kinds.setdefault(key, "made by an add")
+                taken.setdefault(key, set()).update(answered)
+                # An aging filter forgets its oldest generation as new ones start.
+                if answered and kinds[key] != "aging":
+                    found = checked(r, lookup, key, answered)
+                    assert all(found), (seed, step, key, found.count(0))
+        except redis.ResponseError as error:
+            # A refusal: for memory, an existing key, a full filter.
+            refusals += MEMORY_REFUSED in str(error)
+        except redis.ConnectionError:
+            pass  # told apart below
+        if primary.process.poll() is not None or not alive_now(primary):
+            log = (primary.directory / "log.txt").read_text(errors="replace")
+            assert redis_s_own_allocation_failed(log, Path(primary.module).name), \
+                f"seed {seed} step {step}: the server stopped, not for one of Redis's own allocations"
+            return taken, kinds, True
+    assert refusals > 0, f"seed {seed}: the limit was never reached"
+    return taken, kinds, False
+
+
+def alive_now(server) -> bool:
+    try:
+        return alive(server)
+    except redis.ConnectionError:
+        return False
+
+
+# What the module's refusals for memory say (a RedisBloom chain's growth answers
+# "problem inserting into filter", which is not counted).
+MEMORY_REFUSED = "the system refused"
+
+def redis_s_own_allocation_failed(log: str, module: str) -> bool:
+    """Whether Redis stopped for memory in one of its own allocations (a query or reply
+    buffer, DUMP's compression): its allocator was called by Redis's code, not the
+    module's (the file `module`), which allocates with TryAlloc and answers an error."""
+    if "Redis aborting for OUT OF MEMORY" not in log:
+        return False
+    frames = log[log.index("Backtrace:"):].splitlines()[1:]
+    caller = next(i for i, frame in enumerate(frames) if "(z" in frame and "alloc" in frame) + 1
+    return module not in frames[caller]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_commands_under_an_address_space_limit_lose_no_item(tmp_path, seed):
+    """Creations, adds and deletions of every kind, with the limit reached now and then:
+    the server stays up (unless Redis's own buffers find no memory: not the module's), each
+    add's answered items are found at once, and at the end on the primary and on a replica
+    (to which only what was taken is sent)."""
+    primary = Server(tmp_path, "--logfile", str(tmp_path / "log.txt"), "--repl-diskless-sync-delay", "0").start()
+    (tmp_path / "replica").mkdir()
+    replica = Server(tmp_path / "replica", "--replicaof", "127.0.0.1", str(primary.port)).start()
+    try:
+        p, rep = primary.client(), replica.client()
+        # Synced before the limit: a full sync forks a child that inherits it.
+        deadline = time.monotonic() + 20
+        while rep.info("replication")["master_link_status"] != "up":
+            assert time.monotonic() < deadline, "the replica did not sync"
+            time.sleep(0.05)
+        limit_address_space(primary, random.Random(seed).choice([24, 48, 96]) << 20)
+        taken, kinds, stopped = random_run(seed, primary)
+        if stopped:
+            # Redis stopped on one of its own allocations (checked in random_run); each
+            # add's items were checked as it was answered.
+            return
+        wait_until_synced(p, rep)
+        for client in [p, rep]:
+            for key, items in taken.items():
+                if items and kinds[key] != "aging":
+                    lookup = "CBF.MEXISTS" if kinds[key] == "counting" else "BF.MEXISTS"
+                    found = checked(client, lookup, key, sorted(items))
+                    assert all(found), (seed, key, found.count(0))
+    finally:
+        replica.stop()
+        primary.stop()
