@@ -52,14 +52,18 @@ class Server:
         self.process = None
 
     def start(self) -> "Server":
-        self.process = subprocess.Popen(
-            [
-                REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--dir", str(self.directory), "--save", "", "--appendonly", "no",
-                "--enable-debug-command", "yes", "--loadmodule", str(self.module), *self.module_args, *self.extra,
-            ],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        # The process's standard error (where Rust reports a panic or an allocation that
+        # failed, which Redis's log does not carry), appended across restarts.
+        with open(self.directory / "stderr.log", "ab") as stderr:
+            self.process = subprocess.Popen(
+                [
+                    REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
+                    "--dir", str(self.directory), "--save", "", "--appendonly", "no",
+                    "--enable-debug-command", "yes", "--loadmodule", str(self.module), *self.module_args,
+                    *self.extra,
+                ],
+                stdout=subprocess.DEVNULL, stderr=stderr,
+            )
         client = self.client()
         deadline = time.monotonic() + 10
         while True:

@@ -7,13 +7,16 @@ request ("Redis aborting for OUT OF MEMORY"), and an AOF holding one stopped eve
 
 A randomized run (creations, adds and deletions of every kind on a primary with a
 replica, the limit reached now and then) checks that each add's answered items are found,
-on both; Redis's own allocations (query and reply buffers) still stop it when they fail,
-which the run tells apart from the module's by the caller in the crash report's backtrace.
+on both. Redis's own allocations (query and reply buffers) and the module's working
+buffers for one command (Rust's infallible `Vec`s, as large as the command's arguments)
+still stop it when they fail, which the run tells apart from a stop in the module's
+filter memory: the caller in the crash report's backtrace, and Rust's message.
 
 Each server here runs under `RLIMIT_AS`: a bound on its address space, set on the running
 process (or, for an AOF replay, before it starts) a few tens of MB above what it maps
 already, so that filters of 17 MB or more soon cannot be had while the machine has plenty."""
 import random
+import re
 import resource
 import subprocess
 import time
@@ -287,8 +290,10 @@ def random_run(seed, primary, steps=300):
             pass  # told apart below
         if primary.process.poll() is not None or not alive_now(primary):
             log = (primary.directory / "log.txt").read_text(errors="replace")
-            assert redis_s_own_allocation_failed(log, Path(primary.module).name), \
-                f"seed {seed} step {step}: the server stopped, not for one of Redis's own allocations"
+            stderr = (primary.directory / "stderr.log").read_text(errors="replace")
+            assert redis_s_own_allocation_failed(log, Path(primary.module).name) or \
+                working_buffer_failed(stderr), \
+                f"seed {seed} step {step}: the server stopped, not for a buffer's allocation"
             return taken, kinds, True
     assert refusals > 0, f"seed {seed}: the limit was never reached"
     return taken, kinds, False
@@ -304,6 +309,14 @@ def alive_now(server) -> bool:
 # What the module's refusals for memory say (a RedisBloom chain's growth answers
 # "problem inserting into filter", which is not counted).
 MEMORY_REFUSED = "the system refused"
+
+def working_buffer_failed(stderr: str) -> bool:
+    """Whether the process stopped on an allocation Rust makes infallibly (its message on
+    standard error): the module's working buffers for one command (its answers, an item's
+    slices), which grow with the command's arguments as Redis's own buffers do. The filters
+    themselves are made with fallible constructors."""
+    return re.search(r"^memory allocation of \d+ bytes failed$", stderr, re.MULTILINE) is not None
+
 
 def redis_s_own_allocation_failed(log: str, module: str) -> bool:
     """Whether Redis stopped for memory in one of its own allocations (a query or reply
