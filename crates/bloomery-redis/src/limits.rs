@@ -224,10 +224,10 @@ pub fn cap_for_command(flags: &ContextFlags) -> Option<u64> {
 
 /// With no cap configured (`0`), a client's command is still held to this machine's
 /// memory: under overcommit the system grants what it cannot back and the server is killed
-/// as it is written, so a request that cannot fit in RAM at all (RedisBloom's flow test `test_arbitrary_offset` grows a loaded
-/// filter by about 180 TB) is refused with an error, where RedisBloom's own allocation
-/// fails and it answers "problem inserting into filter". MemTotal from /proc/meminfo;
-/// unknown elsewhere (no bound).
+/// as it is written, so a request that cannot fit in RAM at all (RedisBloom's flow test
+/// `test_arbitrary_offset` grows a loaded filter by about 180 TB) is refused with an error,
+/// where RedisBloom's own allocation fails and it answers "problem inserting into filter".
+/// MemTotal from /proc/meminfo; unknown elsewhere (no bound).
 pub fn machine_memory() -> u64 {
     static MEMORY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *MEMORY.get_or_init(|| {
