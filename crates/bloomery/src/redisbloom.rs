@@ -490,9 +490,7 @@ impl RedisBloomFilter {
                     capacity: self.capacity(),
                 });
             }
-            let (entries, error, bytes) = self.next_link()?;
-            limit.check(self.bitmap_bytes(), bytes)?;
-            self.links.push(Link::new(entries, error, self.options)?);
+            self.grow(limit)?;
         }
         let newest = self.links.last_mut().expect("a chain has a link");
         if newest.insert(hash) {
@@ -659,6 +657,14 @@ impl RedisBloomFilter {
         }
         let bytes = link_shape(entries, error, self.options)?.bytes;
         Ok((entries, error, bytes))
+    }
+
+    /// Adds the next link, refused before allocating where it would pass `limit`.
+    fn grow(&mut self, limit: GrowthLimit<'_>) -> Result<()> {
+        let (entries, error, bytes) = self.next_link()?;
+        limit.check(self.bitmap_bytes(), bytes)?;
+        self.links.push(Link::new(entries, error, self.options)?);
+        Ok(())
     }
 
     /// Bytes of bits in all links.
@@ -955,19 +961,15 @@ impl RedisBloomFilter {
         data: &[u8],
         limit: GrowthLimit<'_>,
     ) -> Result<()> {
-        let start = iterator
-            .checked_sub(data.len() as u64)
-            .filter(|_| iterator > 0)
-            .and_then(|start| start.checked_sub(1));
-        if let Some(start) = start {
+        if let Some(start) = piece_start(iterator, data.len()) {
             while start >= self.bitmap_bytes() && !self.is_nonscaling() {
-                let Ok((entries, error, bytes)) = self.next_link() else {
-                    break;
-                };
-                if limit.check(self.bitmap_bytes(), bytes).is_err() {
-                    break;
+                match self.grow(limit) {
+                    Ok(()) => {}
+                    // The system refused the link's memory: say so, not "no link found".
+                    Err(error @ Error::OutOfMemory { .. }) => return Err(error),
+                    // A link it cannot size or may not have: the piece is refused below.
+                    Err(_) => break,
                 }
-                self.links.push(Link::new(entries, error, self.options)?);
             }
         }
         self.load_scandump_chunk(iterator, data)
@@ -977,11 +979,7 @@ impl RedisBloomFilter {
     /// them) covers, if it lies inside one link: what a server that ORed a piece in
     /// replicates, so that its replicas hold what this filter holds.
     pub fn scandump_piece_bytes(&self, iterator: u64, len: usize) -> Option<&[u8]> {
-        let start = iterator
-            .checked_sub(len as u64)
-            .filter(|_| iterator > 0)?
-            .checked_sub(1)?;
-        let (link, offset) = self.link_at(start)?;
+        let (link, offset) = self.link_at(piece_start(iterator, len)?)?;
         self.links[link].bitmap.get(offset..offset.checked_add(len)?)
     }
 
@@ -1231,4 +1229,13 @@ impl Persist for RedisBloomFilter {
         }
         Self::from_parts(params, payload)
     }
+}
+
+/// Where a piece of `len` bytes ending at `iterator` (as `BF.SCANDUMP` numbers them)
+/// starts in the links' bits counted in order, if the numbers allow one.
+fn piece_start(iterator: u64, len: usize) -> Option<u64> {
+    iterator
+        .checked_sub(len as u64)
+        .filter(|_| iterator > 0)?
+        .checked_sub(1)
 }
