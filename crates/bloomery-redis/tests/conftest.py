@@ -41,13 +41,15 @@ def free_port() -> int:
 
 class Server:
     """One redis-server on 127.0.0.1 with the module (bloomery's unless `module` names another,
-    such as RedisBloom); restartable on the same data dir."""
+    such as RedisBloom); restartable on the same data dir. `preexec_fn` runs in the child
+    before redis-server does (to set a resource limit it starts under, say)."""
 
-    def __init__(self, directory: Path, *extra: str, module_args=(), module: Path = MODULE):
+    def __init__(self, directory: Path, *extra: str, module_args=(), module: Path = MODULE, preexec_fn=None):
         self.directory = directory
         self.extra = list(extra)
         self.module_args = list(module_args)
         self.module = module
+        self.preexec_fn = preexec_fn
         self.port = free_port()
         self.process = None
 
@@ -62,7 +64,7 @@ class Server:
                     "--enable-debug-command", "yes", "--loadmodule", str(self.module), *self.module_args,
                     *self.extra,
                 ],
-                stdout=subprocess.DEVNULL, stderr=stderr,
+                stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=self.preexec_fn,
             )
         client = self.client()
         deadline = time.monotonic() + 10

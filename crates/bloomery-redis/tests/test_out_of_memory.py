@@ -18,16 +18,19 @@ already, so that filters of 17 MB or more soon cannot be had while the machine h
 import random
 import re
 import resource
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import redis
 
-from conftest import MODULE, REDIS_SERVER, Server, error_of, wait_until_synced
+from conftest import Server, error_of, wait_until_synced
+from type_helpers import start_replica
 
+# A creation's refusal for memory; MEMORY_REFUSED also matches a growth step's ("the system
+# refused the memory for its next sub-filter"; a RedisBloom chain's growth answers
+# "problem inserting into filter" instead).
 REFUSED = "the system refused them"
+MEMORY_REFUSED = "the system refused"
 CAPACITY = 10_000_000  # a blocked filter of about 17 MB at 1%
 
 
@@ -46,7 +49,15 @@ def limit_address_space(server: Server, headroom: int) -> None:
 
 
 def alive(server: Server) -> bool:
-    return server.process.poll() is None and server.client().ping() is True
+    try:
+        return server.process.poll() is None and server.client().ping() is True
+    except redis.ConnectionError:
+        return False
+
+
+def info(client, key) -> dict:
+    """BF.INFO as a dict."""
+    return dict(zip(*[iter(client.execute_command("BF.INFO", key))] * 2))
 
 
 @pytest.fixture
@@ -123,8 +134,7 @@ def test_a_chain_whose_next_link_cannot_be_had_refuses_only_the_items_that_need_
         assert alive(server)
         # No item answered is missing.
         assert all(r.execute_command("BF.MEXISTS", "g", *taken))
-        info = dict(zip(*[iter(r.execute_command("BF.INFO", "g"))] * 2))
-        assert info[b"Number of filters"] == 1
+        assert info(r, "g")[b"Number of filters"] == 1
     finally:
         server.stop()
 
@@ -189,39 +199,23 @@ def test_an_aof_whose_filters_cannot_all_be_had_still_loads_every_item(tmp_path)
     finally:
         probe.stop()
     limit = baseline + (48 << 20)
-    process = subprocess.Popen(
-        [
-            REDIS_SERVER, "--port", str(writer.port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
-            "--save", "", "--appendonly", "yes", "--loadmodule", str(MODULE),
-        ],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)),
-    )
+    # Started (it answers only once the AOF is loaded) or an error: it stopped while loading.
+    server = Server(tmp_path, "--appendonly", "yes",
+                    preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))).start()
     try:
-        r = redis.Redis(host="127.0.0.1", port=writer.port, socket_timeout=10)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if r.ping() and r.info("persistence")["loading"] == 0:
-                    break
-            except (redis.ConnectionError, redis.BusyLoadingError):
-                pass
-            assert process.poll() is None, "the server stopped while loading its AOF"
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        r = server.client()
         assert all(r.execute_command("BF.MEXISTS", "g", *[f"g-{i}" for i in range(3000)]))
-        assert dict(zip(*[iter(r.execute_command("BF.INFO", "g"))] * 2))[b"Number of filters"] == 1
+        assert info(r, "g")[b"Number of filters"] == 1
         sizes = []
         for key in keys:
             assert all(r.execute_command("BF.MEXISTS", key, *[f"{key}-{i}" for i in range(1000)])), key
-            sizes.append(dict(zip(*[iter(r.execute_command("BF.INFO", key))] * 2))[b"Capacity"])
+            sizes.append(info(r, key)[b"Capacity"])
         # Some filters could not be made at their size: their items went into the small
         # chain an add makes when it finds no filter.
         assert min(sizes) < CAPACITY <= max(sizes), sizes
-        assert process.poll() is None
+        assert alive(server)
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        server.stop()
 
 
 def checked(client, command, key, items):
@@ -236,7 +230,8 @@ def checked(client, command, key, items):
 def random_run(seed, primary, steps=300):
     """`steps` random creations, adds and deletions on `primary` (under an address-space
     limit), each add's answered items checked at once; returns what was taken per key,
-    and whether Redis itself stopped for memory (its own buffers, not the module's)."""
+    the keys' kinds, and whether the server stopped on a buffer's allocation (Redis's own
+    or the module's working buffers, not a filter's)."""
     rng = random.Random(seed)
     r = primary.client()
     taken, kinds = {}, {}
@@ -248,7 +243,7 @@ def random_run(seed, primary, steps=300):
             if choice < 0.25:
                 if key in taken and rng.random() < 0.7:
                     r.delete(key)
-                    taken.pop(key), kinds.pop(key)
+                    del taken[key], kinds[key]
                 capacity = rng.choice([100, 1000, 10**5, 10**6, 5 * 10**6, CAPACITY, 3 * CAPACITY])
                 kind = rng.choice(["bloomery", "redisbloom", "counting", "aging"])
                 if kind == "counting":
@@ -288,7 +283,7 @@ def random_run(seed, primary, steps=300):
             refusals += MEMORY_REFUSED in str(error)
         except redis.ConnectionError:
             pass  # told apart below
-        if primary.process.poll() is not None or not alive_now(primary):
+        if not alive(primary):
             log = (primary.directory / "log.txt").read_text(errors="replace")
             stderr = (primary.directory / "stderr.log").read_text(errors="replace")
             assert redis_s_own_allocation_failed(log, Path(primary.module).name) or \
@@ -298,17 +293,6 @@ def random_run(seed, primary, steps=300):
     assert refusals > 0, f"seed {seed}: the limit was never reached"
     return taken, kinds, False
 
-
-def alive_now(server) -> bool:
-    try:
-        return alive(server)
-    except redis.ConnectionError:
-        return False
-
-
-# What the module's refusals for memory say (a RedisBloom chain's growth answers
-# "problem inserting into filter", which is not counted).
-MEMORY_REFUSED = "the system refused"
 
 def working_buffer_failed(stderr: str) -> bool:
     """Whether the process stopped on an allocation Rust makes infallibly (its message on
@@ -332,24 +316,20 @@ def redis_s_own_allocation_failed(log: str, module: str) -> bool:
 @pytest.mark.parametrize("seed", range(4))
 def test_random_commands_under_an_address_space_limit_lose_no_item(tmp_path, seed):
     """Creations, adds and deletions of every kind, with the limit reached now and then:
-    the server stays up (unless Redis's own buffers find no memory: not the module's), each
-    add's answered items are found at once, and at the end on the primary and on a replica
-    (to which only what was taken is sent)."""
-    primary = Server(tmp_path, "--logfile", str(tmp_path / "log.txt"), "--repl-diskless-sync-delay", "0").start()
-    (tmp_path / "replica").mkdir()
-    replica = Server(tmp_path / "replica", "--replicaof", "127.0.0.1", str(primary.port)).start()
+    the server stays up (unless a buffer finds no memory: see random_run), each add's
+    answered items are found at once, and at the end on the primary and on a replica (to
+    which only what was taken is sent)."""
+    primary = Server(tmp_path, "--logfile", str(tmp_path / "log.txt")).start()
+    replica = None
     try:
-        p, rep = primary.client(), replica.client()
         # Synced before the limit: a full sync forks a child that inherits it.
-        deadline = time.monotonic() + 20
-        while rep.info("replication")["master_link_status"] != "up":
-            assert time.monotonic() < deadline, "the replica did not sync"
-            time.sleep(0.05)
+        replica = start_replica(tmp_path, primary)
+        p, rep = primary.client(), replica.client()
         limit_address_space(primary, random.Random(seed).choice([24, 48, 96]) << 20)
         taken, kinds, stopped = random_run(seed, primary)
         if stopped:
-            # Redis stopped on one of its own allocations (checked in random_run); each
-            # add's items were checked as it was answered.
+            # On a buffer's allocation (told apart in random_run); each add's items were
+            # checked as it was answered.
             return
         wait_until_synced(p, rep)
         for client in [p, rep]:
@@ -359,5 +339,6 @@ def test_random_commands_under_an_address_space_limit_lose_no_item(tmp_path, see
                     found = checked(client, lookup, key, sorted(items))
                     assert all(found), (seed, key, found.count(0))
     finally:
-        replica.stop()
+        if replica:
+            replica.stop()
         primary.stop()

@@ -23,6 +23,7 @@ import pytest
 import redis
 
 from conftest import ROOT, Server, dump
+from type_helpers import start_replica
 
 PEER = Path(os.environ.get("REDISBLOOM_SO", ROOT / "target/peer/redisbloom-2.6.28.so"))
 
@@ -36,22 +37,15 @@ PRIMARY_ARGS = ["INITIAL_SIZE", "1000"]
 def real_primary_with_replica(tmp_path, primary_args=()):
     """RedisBloom 2.6.28 as a primary (with these load arguments) and a bloomery replica of
     it, synced, both stopped at the end."""
-    primary_dir, replica_dir = tmp_path / "primary", tmp_path / "replica"
-    primary_dir.mkdir()
-    replica_dir.mkdir()
-    primary = Server(primary_dir, module=PEER, module_args=primary_args)
-    replica = Server(replica_dir)
+    (tmp_path / "primary").mkdir()
+    primary = Server(tmp_path / "primary", module=PEER, module_args=primary_args).start()
+    replica = None
     try:
-        primary.start()
-        replica.extra = ["--replicaof", "127.0.0.1", str(primary.port)]
-        replica.start()
-        deadline = time.monotonic() + 30
-        while replica.client().info("replication")["master_link_status"] != "up":
-            assert time.monotonic() < deadline, "the replica did not sync"
-            time.sleep(0.05)
+        replica = start_replica(tmp_path, primary)
         yield primary, replica
     finally:
-        replica.stop()
+        if replica:
+            replica.stop()
         primary.stop()
 
 
