@@ -337,7 +337,9 @@ impl State {
         let copies = if matches!(self, State::Owned(_)) { 1 } else { 2 };
         within_memory(self.file_len(), copies, || "a copy of the filter".into())?;
         match self {
-            State::Owned(filter) => Ok(filter.clone_box()),
+            // MemoryError where the system refuses the memory the check above let through
+            // (strict overcommit, another process taking it meanwhile), not an abort.
+            State::Owned(filter) => filter.try_clone_box().map_err(value_error),
             State::Mapped(mapped) => mapped.to_owned_filter().map_err(file_error),
             State::InPlace(file) => file.to_owned_filter().map_err(file_error),
             State::Closed => Err(closed_error()),
@@ -1673,7 +1675,7 @@ fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyRes
         "a subset check's intersection".into()
     })?;
     py.detach(|| {
-        let mut both = mine.clone_box();
+        let mut both = mine.try_clone_box().map_err(value_error)?;
         both.intersection(theirs.as_ref()).map_err(|error| {
             // Said of what was asked, not of the intersection it is made of.
             value_error(match error {

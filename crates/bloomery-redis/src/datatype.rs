@@ -317,7 +317,10 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     // SAFETY: Redis passes a value of this type.
     let copied = match unsafe { stored(value) } {
-        Stored::Filter(filter) => Some(Stored::Filter(filter.clone_box())),
+        // Memory the system refuses (`try_clone_box`, through the module's allocator,
+        // `RedisModule_TryAlloc`) fails the command: Redis answers "module key failed to
+        // copy" for a null value, where a `clone` stopped the server.
+        Stored::Filter(filter) => filter.try_clone_box().ok().map(Stored::Filter),
         // A copy of what is already in the keyspace: no cap.
         Stored::Loading(load) => Load::resume(load.received_bytes(), None).map(Stored::Loading),
     };

@@ -257,7 +257,11 @@ unsafe extern "C" fn copy(
     value: *const c_void,
 ) -> *mut c_void {
     // SAFETY: Redis passes a value of this type.
-    into_value(unsafe { filter(value) }.clone())
+    match bloomery::TryClone::try_clone(unsafe { filter(value) }) {
+        Ok(copy) => into_value(copy),
+        // Redis answers "module key failed to copy" (as `copy` in datatype.rs).
+        Err(_) => std::ptr::null_mut(),
+    }
 }
 
 /// `BF.SCANDUMP key iterator` on a RedisBloom key, as RedisBloom answers it: iterator 0

@@ -46,7 +46,14 @@ def mapped_bytes(pid: int) -> int:
 def limit_address_space(server: Server, headroom: int) -> None:
     """Lets the server map only `headroom` bytes more than it does now."""
     limit = mapped_bytes(server.process.pid) + headroom
-    resource.prlimit(server.process.pid, resource.RLIMIT_AS, (limit, limit))
+    _, hard = resource.prlimit(server.process.pid, resource.RLIMIT_AS)
+    resource.prlimit(server.process.pid, resource.RLIMIT_AS, (limit, hard))
+
+
+def lift_address_space_limit(server: Server) -> None:
+    """Undoes `limit_address_space` (the soft limit back up to the hard one)."""
+    _, hard = resource.prlimit(server.process.pid, resource.RLIMIT_AS)
+    resource.prlimit(server.process.pid, resource.RLIMIT_AS, (hard, hard))
 
 
 def alive(server: Server) -> bool:
@@ -174,6 +181,48 @@ def test_restore_and_loadchunk_of_a_filter_that_cannot_be_had_are_refused(tmp_pa
         assert r.exists("f") == 0
         assert alive(server)
         assert r.execute_command("BF.EXISTS", "small", "kept") == 1
+    finally:
+        server.stop()
+
+
+def test_a_copy_that_cannot_be_had_is_refused_and_the_server_stays_up(tmp_path):
+    """COPY of a filter of each kind (each larger than what the limit leaves) is Redis's
+    error for a copy the module refused, the source untouched; once the limit is lifted,
+    the same COPY makes an independent copy. The copy was a `clone`, whose refused
+    allocation stopped the server ("memory allocation of 17463232 bytes failed")."""
+    server = Server(tmp_path).start()
+    try:
+        r = server.client()
+        sources = {
+            "plain": ("BF.RESERVE", "plain", "0.01", 2 * CAPACITY),
+            "fixed": ("BF.RESERVE", "fixed", "0.01", 2 * CAPACITY, "NONSCALING"),
+            "chain": ("BF.RESERVE", "chain", "0.01", 2 * CAPACITY, "LAYOUT", "redisbloom"),
+            "window": ("BF.RESERVE", "window", "0.01", 4 * CAPACITY, "WINDOW"),
+            "counting": ("CBF.RESERVE", "counting", "0.01", CAPACITY),
+        }
+        items = {key: [f"{key}-{i}" for i in range(1000)] for key in sources}
+        for key, command in sources.items():
+            r.execute_command(*command)
+            adds = "CBF.MADD" if key == "counting" else "BF.MADD"
+            r.execute_command(adds, key, *items[key])
+            assert r.memory_usage(key) > 18 << 20, (key, r.memory_usage(key))
+        exists = {key: "CBF.MEXISTS" if key == "counting" else "BF.MEXISTS" for key in sources}
+        limit_address_space(server, 48 << 20)
+        made = fill(r)  # what is left is less than one 17 MB filter
+        for key in sources:
+            assert "module key failed to copy" in error_of(r, "COPY", key, f"{key}-copy"), key
+            assert r.exists(f"{key}-copy") == 0, key
+        assert alive(server)
+        for key in sources:
+            assert all(r.execute_command(exists[key], key, *items[key])), key
+        lift_address_space_limit(server)
+        for key in sources:
+            assert r.copy(key, f"{key}-copy") == 1, key
+            assert r.type(f"{key}-copy") == r.type(key), key
+            assert all(r.execute_command(exists[key], f"{key}-copy", *items[key])), key
+            r.delete(key)
+            assert all(r.execute_command(exists[key], f"{key}-copy", *items[key])), key
+        assert alive(server)
     finally:
         server.stop()
 

@@ -14,6 +14,7 @@
 
 use std::collections::HashSet;
 
+use crate::bits::{TryClone, try_copy_slice};
 use crate::classic::{BloomFilter, read_embedded, write_embedded};
 use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
@@ -36,6 +37,24 @@ use crate::hash::{Funnel, funnel_bytes};
 pub struct AllowlistedBloomFilter {
     filter: BloomFilter,
     allowed: HashSet<Vec<u8>>,
+}
+
+impl TryClone for AllowlistedBloomFilter {
+    fn try_clone(&self) -> Result<Self> {
+        let mut allowed = HashSet::new();
+        allowed
+            .try_reserve(self.allowed.len())
+            .map_err(|_| crate::Error::OutOfMemory {
+                bytes: self.allowed.iter().map(|item| item.len() as u64).sum(),
+            })?;
+        for item in &self.allowed {
+            allowed.insert(try_copy_slice(item)?);
+        }
+        Ok(Self {
+            filter: self.filter.try_clone()?,
+            allowed,
+        })
+    }
 }
 
 impl AllowlistedBloomFilter {

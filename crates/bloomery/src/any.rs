@@ -310,8 +310,31 @@ pub trait DynFilter: FilterView {
     /// blocked shards through it.
     fn as_any_mut(&mut self) -> &mut dyn Any;
 
-    /// A copy.
+    /// A copy. Aborts the process, as `Clone` does, when the system refuses its memory:
+    /// see [`try_clone_box`](Self::try_clone_box).
     fn clone_box(&self) -> Box<dyn DynFilter>;
+
+    /// A copy, or [`Error::OutOfMemory`](crate::Error::OutOfMemory) when the system refuses
+    /// its memory ([`TryClone`](crate::TryClone)): what a server copying a filter on a
+    /// client's request calls, so that the request fails and the server stays up.
+    ///
+    /// ```
+    /// use bloomery::any::{self, Spec};
+    /// use bloomery::format::native::Variant;
+    ///
+    /// for variant in Variant::ALL {
+    ///     let mut filter = any::create(&Spec::new(variant, 1000, 0.01))?;
+    ///     for i in 0..3_000u32 {
+    ///         filter.insert(&i.to_le_bytes())?; // past the capacity: the growing ones grow
+    ///     }
+    ///     filter.insert(b"kept")?;
+    ///     let copy = filter.try_clone_box()?;
+    ///     assert!(copy.contains(b"kept"), "{variant:?}");
+    ///     assert_eq!(copy.envelope().to_vec(), filter.envelope().to_vec(), "{variant:?}");
+    /// }
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    fn try_clone_box(&self) -> Result<Box<dyn DynFilter>>;
 }
 
 impl Clone for Box<dyn DynFilter> {
@@ -758,6 +781,10 @@ macro_rules! owned_filter_common {
 
         fn clone_box(&self) -> Box<dyn DynFilter> {
             Box::new(self.clone())
+        }
+
+        fn try_clone_box(&self) -> Result<Box<dyn DynFilter>> {
+            Ok(crate::bits::try_box(crate::TryClone::try_clone(self)?)?)
         }
     };
 }

@@ -18,6 +18,7 @@
 //! half of them
 //! (`tests/variants.rs`, printed with `--nocapture`).
 
+use crate::bits::TryClone;
 use crate::bits::counters::{CounterVec, SATURATED};
 use crate::error::{Error, FormatProblem, Result};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
@@ -45,6 +46,16 @@ pub struct CountingBloomFilter {
     counters: CounterVec,
     num_hashes: u32,
     modulus: Modulus,
+}
+
+impl TryClone for CountingBloomFilter {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            counters: self.counters.try_clone()?,
+            num_hashes: self.num_hashes,
+            modulus: self.modulus,
+        })
+    }
 }
 
 /// The most counters a counting filter holds: the classic filter's most bits, and on a

@@ -73,6 +73,7 @@ pub mod sizing;
 pub mod split_block;
 
 pub use allowlist::AllowlistedBloomFilter;
+pub use bits::TryClone;
 pub use blocked::{AtomicBlockedBloomFilter, BlockedBloomFilter};
 pub use classic::{AtomicBloomFilter, BloomFilter, ClassicFilter};
 pub use counting::CountingBloomFilter;

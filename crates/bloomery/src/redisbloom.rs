@@ -52,6 +52,7 @@
 use std::borrow::Cow;
 
 use crate::any::GrowthLimit;
+use crate::bits::{TryClone, try_clone_all};
 use crate::error::{Error, Result, first_sub_filter_error, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{murmur2_32, murmur64a};
@@ -115,6 +116,15 @@ pub struct Link {
     n2: u8,
     size: u64,
     bitmap: Vec<u8>,
+}
+
+impl TryClone for Link {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            bitmap: crate::bits::try_copy_bytes(&self.bitmap)?,
+            ..*self
+        })
+    }
 }
 
 /// A link's shape, as RedisBloom sizes a new link: its capacity (raised to what rounded
@@ -361,6 +371,15 @@ pub struct RedisBloomFilter {
     options: u32,
     growth: u32,
     links: Vec<Link>,
+}
+
+impl TryClone for RedisBloomFilter {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            links: try_clone_all(self.links.iter())?,
+            ..*self
+        })
+    }
 }
 
 /// The hash pair of an item under `options`.

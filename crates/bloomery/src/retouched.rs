@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use crate::bits::{BitVec, Bits, OwnedBits};
+use crate::bits::{BitVec, Bits, OwnedBits, TryClone, try_copy_slice};
 use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices, splitmix64};
@@ -86,6 +86,33 @@ pub struct RetouchedBloomFilter {
     /// State of the `Random` scheme's generator (splitmix64).
     random_state: u64,
     total_false_negatives: u64,
+}
+
+impl TryClone for RetouchedBloomFilter {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            bits: self.bits.try_clone()?,
+            num_hashes: self.num_hashes,
+            modulus: self.modulus,
+            items: try_clone_lists(&self.items)?,
+            false_positives: try_clone_lists(&self.false_positives)?,
+            random_state: self.random_state,
+            total_false_negatives: self.total_false_negatives,
+        })
+    }
+}
+
+/// A copy of a map from bits to lists of item hashes, or the first refusal.
+fn try_clone_lists(lists: &HashMap<u64, Vec<ItemHash>>) -> Result<HashMap<u64, Vec<ItemHash>>> {
+    let mut copy = HashMap::new();
+    copy.try_reserve(lists.len())
+        .map_err(|_| crate::Error::OutOfMemory {
+            bytes: (lists.len() as u64).saturating_mul(size_of::<(u64, Vec<ItemHash>)>() as u64),
+        })?;
+    for (&bit, items) in lists {
+        copy.insert(bit, try_copy_slice(items)?);
+    }
+    Ok(copy)
 }
 
 impl RetouchedBloomFilter {

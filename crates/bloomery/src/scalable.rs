@@ -39,6 +39,7 @@
 //! `tests/variants.rs`, `filters_hashed_as_guava_keep_their_rate_...`).
 
 use crate::any::GrowthLimit;
+use crate::bits::{TryClone, try_clone_all};
 use crate::classic::{BloomFilter, read_embedded, write_embedded};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
@@ -94,6 +95,16 @@ struct SubFilter {
     len: u64,
 }
 
+impl TryClone for SubFilter {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            filter: self.filter.try_clone()?,
+            capacity: self.capacity,
+            len: self.len,
+        })
+    }
+}
+
 /// One sub-filter of a [`ScalableBloomFilter`], as [`ScalableBloomFilter::sub_filters`]
 /// reports it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -137,6 +148,17 @@ pub struct ScalableBloomFilter {
     initial_capacity: u64,
     fpp: f64,
     options: ScalableOptions,
+}
+
+impl TryClone for ScalableBloomFilter {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            filters: try_clone_all(self.filters.iter())?,
+            initial_capacity: self.initial_capacity,
+            fpp: self.fpp,
+            options: self.options,
+        })
+    }
 }
 
 impl ScalableBloomFilter {

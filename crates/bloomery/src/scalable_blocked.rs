@@ -37,6 +37,7 @@ use std::borrow::Cow;
 
 use crate::BlockedBloomFilter;
 use crate::any::GrowthLimit;
+use crate::bits::{TryClone, try_clone_all};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, xxh3_64_item};
@@ -67,6 +68,16 @@ struct Link {
     len: u64,
 }
 
+impl TryClone for Link {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            filter: self.filter.try_clone()?,
+            capacity: self.capacity,
+            len: self.len,
+        })
+    }
+}
+
 /// A growing chain of blocked filters (see the [module](self) documentation).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScalableBlockedBloomFilter {
@@ -75,6 +86,18 @@ pub struct ScalableBlockedBloomFilter {
     fpp: f64,
     options: ScalableOptions,
     seed: u64,
+}
+
+impl TryClone for ScalableBlockedBloomFilter {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            links: try_clone_all(self.links.iter())?,
+            initial_capacity: self.initial_capacity,
+            fpp: self.fpp,
+            options: self.options,
+            seed: self.seed,
+        })
+    }
 }
 
 impl ScalableBlockedBloomFilter {

@@ -13,6 +13,15 @@ pub struct CounterVec {
     len: u64,
 }
 
+impl super::TryClone for CounterVec {
+    fn try_clone(&self) -> crate::Result<Self> {
+        Ok(Self {
+            bytes: super::try_copy_bytes(&self.bytes)?,
+            len: self.len,
+        })
+    }
+}
+
 impl CounterVec {
     /// `len` counters at zero.
     pub fn zeroed(len: u64) -> Self {

@@ -14,8 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub mod blocks;
 pub mod counters;
 mod pages;
-pub use pages::set_huge_pages;
-pub(crate) use pages::{Zeroable, ZeroedArray, bytes_mut, try_zeroed_vec};
+pub use pages::{TryClone, set_huge_pages};
+pub(crate) use pages::{
+    Zeroable, ZeroedArray, bytes_mut, try_box, try_clone_all, try_copy_bytes, try_copy_slice, try_zeroed_vec,
+};
 
 /// Read access to a bit array of 64-bit words.
 pub trait Bits {
@@ -61,6 +63,14 @@ pub trait OwnedBits: Bits + Sized {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BitVec {
     words: ZeroedArray<u64>,
+}
+
+impl TryClone for BitVec {
+    fn try_clone(&self) -> crate::Result<Self> {
+        Ok(Self {
+            words: self.words.try_clone()?,
+        })
+    }
 }
 
 impl BitVec {

@@ -265,9 +265,132 @@ impl<T: Zeroable> DerefMut for ZeroedArray<T> {
 impl<T: Zeroable + Copy> Clone for ZeroedArray<T> {
     fn clone(&self) -> Self {
         let mut copy = Self::new(self.len());
-        copy.copy_from_slice(self);
+        copy_nonzero_pages(bytes_mut(&mut copy), bytes_of(self));
         copy
     }
+}
+
+impl<T: Zeroable + Copy> TryClone for ZeroedArray<T> {
+    fn try_clone(&self) -> crate::Result<Self> {
+        let mut copy = Self::try_new(self.len())?;
+        copy_nonzero_pages(bytes_mut(&mut copy), bytes_of(self));
+        Ok(copy)
+    }
+}
+
+/// A copy that the system may refuse the memory for, as an error where [`Clone`] aborts
+/// the process.
+///
+/// A filter's copy is as large as the filter. Where the system refuses that memory (an
+/// address-space limit, strict overcommit, or a host allocator that returns nothing, as a
+/// Redis module's does with `RedisModule_TryAlloc`), `clone` ends the process, which in a
+/// server ends every client's session; `try_clone` answers
+/// [`Error::OutOfMemory`](crate::Error::OutOfMemory) and changes nothing. Every filter
+/// variant that owns its bits implements it, and [`DynFilter::try_clone_box`] is the same
+/// for a filter of any variant.
+///
+/// Untouched pages of the original (all zero) are not written in the copy, so they stay
+/// unbacked there too: an empty 1 GB filter's copy takes little more memory than the
+/// original does.
+///
+/// [`DynFilter::try_clone_box`]: crate::any::DynFilter::try_clone_box
+///
+/// ```
+/// use bloomery::{BloomFilter, TryClone};
+///
+/// let mut filter = BloomFilter::with_fpp(1000, 0.01)?;
+/// filter.insert("kept");
+/// let copy = filter.try_clone()?;
+/// assert!(copy.contains("kept"));
+/// assert_eq!(copy, filter);
+/// # Ok::<(), bloomery::Error>(())
+/// ```
+pub trait TryClone: Sized {
+    /// A copy, or [`Error::OutOfMemory`](crate::Error::OutOfMemory) when the system refuses
+    /// its memory.
+    fn try_clone(&self) -> crate::Result<Self>;
+}
+
+/// The memory of `items` as bytes.
+fn bytes_of<T: Zeroable>(items: &[T]) -> &[u8] {
+    // SAFETY: as in `bytes_mut`, shared.
+    unsafe { std::slice::from_raw_parts(items.as_ptr().cast::<u8>(), size_of_val(items)) }
+}
+
+/// Copies `from` into `to` (zeroed, of the same length) a page at a time, skipping the
+/// pages of `from` that are all zero: those stay untouched in `to`, unbacked where the
+/// allocator took them zeroed from the system.
+fn copy_nonzero_pages(to: &mut [u8], from: &[u8]) {
+    const PAGE: usize = 4096;
+    static ZEROS: [u8; PAGE] = [0; PAGE];
+    debug_assert_eq!(to.len(), from.len());
+    for (to, from) in to.chunks_mut(PAGE).zip(from.chunks(PAGE)) {
+        // A comparison with zeros is a memcmp: vectorised, and it stops at the first
+        // byte set, where a byte loop's early exit is neither.
+        if from != &ZEROS[..from.len()] {
+            to.copy_from_slice(from);
+        }
+    }
+}
+
+/// A copy of `bytes` in a `Vec`, or [`Error::OutOfMemory`](crate::Error::OutOfMemory): taken
+/// zeroed and only the pages that are not all zero written, as [`TryClone`] promises.
+pub(crate) fn try_copy_bytes(bytes: &[u8]) -> crate::Result<Vec<u8>> {
+    let mut copy = try_zeroed_vec(bytes.len())?;
+    copy_nonzero_pages(&mut copy, bytes);
+    Ok(copy)
+}
+
+/// An empty `Vec` with room for `len` elements, or
+/// [`Error::OutOfMemory`](crate::Error::OutOfMemory).
+pub(crate) fn try_with_capacity<T>(len: usize) -> crate::Result<Vec<T>> {
+    let mut elements = Vec::new();
+    elements
+        .try_reserve_exact(len)
+        .map_err(|_| crate::Error::OutOfMemory {
+            bytes: (len as u64).saturating_mul(size_of::<T>() as u64),
+        })?;
+    Ok(elements)
+}
+
+/// Copies of `elements`, or the first refusal.
+pub(crate) fn try_clone_all<'a, T: TryClone + 'a>(
+    elements: impl ExactSizeIterator<Item = &'a T>,
+) -> crate::Result<Vec<T>> {
+    let mut copies = try_with_capacity(elements.len())?;
+    for element in elements {
+        copies.push(element.try_clone()?);
+    }
+    Ok(copies)
+}
+
+/// `value` in a `Box`, or [`Error::OutOfMemory`](crate::Error::OutOfMemory) where
+/// `Box::new` aborts (`Box::try_new` is not stable).
+pub(crate) fn try_box<T>(value: T) -> crate::Result<Box<T>> {
+    let layout = std::alloc::Layout::new::<T>();
+    if layout.size() == 0 {
+        return Ok(Box::new(value)); // allocates nothing
+    }
+    // SAFETY: the layout's size is not zero.
+    let ptr = unsafe { std::alloc::alloc(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(crate::Error::OutOfMemory {
+            bytes: layout.size() as u64,
+        });
+    }
+    // SAFETY: `ptr` is valid for a write of `T` and aligned for it (the global allocator
+    // gave `T`'s layout), and a `Box<T>` frees with that layout from the global allocator.
+    unsafe {
+        ptr.write(value);
+        Ok(Box::from_raw(ptr))
+    }
+}
+
+/// A copy of `elements` (plain values), or [`Error::OutOfMemory`](crate::Error::OutOfMemory).
+pub(crate) fn try_copy_slice<T: Copy>(elements: &[T]) -> crate::Result<Vec<T>> {
+    let mut copy = try_with_capacity(elements.len())?;
+    copy.extend_from_slice(elements);
+    Ok(copy)
 }
 
 impl<T: Zeroable + std::fmt::Debug> std::fmt::Debug for ZeroedArray<T> {

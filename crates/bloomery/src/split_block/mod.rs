@@ -49,7 +49,7 @@ use kernel::BLOCK_WORDS;
 pub use kernel::{Kernel, SplitBlock};
 use xxhash_rust::xxh64::xxh64;
 
-use crate::bits::ZeroedArray;
+use crate::bits::{TryClone, ZeroedArray};
 use crate::error::{Error, FormatProblem, Result, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, FunnelBuffer, xxh3_64_item, xxh3_64_item_seeded};
@@ -267,6 +267,16 @@ pub struct SplitBlockBloomFilter {
     blocks: ZeroedArray<SplitBlock>,
     kernel: Kernel,
     road: Road,
+}
+
+impl TryClone for SplitBlockBloomFilter {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            blocks: self.blocks.try_clone()?,
+            kernel: self.kernel,
+            road: self.road,
+        })
+    }
 }
 
 pub(crate) fn check_num_blocks(num_blocks: u64) -> Result<usize> {

@@ -1,0 +1,188 @@
+//! `try_clone_box` (and `TryClone`) answer `Error::OutOfMemory` wherever the system refuses
+//! an allocation of the copy, never abort: a global allocator here refuses the `n`-th
+//! allocation that the test's thread makes, for `n = 0, 1, 2, ...` until a copy succeeds,
+//! so that every allocation a copy of each variant makes is refused once. An infallible one
+//! (`Clone`, `Box::new`, a `Vec` push past its room) aborts the test binary. The Redis
+//! module copies a filter (`COPY`) through it, where an abort stops the server.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use bloomery::any::{self, DynFilter, Spec};
+use bloomery::format::native::Variant;
+use bloomery::{AllowlistedBloomFilter, Error, RetouchedBloomFilter};
+
+thread_local! {
+    /// Allocations left before the one refused (`usize::MAX`: none is refused), for this
+    /// thread only: the other tests of the binary run beside it.
+    static LEFT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+struct Refusing;
+
+impl Refusing {
+    /// Whether this allocation is the one to refuse.
+    fn refuse() -> bool {
+        LEFT.try_with(|left| match left.get() {
+            usize::MAX => false,
+            0 => {
+                left.set(usize::MAX);
+                true
+            }
+            n => {
+                left.set(n - 1);
+                false
+            }
+        })
+        .unwrap_or(false)
+    }
+}
+
+// SAFETY: every call is System's, or a null pointer (a refusal) where one may be returned.
+unsafe impl GlobalAlloc for Refusing {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if Self::refuse() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if Self::refuse() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as the caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if Self::refuse() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Refusing = Refusing;
+
+/// A filter of `variant` past its capacity (the growing ones have grown), with an allow
+/// list and recorded false positives where the variant keeps them.
+fn filled(variant: Variant) -> Box<dyn DynFilter> {
+    let mut filter = any::create(&Spec::new(variant, 500, 0.01)).unwrap();
+    for i in 0..2_000u32 {
+        filter.insert(&i.to_le_bytes()).unwrap();
+    }
+    if let Some(allowlisted) = filter.as_any_mut().downcast_mut::<AllowlistedBloomFilter>() {
+        for i in 10_000..10_100u32 {
+            allowlisted.allow(&i.to_le_bytes()[..]);
+        }
+        assert!(allowlisted.allowed_len() > 0);
+    }
+    if let Some(retouched) = filter.as_any_mut().downcast_mut::<RetouchedBloomFilter>() {
+        for i in 10_000..20_000u32 {
+            retouched.record_false_positive(&i.to_le_bytes()[..]);
+        }
+    }
+    filter
+}
+
+#[test]
+fn every_allocation_of_a_copy_refused_is_an_error_and_the_copy_after_is_whole() {
+    // Huge-page arrays are mapped, not allocated: none here (all under 4 MiB).
+    for variant in Variant::ALL {
+        let filter = filled(variant);
+        let original = filter.envelope().to_vec();
+        let mut refusals = 0;
+        let copy = loop {
+            LEFT.set(refusals);
+            let copy = filter.try_clone_box();
+            let refused = LEFT.get() == usize::MAX;
+            LEFT.set(usize::MAX);
+            match copy {
+                Ok(copy) => {
+                    assert!(
+                        !refused,
+                        "{variant:?}: a refusal at allocation {refusals} was not reported"
+                    );
+                    break copy;
+                }
+                Err(error) => {
+                    assert!(refused, "{variant:?}: {error} with no allocation refused");
+                    assert!(matches!(error, Error::OutOfMemory { .. }), "{variant:?}: {error}");
+                    refusals += 1;
+                }
+            }
+        };
+        // Every allocation but a box for the bits and one for the copy would be a bug to
+        // miss: the growing variants take one per sub-filter, the lists one per list.
+        assert!(refusals >= 2, "{variant:?}: {refusals} allocations");
+        assert_eq!(copy.envelope().to_vec(), original, "{variant:?}");
+        assert_eq!(
+            filter.envelope().to_vec(),
+            original,
+            "{variant:?}: the original changed"
+        );
+        for i in 0..2_000u32 {
+            // Equal answers (a rotating filter has forgotten its first items).
+            let item = i.to_le_bytes();
+            assert_eq!(copy.contains(&item), filter.contains(&item), "{variant:?}: {i}");
+        }
+    }
+}
+
+#[test]
+fn a_copy_is_the_original_and_goes_its_own_way() {
+    for variant in Variant::ALL {
+        let filter = filled(variant);
+        let mut copy = filter.try_clone_box().unwrap();
+        assert_eq!(
+            copy.envelope().to_vec(),
+            filter.clone_box().envelope().to_vec(),
+            "{variant:?}"
+        );
+        let present: Vec<bool> = (0..2_000u32).map(|i| filter.contains(&i.to_le_bytes())).collect();
+        assert!(present.iter().filter(|&&p| p).count() >= 500, "{variant:?}");
+        copy.clear().unwrap();
+        assert!(!copy.contains(&1999u32.to_le_bytes()), "{variant:?}");
+        for (i, &was) in (0..2_000u32).zip(&present) {
+            assert_eq!(filter.contains(&i.to_le_bytes()), was, "{variant:?}: {i}");
+        }
+    }
+}
+
+/// The process's resident memory now (VmRSS).
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+#[test]
+fn the_copy_of_a_mostly_empty_filter_leaves_its_empty_pages_untouched() {
+    // 256 MiB of blocks with one item: the copy reads every page of the original (the
+    // untouched ones read as the kernel's zero page) and writes only the one that is not
+    // all zero. The other tests of the binary take a few MiB meanwhile.
+    for huge_pages in [true, false] {
+        bloomery::bits::set_huge_pages(huge_pages);
+        let mut filter = bloomery::BlockedBloomFilter::with_num_blocks(1 << 22, 0).unwrap();
+        bloomery::bits::set_huge_pages(true);
+        filter.insert(&"one");
+        let before = resident_bytes();
+        let copy = bloomery::TryClone::try_clone(&filter).unwrap();
+        let grown = resident_bytes().saturating_sub(before);
+        assert!(
+            grown < 32 << 20,
+            "huge pages {huge_pages}: {grown} bytes more resident"
+        );
+        assert!(copy.contains(&"one"));
+        assert_eq!(copy.blocks(), filter.blocks());
+    }
+}
