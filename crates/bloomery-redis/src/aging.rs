@@ -38,8 +38,8 @@ use bloomery::{Error as BloomError, RotatingBloomFilter};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::commands::{
-    AT_MEMORY_LIMIT, InsertOptions, SYSTEM_REFUSED_MEMORY, booleans, integer, parse_f64, parse_i64,
-    rate_and_capacity, redisbloom_size, refuse_existing, reply_info, word_is, write_filter,
+    InsertOptions, booleans, integer, parse_f64, parse_i64, rate_and_capacity, redisbloom_size,
+    refuse_existing, reply_info, word_is, write_filter,
 };
 use crate::datatype::{BLOOM_TYPE, Stored};
 use crate::limits::cap_for_command;
@@ -48,6 +48,15 @@ use crate::loading::over_cap_message;
 /// Generations when `GENERATIONS` is not given: 4 keeps a third more than the window
 /// (2 would keep twice as much) at 16.6 bits an item at 1%, and a lookup asks 4 filters.
 pub const DEFAULT_GENERATIONS: usize = 4;
+
+/// The reply to an item refused because the system would not give the memory of the
+/// filter's next generation: an address-space limit, strict overcommit.
+const GENERATION_REFUSED_MEMORY: &str =
+    "ERR filter cannot start another generation: the system refused the memory for it";
+
+/// The reply to an item refused because the next generation would take the filter past
+/// the cap.
+const GENERATION_AT_MEMORY_LIMIT: &str = "ERR filter cannot start another generation: it would take the filter past the module's limit per key (bloomery.max-filter-memory)";
 
 /// The longest `SECONDS` accepted: about 31,700 years, so every window sum fits easily.
 const MAX_WINDOW_MS: u64 = 1_000_000_000_000_000;
@@ -351,8 +360,8 @@ fn insert_items(
                     BloomError::MemoryLimit { .. } if crate::limits::uncapped() => {
                         "ERR problem inserting into filter"
                     }
-                    BloomError::MemoryLimit { .. } => AT_MEMORY_LIMIT,
-                    BloomError::OutOfMemory { .. } => SYSTEM_REFUSED_MEMORY,
+                    BloomError::MemoryLimit { .. } => GENERATION_AT_MEMORY_LIMIT,
+                    BloomError::OutOfMemory { .. } => GENERATION_REFUSED_MEMORY,
                     _ => "ERR filter cannot start another generation",
                 }));
                 break;

@@ -495,7 +495,7 @@ fn set_new_filter(redis_key: &RedisKeyWritable, filter: Box<dyn DynFilter>) -> R
 pub(crate) const PROBLEM_INSERTING: &str = "ERR problem inserting into filter";
 
 /// The reply to an item refused because the system would not give the memory of the
-/// filter's next sub-filter (or generation): an address-space limit, strict overcommit.
+/// filter's next sub-filter: an address-space limit, strict overcommit.
 pub(crate) const SYSTEM_REFUSED_MEMORY: &str =
     "ERR filter cannot grow: the system refused the memory for its next sub-filter";
 

@@ -211,6 +211,7 @@ def test_new_generations_are_held_to_the_memory_cap(server, tmp_path):
         replies = primary.execute_command("BF.MADD", "capped", *items)
         refused = replies[-1]
         assert isinstance(refused, redis.ResponseError) and "bloomery.max-filter-memory" in str(refused)
+        assert str(refused).startswith("filter cannot start another generation: it would take"), refused
         assert 20000 <= len(replies) - 1 <= 20100
         assert all(primary.execute_command("BF.MEXISTS", "capped", *items[: len(replies) - 1]))
         assert "bloomery.max-filter-memory" in error_of(primary, "BF.ADD", "capped", items[-1])

@@ -147,6 +147,26 @@ def test_a_chain_whose_next_link_cannot_be_had_refuses_only_the_items_that_need_
         server.stop()
 
 
+def test_an_aging_filter_whose_next_generation_cannot_be_had_refuses_the_item(limited):
+    """A generation started by time (an add 2 s later, `AT`, on a window of 3 s in 4
+    generations) that the system refuses: the item is refused with the generation's own
+    words (it shared the chains' "next sub-filter" before), the earlier items stay."""
+    r = limited.client()
+    lift_address_space_limit(limited)
+    r.execute_command("BF.RESERVE", "w", "0.01", 4 * CAPACITY, "WINDOW", "SECONDS", 3)
+    assert r.memory_usage("w") > 18 << 20  # a generation: more than fill leaves
+    r.execute_command("BF.ADD", "w", "early")
+    limit_address_space(limited, 48 << 20)
+    fill(r)
+    later = r.time()[0] * 1000 + 2000
+    replies = r.execute_command("BF.INSERT", "w", "NOCREATE", "WINDOW", "AT", later, "ITEMS", "late")
+    assert len(replies) == 1 and isinstance(replies[0], redis.ResponseError), replies
+    assert str(replies[0]) == "filter cannot start another generation: the system refused the memory for it"
+    assert alive(limited)
+    assert r.execute_command("BF.EXISTS", "w", "early") == 1
+    assert r.execute_command("BF.EXISTS", "w", "late") == 0
+
+
 def test_restore_and_loadchunk_of_a_filter_that_cannot_be_had_are_refused(tmp_path):
     """A DUMP of a mostly empty filter is small (Redis compresses it), and so is the header
     piece of a RedisBloom chain's BF.SCANDUMP: here the module's allocation is what fails,
