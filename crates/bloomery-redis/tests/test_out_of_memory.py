@@ -5,7 +5,7 @@ other key and every item it accepted. Before the module allocated with
 `RedisModule_TryAlloc`, Redis's allocator stopped the whole server on the first such
 request ("Redis aborting for OUT OF MEMORY"), and an AOF holding one stopped every restart.
 
-A randomized run (creations, adds and deletions of every kind on a primary with a
+A randomized run (creations, adds, copies and deletions of every kind on a primary with a
 replica, the limit reached now and then) checks that each add's answered items are found,
 on both. Redis's own allocations (query and reply buffers) and the module's working
 buffers for one command (Rust's infallible `Vec`s, as large as the command's arguments)
@@ -32,6 +32,8 @@ from type_helpers import start_replica
 # "problem inserting into filter" instead).
 REFUSED = "the system refused them"
 MEMORY_REFUSED = "the system refused"
+# Redis's answer to a COPY whose copy the module could not make.
+COPY_REFUSED = "module key failed to copy"
 CAPACITY = 10_000_000  # a blocked filter of about 17 MB at 1%
 
 
@@ -230,7 +232,7 @@ def test_a_copy_that_cannot_be_had_is_refused_and_the_server_stays_up(tmp_path):
         limit_address_space(server, 48 << 20)
         made = fill(r)  # what is left is less than one 17 MB filter
         for key in sources:
-            assert "module key failed to copy" in error_of(r, "COPY", key, f"{key}-copy"), key
+            assert COPY_REFUSED in error_of(r, "COPY", key, f"{key}-copy"), key
             assert r.exists(f"{key}-copy") == 0, key
         assert alive(server)
         for key in sources:
@@ -298,7 +300,7 @@ def checked(client, command, key, items):
 
 
 def random_run(seed, primary, steps=300):
-    """`steps` random creations, adds and deletions on `primary` (under an address-space
+    """`steps` random creations, adds, copies and deletions on `primary` (under an address-space
     limit), each add's answered items checked at once; returns what was taken per key,
     the keys' kinds, and whether the server stopped on a buffer's allocation (Redis's own
     or the module's working buffers, not a filter's)."""
@@ -328,6 +330,13 @@ def random_run(seed, primary, steps=300):
             elif choice < 0.3:
                 r.delete(key)
                 taken.pop(key, None), kinds.pop(key, None)
+            elif choice < 0.35:
+                # A copy (refused as a whole where its memory cannot be had; a refused
+                # COPY REPLACE leaves the key it would replace as it was).
+                source = f"k{rng.randrange(6)}"
+                if source != key and source in taken and \
+                        r.copy(source, key, replace=rng.random() < 0.5):
+                    taken[key], kinds[key] = set(taken[source]), kinds[source]
             else:
                 items = [f"{key}-{step}-{i}" for i in range(rng.choice([1, 10, 100, 1000, 5000]))]
                 if kinds.get(key) == "counting":
@@ -349,8 +358,8 @@ def random_run(seed, primary, steps=300):
                     found = checked(r, lookup, key, answered)
                     assert all(found), (seed, step, key, found.count(0))
         except redis.ResponseError as error:
-            # A refusal: for memory, an existing key, a full filter.
-            refusals += MEMORY_REFUSED in str(error)
+            # A refusal: for memory (a filter's, a copy's), an existing key, a full filter.
+            refusals += MEMORY_REFUSED in str(error) or COPY_REFUSED in str(error)
         except redis.ConnectionError:
             pass  # told apart below
         if not alive(primary):
@@ -366,10 +375,13 @@ def random_run(seed, primary, steps=300):
 
 def working_buffer_failed(stderr: str) -> bool:
     """Whether the process stopped on an allocation Rust makes infallibly (its message on
-    standard error): the module's working buffers for one command (its answers, an item's
-    slices), which grow with the command's arguments as Redis's own buffers do. The filters
-    themselves are made with fallible constructors."""
-    return re.search(r"^memory allocation of \d+ bytes failed$", stderr, re.MULTILINE) is not None
+    standard error) of a working buffer's size: the module's working buffers for one
+    command (its answers, an item's slices) grow with the command's arguments as Redis's
+    own buffers do, under 1 MiB for the 5000 items of the largest add here. The filters
+    themselves, and their copies, are made fallibly: a larger allocation that aborts is
+    one of those (a COPY's clone did)."""
+    sizes = re.findall(r"^memory allocation of (\d+) bytes failed$", stderr, re.MULTILINE)
+    return bool(sizes) and int(sizes[0]) < 1 << 20
 
 
 def redis_s_own_allocation_failed(log: str, module: str) -> bool:
@@ -386,7 +398,7 @@ def redis_s_own_allocation_failed(log: str, module: str) -> bool:
 # Four seeds in CI; OOM_SEEDS=N runs seeds 0 to N - 1.
 @pytest.mark.parametrize("seed", range(int(os.environ.get("OOM_SEEDS", "4"))))
 def test_random_commands_under_an_address_space_limit_lose_no_item(tmp_path, seed):
-    """Creations, adds and deletions of every kind, with the limit reached now and then:
+    """Creations, adds, copies and deletions of every kind, with the limit reached now and then:
     the server stays up (unless a buffer finds no memory: see random_run), each add's
     answered items are found at once, and at the end on the primary and on a replica (to
     which only what was taken is sent)."""
