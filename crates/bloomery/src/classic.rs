@@ -19,7 +19,7 @@
 //! filter give exactly 100,075 false positives in the next 10^7 ints, 1.0008%
 //! (`cargo run --release --example classic`).
 
-use crate::bits::{AtomicBitVec, BitVec, Bits, OwnedBits, TryClone};
+use crate::bits::{AtomicBitVec, BitVec, Bits, OwnedBits, impl_try_clone};
 use crate::error::{Error, Result};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices};
@@ -53,15 +53,7 @@ pub struct ClassicFilter<B> {
 /// ```
 pub type BloomFilter = ClassicFilter<BitVec>;
 
-impl TryClone for BloomFilter {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            bits: self.bits.try_clone()?,
-            num_hashes: self.num_hashes,
-            modulus: self.modulus,
-        })
-    }
-}
+impl_try_clone!(BloomFilter, fallible: [bits], copied: [num_hashes, modulus]);
 
 /// The thread-safe twin of [`BloomFilter`]: many threads insert through `&self`, each bit
 /// set with one atomic `fetch_or` (Guava's `LockFreeBitArray`). The bits, answers and

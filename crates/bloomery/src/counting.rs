@@ -18,8 +18,8 @@
 //! half of them
 //! (`tests/variants.rs`, printed with `--nocapture`).
 
-use crate::bits::TryClone;
 use crate::bits::counters::{CounterVec, SATURATED};
+use crate::bits::impl_try_clone;
 use crate::error::{Error, FormatProblem, Result};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices};
@@ -48,15 +48,7 @@ pub struct CountingBloomFilter {
     modulus: Modulus,
 }
 
-impl TryClone for CountingBloomFilter {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            counters: self.counters.try_clone()?,
-            num_hashes: self.num_hashes,
-            modulus: self.modulus,
-        })
-    }
-}
+impl_try_clone!(CountingBloomFilter, fallible: [counters], copied: [num_hashes, modulus]);
 
 /// The most counters a counting filter holds: the classic filter's most bits, and on a
 /// 32-bit target fewer, two counters a byte in at most `isize::MAX` bytes.

@@ -52,7 +52,7 @@
 use std::borrow::Cow;
 
 use crate::any::GrowthLimit;
-use crate::bits::{TryClone, try_clone_all};
+use crate::bits::{TryClone, impl_try_clone};
 use crate::error::{Error, Result, first_sub_filter_error, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{murmur2_32, murmur64a};
@@ -373,14 +373,7 @@ pub struct RedisBloomFilter {
     links: Vec<Link>,
 }
 
-impl TryClone for RedisBloomFilter {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            links: try_clone_all(self.links.iter())?,
-            ..*self
-        })
-    }
-}
+impl_try_clone!(RedisBloomFilter, fallible: [links], copied: [size, options, growth]);
 
 /// The hash pair of an item under `options`.
 fn hash_pair(options: u32, item: &[u8]) -> (u64, u64) {

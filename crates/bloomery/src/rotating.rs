@@ -35,7 +35,7 @@ use std::collections::VecDeque;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::any::GrowthLimit;
-use crate::bits::{TryClone, try_clone_all};
+use crate::bits::impl_try_clone;
 use crate::classic::{BloomFilter, read_embedded, read_words, write_embedded};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
@@ -52,15 +52,7 @@ struct Generation {
     started_ms: u64,
 }
 
-impl TryClone for Generation {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            filter: self.filter.try_clone()?,
-            len: self.len,
-            started_ms: self.started_ms,
-        })
-    }
-}
+impl_try_clone!(Generation, fallible: [filter], copied: [len, started_ms]);
 
 /// A Bloom filter over a sliding window of generations.
 ///
@@ -86,17 +78,7 @@ pub struct RotatingBloomFilter {
     window_ms: Option<u64>,
 }
 
-impl TryClone for RotatingBloomFilter {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            generations: try_clone_all(self.generations.iter())?.into(),
-            max_generations: self.max_generations,
-            items_per_generation: self.items_per_generation,
-            fpp: self.fpp,
-            window_ms: self.window_ms,
-        })
-    }
-}
+impl_try_clone!(RotatingBloomFilter, fallible: [generations], copied: [max_generations, items_per_generation, fpp, window_ms]);
 
 /// Checks a generation's number of items: at least 1.
 pub(crate) fn check_items_per_generation(items_per_generation: u64) -> Result<()> {

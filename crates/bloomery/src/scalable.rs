@@ -39,7 +39,7 @@
 //! `tests/variants.rs`, `filters_hashed_as_guava_keep_their_rate_...`).
 
 use crate::any::GrowthLimit;
-use crate::bits::{TryClone, try_clone_all};
+use crate::bits::impl_try_clone;
 use crate::classic::{BloomFilter, read_embedded, write_embedded};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
@@ -95,15 +95,7 @@ struct SubFilter {
     len: u64,
 }
 
-impl TryClone for SubFilter {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            filter: self.filter.try_clone()?,
-            capacity: self.capacity,
-            len: self.len,
-        })
-    }
-}
+impl_try_clone!(SubFilter, fallible: [filter], copied: [capacity, len]);
 
 /// One sub-filter of a [`ScalableBloomFilter`], as [`ScalableBloomFilter::sub_filters`]
 /// reports it.
@@ -150,16 +142,7 @@ pub struct ScalableBloomFilter {
     options: ScalableOptions,
 }
 
-impl TryClone for ScalableBloomFilter {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            filters: try_clone_all(self.filters.iter())?,
-            initial_capacity: self.initial_capacity,
-            fpp: self.fpp,
-            options: self.options,
-        })
-    }
-}
+impl_try_clone!(ScalableBloomFilter, fallible: [filters], copied: [initial_capacity, fpp, options]);
 
 impl ScalableBloomFilter {
     /// A filter starting with room for `capacity` items at `fpp`, growing by 2 with

@@ -37,7 +37,7 @@ use std::borrow::Cow;
 
 use crate::BlockedBloomFilter;
 use crate::any::GrowthLimit;
-use crate::bits::{TryClone, try_clone_all};
+use crate::bits::impl_try_clone;
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, xxh3_64_item};
@@ -68,15 +68,7 @@ struct Link {
     len: u64,
 }
 
-impl TryClone for Link {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            filter: self.filter.try_clone()?,
-            capacity: self.capacity,
-            len: self.len,
-        })
-    }
-}
+impl_try_clone!(Link, fallible: [filter], copied: [capacity, len]);
 
 /// A growing chain of blocked filters (see the [module](self) documentation).
 #[derive(Clone, Debug, PartialEq)]
@@ -88,17 +80,7 @@ pub struct ScalableBlockedBloomFilter {
     seed: u64,
 }
 
-impl TryClone for ScalableBlockedBloomFilter {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            links: try_clone_all(self.links.iter())?,
-            initial_capacity: self.initial_capacity,
-            fpp: self.fpp,
-            options: self.options,
-            seed: self.seed,
-        })
-    }
-}
+impl_try_clone!(ScalableBlockedBloomFilter, fallible: [links], copied: [initial_capacity, fpp, options, seed]);
 
 impl ScalableBlockedBloomFilter {
     /// A filter starting with room for `capacity` items at `fpp`, growing as `options`

@@ -16,7 +16,7 @@ pub mod counters;
 mod pages;
 pub use pages::{TryClone, set_huge_pages};
 pub(crate) use pages::{
-    Zeroable, ZeroedArray, bytes_mut, try_box, try_clone_all, try_copy_bytes, try_copy_slice, try_zeroed_vec,
+    Zeroable, ZeroedArray, bytes_mut, impl_try_clone, try_box, try_copy_bytes, try_copy_slice, try_zeroed_vec,
 };
 
 /// Read access to a bit array of 64-bit words.
@@ -65,13 +65,7 @@ pub struct BitVec {
     words: ZeroedArray<u64>,
 }
 
-impl TryClone for BitVec {
-    fn try_clone(&self) -> crate::Result<Self> {
-        Ok(Self {
-            words: self.words.try_clone()?,
-        })
-    }
-}
+impl_try_clone!(BitVec, fallible: [words], copied: []);
 
 impl BitVec {
     /// Bits taken from `words` (bit `i` is bit `i % 64` of word `i / 64`).

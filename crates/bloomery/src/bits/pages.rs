@@ -311,6 +311,34 @@ pub trait TryClone: Sized {
     fn try_clone(&self) -> crate::Result<Self>;
 }
 
+impl<T: TryClone> TryClone for Vec<T> {
+    fn try_clone(&self) -> crate::Result<Self> {
+        try_clone_all(self.iter())
+    }
+}
+
+impl<T: TryClone> TryClone for std::collections::VecDeque<T> {
+    fn try_clone(&self) -> crate::Result<Self> {
+        try_clone_all(self.iter()).map(Self::from)
+    }
+}
+
+/// [`TryClone`] for the struct `$type` whose fields are each [`TryClone`] (`fallible`) or
+/// `Copy` (`copied`).
+macro_rules! impl_try_clone {
+    ($type:ty, fallible: [$($fallible:ident),*], copied: [$($copied:ident),*]) => {
+        impl $crate::bits::TryClone for $type {
+            fn try_clone(&self) -> $crate::Result<Self> {
+                Ok(Self {
+                    $($fallible: $crate::bits::TryClone::try_clone(&self.$fallible)?,)*
+                    $($copied: self.$copied,)*
+                })
+            }
+        }
+    };
+}
+pub(crate) use impl_try_clone;
+
 /// The memory of `items` as bytes.
 fn bytes_of<T: Zeroable>(items: &[T]) -> &[u8] {
     // SAFETY: as in `bytes_mut`, shared.
@@ -354,7 +382,7 @@ pub(crate) fn try_with_capacity<T>(len: usize) -> crate::Result<Vec<T>> {
 }
 
 /// Copies of `elements`, or the first refusal.
-pub(crate) fn try_clone_all<'a, T: TryClone + 'a>(
+fn try_clone_all<'a, T: TryClone + 'a>(
     elements: impl ExactSizeIterator<Item = &'a T>,
 ) -> crate::Result<Vec<T>> {
     let mut copies = try_with_capacity(elements.len())?;

@@ -40,7 +40,7 @@ use kernel::SALTS;
 use kernel::{BLOCK_WORDS, block_index, fingerprint, masks};
 pub use kernel::{Block, Kernel};
 
-use crate::bits::{TryClone, Zeroable, ZeroedArray};
+use crate::bits::{Zeroable, ZeroedArray, impl_try_clone};
 use crate::error::{Error, Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, xxh3_64_item};
@@ -91,16 +91,7 @@ pub struct BlockedBloomFilter {
     sized_for: Option<SizedFor>,
 }
 
-impl TryClone for BlockedBloomFilter {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            blocks: self.blocks.try_clone()?,
-            seed: self.seed,
-            kernel: self.kernel,
-            sized_for: self.sized_for,
-        })
-    }
-}
+impl_try_clone!(BlockedBloomFilter, fallible: [blocks], copied: [seed, kernel, sized_for]);
 
 /// Blocks that start as all zero bits (on huge pages when large).
 fn zeroed_blocks(num_blocks: usize) -> ZeroedArray<Block> {

@@ -49,7 +49,7 @@ use kernel::BLOCK_WORDS;
 pub use kernel::{Kernel, SplitBlock};
 use xxhash_rust::xxh64::xxh64;
 
-use crate::bits::{TryClone, ZeroedArray};
+use crate::bits::{ZeroedArray, impl_try_clone};
 use crate::error::{Error, FormatProblem, Result, inconsistent};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, FunnelBuffer, xxh3_64_item, xxh3_64_item_seeded};
@@ -269,15 +269,7 @@ pub struct SplitBlockBloomFilter {
     road: Road,
 }
 
-impl TryClone for SplitBlockBloomFilter {
-    fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            blocks: self.blocks.try_clone()?,
-            kernel: self.kernel,
-            road: self.road,
-        })
-    }
-}
+impl_try_clone!(SplitBlockBloomFilter, fallible: [blocks], copied: [kernel, road]);
 
 pub(crate) fn check_num_blocks(num_blocks: u64) -> Result<usize> {
     if num_blocks == 0 || num_blocks > MAX_SPLIT_BLOCKS {
