@@ -104,6 +104,15 @@ class Value:
         """Where the module's own fields start: what changes from here on reaches rdb_load."""
         return 1 + 9
 
+    def envelope(self) -> bytes:
+        """The envelope of a filter's value (kind 0, its length, then its pieces as saved:
+        the header, then the payload from the filter's memory), joined."""
+        kind, total, *pieces = self.fields
+        assert kind == ("uint", 0) and pieces and all(piece[0] == "string" for piece in pieces)
+        envelope = b"".join(piece for _, piece in pieces)
+        assert total == ("uint", len(envelope))
+        return envelope
+
     def payload(self, body: bytes) -> bytes:
         """A DUMP payload Redis accepts for `body`: RDB version, then CRC64 of all before."""
         data = body + self.rdb_version

@@ -78,12 +78,13 @@ def limited(tmp_path):
     server.stop()
 
 
-def fill(client, prefix="ballast"):
-    """Reserves 17 MB filters until one is refused for memory; returns the keys made."""
+def fill(client, prefix="ballast", capacity=CAPACITY):
+    """Reserves filters (17 MB for the default capacity) until one is refused for memory;
+    returns the keys made."""
     made = []
     for i in range(40):
         try:
-            client.execute_command("BF.RESERVE", f"{prefix}{i}", "0.01", CAPACITY)
+            client.execute_command("BF.RESERVE", f"{prefix}{i}", "0.01", capacity)
         except redis.ResponseError as error:
             assert REFUSED in str(error), error
             return made
@@ -245,6 +246,32 @@ def test_a_copy_that_cannot_be_had_is_refused_and_the_server_stays_up(tmp_path):
             r.delete(key)
             assert all(r.execute_command(exists[key], f"{key}-copy", *items[key])), key
         assert alive(server)
+    finally:
+        server.stop()
+
+
+def test_a_save_with_little_memory_left_writes_the_bits_from_the_filter(tmp_path):
+    """SAVE (in the server's own process) of a 52 MB filter with less than 2 MB left: the
+    module writes the bits to the RDB from the filter's memory. It copied each 16 MiB
+    piece first, and the refused copy stopped the server ("memory allocation of 16777216
+    bytes failed"). Compression is off: with it (Redis's default), Redis takes a buffer
+    of each piece's size to compress it into, its own allocation."""
+    server = Server(tmp_path, "--rdbcompression", "no").start()
+    try:
+        r = server.client()
+        r.execute_command("BF.RESERVE", "big", "0.01", 3 * CAPACITY)
+        items = [f"big-{i}" for i in range(1000)]
+        r.execute_command("BF.MADD", "big", *items)
+        assert r.memory_usage("big") > 3 * (16 << 20)  # four pieces of up to 16 MiB
+        limit_address_space(server, 48 << 20)
+        fill(r)
+        fill(r, prefix="small", capacity=CAPACITY // 8)  # what is left is under 2 MB
+        assert r.save() is True
+        assert alive(server)
+        server.stop()
+        server.start()
+        r = server.client()
+        assert all(r.execute_command("BF.MEXISTS", "big", *items))
     finally:
         server.stop()
 

@@ -29,9 +29,7 @@ def base_value(client):
     client.execute_command("BF.MADD", "base", *[f"item-{i}" for i in range(200)])
     assert client.execute_command("BF.INFO", "base", "FILTERS")[0] == 3
     value = Value(client.dump("base"))
-    kind, total, envelope = value.fields
-    assert kind == ("uint", 0) and total == ("uint", len(envelope[1])) and envelope[0] == "string"
-    return value, envelope[1]
+    return value, value.envelope()
 
 
 def test_two_thousand_mutated_dump_payloads_never_stop_the_server(r):

@@ -116,9 +116,7 @@ def fuzz_restore(client, key, rng: random.Random, per_kind: int, serve, fields) 
     after each. Returns kind -> [accepted?]."""
     client.config_set("rdbcompression", "no")
     value = Value(client.dump(key))
-    kind, total, envelope = value.fields
-    assert kind == ("uint", 0) and total == ("uint", len(envelope[1]))
-    envelope = envelope[1]
+    envelope = value.envelope()
     body = value.body()
     start = value.module_data_offset()
     outcomes = {}

@@ -354,11 +354,35 @@ impl<'a> Envelope<'a> {
 
     /// Writes the whole envelope to `writer`, piece by piece.
     pub fn write_to(&self, writer: &mut (impl Write + ?Sized)) -> io::Result<()> {
-        writer.write_all(&self.header())?;
-        for piece in &self.pieces {
-            writer.write_all(piece)?;
+        for slice in self.slices(usize::MAX) {
+            writer.write_all(&slice)?;
         }
         Ok(())
+    }
+
+    /// The whole envelope in order as slices, none empty: the header (computed, with the
+    /// payload checksum: a few dozen bytes and the parameters), then the payload borrowed
+    /// from the filter's memory in slices of at most `max` bytes. For writers whose
+    /// pieces may end anywhere (the Redis module's RDB save): no copy of the payload is
+    /// made, where [`read_range`](Self::read_range) copies each range.
+    ///
+    /// ```
+    /// use bloomery::{BloomFilter, format::native::Persist};
+    ///
+    /// let mut filter = BloomFilter::with_fpp(10_000, 0.01)?;
+    /// filter.insert("kept");
+    /// let envelope = filter.envelope();
+    /// let slices: Vec<_> = envelope.slices(1000).collect();
+    /// assert!(slices[1..].iter().all(|slice| !slice.is_empty() && slice.len() <= 1000));
+    /// assert_eq!(slices.concat(), filter.to_bytes());
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn slices(&self, max: usize) -> impl Iterator<Item = Cow<'_, [u8]>> {
+        std::iter::once(Cow::Owned(self.header())).chain(
+            self.pieces
+                .iter()
+                .flat_map(move |piece| piece.chunks(max).map(Cow::Borrowed)),
+        )
     }
 }
 
