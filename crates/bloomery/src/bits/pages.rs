@@ -285,12 +285,13 @@ impl<T: Zeroable + Copy> TryClone for ZeroedArray<T> {
 /// address-space limit, strict overcommit, or a host allocator that returns nothing, as a
 /// Redis module's does with `RedisModule_TryAlloc`), `clone` ends the process, which in a
 /// server ends every client's session; `try_clone` answers
-/// [`Error::OutOfMemory`](crate::Error::OutOfMemory) and changes nothing. Every filter
-/// variant that owns its bits implements it, and [`DynFilter::try_clone_box`] is the same
-/// for a filter of any variant.
+/// [`Error::OutOfMemory`](crate::Error::OutOfMemory) and changes nothing. The filter type
+/// of every variant implements it (the concurrent ones, made to be shared, do not), and
+/// [`DynFilter::try_clone_box`] is the same for a filter of any variant.
 ///
 /// Untouched pages of the original (all zero) are not written in the copy, so they stay
-/// unbacked there too: an empty 1 GB filter's copy takes little more memory than the
+/// unbacked there too where the allocator hands out zeroed memory untouched (the system's
+/// does for large arrays): an empty 1 GB filter's copy takes little more memory than the
 /// original does.
 ///
 /// [`DynFilter::try_clone_box`]: crate::any::DynFilter::try_clone_box
@@ -371,7 +372,7 @@ pub(crate) fn try_copy_bytes(bytes: &[u8]) -> crate::Result<Vec<u8>> {
 
 /// An empty `Vec` with room for `len` elements, or
 /// [`Error::OutOfMemory`](crate::Error::OutOfMemory).
-pub(crate) fn try_with_capacity<T>(len: usize) -> crate::Result<Vec<T>> {
+fn try_with_capacity<T>(len: usize) -> crate::Result<Vec<T>> {
     let mut elements = Vec::new();
     elements
         .try_reserve_exact(len)
