@@ -4,7 +4,7 @@
 //! ([`DynFilter`] to own and change one, [`FilterView`] for a memory-mapped file), and
 //! every item through its item road (see `items`): what a Python program adds, the CLI,
 //! a Rust program and (classic filters) Guava find. Batch calls and whole-filter work run
-//! with the GIL released; [`ConcurrentBloomFilter`] is the library's lock-free filters,
+//! with the GIL released; `ConcurrentBloomFilter` is the library's lock-free filters,
 //! for many threads at once.
 
 mod files;

@@ -10,8 +10,8 @@
 //! `bloomery.max-filter-memory` bytes (a module configuration: [`limits`], with
 //! `bloomery.redisbloom-layout`, which makes new filters RedisBloom's own chain bit for bit,
 //! and `bloomery.redisbloom-errors`), and a `BF.LOADCHUNK` load in progress is a value in
-//! the keyspace ([`loading`]). RedisBloom's own type, `MBbloom--`, is registered too, so
-//! RedisBloom's data loads and is served as RedisBloom served it ([`mbbloom`]).
+//! the keyspace (`loading.rs`). RedisBloom's own type, `MBbloom--`, is registered too, so
+//! RedisBloom's data loads and is served as RedisBloom served it (`mbbloom.rs`).
 //! `BF.HASHADD` and `BF.HASHEXISTS` serve the shards of a sharded filter, with
 //! pre-computed hashes (`shards.rs`, docs/sharding.md).
 //!
@@ -43,7 +43,7 @@ use datatype::BLOOM_TYPE;
 use mbbloom::MBBLOOM_TYPE;
 use redis_module::{Context, InfoContext, RedisResult, RedisString, Status, redis_module};
 
-/// Each command's ACL categories besides `@bloom` ([`acl`]): `read` or `write`, and `fast`
+/// Each command's ACL categories besides `@bloom` (`acl.rs`): `read` or `write`, and `fast`
 /// (constant work per item, as Redis counts its own variadic commands) or `slow` (work that
 /// grows with the filter: the allocation of a new filter, a dump piece of up to 16 MiB, the
 /// pass over every counter of `CBF.CARD` and `CBF.INFO`; `BF.CARD` and `BF.INFO` answer
@@ -75,7 +75,7 @@ pub const ACL_CATEGORIES: &[(&str, &str)] = &[
     ("cbf.info", "read slow"),
 ];
 
-/// Each command's key spec ([`acl::register_key_specs`]): `RO` or `RW`, and what the
+/// Each command's key spec (`acl::register_key_specs`): `RO` or `RW`, and what the
 /// command does with the key's data, as Redis flags its own commands (`ACCESS`: returns or
 /// uses it, as `SISMEMBER`; `INSERT`: adds to it, as `SADD`; `UPDATE`; `DELETE`), which
 /// per-key ACL permissions are checked against (`%R~` for `ACCESS`, `%W~` for the writes;

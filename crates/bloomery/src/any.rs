@@ -314,7 +314,7 @@ pub trait DynFilter: FilterView {
     /// see [`try_clone_box`](Self::try_clone_box).
     fn clone_box(&self) -> Box<dyn DynFilter>;
 
-    /// A copy, or [`Error::OutOfMemory`](crate::Error::OutOfMemory) when the system refuses
+    /// A copy, or [`Error::OutOfMemory`] when the system refuses
     /// its memory ([`TryClone`](crate::TryClone)): what a server copying a filter on a
     /// client's request calls, so that the request fails and the server stays up.
     ///
