@@ -182,11 +182,17 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
             refused = true;
             continue;
         };
+        // The link's bits, copied out of Redis's buffer: a copy the system refuses (memory
+        // that runs out under a RESTORE) refuses the value, as one past the cap, where
+        // `to_vec` stopped the server ("memory allocation of 34461736 bytes failed").
+        let mut bitmap = Vec::new();
+        refused |= bitmap.try_reserve_exact(buffer.as_ref().len()).is_err();
         if refused {
             // Nothing more is kept: the rest is read only to reach the value's end.
             links = Vec::new();
             continue;
         }
+        bitmap.extend_from_slice(buffer.as_ref());
         links.push(RdbLink {
             entries,
             error,
@@ -194,7 +200,7 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
             bpe,
             bits,
             n2,
-            bitmap: Cow::Owned(buffer.as_ref().to_vec()),
+            bitmap: Cow::Owned(bitmap),
             size,
         });
     }

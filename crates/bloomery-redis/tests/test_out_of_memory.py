@@ -173,17 +173,26 @@ def test_an_aging_filter_whose_next_generation_cannot_be_had_refuses_the_item(li
 def test_restore_and_loadchunk_of_a_filter_that_cannot_be_had_are_refused(tmp_path):
     """A DUMP of a mostly empty filter is small (Redis compresses it), and so is the header
     piece of a RedisBloom chain's BF.SCANDUMP: here the module's allocation is what fails,
-    not Redis's buffer for the argument (which Redis would answer by stopping)."""
+    not Redis's buffer for the argument (which Redis would answer by stopping). A
+    RedisBloom chain's RDB value brings each link's bits in a buffer of Redis's, which
+    the module copies: a link of 34 MB fits the limit once but not twice, and that copy
+    stopped the server ("memory allocation of 34461736 bytes failed")."""
     (tmp_path / "source").mkdir()
     source = Server(tmp_path / "source").start()
     try:
         s = source.client()
         payloads, headers = {}, {}
-        for layout in ["bloomery", "redisbloom"]:
-            s.execute_command("BF.RESERVE", layout, "0.01", 4 * CAPACITY, "LAYOUT", layout)
-            s.execute_command("BF.ADD", layout, "item")
-            payloads[layout] = s.dump(layout)
-            headers[layout] = s.execute_command("BF.SCANDUMP", layout, 0)
+        # The one that fits once first: a refused load before it can leave its pieces'
+        # memory mapped in Redis's allocator (a RESTORE of the bloomery filter reads 16
+        # MiB pieces), which counts against the limit.
+        for key, layout, capacity in [("redisbloom-once", "redisbloom", 5 * CAPACITY // 2),
+                                      ("bloomery", "bloomery", 4 * CAPACITY),
+                                      ("redisbloom", "redisbloom", 4 * CAPACITY)]:
+            s.execute_command("BF.RESERVE", key, "0.01", capacity, "LAYOUT", layout)
+            s.execute_command("BF.ADD", key, "item")
+            payloads[key] = s.dump(key)
+            headers[key] = s.execute_command("BF.SCANDUMP", key, 0)
+        assert 32 << 20 < s.memory_usage("redisbloom-once") < 40 << 20
         assert all(len(payload) < 4 << 20 for payload in payloads.values())
         assert len(headers["redisbloom"][1]) < 1024
     finally:
@@ -194,10 +203,10 @@ def test_restore_and_loadchunk_of_a_filter_that_cannot_be_had_are_refused(tmp_pa
         r = server.client()
         r.execute_command("BF.ADD", "small", "kept")
         limit_address_space(server, 48 << 20)
-        for layout, payload in payloads.items():
+        for key, payload in payloads.items():
             # Redis's own answer to a value the module could not load.
-            assert "Bad data format" in error_of(r, "RESTORE", layout, "0", payload), layout
-            assert r.exists(layout) == 0
+            assert "Bad data format" in error_of(r, "RESTORE", key, "0", payload), key
+            assert r.exists(key) == 0
         iterator, data = headers["redisbloom"]
         error = error_of(r, "BF.LOADCHUNK", "f", iterator, data)
         assert REFUSED in error and "bad data" not in error, error
