@@ -8,7 +8,9 @@ use bloomery::any::{self, DynFilter, GrowthLimit, Spec};
 use bloomery::format::native::Variant;
 use bloomery::redisbloom::{OPT_FORCE64, RedisBloomFilter};
 use bloomery::scalable_blocked::ScalableBlockedBloomFilter;
-use bloomery::{Error as BloomError, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions};
+use bloomery::{
+    Error as BloomError, RetouchedBloomFilter, RotatingBloomFilter, ScalableBloomFilter, ScalableOptions,
+};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
     Context, ContextFlags, ModuleOptions, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
@@ -583,6 +585,10 @@ fn add_items(
             // RedisBloom's chain, where RedisBloom cannot add the link either (growth 0,
             // an error rate halved to 0, a link too large to allocate).
             _ if filter.as_any().is::<RedisBloomFilter>() => PROBLEM_INSERTING,
+            // A retouched filter does not grow: its lists of the items each bit needs do.
+            BloomError::OutOfMemory { .. } if filter.as_any().is::<RetouchedBloomFilter>() => {
+                "ERR cannot add the item: the system refused the memory to record it"
+            }
             BloomError::OutOfMemory { .. } => SYSTEM_REFUSED_MEMORY,
             _ => "ERR filter cannot grow any further",
         })

@@ -170,6 +170,37 @@ def test_an_aging_filter_whose_next_generation_cannot_be_had_refuses_the_item(li
     assert r.execute_command("BF.EXISTS", "w", "late") == 0
 
 
+def test_a_retouched_filter_whose_bookkeeping_cannot_grow_refuses_the_item(limited, tmp_path):
+    """A retouched filter (a file the CLI made, loaded by BF.LOADCHUNK) keeps a list of the
+    items each set bit needs, which grows on every add outside the cap: where the system
+    refuses that growth (the map of lists doubling), the item is refused with an error and
+    nothing of it kept; every item answered before is found. Its insert allocated
+    infallibly, and the refusal stopped the server."""
+    import subprocess
+    from conftest import ROOT
+
+    tool = ROOT / "target/release/bloomery"
+    if not tool.exists():
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "bloomery-cli"], cwd=ROOT, check=True)
+    path = tmp_path / "retouched.bloom"
+    subprocess.run([tool, "create", "--variant", "retouched", "--items", "1000000", str(path)], check=True)
+    r = limited.client()
+    assert r.execute_command("BF.LOADCHUNK", "t", 1, path.read_bytes()) in (b"OK", "OK", True)
+    taken, refused = [], None
+    for batch in range(200):
+        items = [f"{batch}-{i}" for i in range(2000)]
+        replies = r.execute_command("BF.MADD", "t", *items)
+        taken += [item for item, reply in zip(items, replies) if not isinstance(reply, redis.ResponseError)]
+        errors = [reply for reply in replies if isinstance(reply, redis.ResponseError)]
+        if errors:
+            refused = errors[0]
+            break
+    assert refused is not None, "the lists grew under the address-space limit"
+    assert str(refused) == "cannot add the item: the system refused the memory to record it", refused
+    assert alive(limited)
+    assert all(checked(r, "BF.MEXISTS", "t", taken))
+
+
 def test_restore_and_loadchunk_of_a_filter_that_cannot_be_had_are_refused(tmp_path):
     """A DUMP of a mostly empty filter is small (Redis compresses it), and so is the header
     piece of a RedisBloom chain's BF.SCANDUMP: here the module's allocation is what fails,

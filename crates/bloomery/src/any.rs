@@ -1321,7 +1321,7 @@ impl DynFilter for RetouchedBloomFilter {
     }
 
     fn insert(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(RetouchedBloomFilter::insert(self, item))
+        RetouchedBloomFilter::try_insert(self, item)
     }
 
     owned_filter_common!();

@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use crate::bits::{BitVec, Bits, OwnedBits, TryClone, try_copy_slice};
+use crate::bits::{BitVec, Bits, OwnedBits, TryClone, try_copy_slice, try_with_capacity};
 use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices, splitmix64};
@@ -102,13 +102,18 @@ impl TryClone for RetouchedBloomFilter {
     }
 }
 
+/// The refusal of `count` values of `T`.
+fn refused<T>(count: usize) -> crate::Error {
+    crate::Error::OutOfMemory {
+        bytes: (count as u64).saturating_mul(size_of::<T>() as u64),
+    }
+}
+
 /// A copy of a map from bits to lists of item hashes, or the first refusal.
 fn try_clone_lists(lists: &HashMap<u64, Vec<ItemHash>>) -> Result<HashMap<u64, Vec<ItemHash>>> {
     let mut copy = HashMap::new();
     copy.try_reserve(lists.len())
-        .map_err(|_| crate::Error::OutOfMemory {
-            bytes: (lists.len() as u64).saturating_mul(size_of::<(u64, Vec<ItemHash>)>() as u64),
-        })?;
+        .map_err(|_| refused::<(u64, Vec<ItemHash>)>(lists.len()))?;
     for (&bit, items) in lists {
         copy.insert(bit, try_copy_slice(items)?);
     }
@@ -168,18 +173,64 @@ impl RetouchedBloomFilter {
         indices
     }
 
-    /// Adds `item`; returns whether any bit changed.
+    /// Adds `item`; returns whether any bit changed. Aborts, as a `Vec` does, when the
+    /// system refuses the memory of the item's bookkeeping: see
+    /// [`try_insert`](Self::try_insert).
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
+        self.try_insert(item).unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<(u64, Vec<ItemHash>)>())
+        })
+    }
+
+    /// As [`insert`](Self::insert), or [`Error::OutOfMemory`](crate::Error::OutOfMemory)
+    /// with nothing changed when the system refuses the memory the item's bookkeeping
+    /// takes (its place in the lists of the bits it needs, and the map's growth), which
+    /// `insert` takes infallibly: a server adding to a retouched filter (the Redis module)
+    /// answers an error instead of stopping.
+    ///
+    /// ```
+    /// use bloomery::RetouchedBloomFilter;
+    ///
+    /// let mut filter = RetouchedBloomFilter::with_fpp(1000, 0.01)?;
+    /// assert!(filter.try_insert("kept")?);
+    /// assert!(filter.contains("kept"));
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    pub fn try_insert<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {
         let hash = hash_item(item);
+        let mut indices = try_with_capacity(self.num_hashes as usize)?;
+        indices.extend(mitz64_indices(hash, self.num_hashes, self.modulus));
+        indices.sort_unstable();
+        indices.dedup();
+        // Every allocation first, then the changes, none of which allocates: room for one
+        // more hash in each list that lacks it, new lists, and room in the map for them.
+        let mut fresh = try_with_capacity(indices.len())?;
+        for &index in &indices {
+            match self.items.get_mut(&index) {
+                Some(needing) if needing.contains(&hash) => {}
+                Some(needing) => needing.try_reserve(1).map_err(|_| refused::<ItemHash>(1))?,
+                // Room for four, as a `Vec`'s first push takes (the cost the module doc gives).
+                None => fresh.push((index, try_with_capacity(4)?)),
+            }
+        }
+        self.items
+            .try_reserve(fresh.len())
+            .map_err(|_| refused::<(u64, Vec<ItemHash>)>(fresh.len()))?;
+        for (index, needing) in fresh {
+            self.items.insert(index, needing);
+        }
         let mut changed = false;
-        for index in self.indices(hash) {
+        for index in indices {
             changed |= self.bits.set(index);
-            let needing = self.items.entry(index).or_default();
+            let needing = self
+                .items
+                .get_mut(&index)
+                .expect("a list for each index, made above");
             if !needing.contains(&hash) {
                 needing.push(hash);
             }
         }
-        changed
+        Ok(changed)
     }
 
     /// Whether `item` might be present.

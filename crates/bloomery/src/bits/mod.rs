@@ -16,7 +16,8 @@ pub mod counters;
 mod pages;
 pub use pages::{TryClone, set_huge_pages};
 pub(crate) use pages::{
-    Zeroable, ZeroedArray, bytes_mut, impl_try_clone, try_box, try_copy_bytes, try_copy_slice, try_zeroed_vec,
+    Zeroable, ZeroedArray, bytes_mut, impl_try_clone, try_box, try_copy_bytes, try_copy_slice,
+    try_with_capacity, try_zeroed_vec,
 };
 
 /// Read access to a bit array of 64-bit words.

@@ -372,7 +372,7 @@ pub(crate) fn try_copy_bytes(bytes: &[u8]) -> crate::Result<Vec<u8>> {
 
 /// An empty `Vec` with room for `len` elements, or
 /// [`Error::OutOfMemory`](crate::Error::OutOfMemory).
-fn try_with_capacity<T>(len: usize) -> crate::Result<Vec<T>> {
+pub(crate) fn try_with_capacity<T>(len: usize) -> crate::Result<Vec<T>> {
     let mut elements = Vec::new();
     elements
         .try_reserve_exact(len)

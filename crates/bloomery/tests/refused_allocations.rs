@@ -3,7 +3,8 @@
 //! allocation that the test's thread makes, for `n = 0, 1, 2, ...` until a copy succeeds,
 //! so that every allocation a copy of each variant makes is refused once. An infallible one
 //! (`Clone`, `Box::new`, a `Vec` push past its room) aborts the test binary. The Redis
-//! module copies a filter (`COPY`) through it, where an abort stops the server.
+//! module copies a filter (`COPY`) through it, where an abort stops the server. A
+//! retouched filter's insert, whose bookkeeping allocates, is held to the same.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -184,5 +185,41 @@ fn the_copy_of_a_mostly_empty_filter_leaves_its_empty_pages_untouched() {
         );
         assert!(copy.contains(&"one"));
         assert_eq!(copy.blocks(), filter.blocks());
+    }
+}
+
+#[test]
+fn every_allocation_of_a_retouched_insert_refused_is_an_error_that_changes_nothing() {
+    let mut filter = filled(Variant::Retouched);
+    let mut refusals = 0;
+    // Items new to the filter, each needing new lists and room in the map's lists.
+    for item in (50_000..50_020u32).map(u32::to_le_bytes) {
+        let before = filter.envelope().to_vec();
+        loop {
+            LEFT.set(refusals);
+            let added = filter.insert(&item);
+            let refused = LEFT.get() == usize::MAX;
+            LEFT.set(usize::MAX);
+            match added {
+                Ok(_) => {
+                    assert!(!refused, "a refusal at allocation {refusals} was not reported");
+                    break;
+                }
+                Err(error) => {
+                    assert!(refused, "{error} with no allocation refused");
+                    assert!(matches!(error, Error::OutOfMemory { .. }), "{error}");
+                    assert_eq!(
+                        filter.envelope().to_vec(),
+                        before,
+                        "a refused insert changed the filter"
+                    );
+                    refusals += 1;
+                }
+            }
+        }
+        // The indices and the new lists at least.
+        assert!(refusals >= 2, "{refusals} allocations");
+        assert!(filter.contains(&item));
+        refusals = 0;
     }
 }
