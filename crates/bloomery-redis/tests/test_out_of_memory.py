@@ -70,6 +70,20 @@ def info(client, key) -> dict:
     return dict(zip(*[iter(client.execute_command("BF.INFO", key))] * 2))
 
 
+def add_until_refused(client, key, batches, size):
+    """BF.MADDs of `size` new items, up to `batches` of them, until an item is refused:
+    the items answered, and the first refusal (None if none was)."""
+    taken = []
+    for batch in range(batches):
+        items = [f"{batch}-{i}" for i in range(size)]
+        replies = client.execute_command("BF.MADD", key, *items)
+        taken += [item for item, reply in zip(items, replies) if not isinstance(reply, redis.ResponseError)]
+        errors = [reply for reply in replies if isinstance(reply, redis.ResponseError)]
+        if errors:
+            return taken, errors[0]
+    return taken, None
+
+
 @pytest.fixture
 def limited(tmp_path):
     server = Server(tmp_path).start()
@@ -126,17 +140,9 @@ def test_a_chain_whose_next_link_cannot_be_had_refuses_only_the_items_that_need_
         # The second link of a chain of 1000 growing by 30000 takes about 55 MB.
         r.execute_command("BF.RESERVE", "g", "0.01", "1000", "EXPANSION", "30000", "LAYOUT", layout)
         limit_address_space(server, 32 << 20)
-        taken, refused = [], None
-        for batch in range(10):
-            items = [f"{batch}-{i}" for i in range(400)]
-            replies = r.execute_command("BF.MADD", "g", *items)
-            # RedisBloom's chain answers every item (0 for one present, the error for one
-            # that needs the link); bloomery's stops at the first refusal.
-            taken += [item for item, reply in zip(items, replies) if not isinstance(reply, redis.ResponseError)]
-            errors = [reply for reply in replies if isinstance(reply, redis.ResponseError)]
-            if errors:
-                refused = errors[0]
-                break
+        # RedisBloom's chain answers every item (0 for one present, the error for one that
+        # needs the link); bloomery's stops at the first refusal.
+        taken, refused = add_until_refused(r, "g", batches=10, size=400)
         assert refused is not None, "the chain grew under the address-space limit"
         expected = "problem inserting into filter" if layout == "redisbloom" else "the system refused the memory"
         assert expected in str(refused)
@@ -186,15 +192,7 @@ def test_a_retouched_filter_whose_bookkeeping_cannot_grow_refuses_the_item(limit
     subprocess.run([tool, "create", "--variant", "retouched", "--items", "1000000", str(path)], check=True)
     r = limited.client()
     assert r.execute_command("BF.LOADCHUNK", "t", 1, path.read_bytes()) in (b"OK", "OK", True)
-    taken, refused = [], None
-    for batch in range(200):
-        items = [f"{batch}-{i}" for i in range(2000)]
-        replies = r.execute_command("BF.MADD", "t", *items)
-        taken += [item for item, reply in zip(items, replies) if not isinstance(reply, redis.ResponseError)]
-        errors = [reply for reply in replies if isinstance(reply, redis.ResponseError)]
-        if errors:
-            refused = errors[0]
-            break
+    taken, refused = add_until_refused(r, "t", batches=200, size=2000)
     assert refused is not None, "the lists grew under the address-space limit"
     assert str(refused) == "cannot add the item: the system refused the memory to record it", refused
     assert alive(limited)
