@@ -14,7 +14,7 @@
 
 use std::collections::HashSet;
 
-use crate::bits::{TryClone, try_copy_slice};
+use crate::bits::{TryClone, refused, try_copy_slice};
 use crate::classic::{BloomFilter, read_embedded, write_embedded};
 use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
@@ -44,9 +44,7 @@ impl TryClone for AllowlistedBloomFilter {
         let mut allowed = HashSet::new();
         allowed
             .try_reserve(self.allowed.len())
-            .map_err(|_| crate::Error::OutOfMemory {
-                bytes: self.allowed.iter().map(|item| item.len() as u64).sum(),
-            })?;
+            .map_err(|_| refused::<Vec<u8>>(self.allowed.len()))?;
         for item in &self.allowed {
             allowed.insert(try_copy_slice(item)?);
         }

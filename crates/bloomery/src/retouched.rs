@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use crate::bits::{BitVec, Bits, OwnedBits, TryClone, try_copy_slice, try_with_capacity};
+use crate::bits::{BitVec, Bits, OwnedBits, TryClone, refused, try_copy_slice, try_with_capacity};
 use crate::error::{Result, inconsistent};
 use crate::format::native::{self, ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices, splitmix64};
@@ -102,11 +102,10 @@ impl TryClone for RetouchedBloomFilter {
     }
 }
 
-/// The refusal of `count` values of `T`.
-fn refused<T>(count: usize) -> crate::Error {
-    crate::Error::OutOfMemory {
-        bytes: (count as u64).saturating_mul(size_of::<T>() as u64),
-    }
+/// `result`'s value; aborts, as a `Vec` does, on a refusal of memory.
+fn or_abort<T>(result: Result<T>) -> T {
+    result
+        .unwrap_or_else(|_| std::alloc::handle_alloc_error(std::alloc::Layout::new::<(u64, Vec<ItemHash>)>()))
 }
 
 /// A copy of a map from bits to lists of item hashes, or the first refusal.
@@ -166,20 +165,25 @@ impl RetouchedBloomFilter {
         })
     }
 
+    /// The item's bits, in order, each once.
     fn indices(&self, hash: ItemHash) -> Vec<u64> {
-        let mut indices: Vec<u64> = mitz64_indices(hash, self.num_hashes, self.modulus).collect();
+        or_abort(self.try_indices(hash))
+    }
+
+    /// As [`indices`](Self::indices), or the refusal of their memory.
+    fn try_indices(&self, hash: ItemHash) -> Result<Vec<u64>> {
+        let mut indices = try_with_capacity(self.num_hashes as usize)?;
+        indices.extend(mitz64_indices(hash, self.num_hashes, self.modulus));
         indices.sort_unstable();
         indices.dedup();
-        indices
+        Ok(indices)
     }
 
     /// Adds `item`; returns whether any bit changed. Aborts, as a `Vec` does, when the
     /// system refuses the memory of the item's bookkeeping: see
     /// [`try_insert`](Self::try_insert).
     pub fn insert<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
-        self.try_insert(item).unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(std::alloc::Layout::new::<(u64, Vec<ItemHash>)>())
-        })
+        or_abort(self.try_insert(item))
     }
 
     /// As [`insert`](Self::insert), or [`Error::OutOfMemory`](crate::Error::OutOfMemory)
@@ -198,19 +202,23 @@ impl RetouchedBloomFilter {
     /// ```
     pub fn try_insert<T: Funnel + ?Sized>(&mut self, item: &T) -> Result<bool> {
         let hash = hash_item(item);
-        let mut indices = try_with_capacity(self.num_hashes as usize)?;
-        indices.extend(mitz64_indices(hash, self.num_hashes, self.modulus));
-        indices.sort_unstable();
-        indices.dedup();
+        let indices = self.try_indices(hash)?;
         // Every allocation first, then the changes, none of which allocates: room for one
         // more hash in each list that lacks it, new lists, and room in the map for them.
-        let mut fresh = try_with_capacity(indices.len())?;
+        // (`fresh` takes memory only for an item that needs a new list.)
+        let mut fresh = Vec::new();
         for &index in &indices {
             match self.items.get_mut(&index) {
                 Some(needing) if needing.contains(&hash) => {}
                 Some(needing) => needing.try_reserve(1).map_err(|_| refused::<ItemHash>(1))?,
-                // Room for four, as a `Vec`'s first push takes (the cost the module doc gives).
-                None => fresh.push((index, try_with_capacity(4)?)),
+                None => {
+                    if fresh.capacity() == 0 {
+                        fresh = try_with_capacity(indices.len())?;
+                    }
+                    // Room for four, as a `Vec`'s first push takes (the cost the module
+                    // doc gives).
+                    fresh.push((index, try_with_capacity(4)?));
+                }
             }
         }
         self.items

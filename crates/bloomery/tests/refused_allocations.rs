@@ -95,33 +95,54 @@ fn filled(variant: Variant) -> Box<dyn DynFilter> {
     filter
 }
 
+/// Runs `attempt` on `state` with its n-th allocation refused, for n = 0, 1, 2, ... until
+/// it succeeds: each failure must be an `OutOfMemory` that a refusal caused, after which
+/// `unchanged` holds, and the success must follow no refusal. Returns the value and the
+/// number of allocations refused.
+fn with_each_allocation_refused<S, T>(
+    what: &str,
+    state: &mut S,
+    mut attempt: impl FnMut(&mut S) -> Result<T, Error>,
+    unchanged: impl Fn(&S),
+) -> (T, usize) {
+    let mut refusals = 0;
+    loop {
+        LEFT.set(refusals);
+        let outcome = attempt(state);
+        let refused = LEFT.get() == usize::MAX;
+        LEFT.set(usize::MAX);
+        match outcome {
+            Ok(value) => {
+                assert!(
+                    !refused,
+                    "{what}: a refusal at allocation {refusals} was not reported"
+                );
+                return (value, refusals);
+            }
+            Err(error) => {
+                assert!(refused, "{what}: {error} with no allocation refused");
+                assert!(matches!(error, Error::OutOfMemory { .. }), "{what}: {error}");
+                unchanged(state);
+                refusals += 1;
+            }
+        }
+    }
+}
+
 #[test]
 fn every_allocation_of_a_copy_refused_is_an_error_and_the_copy_after_is_whole() {
     // Huge-page arrays are mapped, not allocated: none here (all under 4 MiB).
     for variant in Variant::ALL {
-        let filter = filled(variant);
+        let mut filter = filled(variant);
         let original = filter.envelope().to_vec();
-        let mut refusals = 0;
-        let copy = loop {
-            LEFT.set(refusals);
-            let copy = filter.try_clone_box();
-            let refused = LEFT.get() == usize::MAX;
-            LEFT.set(usize::MAX);
-            match copy {
-                Ok(copy) => {
-                    assert!(
-                        !refused,
-                        "{variant:?}: a refusal at allocation {refusals} was not reported"
-                    );
-                    break copy;
-                }
-                Err(error) => {
-                    assert!(refused, "{variant:?}: {error} with no allocation refused");
-                    assert!(matches!(error, Error::OutOfMemory { .. }), "{variant:?}: {error}");
-                    refusals += 1;
-                }
-            }
-        };
+        let what = format!("{variant:?}");
+        let (copy, refusals) = with_each_allocation_refused(
+            &what,
+            &mut filter,
+            |filter| filter.try_clone_box(),
+            // A copy borrows the original shared: it is compared once, below.
+            |_| {},
+        );
         // Every allocation but a box for the bits and one for the copy would be a bug to
         // miss: the growing variants take one per sub-filter, the lists one per list.
         assert!(refusals >= 2, "{variant:?}: {refusals} allocations");
@@ -190,36 +211,33 @@ fn the_copy_of_a_mostly_empty_filter_leaves_its_empty_pages_untouched() {
 
 #[test]
 fn every_allocation_of_a_retouched_insert_refused_is_an_error_that_changes_nothing() {
-    let mut filter = filled(Variant::Retouched);
-    let mut refusals = 0;
-    // Items new to the filter, each needing new lists and room in the map's lists.
-    for item in (50_000..50_020u32).map(u32::to_le_bytes) {
-        let before = filter.envelope().to_vec();
-        loop {
-            LEFT.set(refusals);
-            let added = filter.insert(&item);
-            let refused = LEFT.get() == usize::MAX;
-            LEFT.set(usize::MAX);
-            match added {
-                Ok(_) => {
-                    assert!(!refused, "a refusal at allocation {refusals} was not reported");
-                    break;
-                }
-                Err(error) => {
-                    assert!(refused, "{error} with no allocation refused");
-                    assert!(matches!(error, Error::OutOfMemory { .. }), "{error}");
+    // New items into a sparse filter need new lists (the indices, the list of new lists
+    // and a list at least), into a saturated one room in lists that exist (the indices at
+    // least, and a list's growth now and then).
+    let mut sparse = any::create(&Spec::new(Variant::Retouched, 100_000, 0.01)).unwrap();
+    for i in 0..2_000u32 {
+        sparse.insert(&i.to_le_bytes()).unwrap();
+    }
+    for (what, mut filter, least) in [
+        ("sparse", sparse, 3),
+        ("saturated", filled(Variant::Retouched), 1),
+    ] {
+        for item in (50_000..50_020u32).map(u32::to_le_bytes) {
+            let before = filter.envelope().to_vec();
+            let (_, refusals) = with_each_allocation_refused(
+                what,
+                &mut filter,
+                |filter| filter.insert(&item),
+                |filter| {
                     assert_eq!(
                         filter.envelope().to_vec(),
                         before,
-                        "a refused insert changed the filter"
-                    );
-                    refusals += 1;
-                }
-            }
+                        "{what}: a refused insert changed the filter"
+                    )
+                },
+            );
+            assert!(refusals >= least, "{what}: {refusals} allocations");
+            assert!(filter.contains(&item), "{what}");
         }
-        // The indices and the new lists at least.
-        assert!(refusals >= 2, "{refusals} allocations");
-        assert!(filter.contains(&item));
-        refusals = 0;
     }
 }

@@ -16,7 +16,7 @@ pub mod counters;
 mod pages;
 pub use pages::{TryClone, set_huge_pages};
 pub(crate) use pages::{
-    Zeroable, ZeroedArray, bytes_mut, impl_try_clone, try_box, try_copy_bytes, try_copy_slice,
+    Zeroable, ZeroedArray, bytes_mut, impl_try_clone, refused, try_box, try_copy_bytes, try_copy_slice,
     try_with_capacity, try_zeroed_vec,
 };
 

@@ -370,15 +370,18 @@ pub(crate) fn try_copy_bytes(bytes: &[u8]) -> crate::Result<Vec<u8>> {
     Ok(copy)
 }
 
+/// The refusal of the memory of `count` values of `T`.
+pub(crate) fn refused<T>(count: usize) -> crate::Error {
+    crate::Error::OutOfMemory {
+        bytes: (count as u64).saturating_mul(size_of::<T>() as u64),
+    }
+}
+
 /// An empty `Vec` with room for `len` elements, or
 /// [`Error::OutOfMemory`](crate::Error::OutOfMemory).
 pub(crate) fn try_with_capacity<T>(len: usize) -> crate::Result<Vec<T>> {
     let mut elements = Vec::new();
-    elements
-        .try_reserve_exact(len)
-        .map_err(|_| crate::Error::OutOfMemory {
-            bytes: (len as u64).saturating_mul(size_of::<T>() as u64),
-        })?;
+    elements.try_reserve_exact(len).map_err(|_| refused::<T>(len))?;
     Ok(elements)
 }
 
