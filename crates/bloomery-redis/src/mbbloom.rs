@@ -185,8 +185,9 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
         // The link's bits, copied out of Redis's buffer: a copy the system refuses (memory
         // that runs out under a RESTORE) refuses the value, as one past the cap, where
         // `to_vec` stopped the server ("memory allocation of 34461736 bytes failed").
+        // Not tried for a value already refused: its links are only read through.
         let mut bitmap = Vec::new();
-        refused |= bitmap.try_reserve_exact(buffer.as_ref().len()).is_err();
+        refused = refused || bitmap.try_reserve_exact(buffer.as_ref().len()).is_err();
         if refused {
             // Nothing more is kept: the rest is read only to reach the value's end.
             links = Vec::new();
