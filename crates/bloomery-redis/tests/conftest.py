@@ -15,6 +15,15 @@ MODULE = Path(os.environ.get("BLOOMERY_REDIS_MODULE", ROOT / "target/release/lib
 # against another build (another version, or one built with MALLOC=libc, whose 16-byte
 # alignment caught a module allocator that relied on jemalloc's).
 REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
+# The bloomery command-line tool (BLOOMERY_CLI=/path runs another build).
+CLI = Path(os.environ.get("BLOOMERY_CLI", ROOT / "target/release/bloomery"))
+
+
+def cli() -> Path:
+    """The command-line tool, built first if it is not there."""
+    if not CLI.exists():
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "bloomery-cli"], cwd=ROOT, check=True)
+    return CLI
 
 
 def port_is_free(port: int) -> bool:

@@ -198,11 +198,9 @@ def test_a_file_made_by_the_cli_loads_with_loadchunk_and_answers_as_the_cli(r, t
     `bloomery` tool is one LOADCHUNK piece (under 16 MiB), and BF.EXISTS then answers
     exactly as `bloomery check` does, for items it holds and items it does not."""
     import subprocess
-    from conftest import ROOT
+    from conftest import cli
 
-    tool = ROOT / "target/release/bloomery"
-    if not tool.exists():
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "bloomery-cli"], cwd=ROOT, check=True)
+    tool = cli()
     items = [f"url-{i}" for i in range(2000)]
     probes = items + [f"other-{i}" for i in range(2000)]
     for variant in ["blocked", "counting", "classic"]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Server, error_of
+from conftest import ROOT, Server, cli, error_of
 from rdb_payload import Value
 
 FIXTURES = ROOT / "crates/bloomery/tests/data/redisbloom"
@@ -205,22 +205,21 @@ def test_scandump_pieces_joined_become_a_file_for_the_cli_and_python(loaded, tmp
     """RedisBloom's filters (the RDB it wrote), dumped by the migration loop and joined:
     `bloomery import --format redisbloom-scandump` and Python's from_redisbloom_scandump
     make of them filters that find every item, and give the same bytes back."""
-    import os
     import subprocess
 
     from bloomery import BloomFilter
 
-    cli = Path(os.environ.get("BLOOMERY_CLI", ROOT / "target/release/bloomery"))
+    tool = cli()
     client = loaded.client()
     for name in NAMES:
         joined = b"".join(data for _, data in scandump(client, name))
         stream, file = tmp_path / f"{name}.scandump", tmp_path / f"{name}.bloom"
         stream.write_bytes(joined)
-        subprocess.run([cli, "import", "--format", "redisbloom-scandump", stream, file], check=True)
-        checked = subprocess.run([cli, "check", "-q", "-i", "-", file], input=b"\n".join(all_items(name)) + b"\n")
+        subprocess.run([tool, "import", "--format", "redisbloom-scandump", stream, file], check=True)
+        checked = subprocess.run([tool, "check", "-q", "-i", "-", file], input=b"\n".join(all_items(name)) + b"\n")
         assert checked.returncode == 0, name
         exported = subprocess.run(
-            [cli, "export", "--format", "redisbloom-scandump", file, "-"], check=True, capture_output=True
+            [tool, "export", "--format", "redisbloom-scandump", file, "-"], check=True, capture_output=True
         )
         assert exported.stdout == joined, name
         f = BloomFilter.from_redisbloom_scandump(joined)

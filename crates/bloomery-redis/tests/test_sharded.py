@@ -9,16 +9,14 @@ import socket
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import numpy
 import pytest
 import redis
 import xxhash
 
-from conftest import ROOT, Server
+from conftest import CLI as BLOOMERY, Server
 
-BLOOMERY = Path(os.environ.get("BLOOMERY_CLI", ROOT / "target/release/bloomery"))
 MASK = (1 << 64) - 1
 
 

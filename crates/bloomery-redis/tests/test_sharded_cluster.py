@@ -4,18 +4,14 @@ over 64 shards, 10^6 items added by two concurrent clients and every one found, 
 false-positive rate measured on fresh items, slots resharded with `redis-cli --cluster
 reshard` while a client adds (nothing lost), and a primary killed after WAIT with its
 replica promoted (every acknowledged item still found)."""
-import os
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import redis
 
-from conftest import MODULE, ROOT, Server
-
-BLOOMERY = Path(os.environ.get("BLOOMERY_CLI", ROOT / "target/release/bloomery"))
+from conftest import CLI as BLOOMERY, MODULE, Server
 
 
 def cluster_nodes(client) -> list:
