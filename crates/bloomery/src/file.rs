@@ -1000,19 +1000,29 @@ pub struct Sealing {
 
 impl Sealing {
     /// The protocol for `file`, which the caller opened at `real` (its path with symlinks
-    /// followed), holds locked against other writers and read `header` from:
-    /// `header_bytes` are the bytes the header was parsed from (at least the bytes before
-    /// the payload). The file's length and identity are taken now.
+    /// followed), holds locked against other writers and read `header` from (checked
+    /// against the file's length then, [`Header::check_file_len`]): `header_bytes` are the
+    /// file's first bytes as mapped or read now (at least the bytes before the payload).
+    /// The file's identity is taken now; the length it must keep is the one `header`
+    /// gives.
+    ///
+    /// Another program may have rewritten or cut the file between the caller's reads and
+    /// this call: when `header_bytes` do not hold `header`, or the file's length is no
+    /// longer the header's, that is seen at once and every header write is refused
+    /// ([`Foreign::Changed`]), before the writer's first change.
     pub fn new(file: &File, real: &Path, header: Header, header_bytes: &[u8]) -> io::Result<Self> {
         let metadata = file.metadata()?;
         let before_payload = header.payload_offset.min(header_bytes.len());
+        let on_disk = header_bytes[..before_payload].to_vec();
+        let len = header.total_len();
+        let same = metadata.len() == len && Header::parse(&on_disk).is_ok_and(|now| now == header);
         Ok(Self {
             header,
-            on_disk: header_bytes[..before_payload].to_vec(),
-            len: metadata.len(),
+            on_disk,
+            len,
             real: real.to_owned(),
             identity: (metadata.dev(), metadata.ino()),
-            foreign: None,
+            foreign: (!same).then_some(Foreign::Changed),
         })
     }
 
@@ -1328,6 +1338,44 @@ mod tests {
             sealing.check(&file),
             Err(SealError::Foreign(Foreign::Replaced))
         ));
+    }
+
+    #[test]
+    fn a_file_changed_between_the_header_read_and_the_sealing_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = |items| crate::any::Spec::new(crate::format::native::Variant::Blocked, items, 0.01);
+        let bytes = crate::any::create(&spec(1_000)).unwrap().envelope().to_vec();
+        // The same length, another filter (another seed): header bytes that are not the
+        // ones the writer parsed.
+        let mut other_spec = spec(1_000);
+        other_spec.seed = 7;
+        let other = crate::any::create(&other_spec).unwrap().envelope().to_vec();
+        assert_eq!(other.len(), bytes.len());
+        /// How another program changes the file.
+        type Change<'a> = &'a dyn Fn(&Path, &File);
+        let changes: [(&str, Change); 3] = [
+            ("grown", &|_, file| file.set_len(bytes.len() as u64 + 64).unwrap()),
+            ("cut", &|_, file| file.set_len(bytes.len() as u64 - 64).unwrap()),
+            ("rewritten", &|path, _| fs::write(path, &other).unwrap()),
+        ];
+        for (what, change) in changes {
+            let path = dir.path().join(format!("{what}.bloom"));
+            fs::write(&path, &bytes).unwrap();
+            let file = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+            // The writer reads the header and checks it against the file's length...
+            let header = Header::parse(&fs::read(&path).unwrap()).unwrap();
+            header.check_file_len(file.metadata().unwrap().len()).unwrap();
+            // ...another program changes the file, and the writer maps what is there now.
+            change(&path, &file);
+            let now = fs::read(&path).unwrap();
+            let mut sealing = Sealing::new(&file, &path, header, &now).unwrap();
+            assert_eq!(sealing.foreign(), Some(Foreign::Changed), "{what}");
+            assert!(
+                matches!(sealing.unseal(&file), Err(SealError::Foreign(Foreign::Changed))),
+                "{what}"
+            );
+            assert_eq!(fs::read(&path).unwrap(), now, "{what}: nothing written");
+        }
     }
 
     #[test]
