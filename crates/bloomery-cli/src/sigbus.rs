@@ -14,43 +14,33 @@
 use std::ffi::c_void;
 use std::path::Path;
 use std::sync::Once;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
-/// A mapping the handler knows: its address range and its file's name. Written only by
-/// [`watch`] and [`Watched`]'s drop, read by the handler (atomics: no locks, no
-/// allocation).
-struct Slot {
-    /// Taken by a [`Watched`].
-    claimed: AtomicBool,
-    /// The fields below are set (for the handler).
-    used: AtomicBool,
-    start: AtomicUsize,
-    end: AtomicUsize,
-    name: AtomicPtr<u8>,
-    name_len: AtomicUsize,
+/// A mapping the handler knows: its address range and its file's name. Made once per
+/// [`watch`] and never freed: a handler may be reading it when its [`Watched`] is dropped.
+struct Mapping {
+    start: usize,
+    end: usize,
+    name: &'static [u8],
 }
+
+/// A place for one [`Mapping`], null when free. The handler reads the range and the name
+/// through one pointer (no locks, no allocation): a slot freed and taken again by another
+/// thread meanwhile gives it one mapping or the other, never one's range or name with the
+/// other's (the fields stored one by one could be read half of each, a name's pointer with
+/// another name's length).
+struct Slot(AtomicPtr<Mapping>);
 
 impl Slot {
     const fn empty() -> Self {
-        Self {
-            claimed: AtomicBool::new(false),
-            used: AtomicBool::new(false),
-            start: AtomicUsize::new(0),
-            end: AtomicUsize::new(0),
-            name: AtomicPtr::new(std::ptr::null_mut()),
-            name_len: AtomicUsize::new(0),
-        }
+        Self(AtomicPtr::new(std::ptr::null_mut()))
     }
 
-    /// The name of the file mapped here, if the slot is in use.
-    fn name(&self) -> Option<&'static [u8]> {
-        if !self.used.load(Ordering::Acquire) {
-            return None;
-        }
-        let name = self.name.load(Ordering::Relaxed);
-        // SAFETY: `name` and `name_len` are those of a leaked, never freed boxed slice,
-        // stored before `used` was set (Release).
-        Some(unsafe { std::slice::from_raw_parts(name, self.name_len.load(Ordering::Relaxed)) })
+    /// The mapping held here, if any.
+    fn mapping(&self) -> Option<&'static Mapping> {
+        // SAFETY: a non-null pointer is one of `watch`'s leaked, never freed mappings,
+        // stored with Release after it was written.
+        unsafe { self.0.load(Ordering::Acquire).as_ref() }
     }
 }
 
@@ -79,9 +69,10 @@ extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _conte
     let address = unsafe { ((*info).si_code > 0).then(|| (*info).si_addr() as usize) };
     let owner = address.and_then(|address| {
         MAPPINGS.iter().find_map(|slot| {
-            let name = slot.name()?;
-            let range = slot.start.load(Ordering::Relaxed)..slot.end.load(Ordering::Relaxed);
-            range.contains(&address).then_some(name)
+            let mapping = slot.mapping()?;
+            (mapping.start..mapping.end)
+                .contains(&address)
+                .then_some(mapping.name)
         })
     });
     say(b"bloomery: ");
@@ -93,11 +84,11 @@ extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _conte
         None => {
             say(b"one of the files mapped (");
             let mut first = true;
-            for name in MAPPINGS.iter().filter_map(Slot::name) {
+            for mapping in MAPPINGS.iter().filter_map(Slot::mapping) {
                 if !first {
                     say(b", ");
                 }
-                say(name);
+                say(mapping.name);
                 first = false;
             }
             if OVERFLOW.load(Ordering::Relaxed) {
@@ -136,9 +127,8 @@ pub struct Watched {
 impl Drop for Watched {
     fn drop(&mut self) {
         if let Some(slot) = self.slot {
-            // The name stays leaked: a handler may be reading it.
-            slot.used.store(false, Ordering::Release);
-            slot.claimed.store(false, Ordering::Release);
+            // The mapping stays leaked: a handler may be reading it.
+            slot.0.store(std::ptr::null_mut(), Ordering::Release);
         }
     }
 }
@@ -147,23 +137,21 @@ impl Drop for Watched {
 /// mapped bytes, until the returned value is dropped.
 pub fn watch(path: &Path, mapping: &[u8]) -> Watched {
     install();
+    let start = mapping.as_ptr() as usize;
+    let known: *mut Mapping = Box::leak(Box::new(Mapping {
+        start,
+        end: start + mapping.len(),
+        name: Box::leak(path.display().to_string().into_bytes().into_boxed_slice()),
+    }));
     let free = MAPPINGS.iter().find(|slot| {
-        slot.claimed
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+        slot.0
+            .compare_exchange(std::ptr::null_mut(), known, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
     });
-    let Some(slot) = free else {
+    if free.is_none() {
         OVERFLOW.store(true, Ordering::Relaxed);
-        return Watched { slot: None };
-    };
-    let name: &'static mut [u8] = Box::leak(path.display().to_string().into_bytes().into_boxed_slice());
-    let start = mapping.as_ptr() as usize;
-    slot.name.store(name.as_mut_ptr(), Ordering::Relaxed);
-    slot.name_len.store(name.len(), Ordering::Relaxed);
-    slot.start.store(start, Ordering::Relaxed);
-    slot.end.store(start + mapping.len(), Ordering::Relaxed);
-    slot.used.store(true, Ordering::Release);
-    Watched { slot: Some(slot) }
+    }
+    Watched { slot: free }
 }
 
 #[cfg(test)]
@@ -171,6 +159,9 @@ mod tests {
     use super::*;
     use std::io::Read;
     use std::os::fd::FromRawFd;
+
+    /// Held by the tests that watch mappings: the handler lists every one mapped.
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     /// Runs `fault` in a child process (fork) whose stderr is a pipe; returns its exit
     /// status and what it wrote there. The child does only what a signal handler may.
@@ -207,6 +198,7 @@ mod tests {
     /// is named; a SIGBUS at no mapped address names every file mapped.
     #[test]
     fn a_fault_names_the_file_whose_mapping_it_is_in() {
+        let _alone = ALONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let [a, b] = ["a.bloom", "b.bloom"].map(|name| {
             let path = dir.path().join(name);
@@ -245,5 +237,63 @@ mod tests {
         );
         assert_eq!(status, 2, "{said}");
         assert!(said.starts_with(&expected), "{said}");
+    }
+
+    /// Threads that watch and forget mappings while the handler may read the slots: what a
+    /// reader finds in a slot is one mapping whole, its range with its own name. (The slots
+    /// held the start, end, name pointer and name length in four atomics: a slot freed and
+    /// taken again meanwhile could give a reader one name's pointer with another's length.)
+    #[test]
+    fn a_slot_taken_again_meanwhile_reads_as_one_mapping() {
+        let _alone = ALONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let arrays: Vec<Vec<u8>> = (1..=4).map(|n| vec![0u8; n * 4096]).collect();
+        let names: Vec<String> = (1..=4).map(|n| format!("/{}.bloom", "n".repeat(n * 7))).collect();
+        // One of this test's mappings whole, or none of its ranges or names (another
+        // test's mapping).
+        let whole_or_not_ours = |mapping: &Mapping| {
+            let ours = arrays.iter().zip(&names).map(|(array, name)| {
+                let start = array.as_ptr() as usize;
+                (start, start + array.len(), name.as_bytes())
+            });
+            let mut matches = ours.map(|(start, end, name)| {
+                ((start, end) == (mapping.start, mapping.end), name == mapping.name)
+            });
+            matches.clone().any(|both| both == (true, true)) || matches.all(|both| both == (false, false))
+        };
+        let stop = AtomicBool::new(false);
+        let finished = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for worker in 0..2 {
+                let (arrays, names, stop, finished) = (&arrays, &names, &stop, &finished);
+                scope.spawn(move || {
+                    // Each watch leaks its mapping (under 100 bytes): bounded.
+                    for round in 0..100_000 {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let which = (round + worker) % arrays.len();
+                        drop(watch(Path::new(&names[which]), &arrays[which]));
+                    }
+                    finished.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            let started = std::time::Instant::now();
+            let mut seen = 0u64;
+            while seen < 20_000
+                && finished.load(Ordering::Relaxed) < 2
+                && started.elapsed() < std::time::Duration::from_secs(5)
+            {
+                for mapping in MAPPINGS.iter().filter_map(Slot::mapping) {
+                    assert!(
+                        whole_or_not_ours(mapping),
+                        "a mapping read half of one, half of another"
+                    );
+                    seen = seen.wrapping_add(1);
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            // The reader saw mappings (else it tested nothing).
+            assert!(seen > 0);
+        });
     }
 }
