@@ -984,7 +984,7 @@ fn noted_bad_argument(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
 }
 
 /// `error` with `note` added (Python 3.11 and later).
-fn noted(py: Python<'_>, error: PyErr, note: String) -> PyErr {
+pub(crate) fn noted(py: Python<'_>, error: PyErr, note: String) -> PyErr {
     let value = error.value(py);
     if value.hasattr("add_note").unwrap_or(false) {
         // A note that cannot be added leaves the error as it is.

@@ -9,6 +9,7 @@
 
 mod files;
 mod items;
+mod sharded;
 
 use std::cell::UnsafeCell;
 use std::path::{Path, PathBuf};
@@ -2379,6 +2380,8 @@ fn _bloomery(module: &Bound<'_, PyModule>) -> PyResult<()> {
     install_contains_slot(&module.py().get_type::<PyBloomFilter>());
     install_fast_add(&module.py().get_type::<PyBloomFilter>())?;
     module.add_class::<PyConcurrentBloomFilter>()?;
+    module.add_class::<sharded::PyShardedFilter>()?;
+    module.add("RedisError", module.py().get_type::<sharded::RedisError>())?;
     module.add_function(wrap_pyfunction!(kinds, module)?)?;
     items::digits::enable(module.py())?;
     module.add_function(wrap_pyfunction!(_int_road, module)?)?;

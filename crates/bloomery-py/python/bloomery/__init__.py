@@ -12,6 +12,6 @@ Java's Guava.
 (True, False)
 """
 
-from ._bloomery import BloomFilter, ConcurrentBloomFilter, __version__, kinds
+from ._bloomery import BloomFilter, ConcurrentBloomFilter, RedisError, ShardedFilter, __version__, kinds
 
-__all__ = ["BloomFilter", "ConcurrentBloomFilter", "kinds", "__version__"]
+__all__ = ["BloomFilter", "ConcurrentBloomFilter", "ShardedFilter", "RedisError", "kinds", "__version__"]

@@ -3,11 +3,11 @@
 import os
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Literal, SupportsIndex, TypeAlias, final
+from typing import Literal, SupportsIndex, TypeAlias, TypedDict, final
 
 from typing_extensions import Buffer, Self
 
-__all__ = ["BloomFilter", "ConcurrentBloomFilter", "kinds", "__version__"]
+__all__ = ["BloomFilter", "ConcurrentBloomFilter", "ShardedFilter", "RedisError", "kinds", "__version__"]
 
 __version__: str
 
@@ -168,3 +168,58 @@ class ConcurrentBloomFilter:
     def from_filter(filter: BloomFilter) -> ConcurrentBloomFilter: ...
     def save(self, path: _Path) -> None: ...
     def __reduce__(self) -> tuple[object, tuple[bytes]]: ...
+
+class RedisError(Exception):
+    """A sharded filter's server or cluster refused or failed a command (after the retries,
+    for failures worth retrying), restarted during the run, lacks the bloomery module, or
+    acknowledged fewer replicas than asked for."""
+
+class _ShardedInfo(TypedDict):
+    shards: int
+    shards_created: int
+    estimated_items: int
+    saturated_shards: int
+    fpp_estimate: float
+
+@final
+class ShardedFilter:
+    """A filter spread over the keys of a Redis server or Redis Cluster running the bloomery
+    module; see ``help(bloomery.ShardedFilter)``."""
+
+    def __new__(cls, target: str, name: str, *, retry_seconds: float = 30.0) -> Self: ...
+    @staticmethod
+    def create(
+        target: str,
+        name: str,
+        expected_items: int,
+        fpp: float = 0.01,
+        *,
+        seed: int = 0,
+        shard_bytes: int = 67108864,
+        min_shards: int = 64,
+        retry_seconds: float = 30.0,
+    ) -> ShardedFilter: ...
+    def add(self, item: _Item) -> bool: ...
+    def __contains__(self, item: object, /) -> bool: ...
+    def update(self, *iterables: _Items) -> None: ...
+    def add_many(self, items: _Items, *, item_size: int | None = None) -> None: ...
+    def contains_many(self, items: _Items, *, item_size: int | None = None) -> list[bool]: ...
+    def set_wait(self, replicas: int, timeout: float = 10.0) -> None: ...
+    def missing_shards(self) -> list[str]: ...
+    def info(self) -> _ShardedInfo: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def created(self) -> bool: ...
+    @property
+    def expected_items(self) -> int: ...
+    @property
+    def fpp(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def shards(self) -> int: ...
+    @property
+    def shard_bytes(self) -> int: ...

@@ -1,0 +1,370 @@
+//! `ShardedFilter`: a sharded filter on a Redis server or a Redis Cluster running the
+//! bloomery module (docs/sharding.md), through the workspace's client
+//! (`bloomery_cluster`): the items are hashed here, by the plan's hash (the blocked
+//! filter's item road, so the CLI's `--redis`/`--redis-cluster` and Rust answer the same
+//! for the same items), and sent 8 bytes an item, one command per shard per batch, with
+//! the GIL released while the servers answer.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bloomery::hash::xxh3_64_bytes;
+use bloomery::sharding::ShardPlan;
+use bloomery_cluster::{Connection, Error, ShardedFilter, Target};
+use pyo3::exceptions::{PyException, PyLookupError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use crate::items::{self, Source, with_item};
+use crate::{IntArg, bool_list};
+
+pyo3::create_exception!(
+    bloomery,
+    RedisError,
+    PyException,
+    "A sharded filter's server or cluster refused or failed a command (after the retries, for \
+     failures worth retrying), restarted during the run, lacks the bloomery module, or \
+     acknowledged fewer replicas than asked for."
+);
+
+/// The Python exception for a client error: a bad target, plan or name, or a filter of
+/// that name with other parameters, `ValueError`; no filter of that name, `LookupError`;
+/// what the servers did, `RedisError`.
+fn python_error(error: Error) -> PyErr {
+    let text = error.to_string();
+    match error {
+        Error::Target { .. } | Error::Filter(_) | Error::Mismatch(_) => PyValueError::new_err(text),
+        Error::NotFound(_) => PyLookupError::new_err(text),
+        _ => RedisError::new_err(text),
+    }
+}
+
+/// `retry_seconds=`: a finite number of seconds, 0 or more.
+fn retry_for(seconds: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(seconds).map_err(|_| {
+        PyValueError::new_err(format!(
+            "retry_seconds must be a finite number of seconds, 0 or more, got {seconds}"
+        ))
+    })
+}
+
+/// Connects to `target`, retrying for `retry`, and keeps retrying for `retry` later.
+fn connect(py: Python<'_>, target: &str, retry: Duration) -> PyResult<Connection> {
+    let target: Target = target.parse().map_err(python_error)?;
+    py.detach(|| Connection::open_retrying(&target, retry))
+        .map_err(python_error)
+}
+
+/// A filter spread over many keys (its shards) of a Redis server or a Redis Cluster that
+/// runs the bloomery module: each item goes to one shard, chosen by its hash, so a filter
+/// larger than one server's memory is spread over a cluster's nodes and its work over
+/// their cores. The same filter as the CLI's ``--redis``/``--redis-cluster`` and the Rust
+/// client's (docs/sharding.md): items added here are found there and the other way round.
+///
+/// ``ShardedFilter.create(target, name, expected_items, fpp)`` makes one (or opens it, if
+/// it exists with the same parameters); ``ShardedFilter(target, name)`` opens one.
+/// ``target`` is ``"redis://HOST:PORT[/DB]"`` (one server) or
+/// ``"redis+cluster://HOST:PORT[,HOST:PORT...]"`` (a cluster, reached through any of the
+/// nodes listed). Every call is a round trip to the servers (one command per shard
+/// holding items of it, pipelined), made with the GIL released: batch calls
+/// (``add_many``, ``contains_many``) send up to 16,384 items a round trip.
+///
+/// A failure worth retrying (a failover, slots moving, a lost connection) is retried for
+/// ``retry_seconds``; after that, and for other failures, a call raises ``RedisError``. A
+/// batch add that fails part way has added the items of its earlier round trips (its
+/// error's note says how many).
+///
+/// .. code-block:: python
+///
+///     from bloomery import ShardedFilter
+///     urls = ShardedFilter.create("redis+cluster://10.0.0.1:7000", "urls", 10**10, 0.01)
+///     urls.add_many(batch_of_urls)
+///     seen = urls.contains_many(other_urls)
+#[pyclass(name = "ShardedFilter", module = "bloomery", frozen)]
+pub struct PyShardedFilter {
+    filter: Mutex<ShardedFilter>,
+    name: String,
+    plan: ShardPlan,
+    target: String,
+    created: bool,
+}
+
+impl PyShardedFilter {
+    fn new(filter: ShardedFilter, target: &str, created: bool) -> Self {
+        Self {
+            plan: *filter.plan(),
+            name: filter.name().to_owned(),
+            filter: Mutex::new(filter),
+            // As messages show it: a password in the URL is not kept.
+            target: target
+                .parse::<Target>()
+                .map_or_else(|_| String::new(), |target| target.shown()),
+            created,
+        }
+    }
+
+    /// Runs `work` on the client with the GIL released (other Python threads run while the
+    /// servers answer; calls of this filter from several threads take turns).
+    fn with_client<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| work(&mut self.client())).map_err(python_error)
+    }
+
+    fn hash_of(&self, item: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let seed = self.plan.seed();
+        with_item(item, |bytes| xxh3_64_bytes(bytes, seed))
+    }
+
+    /// Adds a batch, a round trip per chunk of hashes; returns how many items it read. An
+    /// error part way notes how many items of the call (`before`, of its earlier
+    /// iterables, and this batch's chunks before the failed round trip) were added.
+    fn add_source(&self, py: Python<'_>, mut source: Source<'_>, before: usize) -> PyResult<usize> {
+        let mut sent = 0;
+        // Whether the failed round trip lost what was acknowledged before it: a server
+        // restarted (its run_id changed) or a shard missing (as the CLI tells them).
+        let mut lost = None;
+        let read = source.for_each_hashed(py, self.plan.seed(), Some(before), |hashes| {
+            let done = py.detach(|| self.client().add_hashes(hashes));
+            match done {
+                Ok(_) => {
+                    sent += hashes.len();
+                    Ok(())
+                }
+                Err(error) => {
+                    lost =
+                        Some(matches!(error, Error::Restarted(_)) || error.to_string().contains("NOSHARD"));
+                    Err(python_error(error))
+                }
+            }
+        });
+        let (error, lost) = match (read, lost) {
+            (Ok(read), _) => return Ok(read),
+            // A bad item: noted by `for_each_hashed`.
+            (Err(error), None) => return Err(error),
+            (Err(error), Some(lost)) => (error, lost),
+        };
+        let added = before + sent;
+        // Part of a failed round trip may have run (one command per shard, some of which
+        // may have been answered): its items may or may not be in the filter.
+        let note = match added {
+            0 => "no round trip of this call was acknowledged: its items may or may not have been added (adding them again is harmless)".to_owned(),
+            _ if lost => format!(
+                "the {added} items of this call before the failed round trip were acknowledged, but may have been lost with it; the rest may or may not have been added"
+            ),
+            _ => format!(
+                "the {added} items of this call before the failed round trip were added; the rest may or may not have been"
+            ),
+        };
+        Err(items::noted(py, error, note))
+    }
+
+    /// The client, for one call (calls of this filter from several threads take turns).
+    fn client(&self) -> std::sync::MutexGuard<'_, ShardedFilter> {
+        // A call that panicked part way left a client whose state is still its own.
+        self.filter
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[pymethods]
+impl PyShardedFilter {
+    /// Opens the sharded filter ``name`` on ``target``: reads its parameters, and checks
+    /// that the server (on a cluster, every primary) has the bloomery module loaded.
+    /// ``LookupError`` when there is no filter of that name.
+    #[new]
+    #[pyo3(signature = (target, name, *, retry_seconds=30.0))]
+    fn open(py: Python<'_>, target: &str, name: &str, retry_seconds: f64) -> PyResult<Self> {
+        let connection = connect(py, target, retry_for(retry_seconds)?)?;
+        let filter = py
+            .detach(|| ShardedFilter::open(connection, name))
+            .map_err(python_error)?;
+        Ok(Self::new(filter, target, false))
+    }
+
+    /// Makes the sharded filter ``name`` on ``target`` for ``expected_items`` at ``fpp``:
+    /// its shards (blocked filters of at most ``shard_bytes`` each, at least
+    /// ``min_shards`` of them), then its parameters at the key ``name``. A filter of that
+    /// name with the same parameters is opened instead (``created`` is then ``False``);
+    /// with other parameters, ``ValueError``.
+    #[staticmethod]
+    #[pyo3(signature = (
+        target, name, expected_items, fpp=0.01, *, seed=IntArg::Value(0),
+        shard_bytes=IntArg::Value(64 << 20), min_shards=IntArg::Value(64), retry_seconds=30.0
+    ), text_signature = "(target, name, expected_items, fpp=0.01, *, seed=0, shard_bytes=67108864, min_shards=64, retry_seconds=30.0)")]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        py: Python<'_>,
+        target: &str,
+        name: &str,
+        expected_items: IntArg,
+        fpp: f64,
+        seed: IntArg,
+        shard_bytes: IntArg,
+        min_shards: IntArg,
+        retry_seconds: f64,
+    ) -> PyResult<Self> {
+        let min_shards = min_shards.get("min_shards", 1, u64::from(bloomery::sharding::MAX_SHARDS))?;
+        let plan = ShardPlan::new(
+            expected_items.unsigned("expected_items")?,
+            fpp,
+            shard_bytes.get("shard_bytes", 64, u64::MAX)?,
+            u32::try_from(min_shards).expect("at most MAX_SHARDS"),
+        )
+        .map_err(|error| PyValueError::new_err(error.to_string()))?
+        .with_seed(seed.unsigned("seed")?);
+        let connection = connect(py, target, retry_for(retry_seconds)?)?;
+        let (filter, created) = py
+            .detach(|| ShardedFilter::create(connection, name, plan))
+            .map_err(python_error)?;
+        Ok(Self::new(filter, target, created))
+    }
+
+    /// Adds ``item``; returns whether it was new (a bit changed).
+    fn add(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let hash = self.hash_of(item)?;
+        let new = self.with_client(py, |filter| filter.add_hashes(&[hash]))?;
+        Ok(new[0])
+    }
+
+    fn __contains__(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let hash = self.hash_of(item)?;
+        let present = self.with_client(py, |filter| filter.contains_hashes(&[hash]))?;
+        Ok(present[0])
+    }
+
+    /// Adds every item of each iterable.
+    #[pyo3(signature = (*iterables))]
+    fn update(&self, py: Python<'_>, iterables: &Bound<'_, PyTuple>) -> PyResult<()> {
+        items::each_iterable(py, iterables, |source, before| {
+            self.add_source(py, source, before)
+        })
+    }
+
+    /// Adds a batch (the forms ``BloomFilter.add_many`` takes: a list or iterable of
+    /// items, or a buffer such as a numpy array).
+    #[pyo3(signature = (items, *, item_size=None))]
+    fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>, item_size: Option<IntArg>) -> PyResult<()> {
+        let source = Source::new(items, IntArg::item_size(item_size.as_ref())?)?;
+        self.add_source(py, source, 0).map(drop)
+    }
+
+    /// Looks up a batch; one ``bool`` per item.
+    #[pyo3(signature = (items, *, item_size=None))]
+    fn contains_many<'py>(
+        &self,
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        item_size: Option<IntArg>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut source = Source::new(items, IntArg::item_size(item_size.as_ref())?)?;
+        let mut results = source.answers()?;
+        source.lookup_hashed(py, self.plan.seed(), &mut results, |hashes, answers| {
+            let found = self.with_client(py, |filter| filter.contains_hashes(hashes))?;
+            answers.copy_from_slice(&found);
+            Ok(())
+        })?;
+        bool_list(py, &results)
+    }
+
+    /// After every add (each round trip of a batch add), waits until ``replicas`` replicas
+    /// of each primary written to hold its writes, at most ``timeout`` seconds (0: as long
+    /// as it takes); fewer is a ``RedisError``. ``replicas=0`` stops waiting.
+    #[pyo3(signature = (replicas, timeout=10.0))]
+    fn set_wait(&self, py: Python<'_>, replicas: IntArg, timeout: f64) -> PyResult<()> {
+        let replicas = replicas.get("replicas", 0, i64::MAX as u64)?;
+        let timeout = Duration::try_from_secs_f64(timeout).map_err(|_| {
+            PyValueError::new_err(format!(
+                "timeout must be a finite number of seconds, 0 or more, got {timeout}"
+            ))
+        })?;
+        let replicas = usize::try_from(replicas).unwrap_or(usize::MAX);
+        self.with_client(py, |filter| {
+            filter.set_wait(replicas, timeout);
+            Ok(())
+        })
+    }
+
+    /// The keys of the shards that are missing (lost: deleted, evicted, flushed, a restart
+    /// without persistence): every command on them fails until the filter is made anew.
+    fn missing_shards(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.with_client(py, ShardedFilter::missing_shards)
+    }
+
+    /// The filter's state, read from every shard (``BF.CARD``, a pass over each shard's
+    /// bits on its node): ``shards``, ``shards_created``, ``estimated_items`` (``2**64 -
+    /// 1`` when a shard has every bit set), ``saturated_shards`` and ``fpp_estimate``.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let info = self.with_client(py, ShardedFilter::info)?;
+        let dict = PyDict::new(py);
+        dict.set_item("shards", info.plan.shards())?;
+        dict.set_item("shards_created", info.shards_created)?;
+        dict.set_item("estimated_items", info.estimated_items)?;
+        dict.set_item("saturated_shards", info.saturated_shards())?;
+        dict.set_item("fpp_estimate", info.fpp_estimate())?;
+        Ok(dict)
+    }
+
+    /// The filter's name (its metadata key).
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where it lives, as messages show it (a password in the URL shown as ``***``).
+    #[getter]
+    fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// Whether ``create`` made it (``False`` when it opened one that existed).
+    #[getter]
+    fn created(&self) -> bool {
+        self.created
+    }
+
+    /// The items it was sized for.
+    #[getter]
+    fn expected_items(&self) -> u64 {
+        self.plan.expected_items()
+    }
+
+    /// The false-positive rate it was sized for.
+    #[getter]
+    fn fpp(&self) -> f64 {
+        self.plan.fpp()
+    }
+
+    /// The items' hash seed.
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.plan.seed()
+    }
+
+    /// How many shards it has.
+    #[getter]
+    fn shards(&self) -> u32 {
+        self.plan.shards()
+    }
+
+    /// Bytes of bits per shard.
+    #[getter]
+    fn shard_bytes(&self) -> u64 {
+        self.plan.shard_bytes()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<bloomery.ShardedFilter {:?} on {}: {} shards of {} bytes, {} items at {}>",
+            self.name(),
+            self.target,
+            self.plan.shards(),
+            self.plan.shard_bytes(),
+            self.plan.expected_items(),
+            self.plan.fpp()
+        )
+    }
+}

@@ -1,0 +1,206 @@
+"""The Python package's ShardedFilter (crates/bloomery-py/src/sharded.rs) against real
+redis-server processes running the module: one server, and a Redis Cluster of three
+primaries and three replicas. The same filter as the CLI's --redis/--redis-cluster: items
+added from Python are found by the CLI and the other way round."""
+import subprocess
+import threading
+
+import numpy
+import pytest
+
+import bloomery
+from bloomery import RedisError, ShardedFilter
+from conftest import cli
+from test_sharded_cluster import cluster  # noqa: F401 (the fixture)
+
+
+def url(server) -> str:
+    return f"redis://127.0.0.1:{server.port}"
+
+
+def cli_run(*args, stdin=None):
+    result = subprocess.run([str(cli()), *args], input=stdin, capture_output=True, timeout=300)
+    assert result.returncode in (0, 1), result.stderr.decode()
+    return result.stdout.decode()
+
+
+def test_a_sharded_filter_on_one_server_finds_what_every_road_added(server):
+    target = url(server)
+    made = ShardedFilter.create(target, "urls", 200_000, 0.01, min_shards=8)
+    assert made.created and made.shards == 8 and made.expected_items == 200_000 and made.fpp == 0.01
+    assert made.name == "urls" and made.target == target and made.seed == 0
+    assert repr(made).startswith('<bloomery.ShardedFilter "urls" on redis://127.0.0.1:')
+
+    assert made.add("first") is True
+    assert made.add("first") is False
+    assert "first" in made and "never added" not in made
+    made.add_many([f"url:{i}" for i in range(40_000)])  # three round trips (16,384 a trip)
+    made.update(iter([b"raw", bytearray(b"bytes")]), (i for i in range(-5, 5)))
+    made.add_many(numpy.arange(1 << 40, (1 << 40) + 20_000, dtype=numpy.int64))
+    made.add_many(b"abcdefgh" * 3, item_size=4)
+    assert all(made.contains_many([f"url:{i}" for i in range(40_000)]))
+    assert all(made.contains_many(numpy.arange(1 << 40, (1 << 40) + 20_000, dtype=numpy.uint64)))
+    assert made.contains_many([b"raw", b"bytes", -5, 4, b"abcd", b"efgh"]) == [True] * 6
+    fresh = made.contains_many([f"fresh:{i}" for i in range(50_000)])
+    assert sum(fresh) < 50_000 * 0.02, sum(fresh)
+
+    # Opened again, by name: the same plan, the same answers.
+    opened = ShardedFilter(target, "urls")
+    assert not opened.created and (opened.shards, opened.shard_bytes) == (made.shards, made.shard_bytes)
+    assert "url:39999" in opened and (1 << 40) + 19_999 in opened
+    # create with the same parameters opens it; with others it is refused.
+    again = ShardedFilter.create(target, "urls", 200_000, 0.01, min_shards=8)
+    assert not again.created
+    with pytest.raises(ValueError, match="exists with other parameters"):
+        ShardedFilter.create(target, "urls", 300_000, 0.01, min_shards=8)
+
+    # The CLI finds what Python added (ints as --format long), and the other way round.
+    said = cli_run("check", "--redis", target, "urls", "first", "url:123", "raw", "never added")
+    assert said.splitlines() == ["probably present\tfirst", "probably present\turl:123",
+                                 "probably present\traw", "absent\tnever added"]
+    said = cli_run("check", "--redis", target, "--format", "long", "urls", "-5", str((1 << 40) + 7))
+    assert said.count("probably present") == 2, said
+    cli_run("add", "--redis", target, "urls", "-i", "-", stdin=b"".join(b"cli:%d\n" % i for i in range(5000)))
+    assert all(opened.contains_many([f"cli:{i}" for i in range(5000)]))
+
+    info = opened.info()
+    assert info["shards"] == info["shards_created"] == 8
+    assert 60_000 < info["estimated_items"] < 75_000, info
+    assert info["saturated_shards"] == 0 and 0 < info["fpp_estimate"] < 0.01
+    assert opened.missing_shards() == []
+
+
+def test_sharded_filter_errors_are_python_exceptions(server):
+    target = url(server)
+    with pytest.raises(LookupError, match="no sharded filter 'nothing here'"):
+        ShardedFilter(target, "nothing here")
+    with pytest.raises(ValueError, match="bad Redis target"):
+        ShardedFilter("http://127.0.0.1:1", "urls")
+    with pytest.raises(ValueError, match="expected_items"):
+        ShardedFilter.create(target, "urls", 0)
+    with pytest.raises(ValueError, match="min_shards"):
+        ShardedFilter.create(target, "urls", 1000, min_shards=0)
+    with pytest.raises(ValueError, match="retry_seconds"):
+        ShardedFilter(target, "urls", retry_seconds=-1)
+    with pytest.raises(RedisError, match="Connection refused"):
+        ShardedFilter("redis://127.0.0.1:1", "urls", retry_seconds=0.2)
+    assert issubclass(RedisError, Exception) and bloomery.RedisError is RedisError
+
+    made = ShardedFilter.create(target, "urls", 10_000, 0.01, min_shards=4)
+    with pytest.raises(TypeError, match="not float"):
+        made.add(1.5)
+    # A bad item ends a batch after the items before it, and says so.
+    with pytest.raises(TypeError) as raised:
+        made.add_many(["kept", 2.5, "not tried"])
+    assert raised.value.__notes__ == ["the 1 item of this call before the bad one was added, the rest were not"]
+    assert made.contains_many(["kept", "not tried"]) == [True, False]
+
+    # A shard lost (deleted, evicted, a restart without persistence) is an error for
+    # every command on it, never "absent"; the batch's note counts its earlier round trips.
+    lost = made.missing_shards()
+    assert lost == []
+    shard = sorted(key for key in server.client().keys("*") if key != b"urls")[0].decode()
+    server.client().delete(shard)
+    assert made.missing_shards() == [shard]
+    with pytest.raises(RedisError, match="NOSHARD"):
+        made.contains_many([f"item:{i}" for i in range(100)])
+    with pytest.raises(RedisError, match="NOSHARD") as raised:
+        made.add_many([f"item:{i}" for i in range(20_000)])
+    assert raised.value.__notes__ == [
+        "no round trip of this call was acknowledged: its items may or may not have been added "
+        "(adding them again is harmless)"]
+
+
+def test_a_restarted_server_is_an_error_not_an_acknowledgement(server):
+    """A server restarted without persistence lost the filter: the add that meets it is an
+    error (its run_id changed, or its shards are gone), never answered as added, and its
+    note says that the round trips acknowledged before it may be lost."""
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=4)
+
+    def restarting(count, at):
+        for i in range(count):
+            if i == at:
+                server.stop()
+                server.start()
+            yield f"a:{i}"
+
+    # The first round trip (16,384 items) is acknowledged, then the server restarts.
+    with pytest.raises(RedisError, match="restarted during the run") as raised:
+        made.add_many(restarting(40_000, 20_000))
+    assert raised.value.__notes__ == [
+        "the 16384 items of this call before the failed round trip were acknowledged, but may have been "
+        "lost with it; the rest may or may not have been added"]
+
+
+def test_a_refused_round_trip_notes_the_items_added_before_it(server):
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=4)
+
+    def refusing(count, at):
+        for i in range(count):
+            if i == at:
+                # Writes refused from now on (no replica), reads answered.
+                server.client().config_set("min-replicas-to-write", 1)
+            yield f"a:{i}"
+
+    with pytest.raises(RedisError, match="NOREPLICAS") as raised:
+        made.add_many(refusing(40_000, 20_000))
+    assert raised.value.__notes__ == [
+        "the 16384 items of this call before the failed round trip were added; the rest may or may not have been"]
+    assert all(made.contains_many([f"a:{i}" for i in range(16_384)]))
+
+
+def test_threads_share_a_sharded_filter_and_lose_nothing(server):
+    made = ShardedFilter.create(url(server), "urls", 400_000, 0.01, min_shards=16)
+    errors = []
+
+    def adder(start):
+        try:
+            for chunk in range(start, start + 100_000, 10_000):
+                made.add_many(range(chunk, chunk + 10_000))
+                made.add(f"single:{chunk}")
+        except Exception as error:  # noqa: BLE001 (reported below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=adder, args=(start,)) for start in range(0, 400_000, 100_000)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert all(made.contains_many(range(400_000)))
+    assert all(made.contains_many([f"single:{chunk}" for chunk in range(0, 400_000, 10_000)]))
+
+
+def test_a_sharded_filter_on_a_cluster_from_python_and_the_cli(cluster):  # noqa: F811
+    servers = cluster
+    target = "redis+cluster://" + ",".join(f"127.0.0.1:{server.port}" for server in servers)
+    made = ShardedFilter.create(target, "urls", 1_000_000, 0.01, min_shards=32)
+    assert made.created and made.shards >= 32
+    assert made.target.startswith("the cluster at redis://127.0.0.1:")
+    # Each round trip waits for a replica of every primary it wrote to.
+    made.set_wait(1, 10.0)
+    made.add_many([f"url:{i}" for i in range(100_000)])
+    with pytest.raises(ValueError, match="replicas"):
+        made.set_wait(-1)
+    made.set_wait(0)
+    made.add_many(numpy.arange(0, 50_000, dtype=numpy.int64))
+
+    # Every primary holds shards (spread by slot), and a client of any node finds them all.
+    holding = [server for server in servers
+               if server.client().info("replication")["role"] == "master"
+               and any(key != b"urls" for key in server.client().keys("*"))]
+    assert len(holding) == 3
+    for server in servers:
+        reopened = ShardedFilter(f"redis+cluster://127.0.0.1:{server.port}", "urls")
+        assert all(reopened.contains_many([f"url:{i}" for i in range(0, 100_000, 97)]))
+    assert all(made.contains_many([f"url:{i}" for i in range(100_000)]))
+    assert all(made.contains_many(range(50_000)))
+
+    seeds = ",".join(f"127.0.0.1:{server.port}" for server in servers)
+    said = cli_run("check", "--redis-cluster", seeds, "urls", "url:0", "url:99999", "not there")
+    assert said.splitlines() == ["probably present\turl:0", "probably present\turl:99999", "absent\tnot there"]
+    cli_run("add", "--redis-cluster", seeds, "urls", "-i", "-", stdin=b"".join(b"cli:%d\n" % i for i in range(3000)))
+    assert all(made.contains_many([f"cli:{i}" for i in range(3000)]))
+    info = made.info()
+    assert info["shards_created"] == made.shards and 140_000 < info["estimated_items"] < 170_000, info
+
