@@ -48,10 +48,13 @@ fn retry_for(seconds: f64) -> PyResult<Duration> {
     })
 }
 
+fn parse_target(target: &str) -> PyResult<Target> {
+    target.parse().map_err(python_error)
+}
+
 /// Connects to `target`, retrying for `retry`, and keeps retrying for `retry` later.
-fn connect(py: Python<'_>, target: &str, retry: Duration) -> PyResult<Connection> {
-    let target: Target = target.parse().map_err(python_error)?;
-    py.detach(|| Connection::open_retrying(&target, retry))
+fn connect(py: Python<'_>, target: &Target, retry: Duration) -> PyResult<Connection> {
+    py.detach(|| Connection::open_retrying(target, retry))
         .map_err(python_error)
 }
 
@@ -82,23 +85,37 @@ fn connect(py: Python<'_>, target: &str, retry: Duration) -> PyResult<Connection
 ///     seen = urls.contains_many(other_urls)
 #[pyclass(name = "ShardedFilter", module = "bloomery", frozen)]
 pub struct PyShardedFilter {
-    filter: Mutex<ShardedFilter>,
+    client: Mutex<Client>,
     name: String,
     plan: ShardPlan,
-    target: String,
+    /// Where it lives (to connect again in a forked child), and as messages show it.
+    target: Target,
+    shown: String,
+    retry: Duration,
     created: bool,
 }
 
+/// The client, and the process whose connections it holds.
+struct Client {
+    filter: ShardedFilter,
+    pid: u32,
+    /// What `set_wait` asked for, for a client made anew.
+    wait: Option<(usize, Duration)>,
+}
+
 impl PyShardedFilter {
-    fn new(filter: ShardedFilter, target: &str, created: bool) -> Self {
+    fn new(filter: ShardedFilter, target: Target, retry: Duration, created: bool) -> Self {
         Self {
             plan: *filter.plan(),
             name: filter.name().to_owned(),
-            filter: Mutex::new(filter),
-            // As messages show it: a password in the URL is not kept.
-            target: target
-                .parse::<Target>()
-                .map_or_else(|_| String::new(), |target| target.shown()),
+            client: Mutex::new(Client {
+                filter,
+                pid: std::process::id(),
+                wait: None,
+            }),
+            shown: target.shown(),
+            target,
+            retry,
             created,
         }
     }
@@ -110,7 +127,36 @@ impl PyShardedFilter {
         py: Python<'_>,
         work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
     ) -> PyResult<T> {
-        py.detach(|| work(&mut self.client())).map_err(python_error)
+        py.detach(|| {
+            self.in_this_process()
+                .and_then(|mut client| work(&mut client.filter))
+        })
+        .map_err(python_error)
+    }
+
+    /// The client, for one call (calls of this filter from several threads take turns);
+    /// in a child forked since it connected (`multiprocessing`, `os.fork`), a client of
+    /// its own, connected anew: the connections it inherited are its parent's too, and
+    /// two processes reading replies on one connection take each other's (a reply of
+    /// the other process's lookup read as this one's answers). Those are left open
+    /// untouched (closing them could end the parent's).
+    fn in_this_process(&self) -> bloomery_cluster::Result<std::sync::MutexGuard<'_, Client>> {
+        // A call that panicked part way left a client whose state is still its own.
+        let mut client = self
+            .client
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let pid = std::process::id();
+        if client.pid != pid {
+            let connection = Connection::open_retrying(&self.target, self.retry)?;
+            let mut filter = ShardedFilter::open(connection, &self.name)?;
+            if let Some((replicas, timeout)) = client.wait {
+                filter.set_wait(replicas, timeout);
+            }
+            std::mem::forget(std::mem::replace(&mut client.filter, filter));
+            client.pid = pid;
+        }
+        Ok(client)
     }
 
     fn hash_of(&self, item: &Bound<'_, PyAny>) -> PyResult<u64> {
@@ -127,7 +173,10 @@ impl PyShardedFilter {
         // restarted (its run_id changed) or a shard missing (as the CLI tells them).
         let mut lost = None;
         let read = source.for_each_hashed(py, self.plan.seed(), Some(before), |hashes| {
-            let done = py.detach(|| self.client().add_hashes(hashes));
+            let done = py.detach(|| {
+                self.in_this_process()
+                    .and_then(|mut client| client.filter.add_hashes(hashes))
+            });
             match done {
                 Ok(_) => {
                     sent += hashes.len();
@@ -160,14 +209,6 @@ impl PyShardedFilter {
         };
         Err(items::noted(py, error, note))
     }
-
-    /// The client, for one call (calls of this filter from several threads take turns).
-    fn client(&self) -> std::sync::MutexGuard<'_, ShardedFilter> {
-        // A call that panicked part way left a client whose state is still its own.
-        self.filter
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
 }
 
 #[pymethods]
@@ -178,11 +219,12 @@ impl PyShardedFilter {
     #[new]
     #[pyo3(signature = (target, name, *, retry_seconds=30.0))]
     fn open(py: Python<'_>, target: &str, name: &str, retry_seconds: f64) -> PyResult<Self> {
-        let connection = connect(py, target, retry_for(retry_seconds)?)?;
+        let (target, retry) = (parse_target(target)?, retry_for(retry_seconds)?);
+        let connection = connect(py, &target, retry)?;
         let filter = py
             .detach(|| ShardedFilter::open(connection, name))
             .map_err(python_error)?;
-        Ok(Self::new(filter, target, false))
+        Ok(Self::new(filter, target, retry, false))
     }
 
     /// Makes the sharded filter ``name`` on ``target`` for ``expected_items`` at ``fpp``:
@@ -216,11 +258,12 @@ impl PyShardedFilter {
         )
         .map_err(|error| PyValueError::new_err(error.to_string()))?
         .with_seed(seed.unsigned("seed")?);
-        let connection = connect(py, target, retry_for(retry_seconds)?)?;
+        let (target, retry) = (parse_target(target)?, retry_for(retry_seconds)?);
+        let connection = connect(py, &target, retry)?;
         let (filter, created) = py
             .detach(|| ShardedFilter::create(connection, name, plan))
             .map_err(python_error)?;
-        Ok(Self::new(filter, target, created))
+        Ok(Self::new(filter, target, retry, created))
     }
 
     /// Adds ``item``; returns whether it was new (a bit changed).
@@ -282,10 +325,15 @@ impl PyShardedFilter {
             ))
         })?;
         let replicas = usize::try_from(replicas).unwrap_or(usize::MAX);
-        self.with_client(py, |filter| {
-            filter.set_wait(replicas, timeout);
-            Ok(())
-        })
+        py.detach(|| {
+            let mut client = self
+                .client
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            client.wait = Some((replicas, timeout));
+            client.filter.set_wait(replicas, timeout);
+        });
+        Ok(())
     }
 
     /// The keys of the shards that are missing (lost: deleted, evicted, flushed, a restart
@@ -317,7 +365,7 @@ impl PyShardedFilter {
     /// Where it lives, as messages show it (a password in the URL shown as ``***``).
     #[getter]
     fn target(&self) -> &str {
-        &self.target
+        &self.shown
     }
 
     /// Whether ``create`` made it (``False`` when it opened one that existed).
@@ -360,7 +408,7 @@ impl PyShardedFilter {
         format!(
             "<bloomery.ShardedFilter {:?} on {}: {} shards of {} bytes, {} items at {}>",
             self.name(),
-            self.target,
+            self.shown,
             self.plan.shards(),
             self.plan.shard_bytes(),
             self.plan.expected_items(),

@@ -2,8 +2,10 @@
 redis-server processes running the module: one server, and a Redis Cluster of three
 primaries and three replicas. The same filter as the CLI's --redis/--redis-cluster: items
 added from Python are found by the CLI and the other way round."""
+import os
 import subprocess
 import threading
+import time
 
 import numpy
 import pytest
@@ -169,6 +171,44 @@ def test_threads_share_a_sharded_filter_and_lose_nothing(server):
     assert errors == []
     assert all(made.contains_many(range(400_000)))
     assert all(made.contains_many([f"single:{chunk}" for chunk in range(0, 400_000, 10_000)]))
+
+
+def test_a_forked_child_gets_connections_of_its_own(server):
+    """A filter used in a child forked after it connected (multiprocessing's fork start
+    method, os.fork) connects anew there: on the connections both inherited, parent and
+    child read each other's replies (19 and 20 "unexpected reply" errors in 3 s of
+    lookups from each, before)."""
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8)
+    made.set_wait(0, 1.0)
+    present = [f"u:{i}" for i in range(20_000)]
+    made.add_many(present)
+    absent = [f"absent:{i}" for i in range(2_000)]
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(reader)
+            wrong = 0
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline:
+                wrong += sum(made.contains_many(absent)) > 40
+                made.add_many(present[:2_000])
+            os.write(writer, b"%d" % wrong)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writer)
+    calls = 0
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        assert all(made.contains_many(present[2_000:4_000]))
+        calls += 1
+    said = os.read(reader, 64)
+    os.close(reader)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and said == b"0", (status, said)
+    assert calls > 10
 
 
 def test_a_sharded_filter_on_a_cluster_from_python_and_the_cli(cluster):  # noqa: F811
