@@ -21,9 +21,10 @@
 //! nobody writes ([`RotatingBloomFilter::contains_at`]).
 //!
 //! Time is decided once, by the server that runs the client's command: its clock, or the
-//! command's `AT` (milliseconds since the Unix epoch, at most [`MOST_AHEAD_MS`] ahead of
-//! the clock); a time earlier than the newest generation's start counts as that start
-//! (the library's filter never lets time go back). What is replicated and written to
+//! command's `AT` (milliseconds since the Unix epoch; a time ahead of the clock counts as
+//! the clock, one more than [`MOST_AHEAD_MS`] ahead is refused); a time earlier than the
+//! newest generation's start counts as that start (the library's filter never lets time
+//! go back). What is replicated and written to
 //! the AOF is an explicit `BF.RESERVE ... AT ms` or `BF.INSERT key ... AT ms ITEMS ...`
 //! with that time and the items that were added, so a replica and an AOF replay make
 //! exactly the primary's bits, whatever their own clocks say. Only lookups read the local
@@ -62,8 +63,8 @@ const GENERATION_AT_MEMORY_LIMIT: &str = "ERR filter cannot start another genera
 const MAX_WINDOW_MS: u64 = 1_000_000_000_000_000;
 
 /// How far ahead of this server's clock a client's `AT` may be (clocks that disagree by
-/// that much): a filter's time never goes back, so one later time would hold every later
-/// add to it, and the filter would stop forgetting until then.
+/// that much), counted as the clock; further ahead is a clock or a time that is wrong
+/// (microseconds for milliseconds, say), refused rather than taken for the clock.
 pub const MOST_AHEAD_MS: u64 = 60_000;
 
 /// The words that make `BF.RESERVE` or `BF.INSERT` about an aging filter.
@@ -161,15 +162,21 @@ impl Options {
     }
 
     /// The time a command acts at: `AT`, or this server's clock. A client's `AT` more
-    /// than [`MOST_AHEAD_MS`] ahead of the clock is refused; a primary's (replicated) or
-    /// the AOF's is taken as it is, as the primary took it.
+    /// than [`MOST_AHEAD_MS`] ahead of the clock is refused, and one ahead by less counts
+    /// as the clock: a filter's time never passes its server's clock, so that the items
+    /// added before it are never forgotten sooner, by that clock, than the window says
+    /// (a client's `AT` 10 s and then 20 s ahead started two generations of a 10 s window
+    /// at once, and dropped the one holding an item added a second before). A primary's
+    /// (replicated) or the AOF's is taken as it is, as the primary took it.
     fn now(&self, ctx: &Context) -> Result<u64, RedisError> {
         let clock = clock_ms();
         let Some(at) = self.at else {
             return Ok(clock);
         };
-        let trusted = crate::limits::is_replay(&ctx.get_flags());
-        if at > clock.saturating_add(MOST_AHEAD_MS) && !trusted {
+        if crate::limits::is_replay(&ctx.get_flags()) {
+            return Ok(at);
+        }
+        if at > clock.saturating_add(MOST_AHEAD_MS) {
             return Err(RedisError::String(format!(
                 "ERR bad time: AT {at} is more than {} s ahead of this server's clock ({clock} ms \
                  since the Unix epoch); an aging filter's time never goes back, so it would not \
@@ -177,7 +184,7 @@ impl Options {
                 MOST_AHEAD_MS / 1000
             )));
         }
-        Ok(at)
+        Ok(at.min(clock))
     }
 }
 
