@@ -60,11 +60,20 @@ impl LoadError {
     }
 }
 
-/// The error reply for a filter of `bytes` over `cap`.
+/// The refusal of a filter of `bytes` over `cap`: the module's limit per key, or, with no
+/// limit configured (`bloomery.max-filter-memory 0`), this machine's memory, which a
+/// client's filter is still held to ([`crate::limits::cap_for_command`]): named as what it
+/// is, not as a limit of 0 that it is not.
 pub fn over_cap_message(bytes: u64, cap: u64) -> String {
-    format!(
-        "ERR filter would take {bytes} bytes, over the module's limit of {cap} bytes per key (bloomery.max-filter-memory)"
-    )
+    if crate::limits::max_filter_memory().is_some() {
+        format!(
+            "ERR filter would take {bytes} bytes, over the module's limit of {cap} bytes per key (bloomery.max-filter-memory)"
+        )
+    } else {
+        format!(
+            "ERR filter would take {bytes} bytes, more than this machine's memory ({cap} bytes; bloomery.max-filter-memory is 0, no limit per key)"
+        )
+    }
 }
 
 /// Where a load stands after a piece.

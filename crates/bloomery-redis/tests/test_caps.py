@@ -79,6 +79,14 @@ def test_creation_over_the_cap_is_refused_before_allocating(r):
     r.config_set(CONFIG, 0)  # no cap: RedisBloom's behaviour
     assert r.execute_command("BF.RESERVE", "big", "0.01", "1000000")
     assert r.execute_command("BF.INFO", "big", "SIZE")[0] > CAP
+    # Still held to the machine's memory, and said so (it named the machine's memory as
+    # a limit of bloomery.max-filter-memory, which was 0).
+    for command in (("BF.RESERVE", "huge", "0.001", "100000000000"),
+                    ("BF.INSERT", "huge", "CAPACITY", "100000000000", "ITEMS", "a"),
+                    ("CBF.RESERVE", "huge", "0.01", "10000000000")):
+        message = error_of(r, *command)
+        assert "more than this machine's memory" in message and "is 0, no limit per key" in message, message
+    assert r.exists("huge") == 0
 
 
 def test_growth_stops_at_the_cap_and_replicas_take_exactly_what_was_accepted(server, tmp_path):
