@@ -171,45 +171,66 @@ pub(crate) fn load_flags(rdb: *mut raw::RedisModuleIO) -> ContextFlags {
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
+    match load_value(rdb, encoding_version) {
+        Ok(value) => into_reported_value(value),
+        Err(why) => {
+            // Redis answers a refused `RESTORE` with "Bad data format" alone, and stops on
+            // a refused value of its own RDB: the log says which value and why.
+            let line = format!("a value was refused ({why})").replace('%', "%%");
+            redis_module::logging::log_io_error(rdb, redis_module::logging::RedisLogLevel::Warning, &line);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// The value in `rdb`, or why it is refused (damaged, cut short, over the cap).
+fn load_value(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> Result<Stored, String> {
     let cap = cap_for_rdb_load(load_flags(rdb));
     let limit = envelope_limit(cap);
-    let value = match encoding_version {
-        0 => raw::load_string_buffer(rdb)
-            .ok()
-            .and_then(|buffer| open_within(buffer.as_ref(), cap).ok())
-            .map(Stored::Filter),
-        1 => load_chunks(rdb, limit)
-            .and_then(|bytes| open_within(&bytes, cap).ok())
-            .map(Stored::Filter),
-        2 => match raw::load_unsigned(rdb).ok() {
-            Some(KIND_FILTER) => load_chunks(rdb, limit)
-                .and_then(|bytes| open_within(&bytes, cap).ok())
-                .map(Stored::Filter),
-            Some(KIND_LOADING) => load_chunks(rdb, limit)
-                .and_then(|bytes| Load::resume(&bytes, cap))
-                .map(Stored::Loading),
-            _ => None,
-        },
-        _ => None,
+    let open = |bytes: &[u8]| {
+        open_within(bytes, cap)
+            .map(Stored::Filter)
+            .map_err(|error| error.message().trim_start_matches("ERR ").to_owned())
     };
-    value.map_or(std::ptr::null_mut(), into_reported_value)
+    match encoding_version {
+        0 => open(raw::load_string_buffer(rdb).map_err(|_| SHORT)?.as_ref()),
+        1 => open(&load_chunks(rdb, limit)?),
+        2 => match raw::load_unsigned(rdb).map_err(|_| SHORT)? {
+            KIND_FILTER => open(&load_chunks(rdb, limit)?),
+            KIND_LOADING => Load::resume(&load_chunks(rdb, limit)?, cap)
+                .map(Stored::Loading)
+                .ok_or_else(|| "a BF.LOADCHUNK load in progress whose pieces do not resume".to_owned()),
+            kind => Err(format!("unknown kind of value {kind}")),
+        },
+        version => Err(format!("unknown encoding version {version}")),
+    }
 }
+
+/// What a value whose reads failed is (Redis's load calls report a short read or a wrong
+/// type marker).
+const SHORT: &str = "cut short or damaged: a read of it failed";
 
 /// A length, then pieces adding up to exactly that length, which must be at most `limit`:
 /// checked before anything is reserved; the bytes grow by doubling, never past that
 /// length (`append_within`).
-fn load_chunks(rdb: *mut raw::RedisModuleIO, limit: u64) -> Option<Vec<u8>> {
-    let total = raw::load_unsigned(rdb).ok().filter(|&total| total <= limit)?;
+fn load_chunks(rdb: *mut raw::RedisModuleIO, limit: u64) -> Result<Vec<u8>, String> {
+    let total = raw::load_unsigned(rdb).map_err(|_| SHORT)?;
+    if total > limit {
+        return Err(format!(
+            "its {total} bytes are more than the {limit} a filter within the module's limit per key takes (bloomery.max-filter-memory)"
+        ));
+    }
     let mut bytes = Vec::new();
     while (bytes.len() as u64) < total {
-        let chunk = raw::load_string_buffer(rdb).ok()?;
+        let chunk = raw::load_string_buffer(rdb).map_err(|_| SHORT)?;
         let chunk = chunk.as_ref();
         if chunk.is_empty() || bytes.len() as u64 + chunk.len() as u64 > total {
-            return None;
+            return Err(format!("its pieces do not add up to the {total} bytes announced"));
         }
-        bloomery::format::pieces::append_within(&mut bytes, chunk, total).ok()?;
+        bloomery::format::pieces::append_within(&mut bytes, chunk, total)
+            .map_err(|error| error.to_string())?;
     }
-    Some(bytes)
+    Ok(bytes)
 }
 
 /// The largest piece of a dump (`BF.SCANDUMP` reply, `BF.LOADCHUNK` argument, AOF command,

@@ -9,6 +9,7 @@ import pytest
 import redis
 
 from conftest import MODULE, REDIS_SERVER, Server, dump, error_of, free_port, held_memory, settles_near
+from rdb_payload import Value
 
 CAP = 1 << 20
 CONFIG = "bloomery.max-filter-memory"
@@ -175,6 +176,39 @@ def test_loadchunk_and_restore_hold_to_the_cap(r):
     assert r.execute_command("BF.LOADCHUNK", "large", iterator, data)
     assert r.restore("restored", 0, payload)
     assert r.execute_command("BF.MEXISTS", "restored", "a", "b") == [1, 1]
+
+
+def test_a_refused_restore_says_why_in_the_log(tmp_path):
+    """Redis answers every refused RESTORE with "Bad data format": the module's log line
+    says which refusal it was (over the cap, damaged), where it said nothing."""
+    log = tmp_path / "redis.log"
+    server = Server(tmp_path, "--logfile", str(log)).start()
+    try:
+        r = server.client()
+        r.config_set("rdbcompression", "no")  # the payload's fields as written, for Value
+        r.execute_command("BF.RESERVE", "large", "0.01", "1000000")
+        r.execute_command("BF.MADD", "large", *range(1000))
+        payload = r.dump("large")
+        r.config_set(CONFIG, CAP)
+        with pytest.raises(redis.ResponseError, match="Bad data format"):
+            r.restore("copy", 0, payload)
+        r.config_set(CONFIG, "1gb")
+        # A bit of the filter flipped, Redis's CRC made again: the envelope's checksum
+        # refuses it.
+        value = Value(payload)
+        kind, total, header, *bits = value.fields
+        flipped = bytearray(bits[0][1])
+        flipped[100] ^= 1
+        damaged = value.payload(value.body([kind, total, header, ("string", bytes(flipped)), *bits[1:]]))
+        with pytest.raises(redis.ResponseError, match="Bad data format"):
+            r.restore("copy", 0, damaged)
+        assert r.exists("copy") == 0
+        lines = [line for line in log.read_text().splitlines() if "<bloomery> a value was refused" in line]
+        assert len(lines) == 2, lines
+        assert "more than the" in lines[0] and "bloomery.max-filter-memory" in lines[0], lines[0]
+        assert "received bad data" in lines[1] and "checksum" in lines[1], lines[1]
+    finally:
+        server.stop()
 
 
 def test_a_filter_grown_to_the_cap_restores_and_restarts_from_rdb_and_aof(tmp_path):
