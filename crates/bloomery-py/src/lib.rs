@@ -312,7 +312,7 @@ impl State {
     /// copy takes in memory.
     fn file_len(&self) -> u64 {
         match self {
-            State::Owned(filter) => filter.envelope().len(),
+            State::Owned(filter) => filter.envelope_len(),
             State::Mapped(mapped) => mapped.len(),
             State::InPlace(file) => file.len(),
             State::Closed => 0,
@@ -1672,9 +1672,7 @@ fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyRes
     }
     let mine = small.snapshot(py)?;
     let theirs = large.snapshot(py)?;
-    within_memory(mine.envelope().len(), 1, || {
-        "a subset check's intersection".into()
-    })?;
+    within_memory(mine.envelope_len(), 1, || "a subset check's intersection".into())?;
     py.detach(|| {
         let mut both = mine.try_clone_box().map_err(value_error)?;
         both.intersection(theirs.as_ref()).map_err(|error| {

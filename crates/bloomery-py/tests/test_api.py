@@ -493,6 +493,19 @@ def test_comparing_filters_past_the_address_space_limit_is_a_memory_error_not_an
     prints_ok(limited_script(tmp_path, setup, "n * 5 // 2", ["f.issubset(g)", "f <= g", "f >= g"]))
 
 
+@pytest.mark.parametrize("kind", ["retouched", "allowlisted"])
+def test_copies_of_filters_with_lists_past_the_limit_are_a_memory_error_not_an_abort(tmp_path, kind):
+    # The memory check measured a copy by building the filter's file payload (its bits
+    # copied, then its lists), so the check itself aborted under `ulimit -v` ("memory
+    # allocation of 959295488 bytes failed" for a 480 MB retouched filter's copy).
+    setup = (
+        f"import pickle; f = BloomFilter(10**7, 0.01, {kind!r}); f.update(['x', 'y']); g = f.copy()\n"
+        "n = len(f.to_bytes())"
+    )
+    calls = ["f.copy()", "f.to_bytes()", "pickle.dumps(f)", "f == g", "f | g"]
+    prints_ok(limited_script(tmp_path, setup, "n // 2", calls))
+
+
 def test_reading_bytes_past_the_address_space_limit_is_a_memory_error_not_an_abort(tmp_path):
     # `from_bytes` and the like copied their argument before the memory check: an abort
     # under `ulimit -v` for bytes whose copy did not fit.

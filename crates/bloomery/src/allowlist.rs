@@ -197,15 +197,24 @@ impl Persist for AllowlistedBloomFilter {
             .finish()
     }
 
+    fn payload_len(&self) -> u64 {
+        let listed: u64 = self.allowed.iter().map(|item| 4 + item.len() as u64).sum();
+        self.filter.words().len() as u64 * 8 + listed
+    }
+
+    /// The bits borrowed, then the listed items (built).
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
-        let mut payload = native::words_to_le_bytes(self.filter.words());
+        let mut payload = Vec::new();
         let mut items: Vec<&Vec<u8>> = self.allowed.iter().collect();
         items.sort();
         for item in items {
             payload.extend_from_slice(&(item.len() as u32).to_le_bytes());
             payload.extend_from_slice(item);
         }
-        vec![std::borrow::Cow::Owned(payload)]
+        vec![
+            native::words_as_le_bytes(self.filter.words()),
+            std::borrow::Cow::Owned(payload),
+        ]
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
@@ -247,5 +256,22 @@ impl Persist for AllowlistedBloomFilter {
             )));
         }
         Ok(Self { filter, allowed })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_payload_length_is_counted_as_built() {
+        let mut filter = AllowlistedBloomFilter::with_fpp(1000, 0.01).unwrap();
+        assert_eq!(filter.payload_len(), filter.payload().len() as u64);
+        filter.insert("added");
+        for item in ["", "a", "a longer allowed item"] {
+            filter.allow(item);
+        }
+        assert_eq!(filter.payload_len(), filter.payload().len() as u64);
+        assert_eq!(filter.envelope_len(), filter.to_bytes().len() as u64);
     }
 }

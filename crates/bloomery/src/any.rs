@@ -302,6 +302,23 @@ pub trait DynFilter: FilterView {
     /// The filter's file form (docs/format.md), borrowed from its memory.
     fn envelope(&self) -> Envelope<'_>;
 
+    /// The length of [`envelope`](Self::envelope) in bytes, without making it: a caller
+    /// checking that a copy or a file of the filter fits uses it, where `envelope()` of a
+    /// retouched or allow-listed filter builds its payload (their lists) to measure it.
+    ///
+    /// ```
+    /// use bloomery::any::{self, Spec};
+    /// use bloomery::format::native::Variant;
+    ///
+    /// for variant in Variant::ALL {
+    ///     let mut filter = any::create(&Spec::new(variant, 1000, 0.01))?;
+    ///     filter.insert(b"an item")?;
+    ///     assert_eq!(filter.envelope_len(), filter.envelope().to_vec().len() as u64);
+    /// }
+    /// # Ok::<(), bloomery::Error>(())
+    /// ```
+    fn envelope_len(&self) -> u64;
+
     /// The concrete filter, for callers that need one variant's own API.
     fn as_any(&self) -> &dyn Any;
 
@@ -769,6 +786,10 @@ macro_rules! owned_filter_common {
     () => {
         fn envelope(&self) -> Envelope<'_> {
             Persist::envelope(self)
+        }
+
+        fn envelope_len(&self) -> u64 {
+            Persist::envelope_len(self)
         }
 
         fn as_any(&self) -> &dyn Any {

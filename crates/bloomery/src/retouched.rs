@@ -405,8 +405,18 @@ impl Persist for RetouchedBloomFilter {
             .finish()
     }
 
+    fn payload_len(&self) -> u64 {
+        let lists: u64 = [&self.items, &self.false_positives]
+            .iter()
+            .flat_map(|lists| lists.values())
+            .map(|entries| 8 + 4 + 16 * entries.len() as u64)
+            .sum();
+        self.bits.words().len() as u64 * 8 + lists
+    }
+
+    /// The bits borrowed, then the lists (built).
     fn payload_pieces(&self) -> Vec<std::borrow::Cow<'_, [u8]>> {
-        let mut payload = native::words_to_le_bytes(self.bits.words());
+        let mut payload = Vec::new();
         for lists in [&self.items, &self.false_positives] {
             let mut indices: Vec<&u64> = lists.keys().collect();
             indices.sort();
@@ -420,7 +430,10 @@ impl Persist for RetouchedBloomFilter {
                 }
             }
         }
-        vec![std::borrow::Cow::Owned(payload)]
+        vec![
+            native::words_as_le_bytes(self.bits.words()),
+            std::borrow::Cow::Owned(payload),
+        ]
     }
 
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self> {
@@ -505,6 +518,26 @@ impl Persist for RetouchedBloomFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_payload_length_is_counted_as_built() {
+        let mut filter = RetouchedBloomFilter::with_fpp(100, 0.05).unwrap();
+        assert_eq!(filter.payload_len(), filter.payload().len() as u64);
+        for i in 0..150u32 {
+            filter.insert(&i.to_le_bytes());
+        }
+        let positives: Vec<u32> = (1_000..100_000)
+            .filter(|i: &u32| filter.contains(&i.to_le_bytes()))
+            .take(5)
+            .collect();
+        assert_eq!(positives.len(), 5);
+        for positive in positives {
+            assert!(filter.record_false_positive(&positive.to_le_bytes()));
+        }
+        assert!(!filter.false_positives.is_empty());
+        assert_eq!(filter.payload_len(), filter.payload().len() as u64);
+        assert_eq!(filter.envelope_len(), filter.to_bytes().len() as u64);
+    }
 
     #[test]
     fn a_cleared_filter_is_as_new_after_random_removals() {

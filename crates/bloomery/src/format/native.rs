@@ -711,6 +711,19 @@ pub trait Persist: Sized {
         self.payload_pieces().concat()
     }
 
+    /// The payload's length in bytes, as [`payload_pieces`](Persist::payload_pieces)
+    /// gives it; the variants whose payload is built, not borrowed, count it without
+    /// building it.
+    fn payload_len(&self) -> u64 {
+        self.payload_pieces().iter().map(|piece| piece.len() as u64).sum()
+    }
+
+    /// The whole envelope's length in bytes, without building any of it (what a copy or
+    /// a file of the filter takes).
+    fn envelope_len(&self) -> u64 {
+        header_len(self.params().len()) as u64 + self.payload_len()
+    }
+
     /// Rebuilds the filter from checked parameters and payload; every inconsistency is an
     /// error, never a panic.
     fn from_parts(params: &[u8], payload: &[u8]) -> Result<Self>;
