@@ -976,6 +976,8 @@ pub fn noted_added(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
 fn noted_bad_argument(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
     let note = match added {
         0 => "no item of this call was added".to_owned(),
+        1 => "the 1 item of this call's iterables before the bad argument was added, the rest were not"
+            .to_owned(),
         _ => format!(
             "the {added} items of this call's iterables before the bad argument were added, the rest were not"
         ),

@@ -1311,8 +1311,12 @@ impl PyBloomFilter {
 
     /// The file the filter was opened from, or else the one it was last saved to, if any.
     #[getter]
-    fn path(&self, py: Python<'_>) -> Option<String> {
-        self.link(py).as_ref().map(|link| link.path.display().to_string())
+    fn path(&self, py: Python<'_>) -> Option<std::ffi::OsString> {
+        // As `os.fsdecode` gives it (bytes that are not UTF-8 as surrogates), so that it
+        // names the file: `display()` put U+FFFD in their place.
+        self.link(py)
+            .as_ref()
+            .map(|link| link.path.clone().into_os_string())
     }
 
     /// How the filter is tied to ``path``: ``"r"`` (a file mapped, read-only), ``"r+"`` (a
@@ -1357,7 +1361,15 @@ impl PyBloomFilter {
             text.push_str(&format!(" capacity={capacity}"));
         }
         if let Some(link) = self.link(py).as_ref() {
-            text.push_str(&format!(" path='{}' mode='{}'", link.path.display(), link.mode));
+            // Python's repr of the path as `path` gives it.
+            let shown = link
+                .path
+                .as_os_str()
+                .into_pyobject(py)
+                .map_err(PyErr::from)
+                .and_then(|path| path.repr())
+                .map_or_else(|_| format!("'{}'", link.path.display()), |repr| repr.to_string());
+            text.push_str(&format!(" path={shown} mode='{}'", link.mode));
         }
         text.push('>');
         text

@@ -398,6 +398,11 @@ def test_update_counts_the_items_of_every_iterable_before_the_bad_one():
             "the 2 items of this call's iterables before the bad argument were added, the rest were not"
         ]
         assert "y" in f and "z" not in f
+        with pytest.raises(TypeError) as raised:
+            f.update(["w"], 5)
+        assert raised.value.__notes__ == [
+            "the 1 item of this call's iterables before the bad argument was added, the rest were not"
+        ]
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11's")

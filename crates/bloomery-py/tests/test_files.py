@@ -191,6 +191,19 @@ def test_path_is_the_file_opened_or_else_the_last_saved_to(tmp_path):
         assert g.path == str(tmp_path / "first.bloom")
 
 
+def test_a_path_that_is_not_utf8_is_given_back_as_os_fsdecode_gives_it(tmp_path):
+    # `path` and repr put U+FFFD where the name's bytes are not UTF-8: a name of no file.
+    name = os.fsencode(tmp_path) + b"/caf\xe9.bloom"
+    f = BloomFilter(100)
+    f.add("x")
+    f.save(name)
+    assert f.path == os.fsdecode(name) and os.fsencode(f.path) == name
+    assert f"path={os.fsdecode(name)!r} mode='w'" in repr(f)
+    with BloomFilter.open(f.path) as g:
+        assert "x" in g and g.path == os.fsdecode(name)
+        assert f"path={os.fsdecode(name)!r} mode='r'" in repr(g)
+
+
 def test_mode_r_is_read_only(tmp_path):
     path = tmp_path / "f.bloom"
     BloomFilter(100).save(path)
