@@ -219,7 +219,19 @@ fn load(rdb: *mut raw::RedisModuleIO, version: c_int) -> Option<RedisBloomFilter
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_int) -> *mut c_void {
-    load(rdb, encoding_version).map_or(std::ptr::null_mut(), into_value)
+    match load(rdb, encoding_version) {
+        Some(filter) => into_value(filter),
+        None => {
+            // Redis answers a refused `RESTORE` with "Bad data format" alone (as in
+            // datatype.rs, whose values say their one reason).
+            redis_module::logging::log_io_error(
+                rdb,
+                redis_module::logging::RedisLogLevel::Warning,
+                "a RedisBloom-layout value was refused (cut short or damaged, over the module's limit per key, bloomery.max-filter-memory, or its memory refused by the system)",
+            );
+            std::ptr::null_mut()
+        }
+    }
 }
 
 /// RedisBloom's `BF.SCANDUMP` pieces of the filter: the header as piece 1, then the bits.

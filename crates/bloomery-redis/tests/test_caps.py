@@ -207,6 +207,13 @@ def test_a_refused_restore_says_why_in_the_log(tmp_path):
         assert len(lines) == 2, lines
         assert "more than the" in lines[0] and "bloomery.max-filter-memory" in lines[0], lines[0]
         assert "received bad data" in lines[1] and "checksum" in lines[1], lines[1]
+        # A RedisBloom-layout key's value over the cap: its own line.
+        r.execute_command("BF.RESERVE", "chain", "0.001", "1000000", "LAYOUT", "redisbloom")
+        chain = r.dump("chain")
+        r.config_set(CONFIG, CAP)
+        with pytest.raises(redis.ResponseError, match="Bad data format"):
+            r.restore("chain-copy", 0, chain)
+        assert any("a RedisBloom-layout value was refused" in line for line in log.read_text().splitlines())
     finally:
         server.stop()
 
