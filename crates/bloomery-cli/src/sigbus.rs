@@ -150,6 +150,8 @@ pub fn watch(path: &Path, mapping: &[u8]) -> Watched {
     });
     if free.is_none() {
         OVERFLOW.store(true, Ordering::Relaxed);
+        // SAFETY: never published (no slot took it); its name stays leaked.
+        drop(unsafe { Box::from_raw(known) });
     }
     Watched { slot: free }
 }

@@ -6,6 +6,7 @@
 //! the GIL released while the servers answer.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bloomery::hash::xxh3_64_bytes;
@@ -85,7 +86,13 @@ fn connect(py: Python<'_>, target: &Target, retry: Duration) -> PyResult<Connect
 ///     seen = urls.contains_many(other_urls)
 #[pyclass(name = "ShardedFilter", module = "bloomery", frozen)]
 pub struct PyShardedFilter {
-    client: Mutex<Client>,
+    /// This process's client ([`client`](Self::client)); never null, freed by `Drop`.
+    current: AtomicPtr<ProcessClient>,
+    /// What `set_wait` asked for, for a client made anew in a forked child: replicas (0:
+    /// no wait) and the timeout in nanoseconds. Atomics, not under a lock that a fork
+    /// could leave held.
+    wait_replicas: AtomicU64,
+    wait_timeout_ns: AtomicU64,
     name: String,
     plan: ShardPlan,
     /// Where it lives (to connect again in a forked child), and as messages show it.
@@ -95,12 +102,24 @@ pub struct PyShardedFilter {
     created: bool,
 }
 
-/// The client, and the process whose connections it holds.
-struct Client {
-    filter: ShardedFilter,
+/// A client and the process whose connections it holds.
+struct ProcessClient {
     pid: u32,
-    /// What `set_wait` asked for, for a client made anew.
-    wait: Option<(usize, Duration)>,
+    /// Calls of the filter from several threads take turns.
+    filter: Mutex<ShardedFilter>,
+}
+
+impl Drop for PyShardedFilter {
+    fn drop(&mut self) {
+        let current = *self.current.get_mut();
+        // SAFETY: `current` came from `Box::into_raw` and is freed only here.
+        let record = unsafe { Box::from_raw(current) };
+        if record.pid != std::process::id() {
+            // A forked child's copy of its parent's client: its connections are the
+            // parent's too, and its lock may be held by a thread the child has not.
+            std::mem::forget(record);
+        }
+    }
 }
 
 impl PyShardedFilter {
@@ -108,11 +127,12 @@ impl PyShardedFilter {
         Self {
             plan: *filter.plan(),
             name: filter.name().to_owned(),
-            client: Mutex::new(Client {
-                filter,
+            current: AtomicPtr::new(Box::into_raw(Box::new(ProcessClient {
                 pid: std::process::id(),
-                wait: None,
-            }),
+                filter: Mutex::new(filter),
+            }))),
+            wait_replicas: AtomicU64::new(0),
+            wait_timeout_ns: AtomicU64::new(0),
             shown: target.shown(),
             target,
             retry,
@@ -128,35 +148,69 @@ impl PyShardedFilter {
         work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
-            self.in_this_process()
-                .and_then(|mut client| work(&mut client.filter))
+            let client = self.client()?;
+            // A call that panicked part way left a client whose state is still its own.
+            let mut filter = client
+                .filter
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            work(&mut filter)
         })
         .map_err(python_error)
     }
 
-    /// The client, for one call (calls of this filter from several threads take turns);
-    /// in a child forked since it connected (`multiprocessing`, `os.fork`), a client of
-    /// its own, connected anew: the connections it inherited are its parent's too, and
-    /// two processes reading replies on one connection take each other's (a reply of
-    /// the other process's lookup read as this one's answers). Those are left open
-    /// untouched (closing them could end the parent's).
-    fn in_this_process(&self) -> bloomery_cluster::Result<std::sync::MutexGuard<'_, Client>> {
-        // A call that panicked part way left a client whose state is still its own.
-        let mut client = self
-            .client
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    /// This process's client. In a child forked since the filter connected
+    /// (`multiprocessing`, `os.fork`), one of its own, connected anew at its first call:
+    /// the connections it inherited are its parent's too, and two processes reading
+    /// replies on one connection take each other's (a reply of the other process's
+    /// lookup read as this one's answers). The inherited client is left untouched, its
+    /// lock too, which a thread of the parent may have held at the fork (the child has
+    /// no such thread to free it).
+    fn client(&self) -> bloomery_cluster::Result<&ProcessClient> {
         let pid = std::process::id();
-        if client.pid != pid {
+        loop {
+            let current = self.current.load(Ordering::Acquire);
+            // SAFETY: never null; a record is freed only by `Drop`, which no call outlives.
+            let record = unsafe { &*current };
+            if record.pid == pid {
+                return Ok(record);
+            }
             let connection = Connection::open_retrying(&self.target, self.retry)?;
             let mut filter = ShardedFilter::open(connection, &self.name)?;
-            if let Some((replicas, timeout)) = client.wait {
-                filter.set_wait(replicas, timeout);
+            // The same filter, or the items would be hashed by one plan and sent to
+            // another's shards (a filter made again under the name since).
+            if *filter.plan() != self.plan {
+                return Err(Error::Mismatch(format!(
+                    "sharded filter '{}' was made again with other parameters ({}) since this \
+                     filter opened it ({}): open it again",
+                    self.name,
+                    filter.plan().to_text(),
+                    self.plan.to_text()
+                )));
             }
-            std::mem::forget(std::mem::replace(&mut client.filter, filter));
-            client.pid = pid;
+            let replicas = self.wait_replicas.load(Ordering::Relaxed);
+            if replicas > 0 {
+                let timeout = Duration::from_nanos(self.wait_timeout_ns.load(Ordering::Relaxed));
+                filter.set_wait(usize::try_from(replicas).unwrap_or(usize::MAX), timeout);
+            }
+            let fresh = Box::into_raw(Box::new(ProcessClient {
+                pid,
+                filter: Mutex::new(filter),
+            }));
+            if self
+                .current
+                .compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                // The parent's record stays, unfreed, in this process's copy of memory.
+                // SAFETY: published just now; freed only by `Drop`.
+                return Ok(unsafe { &*fresh });
+            }
+            // Another thread of this process made one first: this one goes (its own new
+            // connections with it), and the loop takes that one.
+            // SAFETY: `fresh` was never published.
+            drop(unsafe { Box::from_raw(fresh) });
         }
-        Ok(client)
     }
 
     fn hash_of(&self, item: &Bound<'_, PyAny>) -> PyResult<u64> {
@@ -174,8 +228,12 @@ impl PyShardedFilter {
         let mut lost = None;
         let read = source.for_each_hashed(py, self.plan.seed(), Some(before), |hashes| {
             let done = py.detach(|| {
-                self.in_this_process()
-                    .and_then(|mut client| client.filter.add_hashes(hashes))
+                let client = self.client()?;
+                let mut filter = client
+                    .filter
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                filter.add_hashes(hashes)
             });
             match done {
                 Ok(_) => {
@@ -200,6 +258,8 @@ impl PyShardedFilter {
         // may have been answered): its items may or may not be in the filter.
         let note = match added {
             0 => "no round trip of this call was acknowledged: its items may or may not have been added (adding them again is harmless)".to_owned(),
+            1 if lost => "the 1 item of this call before the failed round trip was acknowledged, but may have been lost with it; the rest may or may not have been added".to_owned(),
+            1 => "the 1 item of this call before the failed round trip was added; the rest may or may not have been".to_owned(),
             _ if lost => format!(
                 "the {added} items of this call before the failed round trip were acknowledged, but may have been lost with it; the rest may or may not have been added"
             ),
@@ -269,7 +329,16 @@ impl PyShardedFilter {
     /// Adds ``item``; returns whether it was new (a bit changed).
     fn add(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<bool> {
         let hash = self.hash_of(item)?;
-        let new = self.with_client(py, |filter| filter.add_hashes(&[hash]))?;
+        let (new, doubted) = self.with_client(py, |filter| filter.add_hashes_doubted(&[hash]))?;
+        if doubted[0] {
+            // "Old" from a command sent again after its reply was lost: the first send may
+            // have added it. False would be a first occurrence taken for a repeat.
+            return Err(RedisError::new_err(
+                "the add's reply was lost (a lost connection, no reply in time) and the add \
+                 was sent again, which found the item there: it is in the filter, but whether \
+                 this add or an earlier one put it there is unknown",
+            ));
+        }
         Ok(new[0])
     }
 
@@ -325,15 +394,15 @@ impl PyShardedFilter {
             ))
         })?;
         let replicas = usize::try_from(replicas).unwrap_or(usize::MAX);
-        py.detach(|| {
-            let mut client = self
-                .client
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            client.wait = Some((replicas, timeout));
-            client.filter.set_wait(replicas, timeout);
-        });
-        Ok(())
+        self.wait_replicas.store(replicas as u64, Ordering::Relaxed);
+        self.wait_timeout_ns.store(
+            u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.with_client(py, |filter| {
+            filter.set_wait(replicas, timeout);
+            Ok(())
+        })
     }
 
     /// The keys of the shards that are missing (lost: deleted, evicted, flushed, a restart
