@@ -147,7 +147,26 @@ fn lock_write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 }
 
 fn closed_error() -> PyErr {
-    PyValueError::new_err("I/O operation on a closed filter")
+    PyValueError::new_err(CLOSED)
+}
+
+const CLOSED: &str = "I/O operation on a closed filter";
+
+/// `error` of a batch add; when it is the filter closed during the call (by an item's
+/// `__index__`, a generator, another thread), with a note that the `added` items of the
+/// call before it were added and the rest were not (as for a bad item).
+fn noted_if_closed(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
+    if !(error.is_instance_of::<PyValueError>(py) && error.value(py).to_string() == CLOSED) {
+        return error;
+    }
+    let note = match added {
+        0 => "no item of this call was added: the filter was closed before the first".to_owned(),
+        1 => "the 1 item of this call before the filter was closed was added, the rest were not".to_owned(),
+        _ => format!(
+            "the {added} items of this call before the filter was closed were added, the rest were not"
+        ),
+    };
+    items::noted(py, error, note)
 }
 
 /// The variant for a `kind=` name, or the CLI's message for an unknown one.
@@ -837,12 +856,17 @@ impl PyBloomFilter {
         // Refuse before reading anything when the filter cannot change.
         self.shared.write(py, State::check_insertable)?;
         if let Some(seed) = self.blocked_seed(py) {
+            let mut added = before;
             return source.for_each_hashed(py, seed, Some(before), |hashes| {
-                self.shared.write_detached(py, |state| -> PyResult<()> {
-                    blocked_with_seed(state.owned()?.as_any_mut().downcast_mut(), seed)?
-                        .insert_hash_batch(hashes);
-                    Ok(())
-                })
+                self.shared
+                    .write_detached(py, |state| -> PyResult<()> {
+                        blocked_with_seed(state.owned()?.as_any_mut().downcast_mut(), seed)?
+                            .insert_hash_batch(hashes);
+                        Ok(())
+                    })
+                    .map_err(|error| noted_if_closed(py, error, added))?;
+                added += hashes.len();
+                Ok(())
             });
         }
         let mut chunk = Chunk::new();
@@ -855,10 +879,11 @@ impl PyBloomFilter {
                 let insert = |state: &mut State| state.insert_batch(&chunk.slices(), aging);
                 // A large item that may change while it is read: with the GIL held.
                 if chunk.detachable() {
-                    self.shared.write_detached(py, insert)?;
+                    self.shared.write_detached(py, insert)
                 } else {
-                    self.shared.write(py, insert)?;
+                    self.shared.write(py, insert)
                 }
+                .map_err(|error| noted_if_closed(py, error, before + position))?;
             }
             position += copied;
             if let Some(error) = error {

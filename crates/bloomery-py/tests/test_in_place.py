@@ -444,3 +444,27 @@ print("parent" in g, "child" in g)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["child refused", "True False"], result.stdout
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11's")
+@pytest.mark.parametrize("mode", ["a", "r+"])
+def test_a_filter_closed_during_a_batch_add_says_how_many_items_went_in(tmp_path, mode):
+    # A generator that closes the filter part way: the chunk read since was not added, and
+    # the error said nothing of what was (found by a hunt).
+    path = tmp_path / "f.bloom"
+    BloomFilter(100_000).save(path)
+    f = BloomFilter.open(path, mode)
+
+    def items():
+        for i in range(40_000):
+            if i == 20_000:
+                f.close()
+            yield f"item:{i}"
+
+    with pytest.raises(ValueError, match="closed filter") as raised:
+        f.update(items())
+    assert raised.value.__notes__ == [
+        "the 16384 items of this call before the filter was closed were added, the rest were not"
+    ]
+    with BloomFilter.open(path) as g:
+        assert g.contains_many([f"item:{i}" for i in range(16_384)]) == [True] * 16_384
