@@ -157,16 +157,17 @@ def test_a_chain_whose_next_link_cannot_be_had_refuses_only_the_items_that_need_
 
 
 def test_an_aging_filter_whose_next_generation_cannot_be_had_refuses_the_item(limited):
-    """A generation started by time (an add 2 s later, `AT`, on a window of 3 s in 4
-    generations) that the system refuses: the item is refused with the generation's own
-    words (it shared the chains' "next sub-filter" before), the earlier items stay."""
+    """A generation started by time (a filter made 15 s back, `AT`, on a window of 30 s in
+    4 generations of 10 s, and an add now) that the system refuses: the item is refused
+    with the generation's own words (it shared the chains' "next sub-filter" before), the
+    earlier items stay. (A time ahead of the clock no longer moves a filter's time.)"""
     r = limited.client()
-    r.execute_command("BF.RESERVE", "w", "0.01", 4 * CAPACITY, "WINDOW", "SECONDS", 3)
+    start = r.time()[0] * 1000 - 15_000
+    r.execute_command("BF.RESERVE", "w", "0.01", 4 * CAPACITY, "WINDOW", "SECONDS", 30, "AT", start)
     assert r.memory_usage("w") > 18 << 20  # a generation: more than fill leaves
-    r.execute_command("BF.ADD", "w", "early")
+    r.execute_command("BF.INSERT", "w", "NOCREATE", "WINDOW", "AT", start, "ITEMS", "early")
     fill(r)
-    later = r.time()[0] * 1000 + 2000
-    replies = r.execute_command("BF.INSERT", "w", "NOCREATE", "WINDOW", "AT", later, "ITEMS", "late")
+    replies = r.execute_command("BF.INSERT", "w", "NOCREATE", "WINDOW", "ITEMS", "late")
     assert len(replies) == 1 and isinstance(replies[0], redis.ResponseError), replies
     assert str(replies[0]) == "filter cannot start another generation: the system refused the memory for it"
     assert alive(limited)
