@@ -189,7 +189,7 @@ impl FromStr for Target {
                     "an empty node address (expected redis+cluster://HOST:PORT[,HOST:PORT...])",
                 ));
             }
-            Ok(Target::Cluster(nodes))
+            Ok(Target::Cluster(with_first_nodes_user(nodes)))
         } else if text.starts_with("rediss://") {
             // The redis crate is built without TLS: say so here, not at the first connect.
             Err(bad(
@@ -208,6 +208,29 @@ impl FromStr for Target {
     }
 }
 
+/// The cluster's nodes with the first one's user and password given to those that have
+/// none: `redis+cluster://:pw@a:7000,b:7001` names one cluster, and the redis crate refuses
+/// nodes with different passwords ("Cannot use different password among initial nodes").
+fn with_first_nodes_user(nodes: Vec<String>) -> Vec<String> {
+    let Some(first) = nodes.first().and_then(|node| url::Url::parse(node).ok()) else {
+        return nodes;
+    };
+    if first.username().is_empty() && first.password().is_none() {
+        return nodes;
+    }
+    nodes
+        .into_iter()
+        .map(|node| match url::Url::parse(&node) {
+            Ok(mut url) if url.username().is_empty() && url.password().is_none() => {
+                let given =
+                    url.set_username(first.username()).is_ok() && url.set_password(first.password()).is_ok();
+                if given { url.to_string() } else { node }
+            }
+            _ => node,
+        })
+        .collect()
+}
+
 impl Target {
     /// The target as messages show it: a password in a URL (`redis://user:PASSWORD@host`)
     /// shown as `***`.
@@ -218,7 +241,8 @@ impl Target {
     /// let target: Target = "redis://app:s3cret@db:6379/0".parse()?;
     /// assert_eq!(target.shown(), "redis://app:***@db:6379/0");
     /// let cluster: Target = "redis+cluster://:pw@a:7000,b:7001".parse()?;
-    /// assert_eq!(cluster.shown(), "the cluster at redis://:***@a:7000,redis://b:7001");
+    /// // The first node's password is every node's that gives none.
+    /// assert_eq!(cluster.shown(), "the cluster at redis://:***@a:7000,redis://:***@b:7001");
     /// # Ok::<(), bloomery_cluster::Error>(())
     /// ```
     pub fn shown(&self) -> String {
@@ -553,7 +577,19 @@ impl Connection {
             primaries_seen: false,
         };
         let context = || format!("connecting to {}", target.shown());
-        connection.run_id = connection.retrying(&context, run_id_of)?;
+        connection.run_id = connection
+            .retrying(&context, run_id_of)
+            .map_err(|error| match error {
+                // A target the redis crate cannot use (a database that is no number, a port
+                // past 65535, a unix socket with no path): the target's fault, said so.
+                Error::Redis { source, .. } if source.kind() == ErrorKind::InvalidClientConfig => {
+                    Error::Target {
+                        target: target.shown(),
+                        why: source.to_string(),
+                    }
+                }
+                other => other,
+            })?;
         Ok(connection)
     }
 
@@ -1730,7 +1766,28 @@ impl ShardedFilter {
         let mut created = false;
         if existing.is_none() {
             refuse_earlier_shards(&mut connection, name, &plan)?;
-            let (holding, made) = reserve_shards(&mut connection, name, &plan)?;
+            let (holding, made) = match reserve_shards(&mut connection, name, &plan) {
+                Ok(reserved) => reserved,
+                // A shard of another geometry: another create of the name with other
+                // parameters (at the same time, or one that stopped part way). Said as
+                // such, not as a shard command's error.
+                Err(Error::Redis { context, source })
+                    if source.to_string().contains("another filter's plan") =>
+                {
+                    return match read_plan(&mut connection, name)? {
+                        Some(existing) if same_filter(&existing, &plan) => {
+                            Self::open(connection, name).map(|filter| (filter, false))
+                        }
+                        Some(existing) => Err(mismatch(&existing)),
+                        None => Err(Error::Mismatch(format!(
+                            "sharded filter '{name}' has no plan, and some of its shards were made for another (another create of the name with other parameters is running, or one stopped part way): {context}: {source}; if no other create is running, delete its shards ({} .. {}, docs/sharding.md) and create it again",
+                            plan.shard_key(name, 0),
+                            plan.shard_key(name, plan.shards() - 1)
+                        ))),
+                    };
+                }
+                Err(other) => return Err(other),
+            };
             // Shards with items where no plan is: a filter that lost its plan (evicted, a
             // node restarted empty, deleted), unless another create wrote it meanwhile.
             // Taking them over would make its lost shards anew, empty: its items there
@@ -2104,6 +2161,18 @@ mod tests {
             Target::Cluster(vec![
                 "redis://127.0.0.1:7000".into(),
                 "redis://127.0.0.1:7001".into()
+            ])
+        );
+        // The first node's user and password go to the nodes that give none (the redis
+        // crate refused "different password among initial nodes"); a node's own stay.
+        assert_eq!(
+            "redis+cluster://app:pw@a:7000,b:7001,other:x@c:7002"
+                .parse::<Target>()
+                .unwrap(),
+            Target::Cluster(vec![
+                "redis://app:pw@a:7000".into(),
+                "redis://app:pw@b:7001".into(),
+                "redis://other:x@c:7002".into()
             ])
         );
         assert!("127.0.0.1:6379".parse::<Target>().is_err());

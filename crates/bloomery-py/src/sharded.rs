@@ -40,6 +40,9 @@ fn python_error(error: Error) -> PyErr {
     }
 }
 
+/// The longest `set_wait` timeout, in seconds.
+const MAX_WAIT_SECONDS: u64 = 1_000_000_000_000;
+
 /// `retry_seconds=`: a finite number of seconds, 0 or more.
 fn retry_for(seconds: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(seconds).map_err(|_| {
@@ -238,7 +241,15 @@ impl PyShardedFilter {
             match done {
                 Ok(_) => {
                     sent += hashes.len();
-                    Ok(())
+                    // Ctrl-C between round trips ends the batch here.
+                    py.check_signals().map_err(|interrupt| {
+                        let added = before + sent;
+                        let note = match added {
+                            1 => "the 1 item of this call before the interruption was added, the rest were not".to_owned(),
+                            _ => format!("the {added} items of this call before the interruption were added, the rest were not"),
+                        };
+                        items::noted(py, interrupt, note)
+                    })
                 }
                 Err(error) => {
                     lost =
@@ -249,7 +260,7 @@ impl PyShardedFilter {
         });
         let (error, lost) = match (read, lost) {
             (Ok(read), _) => return Ok(read),
-            // A bad item: noted by `for_each_hashed`.
+            // A bad item (noted by `for_each_hashed`), or an interruption (noted above).
             (Err(error), None) => return Err(error),
             (Err(error), Some(lost)) => (error, lost),
         };
@@ -377,7 +388,8 @@ impl PyShardedFilter {
         source.lookup_hashed(py, self.plan.seed(), &mut results, |hashes, answers| {
             let found = self.with_client(py, |filter| filter.contains_hashes(hashes))?;
             answers.copy_from_slice(&found);
-            Ok(())
+            // Ctrl-C between round trips ends the call.
+            py.check_signals()
         })?;
         bool_list(py, &results)
     }
@@ -388,11 +400,16 @@ impl PyShardedFilter {
     #[pyo3(signature = (replicas, timeout=10.0))]
     fn set_wait(&self, py: Python<'_>, replicas: IntArg, timeout: f64) -> PyResult<()> {
         let replicas = replicas.get("replicas", 0, i64::MAX as u64)?;
-        let timeout = Duration::try_from_secs_f64(timeout).map_err(|_| {
-            PyValueError::new_err(format!(
-                "timeout must be a finite number of seconds, 0 or more, got {timeout}"
-            ))
-        })?;
+        // Redis's WAIT refuses a timeout that, added to the time now in milliseconds,
+        // passes 2^63 - 1 (after the writes): 10^12 s at most, as the CLI's --wait-ms.
+        let timeout = Duration::try_from_secs_f64(timeout)
+            .ok()
+            .filter(|timeout| timeout.as_secs() <= MAX_WAIT_SECONDS)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "timeout must be a number of seconds from 0 to {MAX_WAIT_SECONDS}, got {timeout}"
+                ))
+            })?;
         let replicas = usize::try_from(replicas).unwrap_or(usize::MAX);
         self.wait_replicas.store(replicas as u64, Ordering::Relaxed);
         self.wait_timeout_ns.store(

@@ -88,11 +88,18 @@ def test_sharded_filter_errors_are_python_exceptions(server):
         ShardedFilter(target, "urls", retry_seconds=-1)
     with pytest.raises(RedisError, match="Connection refused"):
         ShardedFilter("redis://127.0.0.1:1", "urls", retry_seconds=0.2)
+    # Targets the redis crate cannot use are the target's fault (they were RedisError).
+    for bad in (f"{target}/abc", "redis://127.0.0.1:99999", "unix://relative.sock"):
+        with pytest.raises(ValueError, match="bad Redis target"):
+            ShardedFilter(bad, "urls", retry_seconds=0)
     assert issubclass(RedisError, Exception) and bloomery.RedisError is RedisError
 
     made = ShardedFilter.create(target, "urls", 10_000, 0.01, min_shards=4)
     with pytest.raises(TypeError, match="not float"):
         made.add(1.5)
+    # A timeout WAIT would refuse after every write is refused before any.
+    with pytest.raises(ValueError, match="timeout must be a number of seconds from 0 to"):
+        made.set_wait(1, 1e16)
     # A bad item ends a batch after the items before it, and says so.
     with pytest.raises(TypeError) as raised:
         made.add_many(["kept", 2.5, "not tried"])
@@ -273,10 +280,11 @@ def test_a_forked_child_refuses_a_filter_made_again_with_other_parameters(server
     assert in_forked_child(child) == 0
 
 
-def lossy_proxy(target_port):
+def lossy_proxy(target_port, delay=0.0):
     """A TCP proxy to the server on `target_port` that, once armed, passes one BF.HASHADD
     on, reads the server's reply and closes the client's connection without it: the add
-    ran, its reply was lost. Returns (port, arm)."""
+    ran, its reply was lost. Each reply waits `delay` seconds first. Returns (the
+    listening socket, the arming event)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -298,6 +306,8 @@ def lossy_proxy(target_port):
                     dropping.set()  # before the command goes: its reply must not come back
                 elif not client_side and dropping.is_set():
                     break  # the server ran it and replied; the reply goes nowhere
+                elif not client_side:
+                    time.sleep(delay)
                 sink.sendall(data)
         except OSError:
             pass
@@ -337,6 +347,46 @@ def test_an_add_whose_reply_was_lost_is_an_error_not_an_old_item(server):
         armed.set()
         made.add_many([f"batch:{i}" for i in range(100)])
         assert all(made.contains_many([f"batch:{i}" for i in range(100)]))
+    finally:
+        listener.close()
+
+
+def test_a_create_that_meets_shards_of_another_plan_says_what_to_do(server):
+    """A create of the name with other parameters that ran at the same time, or stopped
+    part way, leaves shards of another geometry and no plan: said as such (ValueError,
+    with the keys to delete), where the shard command's own error came through."""
+    target = url(server)
+    ShardedFilter.create(target, "urls", 100_000, 0.01, min_shards=8)
+    server.client().delete("urls")  # the plan, as a create that stopped part way leaves none
+    with pytest.raises(ValueError, match="has no plan, and some of its shards were made for another") as raised:
+        ShardedFilter.create(target, "urls", 200_000, 0.01, min_shards=8)
+    assert "delete its shards" in str(raised.value)
+    # The same parameters take the shards over (they hold no items).
+    assert ShardedFilter.create(target, "urls", 100_000, 0.01, min_shards=8).created
+
+
+def test_ctrl_c_ends_a_long_batch_between_round_trips(server):
+    """A batch of many round trips, with the GIL released in each, took no Ctrl-C until
+    it ended (or its retries did). Now between round trips: KeyboardInterrupt, noting the
+    items added before it, all of which are found. (Through a proxy that holds each reply
+    10 ms: 245 round trips take seconds.)"""
+    listener, _ = lossy_proxy(server.port, delay=0.01)
+    try:
+        made = ShardedFilter.create(f"redis://127.0.0.1:{listener.getsockname()[1]}", "urls", 10_000_000, 0.01,
+                                    min_shards=8)
+        items = numpy.arange(4_000_000, dtype=numpy.int64)
+        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt) as raised:
+            made.add_many(items)
+        assert time.monotonic() - started < 1.5
+        timer.join()
+        note, = raised.value.__notes__
+        added = int(note.split()[1])
+        assert note == f"the {added} items of this call before the interruption were added, the rest were not"
+        assert 0 < added < len(items) and added % 16_384 == 0, added
+        assert all(made.contains_many(items[:added]))
     finally:
         listener.close()
 
