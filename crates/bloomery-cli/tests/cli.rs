@@ -946,7 +946,8 @@ fn sharded_filter_options_out_of_range_are_refused_before_connecting() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
     // A retry time past what the clock holds is no deadline, not a panic ("overflow when
-    // adding duration to instant"): a port that does not parse fails at once.
+    // adding duration to instant"): a port that does not parse fails at once, as the
+    // target's fault.
     let message = error_of(bloomery().args([
         "check",
         "--redis",
@@ -956,7 +957,10 @@ fn sharded_filter_options_out_of_range_are_refused_before_connecting() {
         "f",
         "x",
     ]));
-    assert!(message.contains("connecting to"), "{message}");
+    assert!(
+        message.contains("bad Redis target 'redis://127.0.0.1:99999'"),
+        "{message}"
+    );
 }
 
 /// `export --format parquet-sbbf` writes what a Parquet file holds for a column chunk's
