@@ -358,7 +358,9 @@ impl ClusterInner {
 
 /// `error` (of connecting or talking to the node at `address`) with the address said.
 fn at_node(address: &str, error: RedisError) -> RedisError {
-    if error.is_io_error() {
+    // Once: an error that already names the node passes through a second caller as it is
+    // ("node 127.0.0.1:7721: node 127.0.0.1:7721: Connection refused").
+    if error.is_io_error() && !error.to_string().contains(&format!("node {address}: ")) {
         // Kept as what it was for the retries: a timeout, or a connection lost.
         let kind = if error.is_timeout() {
             std::io::ErrorKind::TimedOut
@@ -2305,6 +2307,18 @@ mod tests {
         assert!(!worth_retrying(&by_a_client));
         let other = server_error(b"-ERR timeout is not an integer or out of range\r\n");
         assert!(!worth_retrying(&other));
+    }
+
+    #[test]
+    fn an_error_names_its_node_once() {
+        let refused = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let named = at_node("127.0.0.1:7721", at_node("127.0.0.1:7721", refused));
+        assert_eq!(
+            named.to_string().matches("node 127.0.0.1:7721: ").count(),
+            1,
+            "{named}"
+        );
+        assert!(named.is_io_error());
     }
 
     #[test]
