@@ -336,8 +336,7 @@ fn add(remote: &RemoteArgs, target: &Target, name: &str, items: &ItemArgs) -> Re
     // After a restart or a lost shard, the items of the answered batches were added but may
     // be gone: the error says so rather than that they were added.
     let failed_batch = |error: bloomery_cluster::Error| {
-        let lost =
-            matches!(error, bloomery_cluster::Error::Restarted(_)) || error.to_string().contains("NOSHARD");
+        let lost = error.may_have_lost_acknowledged();
         match added {
             n if lost && n > 0 => Err(CliError::new(format!(
                 "{error}; the {n} items before it were acknowledged, but may have been lost with it"

@@ -156,6 +156,16 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the writes acknowledged before this error may be gone with it: the one
+    /// server (or a primary) restarted, or a shard is missing (`NOSHARD`: deleted,
+    /// evicted, a restart without persistence). A caller that counts what was added
+    /// before a failed batch says so.
+    pub fn may_have_lost_acknowledged(&self) -> bool {
+        matches!(self, Error::Restarted(_)) || self.to_string().contains("NOSHARD")
+    }
+}
+
 /// The client's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -150,6 +150,15 @@ impl PyShardedFilter {
         py: Python<'_>,
         work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
     ) -> PyResult<T> {
+        self.run(py, work).map_err(python_error)
+    }
+
+    /// [`with_client`](Self::with_client) with the client's own error.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
+    ) -> bloomery_cluster::Result<T> {
         py.detach(|| {
             let client = self.client()?;
             // A call that panicked part way left a client whose state is still its own.
@@ -159,7 +168,6 @@ impl PyShardedFilter {
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             work(&mut filter)
         })
-        .map_err(python_error)
     }
 
     /// This process's client. In a child forked since the filter connected
@@ -230,14 +238,7 @@ impl PyShardedFilter {
         // restarted (its run_id changed) or a shard missing (as the CLI tells them).
         let mut lost = None;
         let read = source.for_each_hashed(py, self.plan.seed(), Some(before), |hashes| {
-            let done = py.detach(|| {
-                let client = self.client()?;
-                let mut filter = client
-                    .filter
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                filter.add_hashes(hashes)
-            });
+            let done = self.run(py, |filter| filter.add_hashes(hashes));
             match done {
                 Ok(_) => {
                     sent += hashes.len();
@@ -252,8 +253,7 @@ impl PyShardedFilter {
                     })
                 }
                 Err(error) => {
-                    lost =
-                        Some(matches!(error, Error::Restarted(_)) || error.to_string().contains("NOSHARD"));
+                    lost = Some(error.may_have_lost_acknowledged());
                     Err(python_error(error))
                 }
             }
