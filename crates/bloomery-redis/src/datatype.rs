@@ -174,13 +174,21 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_
     match load_value(rdb, encoding_version) {
         Ok(value) => into_reported_value(value),
         Err(why) => {
-            // Redis answers a refused `RESTORE` with "Bad data format" alone, and stops on
-            // a refused value of its own RDB: the log says which value and why.
-            let line = format!("a value was refused ({why})").replace('%', "%%");
-            redis_module::logging::log_io_error(rdb, redis_module::logging::RedisLogLevel::Warning, &line);
+            log_refused(rdb, &format!("a value was refused ({why})"));
             std::ptr::null_mut()
         }
     }
+}
+
+/// Logs why a value in `rdb` is refused: Redis answers a refused `RESTORE` with "Bad data
+/// format" alone, and stops on a refused value of its own RDB. (The redis-module crate
+/// passes the line as a printf format: a `%` in it is doubled.)
+pub(crate) fn log_refused(rdb: *mut raw::RedisModuleIO, line: &str) {
+    redis_module::logging::log_io_error(
+        rdb,
+        redis_module::logging::RedisLogLevel::Warning,
+        &line.replace('%', "%%"),
+    );
 }
 
 /// The value in `rdb`, or why it is refused (damaged, cut short, over the cap).

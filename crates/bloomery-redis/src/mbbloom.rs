@@ -222,11 +222,9 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_
     match load(rdb, encoding_version) {
         Some(filter) => into_value(filter),
         None => {
-            // Redis answers a refused `RESTORE` with "Bad data format" alone (as in
-            // datatype.rs, whose values say their one reason).
-            redis_module::logging::log_io_error(
+            // Its loader keeps no reason: the ones it has.
+            crate::datatype::log_refused(
                 rdb,
-                redis_module::logging::RedisLogLevel::Warning,
                 "a RedisBloom-layout value was refused (cut short or damaged, over the module's limit per key, bloomery.max-filter-memory, or its memory refused by the system)",
             );
             std::ptr::null_mut()
