@@ -501,8 +501,8 @@ def test_comparing_filters_past_the_address_space_limit_is_a_memory_error_not_an
 @pytest.mark.parametrize("kind", ["retouched", "allowlisted"])
 def test_copies_of_filters_with_lists_past_the_limit_are_a_memory_error_not_an_abort(tmp_path, kind):
     # The memory check measured a copy by building the filter's file payload (its bits
-    # copied, then its lists), so the check itself aborted under `ulimit -v` ("memory
-    # allocation of 959295488 bytes failed" for a 480 MB retouched filter's copy).
+    # copied, then its lists), so the check itself aborted under `ulimit -v` (this test,
+    # on that code: "memory allocation of ... bytes failed").
     setup = (
         f"import pickle; f = BloomFilter(10**7, 0.01, {kind!r}); f.update(['x', 'y']); g = f.copy()\n"
         "n = len(f.to_bytes())"

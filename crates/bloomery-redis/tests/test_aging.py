@@ -252,8 +252,8 @@ def test_times_ahead_of_the_clock_never_forget_the_items_before_them_sooner(serv
     """A client's AT ahead of the server's clock (within the minute allowed) counts as the
     clock: the filter's time never passes it. It once moved the filter's time there, so an
     AT 10 s and then 20 s ahead started two generations of a 10 s window at once and
-    dropped the one holding an item added a second before (found by a hunt: 31 such misses
-    in a randomized run of BF.ADD on the clock and BF.INSERT AT up to 60 s ahead)."""
+    dropped the one holding an item added a second before (found by a hunt, in a
+    randomized run of BF.ADD on the clock and BF.INSERT AT up to 60 s ahead)."""
     primary = server.client()
     replica_server = start_replica(tmp_path, server)
     try:

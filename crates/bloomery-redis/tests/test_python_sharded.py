@@ -185,8 +185,8 @@ def test_threads_share_a_sharded_filter_and_lose_nothing(server):
 def test_a_forked_child_gets_connections_of_its_own(server):
     """A filter used in a child forked after it connected (multiprocessing's fork start
     method, os.fork) connects anew there: on the connections both inherited, parent and
-    child read each other's replies (19 and 20 "unexpected reply" errors in 3 s of
-    lookups from each, before)."""
+    child read each other's replies (this test, on that code: "unexpected reply to
+    BF.HASHEXISTS", a child's all-absent reply read as the parent's answers)."""
     made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8)
     made.set_wait(0, 1.0)
     present = [f"u:{i}" for i in range(20_000)]
