@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/test-setup.sh
+# One build of each profile, nothing to rebuild from: no incremental-compilation state,
+# which would double the disk that the test build takes.
+export CARGO_INCREMENTAL=0
 cargo test --workspace --locked
 # Again in the release profile, what users build (without debug assertions; with overflow
 # checks, see Cargo.toml: this machine's rustc 1.95 miscompiles some unchecked code in
