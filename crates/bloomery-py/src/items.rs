@@ -59,6 +59,30 @@ fn int_bytes(value: &Bound<'_, PyAny>) -> PyResult<[u8; 8]> {
     )))
 }
 
+/// The refusal of a numpy `datetime64` or `timedelta64` (a scalar, or an element of an
+/// array read as an iterable), which exports its count of its unit as 8 raw bytes: taken
+/// as an item, 2024-01-02 in days and the same instant in seconds (equal values to numpy)
+/// would be different items, and the filter would answer "absent" for an instant added in
+/// another unit. `None` for any other object.
+fn not_a_time_item(value: &Bound<'_, PyAny>) -> Option<PyErr> {
+    let kind = value.get_type();
+    let module = kind.module().ok()?;
+    let name = kind.name().ok()?;
+    if module.to_str().ok()? != "numpy" {
+        return None;
+    }
+    let unit = match name.to_str().ok()? {
+        "datetime64" => "datetime64[ns]",
+        "timedelta64" => "timedelta64[ns]",
+        _ => return None,
+    };
+    Some(PyTypeError::new_err(format!(
+        "a numpy.{name} is not a bloomery item: its bytes are a count of its own unit, so an \
+         equal time in another unit would be another item; pass ints of one unit, \
+         x.astype('{unit}').astype('int64') (for an array too)"
+    )))
+}
+
 fn not_an_item(value: &Bound<'_, PyAny>) -> PyErr {
     // Qualified by its module when not a builtin: numpy's bool is named "bool", which a
     // Python bool, an item, is too.
@@ -404,6 +428,9 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
     if is_bytes {
         // SAFETY: checked above.
         return Ok(each(unsafe { value.cast_unchecked::<PyBytes>() }.as_bytes()));
+    }
+    if let Some(error) = not_a_time_item(value) {
+        return Err(error);
     }
     // A bytearray too: its bytes are read through an export of them, which keeps it
     // from being resized while `each` runs (which may wait for the filter's lock with the

@@ -848,6 +848,33 @@ def test_item_types_as_documented():
         BloomFilter(100).add(np.array([5], dtype="i8"))
 
 
+def test_numpy_times_are_refused_as_items_their_bytes_count_their_unit():
+    """A numpy datetime64 exports its count of its unit as 8 raw bytes: taken as an item,
+    the same day added in days and asked for in seconds (equal to numpy) answered absent.
+    Scalars, arrays (read element by element) and every call refuse them, saying how to
+    pass ints of one unit, which then find the same instant whatever unit it came in."""
+    day = np.datetime64("2024-01-02", "D")
+    same_in_seconds = np.datetime64("2024-01-02T00:00:00", "s")
+    assert day == same_in_seconds
+    times = [day, same_in_seconds, np.timedelta64(3, "h"), np.datetime64("NaT"),
+             np.array([day]), np.array([3], dtype="m8[h]")]
+    for make in (lambda: BloomFilter(100), lambda: BloomFilter(100, kind="classic"), lambda: ConcurrentBloomFilter(100)):
+        f = make()
+        for time in times:
+            batch = time if isinstance(time, np.ndarray) else [time]
+            calls = [lambda: f.add_many(batch), lambda: f.contains_many(batch), lambda: f.update(batch)]
+            if not isinstance(time, np.ndarray):
+                calls += [lambda: f.add(time), lambda: time in f]
+            for call in calls:
+                with pytest.raises(TypeError, match=r"numpy\.(datetime|timedelta)64 is not a bloomery item.*astype\('(datetime|timedelta)64\[ns\]'\)\.astype\('int64'\)"):
+                    call()
+        assert f.contains_many(range(100)) == [False] * 100  # nothing went in
+        # The advised conversion: one item for the instant, whatever its unit.
+        f.add(day.astype("datetime64[ns]").astype("int64"))
+        assert same_in_seconds.astype("datetime64[ns]").astype("int64") in f
+        assert f.contains_many(np.array([same_in_seconds]).astype("datetime64[ns]").astype("int64")) == [True]
+
+
 
 def test_32_bit_integer_items_are_4_bytes_given_as_bytes_or_item_size_4():
     """As the stub's _Item and the README say: every int item is 8 bytes, a numpy int32

@@ -19,7 +19,9 @@ from -2**63 to 2**64-1 (8 bytes little-endian, Guava's longFunnel), also anythin
 __index__ (numpy integer scalars, a 0-d numpy integer array: np.array(5) is the item 5).
 A bool is an int (True is the item 1, as True == 1); numpy.bool_ has no __index__ and is
 refused (TypeError: bool(x) is an item), as are buffers of wider elements (a numpy int64
-array is items for add_many/contains_many, not one item). Every int item is 8 bytes, a numpy
+array is items for add_many/contains_many, not one item), and so are numpy.datetime64 and
+timedelta64 (their bytes count their unit: equal times in two units would be two items; pass
+ints of one unit, x.astype("datetime64[ns]").astype("int64")). Every int item is 8 bytes, a numpy
 int32 or int16 element's too: a 32-bit integer item (Guava's integerFunnel, the CLI's
 --format int, Rust i32, a Parquet INT32 column's filter) is its 4 bytes,
 struct.pack("<i", x), or in a batch add_many(a.astype("<i4"), item_size=4)."""
