@@ -85,7 +85,32 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
+    if let Err(why) = limits::check_loaded_defaults() {
+        ctx.log_warning(&format!("bloomery: {why}"));
+        return Status::Err;
+    }
     Status::Ok
+}
+
+/// Checks that a filter can be made from these defaults (`bloomery.error-rate`,
+/// `-initial-size`, `-redisbloom-layout`): the first filter of a new key's `BF.ADD`, sized
+/// as [`Reservation::create`] sizes it. The reason otherwise, naming the three.
+pub(crate) fn check_defaults(error_rate: f64, initial_size: u64, redisbloom: bool) -> Result<(), String> {
+    let defaults = Reservation {
+        error_rate,
+        capacity: initial_size,
+        redisbloom,
+        ..Reservation::default()
+    };
+    let error = match defaults.spec().memory_bytes() {
+        Ok(_) => return Ok(()),
+        Err(bloomery::Error::Sizing { problem, .. }) => problem,
+        Err(error) => error.to_string(),
+    };
+    Err(format!(
+        "no filter can be made from error-rate {error_rate:?}, initial-size {initial_size}, redisbloom-layout {} (a new key's BF.ADD would fail): {error}",
+        if redisbloom { "yes" } else { "no" }
+    ))
 }
 
 const FULL: &str = "ERR non scaling filter is full";
@@ -178,21 +203,7 @@ impl Reservation {
     /// The new filter, refused before allocating if its first sub-filter is over `cap`: a
     /// RedisBloom-layout chain, or a scalable filter of blocked sub-filters.
     fn create(&self, cap: Option<u64>) -> Result<Box<dyn DynFilter>, RedisError> {
-        let variant = if self.redisbloom {
-            Variant::RedisBloom
-        } else {
-            Variant::ScalableBlocked
-        };
-        // The growth of the layout's chain: RedisBloom's halving for its own layout (its
-        // filter keeps that itself), blocked sub-filters' own tightening for the other.
-        let spec = Spec {
-            scalable: ScalableOptions {
-                expansion: self.expansion,
-                scaling: self.scaling,
-                ..ScalableOptions::for_blocked()
-            },
-            ..Spec::new(variant, self.capacity, self.error_rate)
-        };
+        let spec = self.spec();
         let bytes = spec
             .memory_bytes()
             .map_err(|error| RedisError::String(format!("ERR {error}")))?;
@@ -200,6 +211,26 @@ impl Reservation {
             return Err(RedisError::String(over_cap_message(bytes, cap)));
         }
         any::create(&spec).map_err(|error| RedisError::String(format!("ERR {error}")))
+    }
+
+    /// The new filter's parameters: a RedisBloom-layout chain, or a scalable filter of
+    /// blocked sub-filters.
+    fn spec(&self) -> Spec {
+        let variant = if self.redisbloom {
+            Variant::RedisBloom
+        } else {
+            Variant::ScalableBlocked
+        };
+        // The growth of the layout's chain: RedisBloom's halving for its own layout (its
+        // filter keeps that itself), blocked sub-filters' own tightening for the other.
+        Spec {
+            scalable: ScalableOptions {
+                expansion: self.expansion,
+                scaling: self.scaling,
+                ..ScalableOptions::for_blocked()
+            },
+            ..Spec::new(variant, self.capacity, self.error_rate)
+        }
     }
 
     /// The filter a command from this server's primary or AOF makes, with no cap (as

@@ -40,7 +40,11 @@
 //!
 //! `ERROR_RATE` and `INITIAL_SIZE` are RedisBloom 2.6's load arguments. A bad value is
 //! refused with the reason: `CONFIG SET` answers an error and keeps the old value, a bad
-//! load argument stops the module from loading. A change applies to the filters created
+//! load argument stops the module from loading. So is a value that leaves the defaults
+//! together unable to make a filter (an error rate below what the layout's first filter
+//! of `initial-size` items reaches, `1e-30` in bloomery's layout), where every `BF.ADD` of
+//! a new key would answer an error: `CONFIG SET` checks the value with the other defaults
+//! as they are, and the module checks the defaults it loaded with. A change applies to the filters created
 //! after it; existing filters keep the parameters they were created with. The defaults are
 //! this server's alone: a filter made from them is replicated and written to the AOF with
 //! every parameter spelled out (`BF.RESERVE ... LAYOUT`, `CBF.RESERVE`), so a replica or a
@@ -165,6 +169,30 @@ pub fn check_expansion(expansion: i64) -> Result<u64, String> {
         .ok()
         .filter(|expansion| (1..=MAX_EXPANSION).contains(expansion))
         .ok_or_else(|| format!("the expansion must be from 1 to {MAX_EXPANSION} (got {expansion})"))
+}
+
+/// Whether the module has loaded: from then on, a default is checked with the others
+/// ([`check_with_defaults`]). While it loads, they come one at a time (redis.conf, load
+/// arguments), in an order of Redis's, and are checked together once all are in.
+static DEFAULTS_LOADED: AtomicBool = AtomicBool::new(false);
+
+/// Checks the defaults the module loaded with, together (see the module docs above), and
+/// from then on each change with the others. An `Err` with the reason stops the load.
+pub fn check_loaded_defaults() -> Result<(), String> {
+    crate::commands::check_defaults(default_error_rate(), default_initial_size(), redisbloom_layout())?;
+    DEFAULTS_LOADED.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Checks the defaults once loaded, as `change` would leave them (`CONFIG SET` of one):
+/// that a filter can be made from them.
+fn check_with_defaults(change: impl FnOnce(&mut (f64, u64, bool))) -> Result<(), String> {
+    if !DEFAULTS_LOADED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut defaults = (default_error_rate(), default_initial_size(), redisbloom_layout());
+    change(&mut defaults);
+    crate::commands::check_defaults(defaults.0, defaults.1, defaults.2)
 }
 
 /// Sets `bloomery.error-rate` (checked by [`parse_error_rate`]).
@@ -327,17 +355,43 @@ unsafe extern "C" fn set_flag_config(
     _name: *const c_char,
     value: c_int,
     privdata: *mut c_void,
-    _error: *mut *mut raw::RedisModuleString,
+    error: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    flag(privdata).store(value != 0, Ordering::Relaxed);
+    let flag = flag(privdata);
+    if std::ptr::eq(flag, &REDISBLOOM_LAYOUT)
+        && let Err(why) = check_with_defaults(|defaults| defaults.2 = value != 0)
+    {
+        // SAFETY: `error` is the slot Redis passed.
+        return unsafe { refuse(error, &why) };
+    }
+    flag.store(value != 0, Ordering::Relaxed);
     raw::REDISMODULE_OK as c_int
 }
 
-/// Hands Redis the reason a `CONFIG SET` was refused (Redis frees the string).
+/// The most of a refusal's reason that Redis shows: it copies it into a buffer of 256
+/// bytes (`CONFIG_ERR_SIZE`) and cuts the rest.
+const REFUSAL_SHOWN: usize = 255;
+
+/// Hands Redis the reason a `CONFIG SET` was refused (Redis frees the string). A reason
+/// longer than Redis shows goes whole to the server's log, and the reply, cut at a word
+/// with "...", says so.
 ///
 /// # Safety
 /// `error` must be the error slot Redis passed to a set callback.
 unsafe fn refuse(error: *mut *mut raw::RedisModuleString, why: &str) -> c_int {
+    let shortened;
+    let why = if why.len() > REFUSAL_SHOWN {
+        redis_module::logging::log_warning(format!("bloomery: CONFIG SET refused: {why}"));
+        const MORE: &str = "... (the server log has it all)";
+        let mut end = why.floor_char_boundary(REFUSAL_SHOWN - MORE.len());
+        if let Some(space) = why[..end].rfind(' ') {
+            end = space;
+        }
+        shortened = format!("{}{MORE}", &why[..end]);
+        shortened.as_str()
+    } else {
+        why
+    };
     // SAFETY: reading a function pointer Redis filled in when the module was loaded; a
     // string created without a context is owned by whoever frees it: Redis, here.
     unsafe {
@@ -392,7 +446,9 @@ unsafe extern "C" fn set_error_rate_config(
             _ => &[],
         }
     };
-    match parse_error_rate(&String::from_utf8_lossy(text)) {
+    let rate = parse_error_rate(&String::from_utf8_lossy(text))
+        .and_then(|rate| check_with_defaults(|defaults| defaults.0 = rate).map(|()| rate));
+    match rate {
         Ok(rate) => {
             set_default_error_rate(rate);
             raw::REDISMODULE_OK as c_int
@@ -412,7 +468,9 @@ unsafe extern "C" fn set_initial_size_config(
     _privdata: *mut c_void,
     error: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    match check_initial_size(value) {
+    let capacity = check_initial_size(value)
+        .and_then(|capacity| check_with_defaults(|defaults| defaults.1 = capacity).map(|()| capacity));
+    match capacity {
         Ok(capacity) => {
             set_default_initial_size(capacity);
             raw::REDISMODULE_OK as c_int
@@ -456,6 +514,8 @@ fn all_ok(codes: impl IntoIterator<Item = c_int>) -> bool {
 /// what redis.conf or the command line set. Redis before 7.0 has no module configuration:
 /// the load arguments (see the module docs) still work there.
 pub fn register_config(ctx: &Context) -> Status {
+    // Checked together once loaded (a module loaded again may find this set).
+    DEFAULTS_LOADED.store(false, Ordering::Relaxed);
     // SAFETY: reading the function pointers Redis filled in when the module was loaded.
     let (Some(register), Some(register_string), Some(register_bool), Some(load)) = (
         unsafe { raw::RedisModule_RegisterNumericConfig },

@@ -160,6 +160,66 @@ def test_expansion_config_set_get_and_refusals(r):
     assert config(r, "expansion") == "32768"
 
 
+def test_defaults_that_make_no_filter_together_are_refused(r):
+    """Each default alone in range, but no filter made from them with the others: bloomery's
+    layout reaches no rate as low as 1e-30. CONFIG SET took it, and every BF.ADD of a new
+    key then failed; now the change is refused with the reason, whichever of the three
+    (error-rate, initial-size, redisbloom-layout) makes the combination."""
+    message = error_of(r, "CONFIG", "SET", "bloomery.error-rate", "1e-30")
+    assert "no filter can be made from error-rate 1e-30, initial-size 100, redisbloom-layout no" in message
+    assert "reaches no rate below" in message
+    assert config(r, "error-rate") == "0.01"
+    # RedisBloom's chain takes that rate: with its layout the rate is a default...
+    r.config_set("bloomery.redisbloom-layout", "yes")
+    r.config_set("bloomery.error-rate", "1e-30")
+    assert r.execute_command("BF.ADD", "chain", "x") == 1
+    # ...and leaving the layout would make it a bad one.
+    message = error_of(r, "CONFIG", "SET", "bloomery.redisbloom-layout", "no")
+    assert "no filter can be made from error-rate 1e-30, initial-size 100, redisbloom-layout no" in message
+    assert config(r, "redisbloom-layout") == "yes"
+    r.config_set("bloomery.error-rate", "1e-6")
+    r.config_set("bloomery.redisbloom-layout", "no")
+    # A capacity the rate is reached for alone, not with this rate: initial-size too.
+    r.config_set("bloomery.initial-size", "10000000000")
+    r.config_set("bloomery.initial-size", "100")
+    r.config_set("bloomery.error-rate", "1e-9")
+    message = error_of(r, "CONFIG", "SET", "bloomery.initial-size", "10000000000")
+    assert "no filter can be made from error-rate 1e-9, initial-size 10000000000, redisbloom-layout no" in message
+    assert config(r, "initial-size") == "100"
+    assert r.execute_command("BF.ADD", "blocked", "x") == 1
+    # A reason longer than Redis shows (256 bytes) is cut at a word, and says so.
+    assert message.endswith("... (the server log has it all)") and len(message) < 400
+
+
+def test_defaults_loaded_are_checked_together_in_any_order(tmp_path):
+    """At load, redis.conf's values and the load arguments come one at a time in Redis's
+    order: they are checked together once all are in. A combination that makes no filter
+    stops the module, saying why in the log; one that does loads, whatever the order."""
+    log = tmp_path / "redis.log"
+    for args, module_args in [(["--bloomery.error-rate", "1e-30"], []), ([], ["ERROR_RATE", "1e-30"])]:
+        server = Server(tmp_path, "--logfile", str(log), *args, module_args=module_args)
+        with pytest.raises(RuntimeError, match="did not start"):
+            server.start()
+        server.stop()
+        assert "no filter can be made from error-rate 1e-30, initial-size 100, redisbloom-layout no" in log.read_text()
+    for args, module_args in [
+        (["--bloomery.error-rate", "1e-30", "--bloomery.redisbloom-layout", "yes"], []),
+        (["--bloomery.redisbloom-layout", "yes", "--bloomery.error-rate", "1e-30"], []),
+        (["--bloomery.error-rate", "1e-30"], ["REDISBLOOM_LAYOUT", "yes"]),
+    ]:
+        server = Server(tmp_path, "--logfile", str(log), *args, module_args=module_args).start()
+        try:
+            client = server.client()
+            assert (config(client, "error-rate"), config(client, "redisbloom-layout")) == ("1e-30", "yes")
+            assert client.execute_command("BF.ADD", "k", "x") == 1
+            # A refusal's reason that Redis cuts in the reply is whole in the log.
+            assert "(the server log has it all)" in error_of(client, "CONFIG", "SET", "bloomery.redisbloom-layout", "no")
+            assert re.search(r"CONFIG SET refused: no filter can be made .* reaches no rate below .*\)$", log.read_text(), re.M)
+        finally:
+            server.stop()
+        log.unlink()
+
+
 def test_load_arguments_and_the_command_line(tmp_path):
     # RedisBloom 2.6's load argument names; case does not matter.
     server = Server(tmp_path, module_args=["ERROR_RATE", "0.001", "initial_size", "500", "EXPANSION", "3"]).start()
