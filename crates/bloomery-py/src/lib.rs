@@ -146,7 +146,7 @@ fn lock_write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn closed_error() -> PyErr {
+pub(crate) fn closed_error() -> PyErr {
     PyValueError::new_err(CLOSED)
 }
 
@@ -159,14 +159,18 @@ fn noted_if_closed(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
     if !(error.is_instance_of::<PyValueError>(py) && error.value(py).to_string() == CLOSED) {
         return error;
     }
-    let note = match added {
+    items::noted(py, error, closed_note(added))
+}
+
+/// The note of a batch add that found the filter closed after `added` of its items.
+pub(crate) fn closed_note(added: usize) -> String {
+    match added {
         0 => "no item of this call was added: the filter was closed before the first".to_owned(),
         1 => "the 1 item of this call before the filter was closed was added, the rest were not".to_owned(),
         _ => format!(
             "the {added} items of this call before the filter was closed were added, the rest were not"
         ),
-    };
-    items::noted(py, error, note)
+    }
 }
 
 /// The variant for a `kind=` name, or the CLI's message for an unknown one.

@@ -6,7 +6,7 @@
 //! the GIL released while the servers answer.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bloomery::hash::xxh3_64_bytes;
@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::items::{self, Source, with_item};
-use crate::{IntArg, bool_list};
+use crate::{IntArg, bool_list, closed_error, closed_note};
 
 pyo3::create_exception!(
     bloomery,
@@ -37,6 +37,27 @@ fn python_error(error: Error) -> PyErr {
         Error::Target { .. } | Error::Filter(_) | Error::Mismatch(_) => PyValueError::new_err(text),
         Error::NotFound(_) => PyLookupError::new_err(text),
         _ => RedisError::new_err(text),
+    }
+}
+
+/// Why a call on the client did not run: the filter was closed, or the client failed.
+enum Failure {
+    Closed,
+    Client(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure::Client(error)
+    }
+}
+
+/// The Python exception for a [`Failure`]: a closed filter's is a `BloomFilter`'s, a
+/// `ValueError` as a closed file's.
+fn failure_error(failure: Failure) -> PyErr {
+    match failure {
+        Failure::Closed => closed_error(),
+        Failure::Client(error) => python_error(error),
     }
 }
 
@@ -87,6 +108,9 @@ fn connect(py: Python<'_>, target: &Target, retry: Duration) -> PyResult<Connect
 ///     urls = ShardedFilter.create("redis+cluster://10.0.0.1:7000", "urls", 10**10, 0.01)
 ///     urls.add_many(batch_of_urls)
 ///     seen = urls.contains_many(other_urls)
+///
+/// ``close()`` (or the end of a ``with`` block) closes its connections; a call after it
+/// raises ``ValueError``.
 #[pyclass(name = "ShardedFilter", module = "bloomery", frozen)]
 pub struct PyShardedFilter {
     /// This process's client ([`client`](Self::client)); never null, freed by `Drop`.
@@ -96,6 +120,8 @@ pub struct PyShardedFilter {
     /// could leave held.
     wait_replicas: AtomicU64,
     wait_timeout_ns: AtomicU64,
+    /// Set by `close`: every call after it fails, and no forked child connects anew.
+    closed: AtomicBool,
     name: String,
     plan: ShardPlan,
     /// Where it lives (to connect again in a forked child), and as messages show it.
@@ -108,8 +134,8 @@ pub struct PyShardedFilter {
 /// A client and the process whose connections it holds.
 struct ProcessClient {
     pid: u32,
-    /// Calls of the filter from several threads take turns.
-    filter: Mutex<ShardedFilter>,
+    /// Calls of the filter from several threads take turns; `None` once closed.
+    filter: Mutex<Option<ShardedFilter>>,
 }
 
 impl Drop for PyShardedFilter {
@@ -132,10 +158,11 @@ impl PyShardedFilter {
             name: filter.name().to_owned(),
             current: AtomicPtr::new(Box::into_raw(Box::new(ProcessClient {
                 pid: std::process::id(),
-                filter: Mutex::new(filter),
+                filter: Mutex::new(Some(filter)),
             }))),
             wait_replicas: AtomicU64::new(0),
             wait_timeout_ns: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
             shown: target.shown(),
             target,
             retry,
@@ -150,7 +177,7 @@ impl PyShardedFilter {
         py: Python<'_>,
         work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
     ) -> PyResult<T> {
-        self.run(py, work).map_err(python_error)
+        self.run(py, work).map_err(failure_error)
     }
 
     /// [`with_client`](Self::with_client) with the client's own error.
@@ -158,7 +185,7 @@ impl PyShardedFilter {
         &self,
         py: Python<'_>,
         work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
-    ) -> bloomery_cluster::Result<T> {
+    ) -> Result<T, Failure> {
         py.detach(|| {
             let client = self.client()?;
             // A call that panicked part way left a client whose state is still its own.
@@ -166,7 +193,9 @@ impl PyShardedFilter {
                 .filter
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            work(&mut filter)
+            // Closed by another thread while this call waited for the lock.
+            let filter = filter.as_mut().ok_or(Failure::Closed)?;
+            Ok(work(filter)?)
         })
     }
 
@@ -177,9 +206,12 @@ impl PyShardedFilter {
     /// lookup read as this one's answers). The inherited client is left untouched, its
     /// lock too, which a thread of the parent may have held at the fork (the child has
     /// no such thread to free it).
-    fn client(&self) -> bloomery_cluster::Result<&ProcessClient> {
+    fn client(&self) -> Result<&ProcessClient, Failure> {
         let pid = std::process::id();
         loop {
+            if self.closed.load(Ordering::Acquire) {
+                return Err(Failure::Closed);
+            }
             let current = self.current.load(Ordering::Acquire);
             // SAFETY: never null; a record is freed only by `Drop`, which no call outlives.
             let record = unsafe { &*current };
@@ -191,13 +223,13 @@ impl PyShardedFilter {
             // The same filter, or the items would be hashed by one plan and sent to
             // another's shards (a filter made again under the name since).
             if *filter.plan() != self.plan {
-                return Err(Error::Mismatch(format!(
+                return Err(Failure::Client(Error::Mismatch(format!(
                     "sharded filter '{}' was made again with other parameters ({}) since this \
                      filter opened it ({}): open it again",
                     self.name,
                     filter.plan().to_text(),
                     self.plan.to_text()
-                )));
+                ))));
             }
             let replicas = self.wait_replicas.load(Ordering::Relaxed);
             if replicas > 0 {
@@ -206,7 +238,7 @@ impl PyShardedFilter {
             }
             let fresh = Box::into_raw(Box::new(ProcessClient {
                 pid,
-                filter: Mutex::new(filter),
+                filter: Mutex::new(Some(filter)),
             }));
             if self
                 .current
@@ -252,10 +284,13 @@ impl PyShardedFilter {
                         items::noted(py, interrupt, note)
                     })
                 }
-                Err(error) => {
+                Err(Failure::Client(error)) => {
                     lost = Some(error.may_have_lost_acknowledged());
                     Err(python_error(error))
                 }
+                // Closed between round trips (by another thread, the batch's generator):
+                // what went before is in, as before a bad item.
+                Err(Failure::Closed) => Err(items::noted(py, closed_error(), closed_note(before + sent))),
             }
         });
         let (error, lost) = match (read, lost) {
@@ -440,6 +475,49 @@ impl PyShardedFilter {
         dict.set_item("saturated_shards", info.saturated_shards())?;
         dict.set_item("fpp_estimate", info.fpp_estimate())?;
         Ok(dict)
+    }
+
+    /// Closes the connections to the servers; a call after it raises ``ValueError``.
+    /// Closing a closed filter does nothing. A call running in another thread ends first
+    /// (a batch's next round trip then raises, noting what it added).
+    fn close(&self, py: Python<'_>) {
+        self.closed.store(true, Ordering::Release);
+        let current = self.current.load(Ordering::Acquire);
+        // SAFETY: never null; freed only by `Drop`, which no call outlives.
+        let record = unsafe { &*current };
+        // A forked child's record is its parent's (connections and lock): left alone.
+        if record.pid == std::process::id() {
+            py.detach(|| {
+                let connections = record
+                    .filter
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .take();
+                drop(connections);
+            });
+        }
+    }
+
+    /// Whether ``close()`` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// Closes it (the block's exception, if any, goes on).
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _kind: Option<&Bound<'_, PyAny>>,
+        _value: Option<&Bound<'_, PyAny>>,
+        _traceback: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        self.close(py);
+        false
     }
 
     /// The filter's name (its metadata key).

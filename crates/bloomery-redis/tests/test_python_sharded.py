@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -260,6 +261,70 @@ def test_a_fork_while_another_thread_is_inside_a_call_does_not_hang_the_child(se
         thread.join()
     assert statuses == [0] * 5, statuses  # -14 (SIGALRM) was a child that hung
     assert made.contains_many([f"child:{n}" for n in range(5)]) == [True] * 5
+
+
+def test_close_ends_the_connections_and_every_call_after_it(server):
+    """close() (and the end of a with block) closes the filter's connections; a call after
+    it is a ValueError, as on a closed file, in this process and in a child forked later
+    (which would otherwise connect anew)."""
+    watcher = server.client()
+    others = len(watcher.client_list())  # the watcher's own and the fixture's
+
+    def connections():
+        # The server sees a closed connection go at its next read of it: soon.
+        deadline = time.monotonic() + 5
+        while (count := len(watcher.client_list()) - others) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return count
+
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8)
+    made.add_many(range(1000))
+    assert len(watcher.client_list()) > others and not made.closed
+    made.close()
+    assert made.closed and connections() == 0
+    made.close()  # again: nothing
+    calls = [lambda: made.add(1), lambda: 1 in made, lambda: made.add_many([1]), lambda: made.contains_many([1]),
+             lambda: made.update([1]), lambda: made.info(), lambda: made.missing_shards(), lambda: made.set_wait(1)]
+    for call in calls:
+        with pytest.raises(ValueError, match="^I/O operation on a closed filter"):
+            call()
+    assert made.name == "urls" and made.shards == 8  # what it was still reads
+
+    def refused_in_child():
+        try:
+            made.contains_many([1])
+        except ValueError:
+            return True
+        return False
+
+    assert in_forked_child(refused_in_child) == 0
+
+    with ShardedFilter(url(server), "urls") as opened:
+        assert all(opened.contains_many(range(1000)))
+        assert len(watcher.client_list()) > others
+    assert opened.closed and connections() == 0
+    with pytest.raises(KeyError), ShardedFilter(url(server), "urls") as opened:  # noqa: PT012
+        raise KeyError("the block's own exception goes on")
+    assert opened.closed
+
+
+def test_a_batch_closed_part_way_says_what_it_added(server):
+    """Closed by the batch's own generator (as by another thread) between round trips:
+    the next round trip is the closed error, noting the items of the first, which are in."""
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8)
+
+    def items():
+        for i in range(40_000):
+            if i == 20_000:
+                made.close()
+            yield i
+
+    with pytest.raises(ValueError, match="^I/O operation on a closed filter") as raised:
+        made.add_many(items())
+    if sys.version_info >= (3, 11):
+        assert raised.value.__notes__ == [
+            "the 16384 items of this call before the filter was closed were added, the rest were not"]
+    assert all(ShardedFilter(url(server), "urls").contains_many(range(16_384)))
 
 
 def test_a_forked_child_refuses_a_filter_made_again_with_other_parameters(server):
