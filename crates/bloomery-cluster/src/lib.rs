@@ -118,6 +118,10 @@ pub enum Error {
     /// The name exists with other parameters, or holds something else.
     #[error("{0}")]
     Mismatch(String),
+    /// A call that was being retried, ended by the caller's [`Interrupt`] (a Ctrl-C): what
+    /// its failed tries sent may or may not have been done.
+    #[error("{0}: interrupted while retrying")]
+    Interrupted(String),
     /// `WAIT` returned fewer replicas than asked for.
     #[error("only {got} of the {wanted} replicas asked for acknowledged the writes within {timeout:?}")]
     NotAcknowledged {
@@ -477,6 +481,11 @@ const CLUSTER_CLIENT_RETRIES: u32 = 2;
 /// answers when the timeout passes; this covers the round trip and a busy server).
 pub const WAIT_REPLY_MARGIN: Duration = Duration::from_secs(5);
 
+/// Asked between the tries of a call being retried: `true` ends the call there, with
+/// [`Error::Interrupted`] ([`Connection::open_interruptible`]). A program that stops on
+/// Ctrl-C (Python's `KeyboardInterrupt`) so stops within a try's time, not the retry time.
+pub type Interrupt = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// A connection to a server or a cluster that reconnects, and sends again, on failures
 /// worth retrying (see the crate's documentation).
 pub struct Connection {
@@ -500,6 +509,7 @@ pub struct Connection {
     run_ids: std::collections::HashMap<String, String>,
     /// Whether the primaries' `run_id`s were read before a first batch of adds.
     primaries_seen: bool,
+    interrupt: Option<Interrupt>,
 }
 
 /// A one-server connection's server `run_id` (`INFO server`), if the user may ask.
@@ -579,6 +589,16 @@ impl Connection {
     /// cluster not yet up), as every later reconnect does; `retry_for` is then the
     /// connection's [`set_retry_for`](Self::set_retry_for).
     pub fn open_retrying(target: &Target, retry_for: Duration) -> Result<Self> {
+        Self::open_interruptible(target, retry_for, None)
+    }
+
+    /// As [`open_retrying`](Self::open_retrying), with `interrupt` asked between the tries
+    /// of this connect and of every later call.
+    pub fn open_interruptible(
+        target: &Target,
+        retry_for: Duration,
+        interrupt: Option<Interrupt>,
+    ) -> Result<Self> {
         let mut connection = Self {
             target: target.clone(),
             inner: None,
@@ -587,6 +607,7 @@ impl Connection {
             run_id: None,
             run_ids: std::collections::HashMap::new(),
             primaries_seen: false,
+            interrupt,
         };
         let context = || format!("connecting to {}", target.shown());
         connection.run_id = connection
@@ -932,6 +953,9 @@ impl Connection {
                     context,
                     source: error,
                 });
+            }
+            if self.interrupt.as_ref().is_some_and(|interrupt| interrupt()) {
+                return Err(Error::Interrupted(format!("{}: {error}", context())));
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_secs(1));
@@ -2342,6 +2366,30 @@ mod tests {
             .expect("a port out of range");
         assert!(matches!(error, Error::Target { .. }), "{error}");
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_retries_of_a_connect() {
+        // A port nothing listens on (bound, then let go): refused, worth retrying, for ever
+        // without the interrupt, which is asked between tries and says stop at the third.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let target: Target = format!("redis://127.0.0.1:{port}").parse().expect("a target");
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = asked.clone();
+        let interrupt: Interrupt =
+            std::sync::Arc::new(move || counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 2);
+        let error = Connection::open_interruptible(&target, Duration::MAX, Some(interrupt))
+            .err()
+            .expect("nothing listens");
+        assert!(matches!(error, Error::Interrupted(_)), "{error}");
+        assert!(
+            error.to_string().contains("interrupted while retrying"),
+            "{error}"
+        );
+        assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), 3);
     }
 
     #[test]

@@ -5,13 +5,13 @@
 //! for the same items), and sent 8 bytes an item, one command per shard per batch, with
 //! the GIL released while the servers answer.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bloomery::hash::xxh3_64_bytes;
 use bloomery::sharding::ShardPlan;
-use bloomery_cluster::{Connection, Error, ShardedFilter, Target};
+use bloomery_cluster::{Connection, Error, Interrupt, ShardedFilter, Target};
 use pyo3::exceptions::{PyException, PyLookupError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -52,12 +52,47 @@ impl From<Error> for Failure {
     }
 }
 
-/// The Python exception for a [`Failure`]: a closed filter's is a `BloomFilter`'s, a
-/// `ValueError` as a closed file's.
-fn failure_error(failure: Failure) -> PyErr {
-    match failure {
-        Failure::Closed => closed_error(),
-        Failure::Client(error) => python_error(error),
+/// Python's signal handlers, run between the tries of a call being retried (a server down,
+/// a failover): Ctrl-C then ends the call within a try's time, not after the retry time
+/// (`retry_seconds`, 30 s by default). The exception a handler raised (`KeyboardInterrupt`)
+/// is kept here for the call to raise, in place of the client's [`Error::Interrupted`].
+/// Python runs handlers on its main thread only: calls on other threads are not ended.
+#[derive(Clone, Default)]
+struct Signals(Arc<Mutex<Option<PyErr>>>);
+
+impl Signals {
+    /// The client's interrupt.
+    fn interrupt(&self) -> Interrupt {
+        let slot = self.0.clone();
+        Arc::new(move || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(raised) => {
+                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(raised);
+                    true
+                }
+            })
+        })
+    }
+
+    /// The Python exception for a client error: what a signal handler raised, for a call
+    /// it interrupted.
+    fn error(&self, error: Error) -> PyErr {
+        if matches!(error, Error::Interrupted(_))
+            && let Some(raised) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+        {
+            return raised;
+        }
+        python_error(error)
+    }
+
+    /// The Python exception for a [`Failure`]: a closed filter's is a `BloomFilter`'s, a
+    /// `ValueError` as a closed file's.
+    fn failure_error(&self, failure: Failure) -> PyErr {
+        match failure {
+            Failure::Closed => closed_error(),
+            Failure::Client(error) => self.error(error),
+        }
     }
 }
 
@@ -78,9 +113,9 @@ fn parse_target(target: &str) -> PyResult<Target> {
 }
 
 /// Connects to `target`, retrying for `retry`, and keeps retrying for `retry` later.
-fn connect(py: Python<'_>, target: &Target, retry: Duration) -> PyResult<Connection> {
-    py.detach(|| Connection::open_retrying(target, retry))
-        .map_err(python_error)
+fn connect(py: Python<'_>, target: &Target, retry: Duration, signals: &Signals) -> PyResult<Connection> {
+    py.detach(|| Connection::open_interruptible(target, retry, Some(signals.interrupt())))
+        .map_err(|error| signals.error(error))
 }
 
 /// A filter spread over many keys (its shards) of a Redis server or a Redis Cluster that
@@ -98,7 +133,9 @@ fn connect(py: Python<'_>, target: &Target, retry: Duration) -> PyResult<Connect
 /// (``add_many``, ``contains_many``) send up to 16,384 items a round trip.
 ///
 /// A failure worth retrying (a failover, slots moving, a lost connection) is retried for
-/// ``retry_seconds``; after that, and for other failures, a call raises ``RedisError``. A
+/// ``retry_seconds``; after that, and for other failures, a call raises ``RedisError``.
+/// Ctrl-C ends a call between two tries (``KeyboardInterrupt``), and a batch between two
+/// round trips. A
 /// batch add that fails part way has added the items of its earlier round trips (its
 /// error's note says how many).
 ///
@@ -122,6 +159,7 @@ pub struct PyShardedFilter {
     wait_timeout_ns: AtomicU64,
     /// Set by `close`: every call after it fails, and no forked child connects anew.
     closed: AtomicBool,
+    signals: Signals,
     name: String,
     plan: ShardPlan,
     /// Where it lives (to connect again in a forked child), and as messages show it.
@@ -152,7 +190,7 @@ impl Drop for PyShardedFilter {
 }
 
 impl PyShardedFilter {
-    fn new(filter: ShardedFilter, target: Target, retry: Duration, created: bool) -> Self {
+    fn new(filter: ShardedFilter, target: Target, retry: Duration, created: bool, signals: Signals) -> Self {
         Self {
             plan: *filter.plan(),
             name: filter.name().to_owned(),
@@ -163,6 +201,7 @@ impl PyShardedFilter {
             wait_replicas: AtomicU64::new(0),
             wait_timeout_ns: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            signals,
             shown: target.shown(),
             target,
             retry,
@@ -177,7 +216,8 @@ impl PyShardedFilter {
         py: Python<'_>,
         work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
     ) -> PyResult<T> {
-        self.run(py, work).map_err(failure_error)
+        self.run(py, work)
+            .map_err(|failure| self.signals.failure_error(failure))
     }
 
     /// [`with_client`](Self::with_client) with the client's own error.
@@ -218,7 +258,8 @@ impl PyShardedFilter {
             if record.pid == pid {
                 return Ok(record);
             }
-            let connection = Connection::open_retrying(&self.target, self.retry)?;
+            let connection =
+                Connection::open_interruptible(&self.target, self.retry, Some(self.signals.interrupt()))?;
             let mut filter = ShardedFilter::open(connection, &self.name)?;
             // The same filter, or the items would be hashed by one plan and sent to
             // another's shards (a filter made again under the name since).
@@ -284,6 +325,15 @@ impl PyShardedFilter {
                         items::noted(py, interrupt, note)
                     })
                 }
+                Err(Failure::Client(error @ Error::Interrupted(_))) => {
+                    let added = before + sent;
+                    let note = match added {
+                        0 => "the call was interrupted in its first round trip: its items may or may not have been added".to_owned(),
+                        1 => "the 1 item of this call before the interrupted round trip was added; the rest may or may not have been".to_owned(),
+                        _ => format!("the {added} items of this call before the interrupted round trip were added; the rest may or may not have been"),
+                    };
+                    Err(items::noted(py, self.signals.error(error), note))
+                }
                 Err(Failure::Client(error)) => {
                     lost = Some(error.may_have_lost_acknowledged());
                     Err(python_error(error))
@@ -326,11 +376,12 @@ impl PyShardedFilter {
     #[pyo3(signature = (target, name, *, retry_seconds=30.0))]
     fn open(py: Python<'_>, target: &str, name: &str, retry_seconds: f64) -> PyResult<Self> {
         let (target, retry) = (parse_target(target)?, retry_for(retry_seconds)?);
-        let connection = connect(py, &target, retry)?;
+        let signals = Signals::default();
+        let connection = connect(py, &target, retry, &signals)?;
         let filter = py
             .detach(|| ShardedFilter::open(connection, name))
-            .map_err(python_error)?;
-        Ok(Self::new(filter, target, retry, false))
+            .map_err(|error| signals.error(error))?;
+        Ok(Self::new(filter, target, retry, false, signals))
     }
 
     /// Makes the sharded filter ``name`` on ``target`` for ``expected_items`` at ``fpp``:
@@ -365,11 +416,12 @@ impl PyShardedFilter {
         .map_err(|error| PyValueError::new_err(error.to_string()))?
         .with_seed(seed.unsigned("seed")?);
         let (target, retry) = (parse_target(target)?, retry_for(retry_seconds)?);
-        let connection = connect(py, &target, retry)?;
+        let signals = Signals::default();
+        let connection = connect(py, &target, retry, &signals)?;
         let (filter, created) = py
             .detach(|| ShardedFilter::create(connection, name, plan))
-            .map_err(python_error)?;
-        Ok(Self::new(filter, target, retry, created))
+            .map_err(|error| signals.error(error))?;
+        Ok(Self::new(filter, target, retry, created, signals))
     }
 
     /// Adds ``item``; returns whether it was new (a bit changed).
