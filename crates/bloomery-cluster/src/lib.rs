@@ -92,6 +92,7 @@ use redis::{Arg, Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A target that is not `redis://...` or `redis+cluster://...`.
     #[error("bad Redis target '{target}': {why}")]
@@ -1830,11 +1831,14 @@ impl ShardedFilter {
             // would be answered absent.
             if !holding.is_empty() && read_plan(&mut connection, name)?.is_none() {
                 // What this create made goes again (best effort): the refusal leaves the
-                // keys as it found them.
+                // keys as it found them. An interrupt ends it (the caller asked to stop).
                 for batch in made.chunks(RESERVE_BATCH) {
                     let commands = per_key("DEL", batch);
-                    let _ =
+                    let removed =
                         connection.pipeline(&commands, &|| format!("removing the shards made for '{name}'"));
+                    if let Err(error @ Error::Interrupted(_)) = removed {
+                        return Err(error);
+                    }
                 }
                 return Err(Error::Mismatch(format!(
                     "sharded filter '{name}' has no plan, but {} of its shards hold items (first {}): a filter of that name lost its plan (deleted, evicted, or a node restarted without persistence), and taking its shards over would lose items silently; delete its shards ({} .. {}, docs/sharding.md) to make it anew",

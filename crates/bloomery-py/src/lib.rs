@@ -2420,6 +2420,7 @@ fn _bloomery(module: &Bound<'_, PyModule>) -> PyResult<()> {
     install_fast_add(&module.py().get_type::<PyBloomFilter>())?;
     module.add_class::<PyConcurrentBloomFilter>()?;
     module.add_class::<sharded::PyShardedFilter>()?;
+    sharded::init(module.py())?;
     module.add("RedisError", module.py().get_type::<sharded::RedisError>())?;
     module.add_function(wrap_pyfunction!(kinds, module)?)?;
     items::digits::enable(module.py())?;

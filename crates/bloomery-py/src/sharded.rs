@@ -12,7 +12,7 @@ use std::time::Duration;
 use bloomery::hash::xxh3_64_bytes;
 use bloomery::sharding::ShardPlan;
 use bloomery_cluster::{Connection, Error, Interrupt, ShardedFilter, Target};
-use pyo3::exceptions::{PyException, PyLookupError, PyValueError};
+use pyo3::exceptions::{PyException, PyLookupError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -40,9 +40,11 @@ fn python_error(error: Error) -> PyErr {
     }
 }
 
-/// Why a call on the client did not run: the filter was closed, or the client failed.
+/// Why a call on the client did not run: the filter was closed, used from a signal handler
+/// that interrupted a call of it on the same thread, or the client failed.
 enum Failure {
     Closed,
+    Reentered,
     Client(Error),
 }
 
@@ -52,36 +54,81 @@ impl From<Error> for Failure {
     }
 }
 
-/// Python's signal handlers, run between the tries of a call being retried (a server down,
-/// a failover): Ctrl-C then ends the call within a try's time, not after the retry time
-/// (`retry_seconds`, 30 s by default). The exception a handler raised (`KeyboardInterrupt`)
-/// is kept here for the call to raise, in place of the client's [`Error::Interrupted`].
-/// Python runs handlers on its main thread only: calls on other threads are not ended.
+/// Python's main thread (`threading.main_thread().ident`, read at import), the one that
+/// runs signal handlers.
+static MAIN_THREAD: AtomicU64 = AtomicU64::new(0);
+
+/// Records Python's main thread (at import).
+pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
+    let ident: u64 = py
+        .import("threading")?
+        .call_method0("main_thread")?
+        .getattr("ident")?
+        .extract()?;
+    MAIN_THREAD.store(ident, Ordering::Relaxed);
+    Ok(())
+}
+
+/// This thread's Python identity (`threading.get_ident()`), read without the GIL.
+#[allow(clippy::useless_conversion)] // a C unsigned long: 32 bits on some platforms
+fn thread_ident() -> u64 {
+    // SAFETY: reads the calling thread's identity; no Python state is touched.
+    u64::from(unsafe { pyo3::ffi::PyThread_get_thread_ident() })
+}
+
+/// What a call being retried (a server down, a failover) asks between its tries, so that it
+/// ends within a try's time rather than after the retry time (`retry_seconds`, 30 s by
+/// default): whether the filter was closed (by another thread), and, on Python's main
+/// thread (the only one that runs them), Python's signal handlers. The exception a handler
+/// raised (`KeyboardInterrupt`) is kept here for the call to raise.
 #[derive(Clone, Default)]
-struct Signals(Arc<Mutex<Option<PyErr>>>);
+struct Signals {
+    raised: Arc<Mutex<Option<PyErr>>>,
+    /// Set by `close`: every call after it fails, and no forked child connects anew.
+    closed: Arc<AtomicBool>,
+}
 
 impl Signals {
     /// The client's interrupt.
     fn interrupt(&self) -> Interrupt {
-        let slot = self.0.clone();
+        let (raised, closed) = (self.raised.clone(), self.closed.clone());
         Arc::new(move || {
-            Python::attach(|py| match py.check_signals() {
-                Ok(()) => false,
-                Err(raised) => {
-                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(raised);
+            if closed.load(Ordering::Acquire) {
+                return true;
+            }
+            if thread_ident() != MAIN_THREAD.load(Ordering::Relaxed) {
+                return false;
+            }
+            let handled = Python::try_attach(|py| py.check_signals());
+            match handled {
+                Some(Err(error)) => {
+                    *raised.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
                     true
                 }
-            })
+                _ => false,
+            }
         })
     }
 
-    /// The Python exception for a client error: what a signal handler raised, for a call
-    /// it interrupted.
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// What a signal handler raised during the call, taken: the call raises it, whatever
+    /// else it met (a cleanup the interrupt ended, or nothing: a handler's exception
+    /// raised after the call, as Python raises it after the statement it interrupted).
+    fn take_raised(&self) -> Option<PyErr> {
+        self.raised.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+
+    /// The Python exception for a client error: what a signal handler raised during the
+    /// call, or for a call the filter's closing interrupted, a closed filter's.
     fn error(&self, error: Error) -> PyErr {
-        if matches!(error, Error::Interrupted(_))
-            && let Some(raised) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
-        {
+        if let Some(raised) = self.take_raised() {
             return raised;
+        }
+        if matches!(error, Error::Interrupted(_)) && self.closed() {
+            return closed_error();
         }
         python_error(error)
     }
@@ -90,8 +137,23 @@ impl Signals {
     /// `ValueError` as a closed file's.
     fn failure_error(&self, failure: Failure) -> PyErr {
         match failure {
-            Failure::Closed => closed_error(),
+            Failure::Closed => self.take_raised().unwrap_or_else(closed_error),
+            Failure::Reentered => PyRuntimeError::new_err(
+                "a signal handler used this ShardedFilter while a call of it on the same thread \
+                 was retrying: it can only close() it",
+            ),
             Failure::Client(error) => self.error(error),
+        }
+    }
+
+    /// A call's result, or the exception a signal handler raised during it.
+    fn result<T>(&self, done: Result<T, Failure>) -> PyResult<T> {
+        match done {
+            Ok(value) => match self.take_raised() {
+                Some(raised) => Err(raised),
+                None => Ok(value),
+            },
+            Err(failure) => Err(self.failure_error(failure)),
         }
     }
 }
@@ -157,8 +219,7 @@ pub struct PyShardedFilter {
     /// could leave held.
     wait_replicas: AtomicU64,
     wait_timeout_ns: AtomicU64,
-    /// Set by `close`: every call after it fails, and no forked child connects anew.
-    closed: AtomicBool,
+    /// Signal handlers and `close`, for calls being retried.
     signals: Signals,
     name: String,
     plan: ShardPlan,
@@ -172,6 +233,9 @@ pub struct PyShardedFilter {
 /// A client and the process whose connections it holds.
 struct ProcessClient {
     pid: u32,
+    /// The thread ([`thread_ident`]) whose call holds `filter`'s lock, 0 for none: a signal
+    /// handler that its retries run, on that thread, must not wait for that lock.
+    owner: AtomicU64,
     /// Calls of the filter from several threads take turns; `None` once closed.
     filter: Mutex<Option<ShardedFilter>>,
 }
@@ -196,11 +260,11 @@ impl PyShardedFilter {
             name: filter.name().to_owned(),
             current: AtomicPtr::new(Box::into_raw(Box::new(ProcessClient {
                 pid: std::process::id(),
+                owner: AtomicU64::new(0),
                 filter: Mutex::new(Some(filter)),
             }))),
             wait_replicas: AtomicU64::new(0),
             wait_timeout_ns: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
             signals,
             shown: target.shown(),
             target,
@@ -216,8 +280,7 @@ impl PyShardedFilter {
         py: Python<'_>,
         work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
     ) -> PyResult<T> {
-        self.run(py, work)
-            .map_err(|failure| self.signals.failure_error(failure))
+        self.signals.result(self.run(py, work))
     }
 
     /// [`with_client`](Self::with_client) with the client's own error.
@@ -228,14 +291,26 @@ impl PyShardedFilter {
     ) -> Result<T, Failure> {
         py.detach(|| {
             let client = self.client()?;
+            let me = thread_ident();
+            if client.owner.load(Ordering::Acquire) == me {
+                return Err(Failure::Reentered);
+            }
             // A call that panicked part way left a client whose state is still its own.
-            let mut filter = client
+            let mut guard = client
                 .filter
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             // Closed by another thread while this call waited for the lock.
-            let filter = filter.as_mut().ok_or(Failure::Closed)?;
-            Ok(work(filter)?)
+            let filter = guard.as_mut().ok_or(Failure::Closed)?;
+            client.owner.store(me, Ordering::Release);
+            let done = work(filter);
+            client.owner.store(0, Ordering::Release);
+            if self.signals.closed() {
+                // Closed during the call, by a signal handler its retries ran (which could
+                // not take the lock this call held): its connections go now.
+                guard.take();
+            }
+            Ok(done?)
         })
     }
 
@@ -249,7 +324,7 @@ impl PyShardedFilter {
     fn client(&self) -> Result<&ProcessClient, Failure> {
         let pid = std::process::id();
         loop {
-            if self.closed.load(Ordering::Acquire) {
+            if self.signals.closed() {
                 return Err(Failure::Closed);
             }
             let current = self.current.load(Ordering::Acquire);
@@ -279,6 +354,7 @@ impl PyShardedFilter {
             }
             let fresh = Box::into_raw(Box::new(ProcessClient {
                 pid,
+                owner: AtomicU64::new(0),
                 filter: Mutex::new(Some(filter)),
             }));
             if self
@@ -288,7 +364,18 @@ impl PyShardedFilter {
             {
                 // The parent's record stays, unfreed, in this process's copy of memory.
                 // SAFETY: published just now; freed only by `Drop`.
-                return Ok(unsafe { &*fresh });
+                let record = unsafe { &*fresh };
+                // Closed while this connected (a `close` then found the parent's record
+                // and left it): the new connections go.
+                if self.signals.closed() {
+                    record
+                        .filter
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take();
+                    return Err(Failure::Closed);
+                }
+                return Ok(record);
             }
             // Another thread of this process made one first: this one goes (its own new
             // connections with it), and the loop takes that one.
@@ -315,8 +402,10 @@ impl PyShardedFilter {
             match done {
                 Ok(_) => {
                     sent += hashes.len();
-                    // Ctrl-C between round trips ends the batch here.
-                    py.check_signals().map_err(|interrupt| {
+                    // Ctrl-C between round trips ends the batch here (or in the round trip
+                    // just done, whose retries ran the handler and then succeeded).
+                    let handled = self.signals.take_raised().map_or_else(|| py.check_signals(), Err);
+                    handled.map_err(|interrupt| {
                         let added = before + sent;
                         let note = match added {
                             1 => "the 1 item of this call before the interruption was added, the rest were not".to_owned(),
@@ -336,11 +425,16 @@ impl PyShardedFilter {
                 }
                 Err(Failure::Client(error)) => {
                     lost = Some(error.may_have_lost_acknowledged());
-                    Err(python_error(error))
+                    Err(self.signals.error(error))
                 }
                 // Closed between round trips (by another thread, the batch's generator):
                 // what went before is in, as before a bad item.
-                Err(Failure::Closed) => Err(items::noted(py, closed_error(), closed_note(before + sent))),
+                Err(Failure::Closed) => Err(items::noted(
+                    py,
+                    self.signals.failure_error(Failure::Closed),
+                    closed_note(before + sent),
+                )),
+                Err(Failure::Reentered) => Err(self.signals.failure_error(Failure::Reentered)),
             }
         });
         let (error, lost) = match (read, lost) {
@@ -533,12 +627,15 @@ impl PyShardedFilter {
     /// Closing a closed filter does nothing. A call running in another thread ends first
     /// (a batch's next round trip then raises, noting what it added).
     fn close(&self, py: Python<'_>) {
-        self.closed.store(true, Ordering::Release);
+        self.signals.closed.store(true, Ordering::Release);
         let current = self.current.load(Ordering::Acquire);
         // SAFETY: never null; freed only by `Drop`, which no call outlives.
         let record = unsafe { &*current };
-        // A forked child's record is its parent's (connections and lock): left alone.
-        if record.pid == std::process::id() {
+        // A forked child's record is its parent's (connections and lock): left alone. A
+        // signal handler run by a call of this thread that holds the lock: that call ends
+        // at its next try and drops the connections itself. A call of another thread ends
+        // at its next try too (its retries ask whether the filter was closed).
+        if record.pid == std::process::id() && record.owner.load(Ordering::Acquire) != thread_ident() {
             py.detach(|| {
                 let connections = record
                     .filter
@@ -553,7 +650,7 @@ impl PyShardedFilter {
     /// Whether ``close()`` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.signals.closed()
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

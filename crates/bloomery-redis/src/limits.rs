@@ -43,8 +43,9 @@
 //! load argument stops the module from loading. So is a value that leaves the defaults
 //! together unable to make a filter (an error rate below what the layout's first filter
 //! of `initial-size` items reaches, `1e-30` in bloomery's layout), where every `BF.ADD` of
-//! a new key would answer an error: `CONFIG SET` checks the value with the other defaults
-//! as they are, and the module checks the defaults it loaded with. A change applies to the filters created
+//! a new key would answer an error: a `CONFIG SET` is checked with the other defaults once
+//! all its values are set (and sets them all back if refused), and the module checks the
+//! defaults it loaded with. A change applies to the filters created
 //! after it; existing filters keep the parameters they were created with. The defaults are
 //! this server's alone: a filter made from them is replicated and written to the AOF with
 //! every parameter spelled out (`BF.RESERVE ... LAYOUT`, `CBF.RESERVE`), so a replica or a
@@ -171,9 +172,10 @@ pub fn check_expansion(expansion: i64) -> Result<u64, String> {
         .ok_or_else(|| format!("the expansion must be from 1 to {MAX_EXPANSION} (got {expansion})"))
 }
 
-/// Whether the module has loaded: from then on, a default is checked with the others
-/// ([`check_with_defaults`]). While it loads, they come one at a time (redis.conf, load
-/// arguments), in an order of Redis's, and are checked together once all are in.
+/// Whether the module has loaded: from then on, a `CONFIG SET` of the defaults is checked
+/// together once its values are all set ([`apply_defaults`]). While it loads, they come one
+/// at a time (redis.conf, load arguments), in an order of Redis's, and are checked
+/// together once all are in ([`check_loaded_defaults`]).
 static DEFAULTS_LOADED: AtomicBool = AtomicBool::new(false);
 
 /// Checks the defaults the module loaded with, together (see the module docs above), and
@@ -184,15 +186,24 @@ pub fn check_loaded_defaults() -> Result<(), String> {
     Ok(())
 }
 
-/// Checks the defaults once loaded, as `change` would leave them (`CONFIG SET` of one):
-/// that a filter can be made from them.
-fn check_with_defaults(change: impl FnOnce(&mut (f64, u64, bool))) -> Result<(), String> {
+/// The apply callback of the defaults' configurations: after a `CONFIG SET` has set each
+/// of its values (checked alone by its set callback), checks them together, so that
+/// `CONFIG SET bloomery.error-rate 1e-30 bloomery.redisbloom-layout yes` is taken in either
+/// order. A refusal makes Redis set every value of the command back (with the set
+/// callbacks, whose checks the old values pass) and answer the reason.
+unsafe extern "C" fn apply_defaults(
+    _ctx: *mut raw::RedisModuleCtx,
+    _privdata: *mut c_void,
+    error: *mut *mut raw::RedisModuleString,
+) -> c_int {
     if !DEFAULTS_LOADED.load(Ordering::Relaxed) {
-        return Ok(());
+        return raw::REDISMODULE_OK as c_int;
     }
-    let mut defaults = (default_error_rate(), default_initial_size(), redisbloom_layout());
-    change(&mut defaults);
-    crate::commands::check_defaults(defaults.0, defaults.1, defaults.2)
+    match crate::commands::check_defaults(default_error_rate(), default_initial_size(), redisbloom_layout()) {
+        Ok(()) => raw::REDISMODULE_OK as c_int,
+        // SAFETY: `error` is the slot Redis passed.
+        Err(why) => unsafe { refuse(error, &why) },
+    }
 }
 
 /// Sets `bloomery.error-rate` (checked by [`parse_error_rate`]).
@@ -355,16 +366,9 @@ unsafe extern "C" fn set_flag_config(
     _name: *const c_char,
     value: c_int,
     privdata: *mut c_void,
-    error: *mut *mut raw::RedisModuleString,
+    _error: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let flag = flag(privdata);
-    if std::ptr::eq(flag, &REDISBLOOM_LAYOUT)
-        && let Err(why) = check_with_defaults(|defaults| defaults.2 = value != 0)
-    {
-        // SAFETY: `error` is the slot Redis passed.
-        return unsafe { refuse(error, &why) };
-    }
-    flag.store(value != 0, Ordering::Relaxed);
+    flag(privdata).store(value != 0, Ordering::Relaxed);
     raw::REDISMODULE_OK as c_int
 }
 
@@ -446,9 +450,7 @@ unsafe extern "C" fn set_error_rate_config(
             _ => &[],
         }
     };
-    let rate = parse_error_rate(&String::from_utf8_lossy(text))
-        .and_then(|rate| check_with_defaults(|defaults| defaults.0 = rate).map(|()| rate));
-    match rate {
+    match parse_error_rate(&String::from_utf8_lossy(text)) {
         Ok(rate) => {
             set_default_error_rate(rate);
             raw::REDISMODULE_OK as c_int
@@ -468,9 +470,7 @@ unsafe extern "C" fn set_initial_size_config(
     _privdata: *mut c_void,
     error: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let capacity = check_initial_size(value)
-        .and_then(|capacity| check_with_defaults(|defaults| defaults.1 = capacity).map(|()| capacity));
-    match capacity {
+    match check_initial_size(value) {
         Ok(capacity) => {
             set_default_initial_size(capacity);
             raw::REDISMODULE_OK as c_int
@@ -535,7 +535,19 @@ pub fn register_config(ctx: &Context) -> Status {
         *mut c_void,
         *mut *mut raw::RedisModuleString,
     ) -> c_int;
-    let numeric: [(&CStr, u64, u32, c_longlong, c_longlong, GetNumeric, SetNumeric); 3] = [
+    type Apply = raw::RedisModuleConfigApplyFunc;
+    // The defaults of new filters are checked together once a CONFIG SET has set them all
+    // (`apply_defaults`); the others alone.
+    let numeric: [(
+        &CStr,
+        u64,
+        u32,
+        c_longlong,
+        c_longlong,
+        GetNumeric,
+        SetNumeric,
+        Apply,
+    ); 3] = [
         (
             CONFIG_NAME,
             DEFAULT_MAX_FILTER_MEMORY,
@@ -544,6 +556,7 @@ pub fn register_config(ctx: &Context) -> Status {
             c_longlong::MAX,
             get_config,
             set_config,
+            None,
         ),
         (
             INITIAL_SIZE_CONFIG_NAME,
@@ -553,6 +566,7 @@ pub fn register_config(ctx: &Context) -> Status {
             c_longlong::MAX,
             get_initial_size_config,
             set_initial_size_config,
+            Some(apply_defaults),
         ),
         (
             EXPANSION_CONFIG_NAME,
@@ -562,12 +576,13 @@ pub fn register_config(ctx: &Context) -> Status {
             MAX_EXPANSION as c_longlong,
             get_expansion_config,
             set_expansion_config,
+            None,
         ),
     ];
     // SAFETY: called from the module's OnLoad with its context; the names are C strings
     // that outlive the calls (Redis copies them); these callbacks ignore their private data.
     let registered_numeric = all_ok(numeric.into_iter().map(
-        |(name, default, flags, min, max, get, set)| unsafe {
+        |(name, default, flags, min, max, get, set, apply)| unsafe {
             register(
                 ctx.ctx,
                 name.as_ptr(),
@@ -577,7 +592,7 @@ pub fn register_config(ctx: &Context) -> Status {
                 max,
                 Some(get),
                 Some(set),
-                None,
+                apply,
                 std::ptr::null_mut(),
             )
         },
@@ -592,7 +607,7 @@ pub fn register_config(ctx: &Context) -> Status {
             raw::REDISMODULE_CONFIG_DEFAULT,
             Some(get_error_rate_config),
             Some(set_error_rate_config),
-            None,
+            Some(apply_defaults),
             std::ptr::null_mut(),
         )
     }]);
@@ -600,14 +615,15 @@ pub fn register_config(ctx: &Context) -> Status {
     // non-null: layout) and is never dereferenced.
     let registered_bool = all_ok(
         [
-            (COMPAT_CONFIG_NAME, std::ptr::null_mut()),
+            (COMPAT_CONFIG_NAME, std::ptr::null_mut(), None),
             (
                 LAYOUT_CONFIG_NAME,
                 std::ptr::NonNull::<c_void>::dangling().as_ptr(),
+                Some(apply_defaults as unsafe extern "C" fn(_, _, _) -> _),
             ),
         ]
         .into_iter()
-        .map(|(name, privdata)| unsafe {
+        .map(|(name, privdata, apply)| unsafe {
             register_bool(
                 ctx.ctx,
                 name.as_ptr(),
@@ -615,7 +631,7 @@ pub fn register_config(ctx: &Context) -> Status {
                 raw::REDISMODULE_CONFIG_DEFAULT,
                 Some(get_flag_config),
                 Some(set_flag_config),
-                None,
+                apply,
                 privdata,
             )
         }),

@@ -189,6 +189,20 @@ def test_defaults_that_make_no_filter_together_are_refused(r):
     assert r.execute_command("BF.ADD", "blocked", "x") == 1
     # A reason longer than Redis shows (256 bytes) is cut at a word, and says so.
     assert message.endswith("... (the server log has it all)") and len(message) < 400
+    # One CONFIG SET of several: checked together once all are set, in either order...
+    r.config_set("bloomery.error-rate", "0.01")
+    r.execute_command("CONFIG", "SET", "bloomery.error-rate", "1e-30", "bloomery.redisbloom-layout", "yes")
+    assert (config(r, "error-rate"), config(r, "redisbloom-layout")) == ("1e-30", "yes")
+    r.execute_command("CONFIG", "SET", "bloomery.redisbloom-layout", "no", "bloomery.error-rate", "0.01")
+    assert (config(r, "error-rate"), config(r, "redisbloom-layout")) == ("0.01", "no")
+    # ...and a refused one sets back every value it set: none stays half changed (the
+    # layout set before a bad expansion, the rate before a bad combination).
+    error_of(r, "CONFIG", "SET", "bloomery.redisbloom-layout", "yes", "bloomery.error-rate", "1e-30",
+             "bloomery.expansion", "0")
+    message = error_of(r, "CONFIG", "SET", "bloomery.error-rate", "1e-30", "bloomery.initial-size", "200")
+    assert "no filter can be made from error-rate 1e-30, initial-size 200, redisbloom-layout no" in message
+    assert (config(r, "error-rate"), config(r, "redisbloom-layout"), config(r, "initial-size"),
+            config(r, "expansion")) == ("0.01", "no", "100", "2")
 
 
 def test_defaults_loaded_are_checked_together_in_any_order(tmp_path):
@@ -202,6 +216,7 @@ def test_defaults_loaded_are_checked_together_in_any_order(tmp_path):
             server.start()
         server.stop()
         assert "no filter can be made from error-rate 1e-30, initial-size 100, redisbloom-layout no" in log.read_text()
+        log.unlink()
     for args, module_args in [
         (["--bloomery.error-rate", "1e-30", "--bloomery.redisbloom-layout", "yes"], []),
         (["--bloomery.redisbloom-layout", "yes", "--bloomery.error-rate", "1e-30"], []),

@@ -489,6 +489,57 @@ def test_ctrl_c_ends_the_retries_of_a_call_on_a_server_that_is_down(server):
         "the call was interrupted in its first round trip: its items may or may not have been added"]
 
 
+def test_a_call_retrying_on_a_server_that_is_down_ends_when_the_filter_is_closed(server):
+    """The retries that run Python's signal handlers hold the filter's lock: a handler
+    that closed the filter waited for that lock for ever (found by review), and a close()
+    from another thread waited out the retry time with Ctrl-C ignored. Now a handler's
+    close() ends the call at its next try (ValueError), its other calls of the filter are a
+    RuntimeError, and another thread's close() ends the retries."""
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8, retry_seconds=60)
+    server.stop()
+
+    def in_handler(work):
+        previous = signal.signal(signal.SIGUSR1, lambda *_: work())
+        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGUSR1))
+        timer.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(Exception) as raised:
+                made.contains_many(range(10))
+        finally:
+            timer.join()
+            signal.signal(signal.SIGUSR1, previous)
+        assert time.monotonic() - started < 5
+        return raised.value
+
+    error = in_handler(lambda: "x" in made)
+    assert isinstance(error, RuntimeError) and "a signal handler used this ShardedFilter" in str(error), error
+    error = in_handler(made.close)
+    assert isinstance(error, ValueError) and str(error) == "I/O operation on a closed filter", error
+    assert made.closed
+
+    server.start()  # empty: no persistence
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8, retry_seconds=60)
+    server.stop()
+    failures = []
+
+    def worker():
+        try:
+            made.add_many(range(20_000))
+        except Exception as error:  # noqa: BLE001 (checked below)
+            failures.append(error)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    made.close()
+    thread.join(10)
+    assert not thread.is_alive() and time.monotonic() - started < 5
+    error, = failures
+    assert isinstance(error, ValueError) and str(error) == "I/O operation on a closed filter", error
+
+
 def test_a_sharded_filter_on_a_cluster_from_python_and_the_cli(cluster):  # noqa: F811
     servers = cluster
     target = "redis+cluster://" + ",".join(f"127.0.0.1:{server.port}" for server in servers)
