@@ -535,19 +535,7 @@ pub fn register_config(ctx: &Context) -> Status {
         *mut c_void,
         *mut *mut raw::RedisModuleString,
     ) -> c_int;
-    type Apply = raw::RedisModuleConfigApplyFunc;
-    // The defaults of new filters are checked together once a CONFIG SET has set them all
-    // (`apply_defaults`); the others alone.
-    let numeric: [(
-        &CStr,
-        u64,
-        u32,
-        c_longlong,
-        c_longlong,
-        GetNumeric,
-        SetNumeric,
-        Apply,
-    ); 3] = [
+    let numeric: [(&CStr, u64, u32, c_longlong, c_longlong, GetNumeric, SetNumeric); 3] = [
         (
             CONFIG_NAME,
             DEFAULT_MAX_FILTER_MEMORY,
@@ -556,7 +544,6 @@ pub fn register_config(ctx: &Context) -> Status {
             c_longlong::MAX,
             get_config,
             set_config,
-            None,
         ),
         (
             INITIAL_SIZE_CONFIG_NAME,
@@ -566,7 +553,6 @@ pub fn register_config(ctx: &Context) -> Status {
             c_longlong::MAX,
             get_initial_size_config,
             set_initial_size_config,
-            Some(apply_defaults),
         ),
         (
             EXPANSION_CONFIG_NAME,
@@ -576,13 +562,20 @@ pub fn register_config(ctx: &Context) -> Status {
             MAX_EXPANSION as c_longlong,
             get_expansion_config,
             set_expansion_config,
-            None,
         ),
     ];
+    // The defaults of new filters (error rate, initial size, layout) are checked together
+    // once a CONFIG SET has set them all (`apply_defaults`); the others alone.
+    type Apply = unsafe extern "C" fn(
+        *mut raw::RedisModuleCtx,
+        *mut c_void,
+        *mut *mut raw::RedisModuleString,
+    ) -> c_int;
+    let defaults: Apply = apply_defaults;
     // SAFETY: called from the module's OnLoad with its context; the names are C strings
     // that outlive the calls (Redis copies them); these callbacks ignore their private data.
     let registered_numeric = all_ok(numeric.into_iter().map(
-        |(name, default, flags, min, max, get, set, apply)| unsafe {
+        |(name, default, flags, min, max, get, set)| unsafe {
             register(
                 ctx.ctx,
                 name.as_ptr(),
@@ -592,7 +585,7 @@ pub fn register_config(ctx: &Context) -> Status {
                 max,
                 Some(get),
                 Some(set),
-                apply,
+                (name == INITIAL_SIZE_CONFIG_NAME).then_some(defaults),
                 std::ptr::null_mut(),
             )
         },
@@ -607,7 +600,7 @@ pub fn register_config(ctx: &Context) -> Status {
             raw::REDISMODULE_CONFIG_DEFAULT,
             Some(get_error_rate_config),
             Some(set_error_rate_config),
-            Some(apply_defaults),
+            Some(defaults),
             std::ptr::null_mut(),
         )
     }]);
@@ -619,7 +612,7 @@ pub fn register_config(ctx: &Context) -> Status {
             (
                 LAYOUT_CONFIG_NAME,
                 std::ptr::NonNull::<c_void>::dangling().as_ptr(),
-                Some(apply_defaults as unsafe extern "C" fn(_, _, _) -> _),
+                Some(defaults),
             ),
         ]
         .into_iter()
