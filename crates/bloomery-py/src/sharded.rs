@@ -226,6 +226,8 @@ pub struct PyShardedFilter {
     /// Where it lives (to connect again in a forked child), and as messages show it.
     target: Target,
     shown: String,
+    /// The target and retry time as given (for a pickle).
+    given: (String, f64),
     retry: Duration,
     created: bool,
 }
@@ -254,7 +256,14 @@ impl Drop for PyShardedFilter {
 }
 
 impl PyShardedFilter {
-    fn new(filter: ShardedFilter, target: Target, retry: Duration, created: bool, signals: Signals) -> Self {
+    fn new(
+        filter: ShardedFilter,
+        target: Target,
+        given: (String, f64),
+        retry: Duration,
+        created: bool,
+        signals: Signals,
+    ) -> Self {
         Self {
             plan: *filter.plan(),
             name: filter.name().to_owned(),
@@ -268,6 +277,7 @@ impl PyShardedFilter {
             signals,
             shown: target.shown(),
             target,
+            given,
             retry,
             created,
         }
@@ -469,13 +479,14 @@ impl PyShardedFilter {
     #[new]
     #[pyo3(signature = (target, name, *, retry_seconds=30.0))]
     fn open(py: Python<'_>, target: &str, name: &str, retry_seconds: f64) -> PyResult<Self> {
+        let given = (target.to_owned(), retry_seconds);
         let (target, retry) = (parse_target(target)?, retry_for(retry_seconds)?);
         let signals = Signals::default();
         let connection = connect(py, &target, retry, &signals)?;
         let filter = py
             .detach(|| ShardedFilter::open(connection, name))
             .map_err(|error| signals.error(error))?;
-        Ok(Self::new(filter, target, retry, false, signals))
+        Ok(Self::new(filter, target, given, retry, false, signals))
     }
 
     /// Makes the sharded filter ``name`` on ``target`` for ``expected_items`` at ``fpp``:
@@ -509,13 +520,14 @@ impl PyShardedFilter {
         )
         .map_err(|error| PyValueError::new_err(error.to_string()))?
         .with_seed(seed.unsigned("seed")?);
+        let given = (target.to_owned(), retry_seconds);
         let (target, retry) = (parse_target(target)?, retry_for(retry_seconds)?);
         let signals = Signals::default();
         let connection = connect(py, &target, retry, &signals)?;
         let (filter, created) = py
             .detach(|| ShardedFilter::create(connection, name, plan))
             .map_err(|error| signals.error(error))?;
-        Ok(Self::new(filter, target, retry, created, signals))
+        Ok(Self::new(filter, target, given, retry, created, signals))
     }
 
     /// Adds ``item``; returns whether it was new (a bit changed).
@@ -667,6 +679,51 @@ impl PyShardedFilter {
     ) -> bool {
         self.close(py);
         false
+    }
+
+    /// Pickles as what opens it again by name, for another process (``multiprocessing``'s
+    /// spawn and forkserver start methods): with its ``retry_seconds`` and ``set_wait``,
+    /// checking there that the filter under the name is still the one pickled. The pickle
+    /// holds the target as given, with any password in it.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let this = slf.get();
+        if this.signals.closed() {
+            return Err(closed_error());
+        }
+        let reopen = slf.get_type().getattr("_reopen")?;
+        let timeout = Duration::from_nanos(this.wait_timeout_ns.load(Ordering::Relaxed)).as_secs_f64();
+        let args = (
+            &this.given.0,
+            &this.name,
+            this.given.1,
+            this.plan.to_text(),
+            this.wait_replicas.load(Ordering::Relaxed),
+            timeout,
+        );
+        Ok((reopen, args.into_pyobject(slf.py())?))
+    }
+
+    /// Opens a pickled filter again (see ``__reduce__``).
+    #[staticmethod]
+    fn _reopen(
+        py: Python<'_>,
+        target: &str,
+        name: &str,
+        retry_seconds: f64,
+        plan: &str,
+        replicas: IntArg,
+        timeout: f64,
+    ) -> PyResult<Self> {
+        let filter = Self::open(py, target, name, retry_seconds)?;
+        if filter.plan.to_text() != plan {
+            return Err(PyValueError::new_err(format!(
+                "sharded filter '{name}' was made again with other parameters ({}) since it was \
+                 pickled ({plan}): open it again",
+                filter.plan.to_text()
+            )));
+        }
+        filter.set_wait(py, replicas, timeout)?;
+        Ok(filter)
     }
 
     /// The filter's name (its metadata key).

@@ -2,7 +2,9 @@
 redis-server processes running the module: one server, and a Redis Cluster of three
 primaries and three replicas. The same filter as the CLI's --redis/--redis-cluster: items
 added from Python are found by the CLI and the other way round."""
+import multiprocessing
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -325,6 +327,45 @@ def test_a_batch_closed_part_way_says_what_it_added(server):
         assert raised.value.__notes__ == [
             "the 16384 items of this call before the filter was closed were added, the rest were not"]
     assert all(ShardedFilter(url(server), "urls").contains_many(range(16_384)))
+
+
+def spawned_lookup(made, items):
+    """In a spawned process: its pickled filter's answers."""
+    return made.contains_many(items), os.getpid()
+
+
+def test_a_pickled_filter_opens_again_by_name_in_another_process(server):
+    """multiprocessing's spawn and forkserver start methods (forkserver is Linux's default
+    from Python 3.14) pickle what they pass: a ShardedFilter could not be pickled. It
+    pickles as what opens it again by name, checking there that the name holds the same
+    filter; a closed one is not pickled."""
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8, retry_seconds=7.5)
+    made.add_many(range(5_000))
+    again = pickle.loads(pickle.dumps(made))
+    assert (again.name, again.shards, again.shard_bytes, again.target) == (made.name, made.shards, made.shard_bytes,
+                                                                         made.target)
+    assert all(again.contains_many(range(5_000)))
+    assert made.__reduce__()[1][2:] == (7.5, made.__reduce__()[1][3], 0, 0.0)
+    made.set_wait(1, 2.0)
+    assert made.__reduce__()[1][4:] == (1, 2.0)
+    with pytest.raises(RedisError, match="replicas"):  # the wait went along: this server has none
+        pickle.loads(pickle.dumps(made)).add("x")
+    made.set_wait(0)
+
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(2) as pool:
+        answers = pool.starmap(spawned_lookup, [(made, list(range(0, 5_000, 7))), (made, [f"absent:{i}" for i in range(100)])])
+    assert all(answers[0][0]) and sum(answers[1][0]) <= 5
+
+    pickled = pickle.dumps(made)
+    watcher = server.client()
+    watcher.delete(*watcher.keys("*"))
+    ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=16)
+    with pytest.raises(ValueError, match="was made again with other parameters .* since it was pickled"):
+        pickle.loads(pickled)
+    made.close()
+    with pytest.raises(ValueError, match="^I/O operation on a closed filter"):
+        pickle.dumps(made)
 
 
 def test_a_forked_child_refuses_a_filter_made_again_with_other_parameters(server):
