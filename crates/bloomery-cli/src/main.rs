@@ -177,6 +177,23 @@ fn given_option(matches: &ArgMatches, id: &str) -> bool {
     written(matches) || matches.subcommand().is_some_and(|(_, sub)| written(sub))
 }
 
+/// Refuses a tuning variable of the environment that the library would ignore:
+/// `BLOOMERY_WINDOW_BYTES` that is not a whole number of bytes (`0`, `abc`, `1e3` went
+/// unnoticed, the default window used).
+fn check_environment() -> Result<(), CliError> {
+    let Some(value) = std::env::var_os("BLOOMERY_WINDOW_BYTES") else {
+        return Ok(());
+    };
+    match value.to_str().and_then(|text| text.parse::<u64>().ok()) {
+        Some(bytes) if bytes >= bloomery::file::PAGE => Ok(()),
+        _ => Err(CliError::new(format!(
+            "BLOOMERY_WINDOW_BYTES must be a number of bytes, at least {} (one page), got '{}'",
+            bloomery::file::PAGE,
+            value.to_string_lossy()
+        ))),
+    }
+}
+
 /// Refuses an option that would be ignored: a remote option on a file, a sizing option
 /// the variant does not use (given options only; the defaults are the variant's own).
 fn refuse_ignored_options(
@@ -242,7 +259,10 @@ fn refuse_ignored_remote_options(matches: &ArgMatches) -> Result<(), CliError> {
                 &["add", "check", "dedup"],
                 "it sets the batches of add, check and dedup",
             ),
-            _ => (&["create", "add", "check", "dedup", "info"], ""),
+            _ => (
+                &["create", "add", "check", "dedup", "info"],
+                "a sharded filter on Redis has create, add, check, dedup and info",
+            ),
         }
     };
     let given = given_options::<remote::RemoteArgs>(matches);
@@ -457,7 +477,7 @@ fn main() -> ExitCode {
         Command::Create { size, .. } | Command::Dedup { size, .. } => Some(size),
         _ => None,
     };
-    if let Err(error) = refuse_ignored_options(&matches, remote, size) {
+    if let Err(error) = refuse_ignored_options(&matches, remote, size).and_then(|()| check_environment()) {
         let _ = writeln!(std::io::stderr(), "bloomery: {error}");
         return ExitCode::from(2);
     }

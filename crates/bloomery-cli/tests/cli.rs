@@ -896,6 +896,52 @@ fn options_a_sharded_filters_command_would_ignore_are_refused() {
         );
         assert!(message.contains(expected), "{command} {args:?}: {message}");
     }
+    // --redis itself, on a command that has no sharded road, says which ones have it (it
+    // said "--redis does not apply to merge ()").
+    for command in [
+        &["merge", "out", "a"][..],
+        &["export", "a", "-"],
+        &["verify", "a"],
+    ] {
+        let message = error_of(bloomery().args(command).args(["--redis", url]));
+        assert!(
+            message.contains(&format!(
+                "--redis does not apply to {} (a sharded filter on Redis has create, add, check, dedup and info)",
+                command[0]
+            )),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn a_window_in_the_environment_that_is_no_number_of_bytes_is_refused() {
+    // BLOOMERY_WINDOW_BYTES=abc (or 0, 1e3) went unnoticed: the default window was used.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f.bloom");
+    stdout_of(bloomery().args(["create", "--items", "100"]).arg(&path));
+    for bad in ["abc", "0", "1e3", "-5", "4095", "18446744073709551616"] {
+        let message = error_of(
+            bloomery()
+                .env("BLOOMERY_WINDOW_BYTES", bad)
+                .args(["check"])
+                .arg(&path)
+                .arg("x"),
+        );
+        assert!(
+            message.contains(&format!(
+                "BLOOMERY_WINDOW_BYTES must be a number of bytes, at least 4096 (one page), got '{bad}'"
+            )),
+            "{message}"
+        );
+    }
+    stdout_of(
+        bloomery()
+            .env("BLOOMERY_WINDOW_BYTES", "4096")
+            .args(["add"])
+            .arg(&path)
+            .arg("x"),
+    );
 }
 
 #[test]

@@ -1198,9 +1198,8 @@ impl PyBloomFilter {
     /// Adds every item of ``other`` in place (to a file opened with mode ``"a"`` too: its
     /// bits ORed into the file's).
     fn __ior__(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<()> {
-        if std::ptr::eq(self, &*other) {
-            return Ok(());
-        }
+        // With itself too (a snapshot of it): checked as any other (closed, read-only,
+        // a kind without it), and a counting filter's counts doubled, as `f | f` does.
         let theirs = other.snapshot(py)?;
         self.shared.write_detached(py, |state| match state {
             State::InPlace(file) => file.union(theirs.as_ref()).map_err(file_error),
@@ -1210,9 +1209,8 @@ impl PyBloomFilter {
 
     /// Keeps, in place, only what both filters answer present.
     fn __iand__(&self, py: Python<'_>, other: PyRef<'_, PyBloomFilter>) -> PyResult<()> {
-        if std::ptr::eq(self, &*other) {
-            return Ok(());
-        }
+        // With itself too (a snapshot of it): checked as any other (closed, read-only,
+        // a kind without it).
         let theirs = other.snapshot(py)?;
         self.shared.write_detached(py, |state| {
             state.owned()?.intersection(theirs.as_ref()).map_err(value_error)
@@ -1708,9 +1706,6 @@ fn create_within_memory(py: Python<'_>, spec: &Spec, copies: u64) -> PyResult<Bo
 /// Whether every bit of `small` is set in `large`: `small`'s bits are what is left of them
 /// after the intersection with `large`.
 fn subset(py: Python<'_>, small: &PyBloomFilter, large: &PyBloomFilter) -> PyResult<bool> {
-    if std::ptr::eq(small, large) {
-        return Ok(true);
-    }
     let mine = small.snapshot(py)?;
     let theirs = large.snapshot(py)?;
     within_memory(mine.envelope_len(), 1, || "a subset check's intersection".into())?;

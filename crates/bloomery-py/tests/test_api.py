@@ -586,6 +586,43 @@ def test_subset_checks(kind):
     assert BloomFilter(1000, kind=kind) <= small  # the empty filter
 
 
+def test_a_filter_combined_with_itself_is_checked_as_with_any_other(tmp_path):
+    """`f |= f`, `f &= f` and `f <= f` returned at once: a closed filter, one opened
+    read-only and kinds without the operation were taken, and a counting filter's `f |= f`
+    kept its counts where `f | f` (and the CLI's merge of a file with itself) doubles them,
+    so one remove then answered the item absent in one and present in the other."""
+    path = tmp_path / "f.bloom"
+    made = BloomFilter(1000)
+    made.add("x")
+    made.save(path)
+    closed = BloomFilter.open(path, "r+")
+    closed.close()
+    for operation in (lambda f: f.__ior__(f), lambda f: f.__iand__(f), lambda f: f <= f):
+        with pytest.raises(ValueError, match="closed filter"):
+            operation(closed)
+    read_only = BloomFilter.open(path)
+    with pytest.raises(ValueError, match="read-only|mode 'r'"):
+        read_only |= read_only
+    assert "x" in read_only
+    counting = BloomFilter(1000, kind="counting")
+    counting.add("x")
+    doubled = counting | counting
+    counting |= counting
+    assert counting == doubled
+    counting.remove("x")
+    assert "x" in counting  # added twice over, removed once
+    with pytest.raises(ValueError, match="counting filters do not support intersection"):
+        counting &= counting
+    with pytest.raises(ValueError, match="counting filters do not support subset checks"):
+        counting <= counting  # noqa: B015
+    f = BloomFilter(1000)
+    f.update(["a", "b"])
+    same = f.copy()
+    f |= f
+    f &= f
+    assert f == same and f <= f
+
+
 def test_subset_needs_compatible_filters():
     with pytest.raises(ValueError, match="scalable filters do not support subset checks"):
         BloomFilter(10, kind="scalable").issubset(BloomFilter(10, kind="scalable"))
