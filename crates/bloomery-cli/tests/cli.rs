@@ -2106,6 +2106,53 @@ fn merge_into_one_of_its_inputs_is_in_place() {
     }
 }
 
+/// An in-place merge of more inputs than the process may keep open at once: each input is
+/// open only while it is checked and while it is OR-ed in. With 64 open files at most,
+/// merging 100 inputs into one of them failed ("Too many open files") where a merge into a
+/// new file took them.
+#[test]
+fn an_in_place_merge_takes_more_inputs_than_files_may_be_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = Vec::new();
+    for index in 0..100 {
+        let path = dir.path().join(format!("f{index}.bloom"));
+        bloomery()
+            .args(["create", "--items", "1000"])
+            .arg(&path)
+            .assert()
+            .success();
+        bloomery()
+            .arg("add")
+            .arg(&path)
+            .arg(format!("item-{index}"))
+            .assert()
+            .success();
+        inputs.push(path);
+    }
+    let binary = assert_cmd::cargo::cargo_bin("bloomery");
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" merge --force \"$@\"")
+        .arg(&binary)
+        .arg(&inputs[0])
+        .args(&inputs)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let items: Vec<String> = (0..100).map(|index| format!("item-{index}")).collect();
+    bloomery()
+        .arg("check")
+        .arg(&inputs[0])
+        .args(&items)
+        .assert()
+        .success();
+    bloomery().arg("verify").arg(&inputs[0]).assert().success();
+}
+
 /// "-" names standard input or output (`-i -`, `export f -`), never a filter file to
 /// write: `create -`, `merge - a.bloom`, `import x -`, `add -` and the other writers refuse
 /// it, saying how to name a file "-" (`./-`), and make no file. They once silently made
