@@ -78,15 +78,15 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
             None
         };
         if accepted.is_none() {
-            ctx.log_warning(&format!(
+            ctx.log_warning(&crate::log_line(&format!(
                 "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT yes or no)",
                 name, value
-            ));
+            )));
             return Status::Err;
         }
     }
     if let Err(why) = limits::check_loaded_defaults() {
-        ctx.log_warning(&format!("bloomery: {why}"));
+        ctx.log_warning(&crate::log_line(&format!("bloomery: {why}")));
         return Status::Err;
     }
     Status::Ok

@@ -181,13 +181,12 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_
 }
 
 /// Logs why a value in `rdb` is refused: Redis answers a refused `RESTORE` with "Bad data
-/// format" alone, and stops on a refused value of its own RDB. (The redis-module crate
-/// passes the line as a printf format: a `%` in it is doubled.)
+/// format" alone, and stops on a refused value of its own RDB.
 pub(crate) fn log_refused(rdb: *mut raw::RedisModuleIO, line: &str) {
     redis_module::logging::log_io_error(
         rdb,
         redis_module::logging::RedisLogLevel::Warning,
-        &line.replace('%', "%%"),
+        &crate::log_line(line),
     );
 }
 

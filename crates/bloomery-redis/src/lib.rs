@@ -25,6 +25,15 @@
 //! Adding a command: a line in the command list below, a line in [`ACL_CATEGORIES`] and
 //! in [`KEY_SPECS`], and, for a write command, [`accounting::after_write`] on its key before it returns.
 
+/// A line for Redis's log as the redis-module crate hands it to `RedisModule_Log`: as a
+/// printf format, from a C string. A `%` is doubled (a value a client sent, such as
+/// `CONFIG SET bloomery.error-rate %s%s...`, made the server read arguments that are not
+/// there and crash) and a NUL is written `\0` (it made the crate panic, which aborts the
+/// server).
+pub(crate) fn log_line(text: &str) -> String {
+    text.replace('%', "%%").replace('\0', "\\0")
+}
+
 pub mod accounting;
 mod acl;
 mod aging;

@@ -385,7 +385,7 @@ const REFUSAL_SHOWN: usize = 255;
 unsafe fn refuse(error: *mut *mut raw::RedisModuleString, why: &str) -> c_int {
     let shortened;
     let why = if why.len() > REFUSAL_SHOWN {
-        redis_module::logging::log_warning(format!("bloomery: CONFIG SET refused: {why}"));
+        redis_module::logging::log_warning(crate::log_line(&format!("bloomery: CONFIG SET refused: {why}")));
         const MORE: &str = "... (the server log has it all)";
         let mut end = why.floor_char_boundary(REFUSAL_SHOWN - MORE.len());
         if let Some(space) = why[..end].rfind(' ') {

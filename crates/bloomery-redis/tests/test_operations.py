@@ -205,6 +205,33 @@ def test_defaults_that_make_no_filter_together_are_refused(r):
             config(r, "expansion")) == ("0.01", "no", "100", "2")
 
 
+def test_values_with_printf_directives_or_nuls_are_logged_not_interpreted(tmp_path):
+    """A refused value goes into the server's log line, which the redis-module crate hands
+    Redis as a printf format from a C string: CONFIG SET bloomery.error-rate '%s%s...'
+    crashed the server (SIGSEGV in RedisModule_Log), and a value with a NUL aborted it (the
+    crate's panic). Now the line is logged as it is, and the server stays up."""
+    log = tmp_path / "redis.log"
+    server = Server(tmp_path, "--logfile", str(log)).start()
+    try:
+        client = server.client()
+        for value in ["%s" * 120, "%n" * 200, "x" * 200 + "%d", "x" * 300 + "\0"]:
+            message = error_of(client, "CONFIG", "SET", "bloomery.error-rate", value)
+            assert "strictly between 0 and 1" in message, message
+            assert client.ping() is True
+        text = log.read_text(errors="replace")
+        assert "got '" + "%s" * 120 in text and "x" * 200 + "%d'" in text and "x" * 300 + "\\0'" in text
+    finally:
+        server.stop()
+    assert b"crashed" not in (tmp_path / "stderr.log").read_bytes()
+    # A load argument: the module refuses to load, saying so, without a crash.
+    server = Server(tmp_path, "--logfile", str(log), module_args=["ERROR_RATE", "%s%s%s%s%n%n"])
+    with pytest.raises(RuntimeError, match="did not start"):
+        server.start()
+    server.stop()
+    assert "bad load argument ERROR_RATE %s%s%s%s%n%n" in log.read_text(errors="replace")
+    assert "crashed" not in log.read_text(errors="replace")
+
+
 def test_defaults_loaded_are_checked_together_in_any_order(tmp_path):
     """At load, redis.conf's values and the load arguments come one at a time in Redis's
     order: they are checked together once all are in. A combination that makes no filter
