@@ -59,27 +59,39 @@ fn int_bytes(value: &Bound<'_, PyAny>) -> PyResult<[u8; 8]> {
     )))
 }
 
-/// The refusal of a numpy `datetime64` or `timedelta64` (a scalar, or an element of an
-/// array read as an iterable), which exports its count of its unit as 8 raw bytes: taken
-/// as an item, 2024-01-02 in days and the same instant in seconds (equal values to numpy)
-/// would be different items, and the filter would answer "absent" for an instant added in
-/// another unit. `None` for any other object.
-fn not_a_time_item(value: &Bound<'_, PyAny>) -> Option<PyErr> {
-    let kind = value.get_type();
-    let module = kind.module().ok()?;
-    let name = kind.name().ok()?;
-    if module.to_str().ok()? != "numpy" {
-        return None;
-    }
-    let unit = match name.to_str().ok()? {
-        "datetime64" => "datetime64[ns]",
-        "timedelta64" => "timedelta64[ns]",
+/// The refusal of a numpy `datetime64` or `timedelta64` (a scalar, an element of an array
+/// read as an iterable, or an array of them, 0-d included), whose bytes are its count of
+/// its unit: taken as an item (a scalar exports them as 8 raw bytes), 2024-01-02 in days
+/// and the same instant in seconds (equal values to numpy) would be different items, and
+/// the filter would answer "absent" for an instant added in another unit. `None` for any
+/// other object. Only numpy's own types are looked at (their C names start "numpy."),
+/// without a call into Python for any other.
+pub(crate) fn not_a_time_item(value: &Bound<'_, PyAny>) -> Option<PyErr> {
+    // SAFETY: a live object's type, GIL held; `tp_name` is a NUL-terminated C string.
+    let type_name = unsafe { std::ffi::CStr::from_ptr((*ffi::Py_TYPE(value.as_ptr())).tp_name) };
+    let name = match type_name.to_bytes() {
+        b"numpy.datetime64" => "datetime64",
+        b"numpy.timedelta64" => "timedelta64",
+        b"numpy.ndarray" => {
+            let kind: String = value
+                .getattr("dtype")
+                .ok()?
+                .getattr("kind")
+                .ok()?
+                .extract()
+                .ok()?;
+            match kind.as_str() {
+                "M" => "datetime64",
+                "m" => "timedelta64",
+                _ => return None,
+            }
+        }
         _ => return None,
     };
     Some(PyTypeError::new_err(format!(
         "a numpy.{name} is not a bloomery item: its bytes are a count of its own unit, so an \
          equal time in another unit would be another item; pass ints of one unit, \
-         x.astype('{unit}').astype('int64') (for an array too)"
+         x.astype('{name}[ns]').astype('int64') (for an array too)"
     )))
 }
 
@@ -1100,6 +1112,11 @@ impl<'py> Source<'py> {
             return Err(PyTypeError::new_err(
                 "a str is one item, not a batch: use add(text), or a list of str",
             ));
+        }
+        // A time, or an array of them: not items, whether read as a buffer (item_size=),
+        // element by element or as one.
+        if let Some(error) = not_a_time_item(items) {
+            return Err(error);
         }
         if let Ok(buffer) = get_buffer(items) {
             if !buffer.is_c_contiguous() {

@@ -6,7 +6,7 @@
 //! the GIL released while the servers answer.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use bloomery::hash::xxh3_64_bytes;
@@ -58,7 +58,11 @@ impl From<Error> for Failure {
 /// runs signal handlers.
 static MAIN_THREAD: AtomicU64 = AtomicU64::new(0);
 
-/// Records Python's main thread (at import).
+/// The process whose main thread [`MAIN_THREAD`] is: a child forked from another thread
+/// has that thread as its main one (Python's `threading.main_thread()` says so there).
+static MAIN_PROCESS: AtomicU64 = AtomicU64::new(0);
+
+/// Records Python's main thread (at import, and in a forked child at its first need).
 pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
     let ident: u64 = py
         .import("threading")?
@@ -66,7 +70,89 @@ pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
         .getattr("ident")?
         .extract()?;
     MAIN_THREAD.store(ident, Ordering::Relaxed);
+    MAIN_PROCESS.store(u64::from(std::process::id()), Ordering::Relaxed);
     Ok(())
+}
+
+/// Whether this thread is Python's main thread, the one that runs signal handlers.
+fn on_main_thread() -> bool {
+    if MAIN_PROCESS.load(Ordering::Relaxed) != u64::from(std::process::id()) {
+        // A forked child: its main thread read anew (with the GIL, once).
+        let _ = Python::try_attach(init);
+    }
+    thread_ident() == MAIN_THREAD.load(Ordering::Relaxed)
+}
+
+/// The asynchronous signals, blocked on a thread while it is in a call of a sharded
+/// filter (all but those a fault raises, which cannot wait). Python's handlers interrupt
+/// the system call they arrive in (no `SA_RESTART`): a reply's read cut short by any
+/// signal with a handler (a `SIGUSR1`, a timer's `SIGALRM`) was taken for a lost
+/// connection, and a single `add` was sent again and raised "reply lost". Blocked, they
+/// wait, and the main thread lets them in between tries ([`deliver_pending_signals`]) and
+/// when the call ends.
+fn asynchronous_signals() -> libc::sigset_t {
+    // SAFETY: a set filled and trimmed by libc's own functions.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        for fault in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGTRAP,
+            libc::SIGSYS,
+            libc::SIGABRT,
+        ] {
+            libc::sigdelset(&mut set, fault);
+        }
+        set
+    }
+}
+
+thread_local! {
+    /// This thread's signal mask before the call that blocked the asynchronous signals.
+    static MASK_BEFORE: std::cell::Cell<Option<libc::sigset_t>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `work` with the asynchronous signals blocked on this thread ([`asynchronous_signals`]);
+/// the mask is as before when it returns, and a signal that came meanwhile is delivered
+/// then.
+fn with_signals_blocked<T>(work: impl FnOnce() -> T) -> T {
+    if MASK_BEFORE.get().is_some() {
+        return work(); // blocked already (a call within a call's setup)
+    }
+    let blocked = asynchronous_signals();
+    // SAFETY: sets and reads this thread's mask with valid sets.
+    let before = unsafe {
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, &mut before);
+        before
+    };
+    MASK_BEFORE.set(Some(before));
+    struct Restore(libc::sigset_t);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MASK_BEFORE.set(None);
+            // SAFETY: the mask this thread had before.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+        }
+    }
+    let _restore = Restore(before);
+    work()
+}
+
+/// Lets the signals that came while they were blocked in: their C handlers run (Python's
+/// marks them for its main thread to handle), then they are blocked again.
+fn deliver_pending_signals() {
+    if let Some(before) = MASK_BEFORE.get() {
+        let blocked = asynchronous_signals();
+        // SAFETY: this thread's mask, set to what it was and back.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+            libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, std::ptr::null_mut());
+        }
+    }
 }
 
 /// This thread's Python identity (`threading.get_ident()`), read without the GIL.
@@ -96,9 +182,10 @@ impl Signals {
             if closed.load(Ordering::Acquire) {
                 return true;
             }
-            if thread_ident() != MAIN_THREAD.load(Ordering::Relaxed) {
+            if !on_main_thread() {
                 return false;
             }
+            deliver_pending_signals();
             let handled = Python::try_attach(|py| py.check_signals());
             match handled {
                 Some(Err(error)) => {
@@ -165,8 +252,22 @@ const MAX_WAIT_SECONDS: u64 = 1_000_000_000_000;
 fn retry_for(seconds: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(seconds).map_err(|_| {
         PyValueError::new_err(format!(
-            "retry_seconds must be a finite number of seconds, 0 or more, got {seconds}"
+            "retry_seconds must be a finite number of seconds, 0 or more, got {seconds:?}"
         ))
+    })
+}
+
+/// `set_wait`'s timeout: from 0 (wait as long as it takes) to [`MAX_WAIT_SECONDS`]; Redis's
+/// `WAIT` refuses one that, added to the time now in milliseconds, passes 2^63 - 1. A
+/// positive one below a nanosecond is one (as 0 it meant for ever).
+fn wait_timeout(seconds: f64) -> Option<Duration> {
+    let timeout = Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|timeout| timeout.as_secs() <= MAX_WAIT_SECONDS)?;
+    Some(if seconds > 0.0 && timeout.is_zero() {
+        Duration::from_nanos(1)
+    } else {
+        timeout
     })
 }
 
@@ -176,8 +277,10 @@ fn parse_target(target: &str) -> PyResult<Target> {
 
 /// Connects to `target`, retrying for `retry`, and keeps retrying for `retry` later.
 fn connect(py: Python<'_>, target: &Target, retry: Duration, signals: &Signals) -> PyResult<Connection> {
-    py.detach(|| Connection::open_interruptible(target, retry, Some(signals.interrupt())))
-        .map_err(|error| signals.error(error))
+    py.detach(|| {
+        with_signals_blocked(|| Connection::open_interruptible(target, retry, Some(signals.interrupt())))
+    })
+    .map_err(|error| signals.error(error))
 }
 
 /// A filter spread over many keys (its shards) of a Redis server or a Redis Cluster that
@@ -218,7 +321,7 @@ pub struct PyShardedFilter {
     /// no wait) and the timeout in nanoseconds. Atomics, not under a lock that a fork
     /// could leave held.
     wait_replicas: AtomicU64,
-    wait_timeout_ns: AtomicU64,
+    wait_timeout_bits: AtomicU64,
     /// Signal handlers and `close`, for calls being retried.
     signals: Signals,
     name: String,
@@ -273,7 +376,7 @@ impl PyShardedFilter {
                 filter: Mutex::new(Some(filter)),
             }))),
             wait_replicas: AtomicU64::new(0),
-            wait_timeout_ns: AtomicU64::new(0),
+            wait_timeout_bits: AtomicU64::new(0f64.to_bits()),
             signals,
             shown: target.shown(),
             target,
@@ -300,28 +403,59 @@ impl PyShardedFilter {
         work: impl FnOnce(&mut ShardedFilter) -> bloomery_cluster::Result<T> + Send,
     ) -> Result<T, Failure> {
         py.detach(|| {
-            let client = self.client()?;
-            let me = thread_ident();
-            if client.owner.load(Ordering::Acquire) == me {
-                return Err(Failure::Reentered);
-            }
-            // A call that panicked part way left a client whose state is still its own.
-            let mut guard = client
-                .filter
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            // Closed by another thread while this call waited for the lock.
-            let filter = guard.as_mut().ok_or(Failure::Closed)?;
-            client.owner.store(me, Ordering::Release);
-            let done = work(filter);
-            client.owner.store(0, Ordering::Release);
-            if self.signals.closed() {
-                // Closed during the call, by a signal handler its retries ran (which could
-                // not take the lock this call held): its connections go now.
-                guard.take();
-            }
-            Ok(done?)
+            with_signals_blocked(|| {
+                let client = self.client()?;
+                let me = thread_ident();
+                if client.owner.load(Ordering::Acquire) == me {
+                    return Err(Failure::Reentered);
+                }
+                let mut guard = self.lock(client)?;
+                // Closed by another thread while this call waited for the lock: whoever holds
+                // the lock after a `close` (which does not wait for it) drops the connections.
+                if self.signals.closed() {
+                    guard.take();
+                }
+                let filter = guard.as_mut().ok_or(Failure::Closed)?;
+                client.owner.store(me, Ordering::Release);
+                let done = work(filter);
+                client.owner.store(0, Ordering::Release);
+                drop(guard);
+                // Closed during the call (by another thread, or a signal handler its retries
+                // ran): the connections go now, unless a call waiting took the lock first.
+                if self.signals.closed()
+                    && let Ok(mut guard) = client.filter.try_lock()
+                {
+                    guard.take();
+                }
+                Ok(done?)
+            })
         })
+    }
+
+    /// `client`'s lock, which another thread's call may hold (for as long as its retries,
+    /// or a `WAIT` with no timeout, take). The main thread waits in steps, asking between
+    /// them the filter's interrupt (Ctrl-C, `close`), which ends its wait: a call there
+    /// waited for the other call to end whatever Ctrl-C said.
+    fn lock<'a>(&self, client: &'a ProcessClient) -> Result<MutexGuard<'a, Option<ShardedFilter>>, Failure> {
+        // A call that panicked part way left a client whose state is still its own.
+        let mut tries = 0u32;
+        loop {
+            match client.filter.try_lock() {
+                Ok(guard) => return Ok(guard),
+                Err(TryLockError::Poisoned(poisoned)) => return Ok(poisoned.into_inner()),
+                Err(TryLockError::WouldBlock) if !on_main_thread() => {
+                    return Ok(client.filter.lock().unwrap_or_else(PoisonError::into_inner));
+                }
+                Err(TryLockError::WouldBlock) => {}
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            tries += 1;
+            if tries.is_multiple_of(50) && (self.signals.interrupt())() {
+                return Err(Failure::Client(Error::Interrupted(
+                    "waiting for another thread's call of this sharded filter".to_owned(),
+                )));
+            }
+        }
     }
 
     /// This process's client. In a child forked since the filter connected
@@ -359,7 +493,8 @@ impl PyShardedFilter {
             }
             let replicas = self.wait_replicas.load(Ordering::Relaxed);
             if replicas > 0 {
-                let timeout = Duration::from_nanos(self.wait_timeout_ns.load(Ordering::Relaxed));
+                let seconds = f64::from_bits(self.wait_timeout_bits.load(Ordering::Relaxed));
+                let timeout = wait_timeout(seconds).unwrap_or(Duration::ZERO);
                 filter.set_wait(usize::try_from(replicas).unwrap_or(usize::MAX), timeout);
             }
             let fresh = Box::into_raw(Box::new(ProcessClient {
@@ -484,7 +619,7 @@ impl PyShardedFilter {
         let signals = Signals::default();
         let connection = connect(py, &target, retry, &signals)?;
         let filter = py
-            .detach(|| ShardedFilter::open(connection, name))
+            .detach(|| with_signals_blocked(|| ShardedFilter::open(connection, name)))
             .map_err(|error| signals.error(error))?;
         Ok(Self::new(filter, target, given, retry, false, signals))
     }
@@ -525,7 +660,7 @@ impl PyShardedFilter {
         let signals = Signals::default();
         let connection = connect(py, &target, retry, &signals)?;
         let (filter, created) = py
-            .detach(|| ShardedFilter::create(connection, name, plan))
+            .detach(|| with_signals_blocked(|| ShardedFilter::create(connection, name, plan)))
             .map_err(|error| signals.error(error))?;
         Ok(Self::new(filter, target, given, retry, created, signals))
     }
@@ -593,26 +728,22 @@ impl PyShardedFilter {
     #[pyo3(signature = (replicas, timeout=10.0))]
     fn set_wait(&self, py: Python<'_>, replicas: IntArg, timeout: f64) -> PyResult<()> {
         let replicas = replicas.get("replicas", 0, i64::MAX as u64)?;
-        // Redis's WAIT refuses a timeout that, added to the time now in milliseconds,
-        // passes 2^63 - 1 (after the writes): 10^12 s at most, as the CLI's --wait-ms.
-        let timeout = Duration::try_from_secs_f64(timeout)
-            .ok()
-            .filter(|timeout| timeout.as_secs() <= MAX_WAIT_SECONDS)
-            .ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "timeout must be a number of seconds from 0 to {MAX_WAIT_SECONDS}, got {timeout}"
-                ))
-            })?;
+        let seconds = timeout;
+        let timeout = wait_timeout(seconds).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "timeout must be a number of seconds from 0 to {MAX_WAIT_SECONDS}, got {seconds:?}"
+            ))
+        })?;
         let replicas = usize::try_from(replicas).unwrap_or(usize::MAX);
-        self.wait_replicas.store(replicas as u64, Ordering::Relaxed);
-        self.wait_timeout_ns.store(
-            u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
         self.with_client(py, |filter| {
             filter.set_wait(replicas, timeout);
             Ok(())
-        })
+        })?;
+        // Kept for a client made anew (a forked child) and a pickle once the client took
+        // it: a refused call (closed, from a signal handler) changes nothing.
+        self.wait_replicas.store(replicas as u64, Ordering::Relaxed);
+        self.wait_timeout_bits.store(seconds.to_bits(), Ordering::Relaxed);
+        Ok(())
     }
 
     /// The keys of the shards that are missing (lost: deleted, evicted, flushed, a restart
@@ -647,15 +778,15 @@ impl PyShardedFilter {
         // signal handler run by a call of this thread that holds the lock: that call ends
         // at its next try and drops the connections itself. A call of another thread ends
         // at its next try too (its retries ask whether the filter was closed).
+        // A call of another thread holding the lock (retrying, or in a `WAIT` with no
+        // timeout): it drops the connections when it ends, and this does not wait for it.
         if record.pid == std::process::id() && record.owner.load(Ordering::Acquire) != thread_ident() {
-            py.detach(|| {
-                let connections = record
-                    .filter
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .take();
-                drop(connections);
-            });
+            let connections = match record.filter.try_lock() {
+                Ok(mut guard) => guard.take(),
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
+                Err(TryLockError::WouldBlock) => None,
+            };
+            py.detach(|| drop(connections));
         }
     }
 
@@ -691,7 +822,7 @@ impl PyShardedFilter {
             return Err(closed_error());
         }
         let reopen = slf.get_type().getattr("_reopen")?;
-        let timeout = Duration::from_nanos(this.wait_timeout_ns.load(Ordering::Relaxed)).as_secs_f64();
+        let timeout = f64::from_bits(this.wait_timeout_bits.load(Ordering::Relaxed));
         let args = (
             &this.given.0,
             &this.name,

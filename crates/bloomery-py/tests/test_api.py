@@ -889,7 +889,9 @@ def test_numpy_times_are_refused_as_items_their_bytes_count_their_unit():
     """A numpy datetime64 exports its count of its unit as 8 raw bytes: taken as an item,
     the same day added in days and asked for in seconds (equal to numpy) answered absent.
     Scalars, arrays (read element by element) and every call refuse them, saying how to
-    pass ints of one unit, which then find the same instant whatever unit it came in."""
+    pass ints of one unit, which then find the same instant whatever unit it came in. (As
+    bytes, `add_many(day, item_size=8)`, a scalar was still taken, and an array given as one
+    item or 0-d was numpy's "only integer scalar arrays" error.)"""
     day = np.datetime64("2024-01-02", "D")
     same_in_seconds = np.datetime64("2024-01-02T00:00:00", "s")
     assert day == same_in_seconds
@@ -899,9 +901,10 @@ def test_numpy_times_are_refused_as_items_their_bytes_count_their_unit():
         f = make()
         for time in times:
             batch = time if isinstance(time, np.ndarray) else [time]
-            calls = [lambda: f.add_many(batch), lambda: f.contains_many(batch), lambda: f.update(batch)]
-            if not isinstance(time, np.ndarray):
-                calls += [lambda: f.add(time), lambda: time in f]
+            calls = [lambda: f.add_many(batch), lambda: f.contains_many(batch), lambda: f.update(batch),
+                     lambda: f.add(time), lambda: time in f,  # an array as one item too
+                     lambda: f.add_many(time, item_size=8), lambda: f.contains_many(time, item_size=8),
+                     lambda: f.add(np.array(time.reshape(-1)[0] if isinstance(time, np.ndarray) else time))]  # 0-d
             for call in calls:
                 with pytest.raises(TypeError, match=r"numpy\.(datetime|timedelta)64 is not a bloomery item.*astype\('(datetime|timedelta)64\[ns\]'\)\.astype\('int64'\)"):
                     call()

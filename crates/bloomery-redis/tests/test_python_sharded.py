@@ -581,6 +581,116 @@ def test_a_call_retrying_on_a_server_that_is_down_ends_when_the_filter_is_closed
     assert isinstance(error, ValueError) and str(error) == "I/O operation on a closed filter", error
 
 
+def test_a_signal_with_a_handler_does_not_cut_a_reply_short(server):
+    """Python's handlers interrupt the system call they arrive in: a SIGUSR1 (or a timer's
+    SIGALRM) during a reply's read was taken for a lost connection, and a single add was
+    sent again and raised "the add's reply was lost" (found by a hunt). The signals wait
+    while a call reads, and the handler runs after it."""
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8)
+    watcher = server.client()
+    handled = []
+    previous = signal.signal(signal.SIGUSR1, lambda *_: handled.append(time.monotonic()))
+    try:
+        for n in range(3):
+            # The server sleeps 0.5 s on another connection: the add waits for its reply.
+            sleeper = threading.Thread(target=lambda: watcher.execute_command("DEBUG", "SLEEP", "0.5"))
+            sleeper.start()
+            time.sleep(0.05)
+            timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGUSR1))
+            timer.start()
+            assert made.add(f"new:{n}") is True
+            timer.join()
+            sleeper.join()
+        assert len(handled) == 3
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_ctrl_c_and_close_do_not_wait_for_another_threads_call(server):
+    """A call on the main thread waiting for the filter while another thread's call held
+    it (retrying, or in a WAIT with no timeout) took no Ctrl-C until that call ended, and
+    close() waited for it, for ever after set_wait(1, 0) on a server with no replica."""
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8, retry_seconds=60)
+    made.set_wait(1, 0)  # no replica: every add waits for ever
+    failures = []
+
+    def worker():
+        try:
+            made.add("waits")
+        except Exception as error:  # noqa: BLE001 (checked below)
+            failures.append(error)
+
+    thread = threading.Thread(target=worker, daemon=True)
+    thread.start()
+    time.sleep(0.3)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        made.add("main")
+    assert time.monotonic() - started < 3
+    timer.join()
+    started = time.monotonic()
+    made.close()
+    assert made.closed and time.monotonic() - started < 1
+    with pytest.raises(ValueError, match="closed"):
+        made.add("x")
+    assert thread.is_alive()  # still in its WAIT, as set_wait(1, 0) asked
+
+
+def test_set_wait_edges(server):
+    """A positive timeout below a nanosecond was 0 (wait for ever); a set_wait refused
+    (here from a signal handler during a call) still changed what pickles and forks use;
+    a timeout past what nanoseconds hold came back from a pickle shorter."""
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8, retry_seconds=30)
+    made.set_wait(1, 1e-10)
+    started = time.monotonic()
+    with pytest.raises(RedisError, match="replicas"):
+        made.add("x")
+    assert time.monotonic() - started < 2
+    made.set_wait(1, 1e12)
+    assert made.__reduce__()[1][4:] == (1, 1e12)
+    made.set_wait(0)
+    server.stop()
+    previous = signal.signal(signal.SIGUSR1, lambda *_: made.set_wait(1, 0.2))
+    try:
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGUSR1))
+        timer.start()
+        with pytest.raises(RuntimeError, match="a signal handler used this ShardedFilter"):
+            made.add("y")
+        timer.join()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert made.__reduce__()[1][4:] == (0, 10.0)
+
+
+def test_ctrl_c_ends_retries_in_a_child_forked_from_another_thread(server):
+    """A child forked from a thread other than the main one has that thread as its main
+    thread: the filter's retries there ran no signal handler (it compared with the parent's
+    main thread), and Ctrl-C waited out the retry time."""
+    made = ShardedFilter.create(url(server), "urls", 100_000, 0.01, min_shards=8, retry_seconds=30)
+    made.add("x")
+    server.stop()
+    statuses = []
+
+    def fork_here():
+        def child():
+            threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            started = time.monotonic()
+            try:
+                made.add("y")
+            except KeyboardInterrupt:
+                return time.monotonic() - started < 5
+            return False
+
+        statuses.append(in_forked_child(child, seconds=40))
+
+    thread = threading.Thread(target=fork_here)
+    thread.start()
+    thread.join()
+    assert statuses == [0], statuses
+
+
 def test_a_sharded_filter_on_a_cluster_from_python_and_the_cli(cluster):  # noqa: F811
     servers = cluster
     target = "redis+cluster://" + ",".join(f"127.0.0.1:{server.port}" for server in servers)
