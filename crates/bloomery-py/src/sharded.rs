@@ -300,9 +300,8 @@ fn connect(py: Python<'_>, target: &Target, retry: Duration, signals: &Signals) 
 /// A failure worth retrying (a failover, slots moving, a lost connection) is retried for
 /// ``retry_seconds``; after that, and for other failures, a call raises ``RedisError``.
 /// Ctrl-C ends a call between two tries (``KeyboardInterrupt``), and a batch between two
-/// round trips. A
-/// batch add that fails part way has added the items of its earlier round trips (its
-/// error's note says how many).
+/// round trips. A batch add that fails part way has added the items of its earlier round
+/// trips (its error's note says how many).
 ///
 /// .. code-block:: python
 ///
@@ -767,20 +766,18 @@ impl PyShardedFilter {
     }
 
     /// Closes the connections to the servers; a call after it raises ``ValueError``.
-    /// Closing a closed filter does nothing. A call running in another thread ends first
-    /// (a batch's next round trip then raises, noting what it added).
+    /// Closing a closed filter does nothing. It does not wait for a call running meanwhile
+    /// (in another thread, or the one whose retries ran the signal handler closing it):
+    /// that call ends at its next try (a batch raises, noting what it added) and drops
+    /// the connections.
     fn close(&self, py: Python<'_>) {
         self.signals.closed.store(true, Ordering::Release);
         let current = self.current.load(Ordering::Acquire);
         // SAFETY: never null; freed only by `Drop`, which no call outlives.
         let record = unsafe { &*current };
         // A forked child's record is its parent's (connections and lock): left alone. A
-        // signal handler run by a call of this thread that holds the lock: that call ends
-        // at its next try and drops the connections itself. A call of another thread ends
-        // at its next try too (its retries ask whether the filter was closed).
-        // A call of another thread holding the lock (retrying, or in a `WAIT` with no
-        // timeout): it drops the connections when it ends, and this does not wait for it.
-        if record.pid == std::process::id() && record.owner.load(Ordering::Acquire) != thread_ident() {
+        // lock held, by whichever thread, is a call's that drops the connections (`run`).
+        if record.pid == std::process::id() {
             let connections = match record.filter.try_lock() {
                 Ok(mut guard) => guard.take(),
                 Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),

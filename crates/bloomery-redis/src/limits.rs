@@ -181,9 +181,14 @@ static DEFAULTS_LOADED: AtomicBool = AtomicBool::new(false);
 /// Checks the defaults the module loaded with, together (see the module docs above), and
 /// from then on each change with the others. An `Err` with the reason stops the load.
 pub fn check_loaded_defaults() -> Result<(), String> {
-    crate::commands::check_defaults(default_error_rate(), default_initial_size(), redisbloom_layout())?;
+    check_current_defaults()?;
     DEFAULTS_LOADED.store(true, Ordering::Relaxed);
     Ok(())
+}
+
+/// Whether a filter can be made from the defaults as they are now.
+fn check_current_defaults() -> Result<(), String> {
+    crate::commands::check_defaults(default_error_rate(), default_initial_size(), redisbloom_layout())
 }
 
 /// The apply callback of the defaults' configurations: after a `CONFIG SET` has set each
@@ -199,7 +204,7 @@ unsafe extern "C" fn apply_defaults(
     if !DEFAULTS_LOADED.load(Ordering::Relaxed) {
         return raw::REDISMODULE_OK as c_int;
     }
-    match crate::commands::check_defaults(default_error_rate(), default_initial_size(), redisbloom_layout()) {
+    match check_current_defaults() {
         Ok(()) => raw::REDISMODULE_OK as c_int,
         // SAFETY: `error` is the slot Redis passed.
         Err(why) => unsafe { refuse(error, &why) },
