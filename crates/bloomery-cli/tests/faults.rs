@@ -2639,8 +2639,9 @@ fn a_killed_writers_spill_file_is_removed_by_the_next_add() {
     // A process id no process has (above Linux's largest, 2^22); this test's own is live.
     let dead = dir.path().join(".big.bloom.4294967295.spill-3.tmp");
     let live = format!(".big.bloom.{}.spill-0.tmp", std::process::id());
-    fs::write(&dead, b"hashes").unwrap();
-    fs::write(dir.path().join(&live), b"hashes").unwrap();
+    // Killed between its making and its unlinking, a spill file is empty.
+    fs::write(&dead, b"").unwrap();
+    fs::write(dir.path().join(&live), b"").unwrap();
     let items: String = (0..50_000).map(|i| format!("spilled {i}\n")).collect();
     let mut child = bloomery()
         .arg("add")

@@ -424,11 +424,15 @@ def test_writers_remove_the_temporary_files_of_killed_writers(cli, tmp_path, wri
     finished.wait()
     dead_pid = finished.pid  # a process that is gone
     live = subprocess.Popen(["sleep", "60"])
+    # Its unique number is the nanoseconds since the epoch when it was made: a file named
+    # so but changed far from that time is not a leftover (a user's file), and is kept.
+    made = f"{time.time_ns():x}"
     try:
-        stale = tmp_path / f".f.bloom.{dead_pid}.1a2b.tmp"
-        kept = tmp_path / f".f.bloom.{live.pid}.3c4d.tmp"
-        other = tmp_path / f".g.bloom.{dead_pid}.5e6f.tmp"  # another filter's
-        for leftover in (stale, kept, other):
+        stale = tmp_path / f".f.bloom.{dead_pid}.{made}.tmp"
+        kept = tmp_path / f".f.bloom.{live.pid}.{made}.tmp"
+        other = tmp_path / f".g.bloom.{dead_pid}.{made}.tmp"  # another filter's
+        users = tmp_path / f".f.bloom.{dead_pid}.1a2b.tmp"
+        for leftover in (stale, kept, other, users):
             leftover.write_bytes(b"partial")
         if writer == "save":
             BloomFilter(100).save(path)
@@ -436,7 +440,7 @@ def test_writers_remove_the_temporary_files_of_killed_writers(cli, tmp_path, wri
             cli("add", path, "x")
         else:
             BloomFilter.open(path, writer).close()
-        assert not stale.exists() and kept.exists() and other.exists()
+        assert not stale.exists() and kept.exists() and other.exists() and users.exists()
     finally:
         live.kill()
         live.wait()

@@ -820,6 +820,13 @@ pub fn lock_for_update_with<E: From<io::Error>>(
 /// that writers which were killed left: those whose process is gone (`/proc/PID` absent; nothing where there is no
 /// `/proc`). To be called under the writers' lock of `target`, so that no live writer of
 /// this filter can be using one.
+///
+/// Only files that are such leftovers by more than their names: a [`TempFile`] whose
+/// unique number (the nanoseconds since the epoch when it was made) is within a day
+/// before, or 30 days after, its last change, and a spill file that is empty (it is
+/// unlinked before anything is written to it). Any other file named so (a user's copy
+/// of a filter called `.NAME.4000000.abc.tmp`) is left alone: such a name once was
+/// enough, and a writer of `NAME` deleted the filter.
 pub fn remove_stale_temporaries(target: &Path) {
     if !Path::new("/proc/self").exists() {
         return;
@@ -855,17 +862,43 @@ pub fn remove_stale_temporaries(target: &Path) {
                     }
                 })
         };
-        let ours = match unique.strip_prefix(SPILL) {
+        let named = match unique.strip_prefix(SPILL) {
             Some(index) => digits(index, false),
             None => digits(unique, true),
         };
-        let (Ok(pid), true) = (pid.parse::<u32>(), ours) else {
+        let (Ok(pid), true) = (pid.parse::<u32>(), named) else {
             continue;
         };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        // Not followed: a symbolic link so named is not a leftover either.
+        let Ok(metadata) = fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        let leftover = metadata.is_file()
+            && match unique.strip_prefix(SPILL) {
+                Some(_) => metadata.len() == 0,
+                None => u64::from_str_radix(unique, 16)
+                    .is_ok_and(|made| made_when_changed(made, metadata.modified().ok())),
+            };
+        if leftover {
             let _ = fs::remove_file(entry.path());
         }
     }
+}
+
+/// Whether a [`TempFile`] whose unique number is `made` (nanoseconds since the epoch) and
+/// whose last change was at `changed` is what its name says: changed at most a day before
+/// it was made (the file system's clock may lag the process's a little) and at most 30
+/// days after (a writer filling a very large file, or a clock set back, keeps it).
+fn made_when_changed(made: u64, changed: Option<SystemTime>) -> bool {
+    const DAY: u64 = 86_400 * 1_000_000_000;
+    let Some(changed) = changed.and_then(|changed| changed.duration_since(UNIX_EPOCH).ok()) else {
+        return false;
+    };
+    let changed = u64::try_from(changed.as_nanos()).unwrap_or(u64::MAX);
+    changed >= made.saturating_sub(DAY) && changed <= made.saturating_add(30 * DAY)
 }
 
 /// Whether the payload of `file` (described by its checked `header`) may be updated in
@@ -1446,6 +1479,47 @@ mod tests {
         assert_eq!(cgroup_headroom("", root.path()), None);
     }
 
+    /// Files named like a killed writer's temporary files but that are not (a user's copy of
+    /// a filter, a spill-named file with data, a link) are not removed: the name alone once
+    /// was enough, and a writer of `x` deleted a filter called `.x.4000000.abc.tmp`.
+    #[test]
+    fn only_real_leftovers_are_removed_not_files_named_like_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("x");
+        fs::write(&target, b"filter").unwrap();
+        let kept = [
+            ".x.4000000.abc.tmp",
+            ".x.4294967295.1.tmp",
+            ".x.4294967295.spill-3.tmp",
+        ]
+        .map(|name| dir.path().join(name));
+        for path in &kept {
+            fs::write(path, b"a user's filter").unwrap();
+        }
+        // A temporary file's name, its number 40 days before now: not made when changed.
+        let old = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+            - 40 * 86_400 * 1_000_000_000;
+        let aged = dir.path().join(format!(".x.4294967295.{old:x}.tmp"));
+        fs::write(&aged, b"a user's filter").unwrap();
+        // A link named as a leftover, to a file of its own.
+        let link = dir.path().join(format!(".x.4294967295.{}.tmp", now_hex()));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        // Real leftovers beside them: a temporary file made now, an empty spill file.
+        let leftovers = [
+            dir.path().join(format!(".x.4294967295.{}.tmp", now_hex())),
+            dir.path().join(".x.4294967295.spill-4.tmp"),
+        ];
+        fs::write(&leftovers[0], b"partial").unwrap();
+        fs::write(&leftovers[1], b"").unwrap();
+        drop(lock_for_update(&target).unwrap().expect("nothing replaced it"));
+        for path in kept.iter().chain([&aged, &link]) {
+            assert!(fs::symlink_metadata(path).is_ok(), "{path:?} was removed");
+        }
+        if Path::new("/proc/self").exists() {
+            assert!(leftovers.iter().all(|path| !path.exists()));
+        }
+    }
+
     /// A name of 226 to 255 bytes made a temporary name past 255 ("File name too long"):
     /// its temporary files now take a shortened name, which the stale files' removal knows,
     /// and which tells apart two long names that start alike.
@@ -1471,15 +1545,24 @@ mod tests {
         let part = temporary_name_part(&target);
         assert_eq!(part.len(), TEMPORARY_PART_MAX);
         assert_ne!(part, temporary_name_part(&sibling));
-        let stale = dir.path().join(format!(".{part}.4294967295.1.tmp"));
+        let now = now_hex();
+        let stale = dir.path().join(format!(".{part}.4294967295.{now}.tmp"));
         let siblings = dir
             .path()
-            .join(format!(".{}.4294967295.1.tmp", temporary_name_part(&sibling)));
+            .join(format!(".{}.4294967295.{now}.tmp", temporary_name_part(&sibling)));
         fs::write(&stale, b"partial").unwrap();
         fs::write(&siblings, b"partial").unwrap();
         drop(lock_for_update(&target).unwrap().expect("nothing replaced it"));
         assert_eq!(stale.exists(), !Path::new("/proc/self").exists());
         assert!(siblings.exists());
+    }
+
+    /// A [`TempFile`]'s unique number made now.
+    fn now_hex() -> String {
+        format!(
+            "{:x}",
+            SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+        )
     }
 
     #[test]
@@ -1488,7 +1571,7 @@ mod tests {
         let target = dir.path().join("f.bloom");
         fs::write(&target, b"filter").unwrap();
         // A process id no process has (above Linux's largest, 2^22).
-        let stale = dir.path().join(".f.bloom.4294967295.1.tmp");
+        let stale = dir.path().join(format!(".f.bloom.4294967295.{}.tmp", now_hex()));
         fs::write(&stale, b"partial").unwrap();
         // A temporary file of the sibling filter `f.bloom.7`, which this lock does not cover.
         let siblings = dir.path().join(".f.bloom.7.4294967295.1.tmp");
@@ -1504,8 +1587,9 @@ mod tests {
             dir.path().join(".f.bloom.7.4294967295.spill-3.tmp"),
             dir.path().join(".f.bloom.7.spill-1.4294967295.1.tmp"),
         ];
+        // (Killed between its making and its unlinking, it is empty.)
         for path in [&stale_spill, &live_spill].into_iter().chain(&sibling_spills) {
-            fs::write(path, b"hashes").unwrap();
+            fs::write(path, b"").unwrap();
         }
         let (held, _) = lock_for_update(&target).unwrap().expect("nothing replaced it");
         assert_eq!(stale.exists(), !Path::new("/proc/self").exists());
