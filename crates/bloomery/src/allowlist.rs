@@ -110,9 +110,15 @@ impl AllowlistedBloomFilter {
     }
 
     /// Lists `item` as a known false positive: from now on it answers "absent". Returns
-    /// false (and lists nothing) when the filter already answers "absent" for it.
+    /// false (and lists nothing) when the filter already answers "absent" for it, when it
+    /// is listed already, or when its bytes are 4 GiB or more (a file stores a listed
+    /// item's length as a u32: it keeps answering "present").
     pub fn allow<T: Funnel + ?Sized>(&mut self, item: &T) -> bool {
-        self.filter.contains(item) && self.allowed.insert(funnel_bytes(item))
+        if !self.filter.contains(item) {
+            return false;
+        }
+        let bytes = funnel_bytes(item);
+        u32::try_from(bytes.len()).is_ok() && self.allowed.insert(bytes)
     }
 
     /// Whether `item` might be in the set: in the filter and not listed.

@@ -406,7 +406,10 @@ impl ScalableBloomFilter {
 
 /// Capacity and false-positive probability of sub-filter `index` of a filter starting at
 /// `initial_capacity` items and `fpp`: `fpp · (1 - tightening) · tightening^index` for a
-/// scaling filter, `fpp` itself for a non-scaling one (its only sub-filter).
+/// scaling filter, `fpp` itself for a non-scaling one (its only sub-filter). The power is
+/// `index` multiplications by `tightening` in turn, from 1 (docs/format.md's rule, so
+/// that every writer sizes a new sub-filter alike: `powi`'s rounding is unspecified, and
+/// with `tightening` 0.8 it differs from this from `index` 4 on).
 ///
 /// ```
 /// use bloomery::ScalableOptions;
@@ -415,6 +418,10 @@ impl ScalableBloomFilter {
 /// let options = ScalableOptions::default(); // expansion 2, tightening 0.5
 /// assert_eq!(sub_filter_params(1_000, 0.01, &options, 0), (1_000, 0.005));
 /// assert_eq!(sub_filter_params(1_000, 0.01, &options, 3), (8_000, 0.000625));
+/// // The scalable blocked filter's tightening, 0.8: multiplied in turn.
+/// let blocked = ScalableOptions::for_blocked();
+/// let (_, fpp) = sub_filter_params(1_000, 0.01, &blocked, 4);
+/// assert_eq!(fpp, 0.01 * (1.0 - 0.8) * (0.8 * 0.8 * 0.8 * 0.8));
 /// ```
 pub fn sub_filter_params(
     initial_capacity: u64,
@@ -427,7 +434,7 @@ pub fn sub_filter_params(
     // A non-scaling filter has one sub-filter, which may take the whole rate (as
     // RedisBloom's NONSCALING filters do); a scaling one splits it over the series.
     let fpp = if options.scaling {
-        fpp * (1.0 - options.tightening) * options.tightening.powi(index as i32)
+        fpp * (1.0 - options.tightening) * (0..index).fold(1.0, |power, _| power * options.tightening)
     } else {
         fpp
     };

@@ -515,7 +515,15 @@ fn poisson_block_rate(num_blocks: u64, num_items: u64, word_bits: f64, key_floor
         } else {
             0.0
         };
-        let bits = (1.0 - word_miss.powf(x as f64)).powi(BLOCK_LANES as i32);
+        // The eighth power (one bit in each of the 8 lanes) squared three times, as
+        // docs/format.md says (`powi`'s rounding is unspecified).
+        const _: () = assert!(BLOCK_LANES == 8);
+        let lane = 1.0 - word_miss.powf(x as f64);
+        let bits = {
+            let squared = lane * lane;
+            let fourth = squared * squared;
+            fourth * fourth
+        };
         rate += probability * (same_key + (1.0 - same_key) * bits);
     }
     rate.min(1.0)

@@ -1048,7 +1048,7 @@ class RedisBloomFilter:
                 raise ValueError(f"redisbloom: link {i} hashes {link.hashes} do not match bpe")
             if link.hashes < 1:
                 raise ValueError(f"redisbloom: link {i} has no hash functions")
-            cap = math.ceil(0.693147180559945 * abs(math.log(link.error)) / 0.480453013918201) + 1
+            cap = math.ceil(0.693147180559945 * (abs(math.log(link.error)) / 0.480453013918201)) + 1
             if link.hashes > cap:
                 raise ValueError(f"redisbloom: link {i} hashes {link.hashes} exceed {cap}, what its error makes")
             offset += link.bytes_len
@@ -1280,10 +1280,14 @@ def build_file(variant: int, params: bytes, payload: bytes, version: int = WRITE
 
 
 def _sub_filter_rate(fpp: float, tightening: float, scaling: int, i: int) -> float:
-    """Sub-filter ``i``'s rate (sections "4: scalable", "10: scalable-blocked")."""
+    """Sub-filter ``i``'s rate (sections "4: scalable", "10: scalable-blocked"): the power
+    is ``i`` multiplications in turn, from 1 (``**`` rounds otherwise)."""
     if not scaling:
         return fpp
-    return fpp * (1.0 - tightening) * tightening**i
+    power = 1.0
+    for _ in range(i):
+        power *= tightening
+    return fpp * (1.0 - tightening) * power
 
 
 class Refused(ValueError):

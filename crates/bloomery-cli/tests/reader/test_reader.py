@@ -730,7 +730,7 @@ def _edge_files(library_dir: Path, cli_dir: Path) -> dict[str, tuple[bytes, bool
     cases["classic as version 1"] = (build(1, params, payload, version=1), True)
     cases["version 0"] = (build(1, params, payload, version=0), False)
     cases["version 3"] = (build(1, params, payload, version=3), False)
-    cases["unknown variant 9"] = (build(9, params, payload), False)
+    cases["unknown variant 11"] = (build(11, params, payload), False)
     cases["unknown variant 0"] = (build(0, params, payload), False)
     cases["P longer than the parameters"] = (build(1, params + bytes(4), payload), False)
     cases["P shorter than the parameters"] = (build(1, params[:2], payload), False)
@@ -801,17 +801,24 @@ def _edge_files(library_dir: Path, cli_dir: Path) -> dict[str, tuple[bytes, bool
     # first link's fields at 20 (bytes, bits, size u64; error, bpe f64; hashes u32; ...).
     _, rbparams, rbpayload = split_file((cli_dir / "redisbloom.bloom").read_bytes())
 
-    def chain(growth=None, bpe=None, hashes=None):
+    def chain(growth=None, bpe=None, hashes=None, error=None):
         payload = bytearray(rbpayload)
         if growth is not None:
             struct.pack_into("<I", payload, 16, growth)
         if bpe is not None:
             struct.pack_into("<dI", payload, 20 + 32, bpe, hashes)
+        if error is not None:
+            struct.pack_into("<d", payload, 20 + 24, error)
         return build(9, rbparams, bytes(payload))
 
     cases["redisbloom growth 0"] = (chain(growth=0), True)
     cases["redisbloom hashes over its error's"] = (chain(bpe=1000.0, hashes=694), False)
     cases["redisbloom hashes 0"] = (chain(bpe=-0.5, hashes=0), False)
+    # The bound divides first: for this error it is ceil(3.0) + 1 = 4; multiplying first
+    # gives ceil(3.0000000000000004) + 1 = 5 (bpe 7 makes 5 hashes, bpe 5 makes 4).
+    odd = 0.12500000000000006
+    cases["redisbloom hashes one over the bound"] = (chain(error=odd, bpe=7.0, hashes=5), False)
+    cases["redisbloom hashes at the bound"] = (chain(error=odd, bpe=5.0, hashes=4), True)
 
     _, rparams, rpayload = split_file((cli_dir / "rotating.bloom").read_bytes())
     head = struct.unpack_from("<IQdQI", rparams)
@@ -849,7 +856,7 @@ def edge_files(library_dir, cli_dir):
 
 
 EDGE_NAMES = [
-    "classic as version 1", "version 0", "version 3", "unknown variant 9", "unknown variant 0",
+    "classic as version 1", "version 0", "version 3", "unknown variant 11", "unknown variant 0",
     "P longer than the parameters", "P shorter than the parameters", "num_hashes 0",
     "num_hashes 255", "num_hashes 256", "classic payload not whole words",
     "classic empty payload", "one byte too many", "one byte too few", "P 65537",
@@ -868,6 +875,7 @@ EDGE_NAMES = [
     "blocked sizing cut short", "counting odd high nibble not zero",
     "counting odd high nibble zero", "redisbloom growth 0",
     "redisbloom hashes over its error's", "redisbloom hashes 0",
+    "redisbloom hashes one over the bound", "redisbloom hashes at the bound",
 ]  # fmt: skip
 
 

@@ -23,10 +23,12 @@ impl super::TryClone for CounterVec {
 }
 
 impl CounterVec {
-    /// `len` counters at zero.
+    /// `len` counters at zero. Panics when their bytes exceed the address space (as a
+    /// `Vec` does; [`try_zeroed`](Self::try_zeroed) answers an error instead).
     pub fn zeroed(len: u64) -> Self {
+        let bytes = usize::try_from(len.div_ceil(2)).expect("the counters' bytes exceed the address space");
         Self {
-            bytes: vec![0; len.div_ceil(2) as usize],
+            bytes: vec![0; bytes],
             len,
         }
     }
@@ -70,9 +72,11 @@ impl CounterVec {
         self.len == 0
     }
 
-    /// Counter `index`.
+    /// Counter `index`. Panics unless `index < len()` (an odd count's last byte has a
+    /// spare nibble, which is not a counter).
     #[inline]
     pub fn get(&self, index: u64) -> u8 {
+        assert!(index < self.len, "counter {index} of {}", self.len);
         let byte = self.bytes[(index / 2) as usize];
         if index.is_multiple_of(2) {
             byte & 0x0f
@@ -83,6 +87,7 @@ impl CounterVec {
 
     #[inline]
     fn put(&mut self, index: u64, value: u8) {
+        assert!(index < self.len, "counter {index} of {}", self.len);
         let byte = &mut self.bytes[(index / 2) as usize];
         *byte = if index.is_multiple_of(2) {
             (*byte & 0xf0) | value
@@ -91,7 +96,7 @@ impl CounterVec {
         };
     }
 
-    /// Adds one unless saturated; returns the value before.
+    /// Adds one unless saturated; returns the value before. Panics unless `index < len()`.
     #[inline]
     pub fn increment(&mut self, index: u64) -> u8 {
         let value = self.get(index);
@@ -101,7 +106,7 @@ impl CounterVec {
         value
     }
 
-    /// Takes one away unless saturated or zero.
+    /// Takes one away unless saturated or zero. Panics unless `index < len()`.
     #[inline]
     pub fn decrement(&mut self, index: u64) {
         let value = self.get(index);
@@ -170,6 +175,17 @@ mod tests {
         }
         assert_eq!(counters.get(0), SATURATED);
         assert_eq!(counters.saturated(), 1);
+    }
+
+    #[test]
+    fn the_spare_nibble_of_an_odd_count_is_not_a_counter() {
+        // Three counters in two bytes: index 3 is the last byte's unused high nibble,
+        // which `from_bytes` requires to be zero. Writing it made bytes the type refuses.
+        let mut counters = CounterVec::zeroed(3);
+        let touched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| counters.increment(3)));
+        assert!(touched.is_err());
+        assert!(CounterVec::from_bytes(counters.as_bytes().to_vec(), 3).is_some());
+        assert!(std::panic::catch_unwind(|| CounterVec::zeroed(3).get(3)).is_err());
     }
 
     #[test]
