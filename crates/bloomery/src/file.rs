@@ -823,7 +823,7 @@ pub fn lock_for_update_with<E: From<io::Error>>(
 ///
 /// Only files that are such leftovers by more than their names: a [`TempFile`] whose
 /// unique number (the nanoseconds since the epoch when it was made) is within a day
-/// before, or 30 days after, its last change, and a spill file that is empty (it is
+/// before, or 30 days after, its birth or its last change, and a spill file that is empty (it is
 /// unlinked before anything is written to it). Any other file named so (a user's copy
 /// of a filter called `.NAME.4000000.abc.tmp`) is left alone: such a name once was
 /// enough, and a writer of `NAME` deleted the filter.
@@ -879,8 +879,11 @@ pub fn remove_stale_temporaries(target: &Path) {
         let leftover = metadata.is_file()
             && match unique.strip_prefix(SPILL) {
                 Some(_) => metadata.len() == 0,
-                None => u64::from_str_radix(unique, 16)
-                    .is_ok_and(|made| made_when_changed(made, metadata.modified().ok())),
+                None => u64::from_str_radix(unique, 16).is_ok_and(|made| {
+                    [metadata.created(), metadata.modified()]
+                        .into_iter()
+                        .any(|time| made_about(made, time.ok()))
+                }),
             };
         if leftover {
             let _ = fs::remove_file(entry.path());
@@ -888,17 +891,18 @@ pub fn remove_stale_temporaries(target: &Path) {
     }
 }
 
-/// Whether a [`TempFile`] whose unique number is `made` (nanoseconds since the epoch) and
-/// whose last change was at `changed` is what its name says: changed at most a day before
-/// it was made (the file system's clock may lag the process's a little) and at most 30
-/// days after (a writer filling a very large file, or a clock set back, keeps it).
-fn made_when_changed(made: u64, changed: Option<SystemTime>) -> bool {
+/// Whether `time`, a [`TempFile`]'s birth or last change, fits its unique number `made`
+/// (nanoseconds since the epoch when it was made): at most a day before it (the file
+/// system's clock may lag the process's a little) and at most 30 days after (a writer
+/// filling a very large file). Either time will do, so a clock stepped during a fill, or
+/// a copy that did not keep the times, leaves the other to tell.
+fn made_about(made: u64, time: Option<SystemTime>) -> bool {
     const DAY: u64 = 86_400 * 1_000_000_000;
-    let Some(changed) = changed.and_then(|changed| changed.duration_since(UNIX_EPOCH).ok()) else {
+    let Some(time) = time.and_then(|time| time.duration_since(UNIX_EPOCH).ok()) else {
         return false;
     };
-    let changed = u64::try_from(changed.as_nanos()).unwrap_or(u64::MAX);
-    changed >= made.saturating_sub(DAY) && changed <= made.saturating_add(30 * DAY)
+    let time = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+    time >= made.saturating_sub(DAY) && time <= made.saturating_add(30 * DAY)
 }
 
 /// Whether the payload of `file` (described by its checked `header`) may be updated in
@@ -1511,6 +1515,18 @@ mod tests {
         ];
         fs::write(&leftovers[0], b"partial").unwrap();
         fs::write(&leftovers[1], b"").unwrap();
+        // Its last change 50 days after it was made (a clock stepped during a fill): its
+        // birth, where the file system records one, still tells.
+        let born = fs::metadata(&leftovers[0]).unwrap().created().is_ok();
+        if born {
+            let later = SystemTime::now() + std::time::Duration::from_secs(50 * 86_400);
+            File::options()
+                .write(true)
+                .open(&leftovers[0])
+                .unwrap()
+                .set_modified(later)
+                .unwrap();
+        }
         drop(lock_for_update(&target).unwrap().expect("nothing replaced it"));
         for path in kept.iter().chain([&aged, &link]) {
             assert!(fs::symlink_metadata(path).is_ok(), "{path:?} was removed");
@@ -1574,7 +1590,9 @@ mod tests {
         let stale = dir.path().join(format!(".f.bloom.4294967295.{}.tmp", now_hex()));
         fs::write(&stale, b"partial").unwrap();
         // A temporary file of the sibling filter `f.bloom.7`, which this lock does not cover.
-        let siblings = dir.path().join(".f.bloom.7.4294967295.1.tmp");
+        let siblings = dir
+            .path()
+            .join(format!(".f.bloom.7.4294967295.{}.tmp", now_hex()));
         fs::write(&siblings, b"partial").unwrap();
         // A spill file a killed add left (between its creation and its unlinking), and one
         // of a live writer (this process), which stays; and spill files of the siblings
