@@ -19,8 +19,11 @@ use crate::items::{ItemFormat, for_each_item};
 use crate::progress::Progress;
 use crate::{Command, ItemArgs, SizeArgs, SpaceArgs, given_size_options};
 
-/// Where a sharded filter lives, and how to write to it.
+/// Where a sharded filter lives, and how to write to it. Global options (clap lists them
+/// under every command), under a heading that names the commands taking them: the others
+/// refuse them by name.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Sharded filter on Redis (create, add, check, dedup and info only)")]
 pub struct RemoteArgs {
     /// Use the sharded filter NAME on this Redis server (redis://HOST:PORT) instead of a
     /// file: FILE (for dedup, --filter) is the filter's name. create, add, check, dedup

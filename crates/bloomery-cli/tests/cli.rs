@@ -2223,4 +2223,12 @@ fn usage_errors_are_status_2_and_the_helps_say_the_statuses() {
         let help = stdout_of(bloomery().arg(subcommand).arg("--help"));
         assert!(help.replace('\n', " ").contains(said), "{subcommand}: {help}");
     }
+    // The Redis options are global, so clap lists them under every command: under a
+    // heading naming the commands that take them (`verify --help` listed `--redis` among
+    // its own options, and `verify` refuses it).
+    let help = stdout_of(bloomery().args(["verify", "--help"]));
+    let (own, remote) = help
+        .split_once("Sharded filter on Redis (create, add, check, dedup and info only):")
+        .expect("the heading");
+    assert!(!own.contains("--redis") && remote.contains("--redis"), "{help}");
 }

@@ -1010,6 +1010,27 @@ pub fn noted_added(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
     noted(py, error, note)
 }
 
+/// The note of a batch add that a signal's handler (Ctrl-C's `KeyboardInterrupt`) ended
+/// between two chunks, after `added` of the call's items went in.
+pub fn interrupted_note(added: usize) -> String {
+    match added {
+        0 => "no item of this call was added: it was interrupted before the first".to_owned(),
+        1 => "the 1 item of this call before the interruption was added, the rest were not".to_owned(),
+        _ => format!("the {added} items of this call before the interruption were added, the rest were not"),
+    }
+}
+
+/// Runs the handlers of signals that came during a batch, between its chunks (a batch of
+/// 10^8 items took Ctrl-C only once it ended): an error when one raises, noted with how
+/// many of the call's items were added (`added`, `None` for a lookup, which changed
+/// nothing).
+pub fn check_signals_between_chunks(py: Python<'_>, added: Option<usize>) -> PyResult<()> {
+    py.check_signals().map_err(|error| match added {
+        Some(added) => noted(py, error, interrupted_note(added)),
+        None => error,
+    })
+}
+
 /// `error`, of an argument of `update` that is not a batch of items, with a note saying how
 /// many items of the call's iterables before it were added: none were tried from it.
 fn noted_bad_argument(py: Python<'_>, error: PyErr, added: usize) -> PyErr {

@@ -870,7 +870,7 @@ impl PyBloomFilter {
                     })
                     .map_err(|error| noted_if_closed(py, error, added))?;
                 added += hashes.len();
-                Ok(())
+                items::check_signals_between_chunks(py, Some(added))
             });
         }
         let mut chunk = Chunk::new();
@@ -896,6 +896,7 @@ impl PyBloomFilter {
             if copied == 0 {
                 return Ok(position);
             }
+            items::check_signals_between_chunks(py, Some(before + position))?;
         }
     }
 
@@ -941,7 +942,8 @@ impl PyBloomFilter {
                     };
                     blocked_with_seed(filter, seed)?.contains_hash_batch(hashes, answers);
                     Ok(())
-                })
+                })?;
+                items::check_signals_between_chunks(py, None)
             })?;
             return Ok(results);
         }
@@ -963,6 +965,7 @@ impl PyBloomFilter {
             } else {
                 self.shared.read(py, look_up)?;
             }
+            items::check_signals_between_chunks(py, None)?;
         }
         Ok(results)
     }
@@ -1984,9 +1987,11 @@ impl PyConcurrentBloomFilter {
     /// its atomic ORs).
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>, before: usize) -> PyResult<usize> {
         if let Atomic::Blocked(filter) = &self.filter {
+            let mut added = before;
             return source.for_each_hashed(py, filter.seed(), Some(before), |hashes| {
                 py.detach(|| filter.insert_hash_batch(hashes));
-                Ok(())
+                added += hashes.len();
+                items::check_signals_between_chunks(py, Some(added))
             });
         }
         let mut chunk = Chunk::new();
@@ -2007,6 +2012,7 @@ impl PyConcurrentBloomFilter {
             if copied == 0 {
                 return Ok(position);
             }
+            items::check_signals_between_chunks(py, Some(before + position))?;
         }
     }
 
@@ -2089,7 +2095,7 @@ impl PyConcurrentBloomFilter {
             // Hashed as read, looked up by the filter's batch call (prefetching ahead).
             source.lookup_hashed(py, filter.seed(), &mut results, |hashes, answers| {
                 py.detach(|| filter.contains_hash_batch(hashes, answers));
-                Ok(())
+                items::check_signals_between_chunks(py, None)
             })?;
             return bool_list(py, &results);
         }
@@ -2107,6 +2113,7 @@ impl PyConcurrentBloomFilter {
             detach_if(py, chunk.detachable(), || {
                 answers.extend(chunk.slices().into_iter().map(|item| self.filter.contains(item)));
             });
+            items::check_signals_between_chunks(py, None)?;
         }
         bool_list(py, &results)
     }

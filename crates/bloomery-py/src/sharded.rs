@@ -549,14 +549,7 @@ impl PyShardedFilter {
                     // Ctrl-C between round trips ends the batch here (or in the round trip
                     // just done, whose retries ran the handler and then succeeded).
                     let handled = self.signals.take_raised().map_or_else(|| py.check_signals(), Err);
-                    handled.map_err(|interrupt| {
-                        let added = before + sent;
-                        let note = match added {
-                            1 => "the 1 item of this call before the interruption was added, the rest were not".to_owned(),
-                            _ => format!("the {added} items of this call before the interruption were added, the rest were not"),
-                        };
-                        items::noted(py, interrupt, note)
-                    })
+                    handled.map_err(|interrupt| items::noted(py, interrupt, items::interrupted_note(before + sent)))
                 }
                 Err(Failure::Client(error @ Error::Interrupted(_))) => {
                     let added = before + sent;
