@@ -1275,6 +1275,11 @@ impl PyBloomFilter {
         if std::ptr::eq(self, other) {
             return Ok(true);
         }
+        // A closed filter has no bits to compare, whatever the other is (its length, 0,
+        // once made it unequal to an open filter but an error beside a closed one).
+        for filter in [self, other] {
+            filter.shared.read(py, |state| state.view().map(drop))?;
+        }
         // Different lengths are different bytes; equal ones are compared as two copies,
         // refused with `MemoryError` when both would not fit (a failed allocation aborts).
         let len = self.shared.read(py, |state| state.file_len());

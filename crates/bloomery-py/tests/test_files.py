@@ -32,6 +32,24 @@ def test_a_cli_file_answers_here(cli, tmp_path):
         "hello" in f  # noqa: B015
 
 
+def test_a_closed_filter_compares_as_closed_whatever_the_other(tmp_path):
+    """`==` with a closed filter is the closed filter's error, as any other use of it:
+    it was False beside an open filter and an error beside a closed one. A filter is
+    still equal to itself, as any Python object."""
+    path = tmp_path / "f.bloom"
+    BloomFilter(100).save(path)
+    a, b = BloomFilter.open(path), BloomFilter.open(path)
+    assert a == b
+    a.close()
+    for left, right in [(a, b), (b, a)]:
+        with pytest.raises(ValueError, match="closed filter"):
+            left == right  # noqa: B015
+    b.close()
+    with pytest.raises(ValueError, match="closed filter"):
+        a == b  # noqa: B015
+    assert a == a  # noqa: PLR0124
+
+
 @pytest.mark.parametrize("kind", ["blocked", "classic", "split-block", "counting", "scalable", "rotating"])
 def test_a_python_file_answers_in_the_cli(cli, tmp_path, kind):
     path = tmp_path / "py.bloom"
