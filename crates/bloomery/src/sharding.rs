@@ -448,7 +448,8 @@ impl ShardPlan {
     }
 
     /// The text form kept in the metadata key:
-    /// `bloomery-sharded v1 shards=S blocks=B seed=SEED items=N fpp=P`, with decimal
+    /// `bloomery-sharded v2 shards=S blocks=B seed=SEED items=N fpp=P` (`v1` for a plan of
+    /// tagged keys, [`KeyScheme::Tagged`]), with decimal
     /// integers and the fpp as Rust's `{}` writes it: plain decimal (no exponent), the
     /// fewest digits that read back as the same value.
     pub fn to_text(&self) -> String {
@@ -559,6 +560,18 @@ mod tests {
                 assert!(blocks * 64 > cap, "{plan}: {fewer} shards would fit");
             }
         }
+    }
+
+    /// docs/sharding.md's example of the search passing the fewest shards that fit: its
+    /// jump from 5 shards goes to 17 where 16 would do. Plans must stay what this search
+    /// gives (a create finds an earlier one's plan the one asked only if it computes the
+    /// same S), so the test holds the overshoot the page describes.
+    #[test]
+    fn the_shard_search_is_the_one_the_page_describes() {
+        let plan = ShardPlan::new(2_381, 0.01, 215, 5).unwrap();
+        assert_eq!((plan.shards(), plan.blocks_per_shard()), (17, 3));
+        assert!(blocked_num_blocks(2_381u64.div_ceil(16), 0.01).unwrap() <= 215 / BLOCK_BYTES);
+        assert!(blocked_num_blocks(2_381u64.div_ceil(5), 0.01).unwrap() > 215 / BLOCK_BYTES);
     }
 
     #[test]
