@@ -419,6 +419,23 @@ impl Aging {
         }
     }
 
+    /// `error`, which ended the call part way (a bad item, Ctrl-C), with a note when the
+    /// call forgot items of its own: what [`warn`](Self::warn) says of a call that ends.
+    fn noted(&self, py: Python<'_>, error: PyErr) -> PyErr {
+        let forgotten = self.forgotten();
+        if forgotten == 0 {
+            return error;
+        }
+        items::noted(
+            py,
+            error,
+            format!(
+                "of the items added, the first {forgotten} are forgotten already: the rotating filter's \
+                 generations rotated out during the call"
+            ),
+        )
+    }
+
     /// A `RuntimeWarning` when the call forgot items of its own.
     fn warn(&self, py: Python<'_>) -> PyResult<()> {
         let forgotten = self.forgotten();
@@ -1085,7 +1102,8 @@ impl PyBloomFilter {
         let mut aging = Aging::default();
         items::each_iterable(py, iterables, |source, before| {
             self.insert_source(py, source, before, &mut aging)
-        })?;
+        })
+        .map_err(|error| aging.noted(py, error))?;
         aging.warn(py)
     }
 
@@ -1106,7 +1124,8 @@ impl PyBloomFilter {
             Source::new(items, IntArg::item_size(item_size.as_ref())?)?,
             0,
             &mut aging,
-        )?;
+        )
+        .map_err(|error| aging.noted(py, error))?;
         aging.warn(py)
     }
 
@@ -1276,14 +1295,18 @@ impl PyBloomFilter {
             return Ok(true);
         }
         // A closed filter has no bits to compare, whatever the other is (its length, 0,
-        // once made it unequal to an open filter but an error beside a closed one).
-        for filter in [self, other] {
-            filter.shared.read(py, |state| state.view().map(drop))?;
-        }
-        // Different lengths are different bytes; equal ones are compared as two copies,
-        // refused with `MemoryError` when both would not fit (a failed allocation aborts).
-        let len = self.shared.read(py, |state| state.file_len());
-        if len != other.shared.read(py, |state| state.file_len()) {
+        // once made it unequal to an open filter but an error beside a closed one): each
+        // length is read with that check, under one lock, so a close between the two is
+        // the error too. Different lengths are different bytes; equal ones are compared as
+        // two copies, refused with `MemoryError` when both would not fit (a failed
+        // allocation aborts).
+        let open_len = |filter: &Self| {
+            filter
+                .shared
+                .read(py, |state| state.view().map(|_| state.file_len()))
+        };
+        let len = open_len(self)?;
+        if len != open_len(other)? {
             return Ok(false);
         }
         within_memory(len, 2, || "comparing two filters".into())?;

@@ -783,6 +783,27 @@ def test_a_rotating_batch_that_forgets_its_own_items_warns():
     assert "99" in h
 
 
+def test_a_rotating_batch_that_forgets_and_then_fails_says_so_in_its_error():
+    """A batch that forgot items of its own and then failed (a bad item, Ctrl-C) has no
+    warning, which comes only when a call ends: its error says it in a note, beside the
+    count of items added (it said they were added, not that some were forgotten)."""
+    for call in [
+        lambda f: f.add_many(list(range(5000)) + [None]),
+        lambda f: f.update(range(3000), [1.5]),
+    ]:
+        f = BloomFilter(1000, 0.01, "rotating", generations=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(TypeError) as raised:
+                call(f)
+        added, forgotten = raised.value.__notes__
+        assert re.match(r"the (5000|3000) items of this call before the bad one were added", added)
+        first = int(re.fullmatch(r"of the items added, the first (\d+) are forgotten already: "
+                                 r"the rotating filter's generations rotated out during the call",
+                                 forgotten)[1])  # fmt: skip
+        assert 0 not in f and first > 0
+
+
 def test_a_rotating_batch_within_its_generations_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -821,9 +821,9 @@ pub fn lock_for_update_with<E: From<io::Error>>(
 /// `/proc`). To be called under the writers' lock of `target`, so that no live writer of
 /// this filter can be using one.
 ///
-/// Only files that are such leftovers by more than their names: a [`TempFile`] whose
-/// unique number (the nanoseconds since the epoch when it was made) is within a day
-/// before, or 30 days after, its birth or its last change, and a spill file that is empty (it is
+/// Only files that are such leftovers by more than their names: a [`TempFile`] whose birth
+/// or last change lies between a day before and 30 days after its unique number (the
+/// nanoseconds since the epoch when it was made), and a spill file that is empty (it is
 /// unlinked before anything is written to it). Any other file named so (a user's copy
 /// of a filter called `.NAME.4000000.abc.tmp`) is left alone: such a name once was
 /// enough, and a writer of `NAME` deleted the filter.

@@ -16,8 +16,9 @@
 //! 3. in shard s: block `(h >> 32) · blocks >> 32` and bits as docs/format.md, "2: blocked".
 //!
 //! Sizing ([`ShardPlan::new`]): for n items at probability p, with at most `max_shard_bytes`
-//! per shard, S is the smallest count (at least `min_shards`) for which a blocked filter
-//! sized for ceil(n / S) items at p ([`crate::sizing::blocked_num_blocks`]) fits the cap.
+//! per shard, S is a count (at least `min_shards`) for which a blocked filter sized for
+//! ceil(n / S) items at p ([`crate::sizing::blocked_num_blocks`]) fits the cap: the
+//! smallest, or more where the search's jump passes it (docs/sharding.md, "Sizing").
 //! Each shard then holds about n / S items (a shard's load varies by about √(n/S), a
 //! fraction that is negligible for the sizes sharding is for), so the whole filter's
 //! false-positive rate is one shard's: at most p.
@@ -233,9 +234,10 @@ pub struct ShardPlan {
 
 impl ShardPlan {
     /// A plan for `expected_items` at false-positive probability `fpp` with at most
-    /// `max_shard_bytes` per shard and at least `min_shards` shards, seed 0: the fewest
-    /// shards S >= `min_shards` such that a blocked filter for ceil(n / S) items at `fpp`
-    /// takes at most `max_shard_bytes`.
+    /// `max_shard_bytes` per shard and at least `min_shards` shards, seed 0: S >=
+    /// `min_shards` shards such that a blocked filter for ceil(n / S) items at `fpp` takes
+    /// at most `max_shard_bytes`, found by docs/sharding.md's search ("Sizing"): the fewest
+    /// such S, or more where its jump passes them.
     pub fn new(expected_items: u64, fpp: f64, max_shard_bytes: u64, min_shards: u32) -> Result<Self> {
         check_fpp(fpp)?;
         let parameter = |name, value: String, allowed| Err(Error::Parameter { name, value, allowed });
