@@ -1021,7 +1021,7 @@ pub fn interrupted_note(added: usize) -> String {
 }
 
 /// Runs the handlers of signals that came during a batch, between its chunks (a batch of
-/// 10^8 items took Ctrl-C only once it ended): an error when one raises, noted with how
+/// any size took Ctrl-C only once it ended): an error when one raises, noted with how
 /// many of the call's items were added (`added`, `None` for a lookup, which changed
 /// nothing).
 pub fn check_signals_between_chunks(py: Python<'_>, added: Option<usize>) -> PyResult<()> {
