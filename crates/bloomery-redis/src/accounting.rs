@@ -392,6 +392,6 @@ pub fn info(ctx: &InfoContext, for_crash_report: bool) {
             .map(|_| ())
     })();
     if let Err(error) = built {
-        redis_module::logging::log_warning(crate::log_line(&format!("bloomery: INFO failed: {error}")));
+        crate::log::warning_without_context(&format!("bloomery: INFO failed: {error}"));
     }
 }

@@ -41,7 +41,8 @@ pub fn register(ctx: &Context, table: &[(&str, &str)]) -> Status {
         }
     }
     let Some(set_categories) = set_categories else {
-        ctx.log_notice(
+        crate::log::notice(
+            ctx,
             "bloomery: this Redis (before 7.2) has no ACL categories for module commands: the BF.* commands are in @all only",
         );
         return Status::Ok;
@@ -51,14 +52,16 @@ pub fn register(ctx: &Context, table: &[(&str, &str)]) -> Status {
         Some(add) => {
             let added = unsafe { add(ctx.ctx, CATEGORY.as_ptr()) } == raw::REDISMODULE_OK as c_int;
             if !added {
-                ctx.log_warning(
+                crate::log::warning(
+                    ctx,
                     "bloomery: could not add the @bloom ACL category (is another module using it?)",
                 );
             }
             added
         }
         None => {
-            ctx.log_notice(
+            crate::log::notice(
+                ctx,
                 "bloomery: this Redis (7.2) cannot add ACL categories: the BF.* commands are in @read/@write and @fast/@slow, and there is no @bloom",
             );
             false
@@ -75,9 +78,10 @@ pub fn register(ctx: &Context, table: &[(&str, &str)]) -> Status {
         };
         // SAFETY: `command` is the module's command, looked up above within OnLoad.
         if unsafe { set_categories(command, c_text.as_ptr()) } != raw::REDISMODULE_OK as c_int {
-            ctx.log_warning(&format!(
-                "bloomery: could not put {name} in the ACL categories {categories}"
-            ));
+            crate::log::warning(
+                ctx,
+                &format!("bloomery: could not put {name} in the ACL categories {categories}"),
+            );
             return Status::Err;
         }
     }
@@ -96,7 +100,10 @@ pub fn register_key_specs(ctx: &Context, table: &[(&str, &str)]) -> Status {
     let (Some(get_command), Some(set_info)) = (unsafe { raw::RedisModule_GetCommand }, unsafe {
         raw::RedisModule_SetCommandInfo
     }) else {
-        ctx.log_notice("bloomery: this Redis (before 7.0) has no key specs for module commands");
+        crate::log::notice(
+            ctx,
+            "bloomery: this Redis (before 7.0) has no key specs for module commands",
+        );
         return Status::Ok;
     };
     const VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
@@ -107,9 +114,10 @@ pub fn register_key_specs(ctx: &Context, table: &[(&str, &str)]) -> Status {
     };
     for &(name, flags) in table {
         let Some(flags) = key_spec_flags(flags) else {
-            ctx.log_warning(&format!(
-                "bloomery: the key-spec table gives {name} unknown flags {flags}"
-            ));
+            crate::log::warning(
+                ctx,
+                &format!("bloomery: the key-spec table gives {name} unknown flags {flags}"),
+            );
             return Status::Err;
         };
         let Some(command) = command_named(ctx, get_command, name, "key-spec") else {
@@ -137,7 +145,7 @@ pub fn register_key_specs(ctx: &Context, table: &[(&str, &str)]) -> Status {
         // SAFETY: `command` is the module's, looked up above within OnLoad; `info` and the
         // specs it points to live through the call, which copies them.
         if unsafe { set_info(command, &info) } != raw::REDISMODULE_OK as c_int {
-            ctx.log_warning(&format!("bloomery: could not set the key spec of {name}"));
+            crate::log::warning(ctx, &format!("bloomery: could not set the key spec of {name}"));
             return Status::Err;
         }
     }
@@ -156,9 +164,10 @@ fn command_named(
     // SAFETY: called within OnLoad with the module's context and a C string.
     let command = unsafe { get_command(ctx.ctx, c_name.as_ptr()) };
     if command.is_null() {
-        ctx.log_warning(&format!(
-            "bloomery: the {table} table names {name}, which is not one of the module's commands"
-        ));
+        crate::log::warning(
+            ctx,
+            &format!("bloomery: the {table} table names {name}, which is not one of the module's commands"),
+        );
         return None;
     }
     Some(command)

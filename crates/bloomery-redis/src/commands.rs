@@ -45,7 +45,7 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
     let mut pairs = args.chunks(2);
     for pair in &mut pairs {
         let [name, value] = pair else {
-            ctx.log_warning("bloomery: load arguments come in NAME VALUE pairs");
+            crate::log::warning(ctx, "bloomery: load arguments come in NAME VALUE pairs");
             return Status::Err;
         };
         // The defaults of new filters (bloomery.error-rate, -initial-size, -expansion),
@@ -78,15 +78,18 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
             None
         };
         if accepted.is_none() {
-            ctx.log_warning(&crate::log_line(&format!(
-                "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT yes or no)",
-                name, value
-            )));
+            crate::log::warning(
+                ctx,
+                &format!(
+                    "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT yes or no)",
+                    name, value
+                ),
+            );
             return Status::Err;
         }
     }
     if let Err(why) = limits::check_loaded_defaults() {
-        ctx.log_warning(&crate::log_line(&format!("bloomery: {why}")));
+        crate::log::warning(ctx, &format!("bloomery: {why}"));
         return Status::Err;
     }
     Status::Ok

@@ -174,20 +174,12 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_
     match load_value(rdb, encoding_version) {
         Ok(value) => into_reported_value(value),
         Err(why) => {
-            log_refused(rdb, &format!("a value was refused ({why})"));
+            // Logged: Redis answers a refused `RESTORE` with "Bad data format" alone, and
+            // stops on a refused value of its own RDB.
+            crate::log::io_error(rdb, &format!("a value was refused ({why})"));
             std::ptr::null_mut()
         }
     }
-}
-
-/// Logs why a value in `rdb` is refused: Redis answers a refused `RESTORE` with "Bad data
-/// format" alone, and stops on a refused value of its own RDB.
-pub(crate) fn log_refused(rdb: *mut raw::RedisModuleIO, line: &str) {
-    redis_module::logging::log_io_error(
-        rdb,
-        redis_module::logging::RedisLogLevel::Warning,
-        &crate::log_line(line),
-    );
 }
 
 /// The value in `rdb`, or why it is refused (damaged, cut short, over the cap).

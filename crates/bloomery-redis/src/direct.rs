@@ -85,10 +85,10 @@ pub fn register(ctx: &Context) -> Status {
                 .map(|create| create(ctx.ctx, name.as_ptr(), Some(handler), flags.as_ptr(), 1, 1, 1))
         };
         if created != Some(raw::Status::Ok as c_int) {
-            ctx.log_warning(&format!(
-                "bloomery: could not register {}",
-                name.to_string_lossy()
-            ));
+            crate::log::warning(
+                ctx,
+                &format!("bloomery: could not register {}", name.to_string_lossy()),
+            );
             return Status::Err;
         }
     }

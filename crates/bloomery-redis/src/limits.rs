@@ -390,7 +390,7 @@ const REFUSAL_SHOWN: usize = 255;
 unsafe fn refuse(error: *mut *mut raw::RedisModuleString, why: &str) -> c_int {
     let shortened;
     let why = if why.len() > REFUSAL_SHOWN {
-        redis_module::logging::log_warning(crate::log_line(&format!("bloomery: CONFIG SET refused: {why}")));
+        crate::log::warning_without_context(&format!("bloomery: CONFIG SET refused: {why}"));
         const MORE: &str = "... (the server log has it all)";
         let mut end = why.floor_char_boundary(REFUSAL_SHOWN - MORE.len());
         if let Some(space) = why[..end].rfind(' ') {
@@ -528,7 +528,8 @@ pub fn register_config(ctx: &Context) -> Status {
         unsafe { raw::RedisModule_RegisterBoolConfig },
         unsafe { raw::RedisModule_LoadConfigs },
     ) else {
-        ctx.log_notice(
+        crate::log::notice(
+            ctx,
             "bloomery: this Redis has no module configuration; use the MAX_FILTER_MEMORY, ERROR_RATE, INITIAL_SIZE, EXPANSION, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT load arguments",
         );
         return Status::Ok;
@@ -638,7 +639,7 @@ pub fn register_config(ctx: &Context) -> Status {
     if !(registered_numeric && registered_string && registered_bool)
         || unsafe { load(ctx.ctx) } != raw::REDISMODULE_OK as c_int
     {
-        ctx.log_warning("bloomery: could not register the bloomery.* configuration");
+        crate::log::warning(ctx, "bloomery: could not register the bloomery.* configuration");
         return Status::Err;
     }
     Status::Ok

@@ -223,7 +223,7 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encoding_version: c_
         Some(filter) => into_value(filter),
         None => {
             // Its loader keeps no reason: the ones it has.
-            crate::datatype::log_refused(
+            crate::log::io_error(
                 rdb,
                 "a RedisBloom-layout value was refused (cut short or damaged, over the module's limit per key, bloomery.max-filter-memory, or its memory refused by the system)",
             );
