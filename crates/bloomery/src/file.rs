@@ -224,6 +224,14 @@ pub fn temporary_name_part(target: &Path) -> String {
     format!("{}~{hash:016x}", &lossy[..keep])
 }
 
+/// A [`TempFile`]'s unique number when made now: the nanoseconds since the epoch (which
+/// [`remove_stale_temporaries`] checks against the file's times).
+fn made_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos() as u64)
+}
+
 /// The name prefix of `target`'s temporary files: `.NAME.` (then the writer's process id,
 /// a unique number and `.tmp`), `NAME` as [`temporary_name_part`] gives it.
 fn temporary_prefix(target: &Path) -> String {
@@ -237,9 +245,7 @@ impl TempFile {
         let directory = target.parent().unwrap_or(Path::new("."));
         let prefix = temporary_prefix(target);
         let pid = std::process::id();
-        let mut unique = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+        let mut unique = made_now();
         loop {
             let path = directory.join(format!("{prefix}{pid}.{unique:x}.tmp"));
             match OpenOptions::new()
@@ -862,7 +868,8 @@ pub fn remove_stale_temporaries(target: &Path) {
                     }
                 })
         };
-        let named = match unique.strip_prefix(SPILL) {
+        let spill = unique.strip_prefix(SPILL);
+        let named = match spill {
             Some(index) => digits(index, false),
             None => digits(unique, true),
         };
@@ -877,7 +884,7 @@ pub fn remove_stale_temporaries(target: &Path) {
             continue;
         };
         let leftover = metadata.is_file()
-            && match unique.strip_prefix(SPILL) {
+            && match spill {
                 Some(_) => metadata.len() == 0,
                 None => u64::from_str_radix(unique, 16).is_ok_and(|made| {
                     [metadata.created(), metadata.modified()]
@@ -1501,8 +1508,7 @@ mod tests {
             fs::write(path, b"a user's filter").unwrap();
         }
         // A temporary file's name, its number 40 days before now: not made when changed.
-        let old = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
-            - 40 * 86_400 * 1_000_000_000;
+        let old = made_now() - 40 * 86_400 * 1_000_000_000;
         let aged = dir.path().join(format!(".x.4294967295.{old:x}.tmp"));
         fs::write(&aged, b"a user's filter").unwrap();
         // A link named as a leftover, to a file of its own.
@@ -1575,10 +1581,7 @@ mod tests {
 
     /// A [`TempFile`]'s unique number made now.
     fn now_hex() -> String {
-        format!(
-            "{:x}",
-            SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
-        )
+        format!("{:x}", made_now())
     }
 
     #[test]
