@@ -1011,10 +1011,10 @@ pub fn noted_added(py: Python<'_>, error: PyErr, added: usize) -> PyErr {
 }
 
 /// The note of a batch add that a signal's handler (Ctrl-C's `KeyboardInterrupt`) ended
-/// between two chunks, after `added` of the call's items went in.
+/// between two chunks, after `added` of the call's items went in (at least the first
+/// chunk's: no call is interrupted before one).
 pub fn interrupted_note(added: usize) -> String {
     match added {
-        0 => "no item of this call was added: it was interrupted before the first".to_owned(),
         1 => "the 1 item of this call before the interruption was added, the rest were not".to_owned(),
         _ => format!("the {added} items of this call before the interruption were added, the rest were not"),
     }
@@ -1185,7 +1185,9 @@ impl<'py> Source<'py> {
     /// GIL: the hashes are the items' only copy it needs).
     /// A bad item ends the batch after the items before it were handed to `each`; with
     /// `adding` (the items of the call added before this source), its error notes how
-    /// many those were ([`noted_added`]). Returns how many items were read.
+    /// many those were ([`noted_added`]). So does a signal's handler that raises (Ctrl-C)
+    /// between two chunks ([`check_signals_between_chunks`]). Returns how many items were
+    /// read.
     pub fn for_each_hashed(
         &mut self,
         py: Python<'_>,
@@ -1202,6 +1204,7 @@ impl<'py> Source<'py> {
             let (read, error) = self.next_chunk(position, &mut hashes);
             if read > 0 {
                 each(&hashes.hashes)?;
+                check_signals_between_chunks(py, adding.map(|before| before + position + read))?;
             }
             position += read;
             if let Some(error) = error {

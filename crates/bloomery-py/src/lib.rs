@@ -887,7 +887,7 @@ impl PyBloomFilter {
                     })
                     .map_err(|error| noted_if_closed(py, error, added))?;
                 added += hashes.len();
-                items::check_signals_between_chunks(py, Some(added))
+                Ok(())
             });
         }
         let mut chunk = Chunk::new();
@@ -959,8 +959,7 @@ impl PyBloomFilter {
                     };
                     blocked_with_seed(filter, seed)?.contains_hash_batch(hashes, answers);
                     Ok(())
-                })?;
-                items::check_signals_between_chunks(py, None)
+                })
             })?;
             return Ok(results);
         }
@@ -2015,11 +2014,9 @@ impl PyConcurrentBloomFilter {
     /// its atomic ORs).
     fn insert_source(&self, py: Python<'_>, mut source: Source<'_>, before: usize) -> PyResult<usize> {
         if let Atomic::Blocked(filter) = &self.filter {
-            let mut added = before;
             return source.for_each_hashed(py, filter.seed(), Some(before), |hashes| {
                 py.detach(|| filter.insert_hash_batch(hashes));
-                added += hashes.len();
-                items::check_signals_between_chunks(py, Some(added))
+                Ok(())
             });
         }
         let mut chunk = Chunk::new();
@@ -2123,7 +2120,7 @@ impl PyConcurrentBloomFilter {
             // Hashed as read, looked up by the filter's batch call (prefetching ahead).
             source.lookup_hashed(py, filter.seed(), &mut results, |hashes, answers| {
                 py.detach(|| filter.contains_hash_batch(hashes, answers));
-                items::check_signals_between_chunks(py, None)
+                Ok(())
             })?;
             return bool_list(py, &results);
         }

@@ -546,10 +546,13 @@ impl PyShardedFilter {
             match done {
                 Ok(_) => {
                     sent += hashes.len();
-                    // Ctrl-C between round trips ends the batch here (or in the round trip
-                    // just done, whose retries ran the handler and then succeeded).
-                    let handled = self.signals.take_raised().map_or_else(|| py.check_signals(), Err);
-                    handled.map_err(|interrupt| items::noted(py, interrupt, items::interrupted_note(before + sent)))
+                    // The round trip just done ran a handler in its retries that raised
+                    // (Ctrl-C), and then succeeded: the batch ends here. (A signal since,
+                    // `for_each_hashed` takes between round trips.)
+                    match self.signals.take_raised() {
+                        Some(interrupt) => Err(items::noted(py, interrupt, items::interrupted_note(before + sent))),
+                        None => Ok(()),
+                    }
                 }
                 Err(Failure::Client(error @ Error::Interrupted(_))) => {
                     let added = before + sent;
@@ -707,9 +710,9 @@ impl PyShardedFilter {
         let mut results = source.answers()?;
         source.lookup_hashed(py, self.plan.seed(), &mut results, |hashes, answers| {
             let found = self.with_client(py, |filter| filter.contains_hashes(hashes))?;
+            // (Ctrl-C between round trips ends the call: `for_each_hashed`.)
             answers.copy_from_slice(&found);
-            // Ctrl-C between round trips ends the call.
-            py.check_signals()
+            Ok(())
         })?;
         bool_list(py, &results)
     }
