@@ -408,8 +408,7 @@ impl ScalableBloomFilter {
 /// `initial_capacity` items and `fpp`: `fpp · (1 - tightening) · tightening^index` for a
 /// scaling filter, `fpp` itself for a non-scaling one (its only sub-filter). The power is
 /// `index` multiplications by `tightening` in turn, from 1 (docs/format.md's rule, so
-/// that every writer sizes a new sub-filter alike: `powi`'s rounding is unspecified, and
-/// with `tightening` 0.8 it differs from this from `index` 4 on).
+/// that every writer sizes a new sub-filter alike: `powi`'s rounding is unspecified).
 ///
 /// ```
 /// use bloomery::ScalableOptions;
