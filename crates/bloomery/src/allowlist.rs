@@ -233,7 +233,9 @@ impl Persist for AllowlistedBloomFilter {
         // payload's bytes can hold (4 bytes of length each): a false count cannot make it
         // allocate more.
         let most = (rest.len() / 4) as u64;
-        let mut allowed = HashSet::with_capacity(num_allowed.min(most) as usize);
+        let room = num_allowed.min(most) as usize;
+        let mut allowed = HashSet::new();
+        allowed.try_reserve(room).map_err(|_| refused::<Vec<u8>>(room))?;
         let mut previous = None;
         for _ in 0..num_allowed {
             let Some((length, tail)) = rest.split_first_chunk::<4>() else {
@@ -253,7 +255,7 @@ impl Persist for AllowlistedBloomFilter {
                 ));
             }
             previous = Some(item);
-            allowed.insert(item.to_vec());
+            allowed.insert(try_copy_slice(item)?);
             rest = tail;
         }
         if !rest.is_empty() {

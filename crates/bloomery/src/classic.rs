@@ -491,7 +491,7 @@ impl Persist for BloomFilter {
         // payload twice (the array, on huge pages when large, is a new mapping).
         native::check_whole_words(payload)?;
         let num_hashes = classic_params(params)?;
-        Self::over(BitVec::from_le_bytes(payload), num_hashes)
+        Self::over(BitVec::try_from_le_bytes(payload)?, num_hashes)
     }
 }
 
@@ -523,7 +523,10 @@ pub(crate) fn read_embedded<'a>(
 pub(crate) fn read_words(num_hashes: u32, num_words: u64, payload: &[u8]) -> Result<(BloomFilter, &[u8])> {
     ClassicShape::new(num_words.saturating_mul(64), num_hashes)?;
     let (words, rest) = native::split_word_bytes(payload, num_words)?;
-    Ok((BloomFilter::over(BitVec::from_le_bytes(words), num_hashes)?, rest))
+    Ok((
+        BloomFilter::over(BitVec::try_from_le_bytes(words)?, num_hashes)?,
+        rest,
+    ))
 }
 
 fn classic_params(params: &[u8]) -> Result<u32> {

@@ -19,7 +19,7 @@
 //! (`tests/variants.rs`, printed with `--nocapture`).
 
 use crate::bits::counters::{CounterVec, SATURATED};
-use crate::bits::impl_try_clone;
+use crate::bits::{impl_try_clone, try_copy_bytes};
 use crate::error::{Error, FormatProblem, Result};
 use crate::format::native::{ParamReader, ParamWriter, Persist, Variant};
 use crate::hash::{Funnel, Modulus, hash_item, mitz64_indices};
@@ -281,7 +281,7 @@ impl Persist for CountingBloomFilter {
             )));
         }
         // The length holds, so only the unused half of the last byte can be wrong.
-        let counters = CounterVec::from_bytes(payload.to_vec(), num_counters).ok_or_else(|| {
+        let counters = CounterVec::from_bytes(try_copy_bytes(payload)?, num_counters).ok_or_else(|| {
             inconsistent(format!(
                 "{num_counters} counters (an odd count) leave the high nibble of the last \
                  payload byte unused, and it must be zero; found {:#04x}",

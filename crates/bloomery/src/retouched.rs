@@ -448,11 +448,15 @@ impl Persist for RetouchedBloomFilter {
         let shape = ClassicShape::new(num_words.saturating_mul(64), num_hashes)?;
         // The words straight into the array, with no `Vec` of them beside it.
         let (words, mut rest) = native::split_word_bytes(payload, num_words)?;
-        let bits = BitVec::from_le_bytes(words);
+        let bits = BitVec::try_from_le_bytes(words)?;
         let mut read_lists = |count: u64| -> Result<HashMap<u64, Vec<ItemHash>>> {
             // Sized once: growing would hold the old table and the new one at a time. A
             // list takes at least 12 bytes, which bounds a count that lies.
-            let mut lists = HashMap::with_capacity(count.min(rest.len() as u64 / 12) as usize);
+            let room = count.min(rest.len() as u64 / 12) as usize;
+            let mut lists = HashMap::new();
+            lists
+                .try_reserve(room)
+                .map_err(|_| refused::<(u64, Vec<ItemHash>)>(room))?;
             let mut previous = None;
             for _ in 0..count {
                 // The list's 12-byte head is in the payload: one cut short is the payload's
@@ -482,14 +486,14 @@ impl Persist for RetouchedBloomFilter {
                         shape.num_bits()
                     )));
                 }
-                let list = rest[12..need]
-                    .chunks_exact(16)
-                    .map(|pair| {
-                        let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
-                        let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
-                        (high, low)
-                    })
-                    .collect();
+                let mut list = try_with_capacity(entries)?;
+                list.extend(rest[12..need].chunks_exact(16).map(|pair| {
+                    let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
+                    let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
+                    (high, low)
+                }));
+                // Within the room reserved above (the indexes increase: no entry is
+                // replaced, and at most `room` are added).
                 lists.insert(index, list);
                 rest = &rest[need..];
             }

@@ -4,7 +4,8 @@
 //! so that every allocation a copy of each variant makes is refused once. An infallible one
 //! (`Clone`, `Box::new`, a `Vec` push past its room) aborts the test binary. The Redis
 //! module copies a filter (`COPY`) through it, where an abort stops the server. A
-//! retouched filter's insert, whose bookkeeping allocates, is held to the same.
+//! retouched filter's insert, whose bookkeeping allocates, is held to the same, and so is
+//! a load (`any::open`, a client's `RESTORE`), for the allocations that its bytes size.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -17,13 +18,18 @@ thread_local! {
     /// Allocations left before the one refused (`usize::MAX`: none is refused), for this
     /// thread only: the other tests of the binary run beside it.
     static LEFT: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// The smallest allocation counted (and refused): 0 counts every one.
+    static LEAST: Cell<usize> = const { Cell::new(0) };
 }
 
 struct Refusing;
 
 impl Refusing {
-    /// Whether this allocation is the one to refuse.
-    fn refuse() -> bool {
+    /// Whether this allocation, of `size` bytes, is the one to refuse.
+    fn refuse(size: usize) -> bool {
+        if LEAST.try_with(|least| size < least.get()).unwrap_or(true) {
+            return false;
+        }
         LEFT.try_with(|left| match left.get() {
             usize::MAX => false,
             0 => {
@@ -42,7 +48,7 @@ impl Refusing {
 // SAFETY: every call is System's, or a null pointer (a refusal) where one may be returned.
 unsafe impl GlobalAlloc for Refusing {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if Self::refuse() {
+        if Self::refuse(layout.size()) {
             return std::ptr::null_mut();
         }
         // SAFETY: as the caller's.
@@ -50,7 +56,7 @@ unsafe impl GlobalAlloc for Refusing {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if Self::refuse() {
+        if Self::refuse(layout.size()) {
             return std::ptr::null_mut();
         }
         // SAFETY: as the caller's.
@@ -58,7 +64,7 @@ unsafe impl GlobalAlloc for Refusing {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if Self::refuse() {
+        if Self::refuse(new_size) {
             return std::ptr::null_mut();
         }
         // SAFETY: as the caller's.
@@ -240,4 +246,59 @@ fn every_allocation_of_a_retouched_insert_refused_is_an_error_that_changes_nothi
             assert!(filter.contains(&item), "{what}");
         }
     }
+}
+
+#[test]
+fn every_large_allocation_of_a_load_refused_is_an_error_and_the_load_after_is_whole() {
+    // The Redis module loads a client's `RESTORE` (or `BF.LOADCHUNK`) payload with
+    // `any::open`, which sizes the filter from the bytes sent: a refused allocation there
+    // must be an error reply, not an abort of the server. Guava's bytes are read the same
+    // way (their word count sizes the array). The allocations counted are those of 1 KiB
+    // or more: the ones that the bytes sent size (the array, the blocks, the lists and
+    // their tables), not the small fixed ones (the header's parameters, at most 64 KiB,
+    // are copied as any parser's would be; a server that cannot have a few bytes is
+    // lost anyway).
+    LEAST.set(1024);
+    for variant in Variant::ALL {
+        let mut filter = any::create(&Spec::new(variant, 20_000, 0.01)).unwrap();
+        for i in 0..30_000u32 {
+            filter.insert(&i.to_le_bytes()).unwrap();
+        }
+        if let Some(allowlisted) = filter.as_any_mut().downcast_mut::<AllowlistedBloomFilter>() {
+            // Only items the filter answers present are listed.
+            for i in 100_000..200_000u32 {
+                allowlisted.allow(&i.to_le_bytes()[..]);
+            }
+            assert!(allowlisted.allowed_len() > 1_000, "{}", allowlisted.allowed_len());
+        }
+        if let Some(retouched) = filter.as_any_mut().downcast_mut::<RetouchedBloomFilter>() {
+            for i in 100_000..200_000u32 {
+                retouched.record_false_positive(&i.to_le_bytes()[..]);
+            }
+        }
+        let bytes = filter.envelope().to_vec();
+        let what = format!("{variant:?}");
+        let (loaded, refusals) =
+            with_each_allocation_refused(&what, &mut (), |()| any::open(&bytes), |()| {});
+        assert!(refusals >= 1, "{what}: {refusals} allocations");
+        assert_eq!(loaded.envelope().to_vec(), bytes, "{what}");
+        for i in 0..30_000u32 {
+            let item = i.to_le_bytes();
+            assert_eq!(loaded.contains(&item), filter.contains(&item), "{what}: {i}");
+        }
+    }
+    let mut classic = bloomery::BloomFilter::with_fpp(20_000, 0.01).unwrap();
+    for i in 0..20_000u32 {
+        classic.insert(&i.to_le_bytes());
+    }
+    let guava = classic.to_guava_bytes();
+    let (loaded, refusals) = with_each_allocation_refused(
+        "Guava",
+        &mut (),
+        |()| bloomery::BloomFilter::from_guava_bytes(&guava),
+        |()| {},
+    );
+    assert!(refusals >= 1, "Guava: {refusals} allocations");
+    assert_eq!(loaded.words(), classic.words());
+    LEAST.set(0);
 }

@@ -78,14 +78,18 @@ impl BitVec {
 
     /// Bits from their words' little-endian bytes (the native payload), written straight
     /// into the zeroed array: loading takes the array's size once, with no `Vec` of the
-    /// words beside it. `bytes.len()` must be a multiple of 8.
-    pub(crate) fn from_le_bytes(bytes: &[u8]) -> Self {
-        Self::from_word_bytes(bytes, u64::from_le_bytes)
+    /// words beside it. `bytes.len()` must be a multiple of 8. The size comes from a file
+    /// or a client's bytes, so memory the system refuses is an
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory), not an abort (of a Redis server
+    /// loading a client's `RESTORE`).
+    pub(crate) fn try_from_le_bytes(bytes: &[u8]) -> crate::Result<Self> {
+        Self::try_from_word_bytes(bytes, u64::from_le_bytes)
     }
 
-    /// As [`from_le_bytes`](Self::from_le_bytes), for big-endian words (Guava's bytes).
-    pub(crate) fn from_be_bytes(bytes: &[u8]) -> Self {
-        Self::from_word_bytes(bytes, u64::from_be_bytes)
+    /// As [`try_from_le_bytes`](Self::try_from_le_bytes), for big-endian words (Guava's
+    /// bytes).
+    pub(crate) fn try_from_be_bytes(bytes: &[u8]) -> crate::Result<Self> {
+        Self::try_from_word_bytes(bytes, u64::from_be_bytes)
     }
 
     /// Sets every word `index` to `word(index)`.
@@ -95,17 +99,17 @@ impl BitVec {
         }
     }
 
-    fn from_word_bytes(bytes: &[u8], word: fn([u8; 8]) -> u64) -> Self {
+    fn try_from_word_bytes(bytes: &[u8], word: fn([u8; 8]) -> u64) -> crate::Result<Self> {
         debug_assert!(
             bytes.len().is_multiple_of(8),
             "{} bytes are not whole words",
             bytes.len()
         );
-        let mut words = ZeroedArray::new(bytes.len() / 8);
+        let mut words = ZeroedArray::try_new(bytes.len() / 8)?;
         for (word_out, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
             *word_out = word(chunk.try_into().expect("chunks of 8"));
         }
-        Self { words }
+        Ok(Self { words })
     }
 
     /// The words.

@@ -118,7 +118,7 @@ impl BloomFilter {
         super::check_exact_len(FORMAT, header.total_len(), bytes.len() as u64)?;
         // Straight into the filter's array, with no `Vec` of the words beside it; the
         // length check above makes the payload exactly the words.
-        BloomFilter::over(BitVec::from_be_bytes(payload), header.num_hashes)
+        BloomFilter::over(BitVec::try_from_be_bytes(payload)?, header.num_hashes)
     }
 
     /// Reads one filter from a stream as Guava's `readFrom` does, leaving the reader just
