@@ -670,8 +670,10 @@ pub fn open(bytes: &[u8]) -> Result<Box<dyn DynFilter>> {
     from_parts(&header, payload)
 }
 
-/// Builds the filter from a checked header and its payload (the payload checksum is the
-/// caller's business: see [`Header::verify_payload`]).
+/// Builds the filter from a checked header and its payload, which must be exactly the
+/// header's `payload_len` bytes (an error otherwise: a file that changed length after its
+/// header was read); the payload checksum is the caller's business (see
+/// [`Header::verify_payload`]).
 pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>> {
     fn load<F: Persist + DynFilter + 'static>(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>> {
         Ok(Box::new(F::from_parts_of_version(
@@ -680,6 +682,7 @@ pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>>
             payload,
         )?))
     }
+    header.check_payload_len(payload)?;
     match header.variant {
         Variant::Classic => load::<BloomFilter>(header, payload),
         Variant::Blocked => load::<BlockedBloomFilter>(header, payload),
@@ -700,8 +703,10 @@ pub fn from_parts(header: &Header, payload: &[u8]) -> Result<Box<dyn DynFilter>>
 /// computed); the others are built in memory, after the payload checksum is checked. So
 /// are those three where the payload cannot be viewed where it lies (big-endian, or
 /// misaligned), but for an unsealed one (a writer in place did not finish): its bits
-/// are valid and its checksum stale, so it is copied unchecked, as the view answers.
+/// are valid and its checksum stale, so it is copied unchecked, as the view answers. The
+/// payload must be exactly the header's `payload_len` bytes, as for [`from_parts`].
 pub fn view<'a>(header: &Header, payload: &'a [u8]) -> Result<Box<dyn FilterView + 'a>> {
+    header.check_payload_len(payload)?;
     let in_place: Option<Box<dyn FilterView + 'a>> = match header.variant {
         Variant::Classic => BloomFilterView::from_parts(&header.params, payload)?
             .map(|view| Box::new(view) as Box<dyn FilterView + 'a>),
@@ -1462,6 +1467,32 @@ mod tests {
         let start = buffer.as_ptr().align_offset(64) + shift;
         buffer[start..start + file.len()].copy_from_slice(file);
         (buffer, start + payload_offset..start + file.len())
+    }
+
+    #[test]
+    fn a_payload_of_another_length_than_its_header_says_is_refused() {
+        // A file read as `&map[payload_offset..]` that another program lengthened (or cut)
+        // after its header was read: the classic filter's size is its payload's, so the
+        // longer payload would be a filter of other bits, where its items read absent.
+        for filter in every_variant() {
+            let variant = filter.variant();
+            let mut file = filter.envelope().to_vec();
+            let header = Header::parse(&file).unwrap();
+            for change in [64isize, -64, 8, -8] {
+                let len = file.len().checked_add_signed(change).unwrap();
+                file.resize(len, 0);
+                let (buffer, payload) = placed(&file, header.payload_offset, 0);
+                let message = view(&header, &buffer[payload.clone()])
+                    .err()
+                    .map(|error| error.to_string());
+                assert!(message.is_some(), "{variant:?} {change}: viewed");
+                let loaded = from_parts(&header, &buffer[payload])
+                    .err()
+                    .map(|error| error.to_string());
+                assert_eq!(loaded, message, "{variant:?} {change}");
+                file.truncate(header.total_len() as usize);
+            }
+        }
     }
 
     #[test]

@@ -288,8 +288,10 @@ pub fn updates_in_place(variant: Variant) -> bool {
 /// parameter is checked against the payload, as a load checks it (not the payload
 /// checksum: that is the caller's, as for [`crate::any::view`]). `None` for variants that
 /// cannot be changed in place ([`updates_in_place`]) and for a payload not aligned for its
-/// words or blocks (a memory map always is).
+/// words or blocks (a memory map always is). The payload must be exactly the header's
+/// `payload_len` bytes (an error otherwise, as for [`crate::any::from_parts`]).
 pub fn view_mut<'a>(header: &Header, payload: &'a mut [u8]) -> Result<Option<Box<dyn FilterMut + 'a>>> {
+    header.check_payload_len(payload)?;
     Ok(match header.variant {
         Variant::Classic => BloomFilterMut::from_parts(&header.params, payload)?
             .map(|filter| Box::new(filter) as Box<dyn FilterMut + 'a>),
@@ -723,6 +725,28 @@ mod tests {
             let expected = &mine.envelope().to_vec()[header.payload_offset..];
             assert_eq!(&*by_file_bytes, expected, "{variant:?}");
             assert_eq!(by_filter.payload(), expected, "{variant:?}");
+        }
+    }
+
+    #[test]
+    fn a_payload_longer_than_its_header_says_is_refused() {
+        // A mapping of a file that another program lengthened after its header was read:
+        // the classic filter's size is its payload's, so the longer payload would be a
+        // filter of other bits (a block filter's, of more blocks).
+        for variant in [Variant::Classic, Variant::Blocked, Variant::SplitBlock] {
+            let filter = any::create(&Spec::new(variant, 1_000, 0.01)).unwrap();
+            let mut file = filter.envelope().to_vec();
+            let header = Header::parse(&file).unwrap();
+            file.resize(file.len() + 64, 0);
+            let mut memory = aligned(&file);
+            let bytes = &mut as_bytes(&mut memory)[..file.len()];
+            let error = view_mut(&header, &mut bytes[header.payload_offset..])
+                .err()
+                .map(|error| error.to_string());
+            assert!(
+                error.is_some_and(|error| error.contains("trailing")),
+                "{variant:?}"
+            );
         }
     }
 

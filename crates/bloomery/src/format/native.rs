@@ -539,6 +539,18 @@ impl Header {
         super::check_exact_len(FORMAT, self.total_len(), actual)
     }
 
+    /// Checks that `payload` is exactly this envelope's payload in length: a payload cut
+    /// from a file with `&bytes[payload_offset..]`, where the file changed length after its
+    /// header was read (another program writing it), is an error, not a filter of another
+    /// size (whose lookups would then reach other bits).
+    pub fn check_payload_len(&self, payload: &[u8]) -> Result<()> {
+        super::check_exact_len(
+            FORMAT,
+            self.total_len(),
+            (self.payload_offset as u64).saturating_add(payload.len() as u64),
+        )
+    }
+
     /// Checks `payload` against the stored checksum; an [`Unsealed`](FormatProblem::Unsealed)
     /// error, without reading the payload, when the header is unsealed.
     pub fn verify_payload(&self, payload: &[u8]) -> Result<()> {
@@ -777,7 +789,7 @@ pub fn words_as_le_bytes(words: &[u64]) -> Cow<'_, [u8]> {
 /// Little-endian bytes back to 64-bit words; the length must be a multiple of 8.
 ///
 /// The readers do not use it: they write the words straight into the filter's array
-/// ([`BitVec::from_le_bytes`](crate::bits::BitVec)), since a `Vec` of them beside the array
+/// ([`BitVec::try_from_le_bytes`](crate::bits::BitVec)), since a `Vec` of them beside the array
 /// would double a load's memory.
 pub fn words_from_le_bytes(bytes: &[u8]) -> Result<Vec<u64>> {
     check_whole_words(bytes)?;
