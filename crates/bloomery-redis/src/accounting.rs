@@ -331,10 +331,11 @@ pub struct Held {
 }
 
 impl Held {
-    /// The value at a key (`redisbloom`: of RedisBloom's type).
-    pub fn new(value: &Stored, redisbloom: bool) -> Held {
+    /// The value at a key (`redisbloom`: of RedisBloom's type), from the pointer that the
+    /// command's own borrow of it comes from (not a reborrow beside that one).
+    pub fn new(value: *mut Stored, redisbloom: bool) -> Held {
         Held {
-            value: std::ptr::from_ref(value),
+            value: value.cast_const(),
             redisbloom,
         }
     }

@@ -163,8 +163,15 @@ fn write_filter_held(key: &RedisKeyWritable) -> Result<Option<HeldFilter<'_>>, R
     let Some(value) = value else {
         return Ok(None);
     };
+    // Both the filter's borrow and the place `after_write_held` reads are taken from one
+    // raw pointer, so that the write through the one does not invalidate the other (a
+    // pointer taken through a shared reborrow of `value` would be, under Rust's aliasing
+    // rules, when the filter is then borrowed mutably from `value`).
+    let value: *mut Stored = std::ptr::from_mut(value);
     let held = accounting::Held::new(value, redisbloom);
-    match value {
+    // SAFETY: `value` came from the key's `&mut Stored` just above, which is valid for the
+    // key's borrow, and nothing else reaches the value meanwhile.
+    match unsafe { &mut *value } {
         Stored::Filter(filter) => Ok(Some((filter, held))),
         Stored::Loading(load) => Err(still_loading(load)),
     }
