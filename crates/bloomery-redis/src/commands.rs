@@ -96,15 +96,17 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
 }
 
 /// Checks that a filter can be made from these defaults (`bloomery.error-rate`,
-/// `-initial-size`, `-redisbloom-layout`): the first filter of a new key's `BF.ADD`, sized
-/// as [`Reservation::create`] sizes it. The reason otherwise, naming the three.
+/// `-initial-size`, `-redisbloom-layout`): the first filter of a new key's `BF.ADD`, in the
+/// layout [`Reservation::resolved`] gives it, sized as [`Reservation::create`] sizes it.
+/// The reason otherwise, naming the three.
 pub(crate) fn check_defaults(error_rate: f64, initial_size: u64, redisbloom: bool) -> Result<(), String> {
     let defaults = Reservation {
         error_rate,
         capacity: initial_size,
         redisbloom,
         ..Reservation::default()
-    };
+    }
+    .resolved();
     let error = match defaults.spec().memory_bytes() {
         Ok(_) => return Ok(()),
         Err(bloomery::Error::Sizing { problem, .. }) => problem,
@@ -190,7 +192,19 @@ pub(crate) struct Reservation {
     /// RedisBloom's chain (`Variant::RedisBloom`) rather than bloomery's scalable filter
     /// of blocked sub-filters.
     redisbloom: bool,
+    /// Whether bloomery's layout was named (`LAYOUT bloomery`): then it is made whatever
+    /// it costs ([`resolved`](Self::resolved)).
+    bloomery_named: bool,
 }
+
+/// How many times the memory of RedisBloom's first link a blocked first sub-filter may
+/// take where no layout is named ([`Reservation::resolved`]).
+const MOST_BLOCKED_COST: u64 = 2;
+
+/// The capacity at which the two layouts' memory is compared: a ratio per item, the same
+/// from a few thousand items on, where the smallest filters' would be their sizes' floors
+/// (a blocked filter takes one 64-byte block at least, a link of 10 items 16 bytes).
+const COMPARED_AT: u64 = 1_000_000;
 
 impl Default for Reservation {
     fn default() -> Self {
@@ -200,6 +214,7 @@ impl Default for Reservation {
             expansion: limits::default_expansion() as u32,
             scaling: true,
             redisbloom: redisbloom_layout(),
+            bloomery_named: false,
         }
     }
 }
@@ -210,6 +225,45 @@ const LAYOUT_REDISBLOOM: &str = "redisbloom";
 const LAYOUT_BLOOMERY: &str = "bloomery";
 
 impl Reservation {
+    /// The reservation with its layout decided where none was named (no `LAYOUT`, and
+    /// `bloomery.redisbloom-layout no`): bloomery's chain of blocked sub-filters, unless
+    /// at its rate a first sub-filter takes more than [`MOST_BLOCKED_COST`] times the
+    /// memory of RedisBloom's first link (both of [`COMPARED_AT`] items), or this one cannot
+    /// be sized at all; then RedisBloom's chain. A
+    /// blocked sub-filter sets 8 bits per item in one 64-byte block whatever its rate, so
+    /// as the rate falls it needs more and more bits per item where RedisBloom's k spread
+    /// bits need about 1.44 more per halving: a default that made blocked filters at every
+    /// rate took many times RedisBloom's memory at low rates, and a chain under the
+    /// module's cap per key stopped growing after a few hundred items at 1e-12.
+    pub(crate) fn resolved(self) -> Self {
+        if self.redisbloom || self.bloomery_named {
+            return self;
+        }
+        let chain = Reservation {
+            redisbloom: true,
+            ..self
+        };
+        if self.spec().memory_bytes().is_err() {
+            return if chain.spec().memory_bytes().is_ok() {
+                chain
+            } else {
+                self
+            };
+        }
+        let compared = |reservation: Reservation| {
+            Reservation {
+                capacity: COMPARED_AT,
+                ..reservation
+            }
+            .spec()
+            .memory_bytes()
+        };
+        match (compared(self), compared(chain)) {
+            (Ok(blocked), Ok(links)) if blocked > links.saturating_mul(MOST_BLOCKED_COST) => chain,
+            _ => self,
+        }
+    }
+
     /// The new filter, refused before allocating if its first sub-filter is over `cap`: a
     /// RedisBloom-layout chain, or a scalable filter of blocked sub-filters.
     fn create(&self, cap: Option<u64>) -> Result<Box<dyn DynFilter>, RedisError> {
@@ -417,7 +471,8 @@ pub(crate) fn refuse_existing(redis_key: &RedisKeyWritable) -> Result<(), RedisE
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [LAYOUT redisbloom|bloomery]`
 ///
 /// `LAYOUT` is a bloomery extension: the new filter's layout whatever
-/// `bloomery.redisbloom-layout` says, and with it `NONSCALING` may come with `EXPANSION n`,
+/// `bloomery.redisbloom-layout` says and whatever the rate costs it (without it, see
+/// [`Reservation::resolved`]), and with it `NONSCALING` may come with `EXPANSION n`,
 /// the growth factor a non-scaling filter records without using (RedisBloom records its
 /// default there). It is how every filter a command creates is replicated and written to
 /// the AOF ([`Reservation::replicate`]). Without `LAYOUT`, RedisBloom's arity (at most 7
@@ -458,6 +513,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         reservation.redisbloom = if value.is_some_and(|value| word_is(value, LAYOUT_REDISBLOOM)) {
             true
         } else if value.is_some_and(|value| word_is(value, LAYOUT_BLOOMERY)) {
+            reservation.bloomery_named = true;
             false
         } else if redisbloom_words {
             // A word RedisBloom ignored (the layout is set below).
@@ -507,6 +563,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             expansion as u32
         };
     }
+    let reservation = reservation.resolved();
     let redis_key = ctx.open_key_writable(key);
     refuse_existing(&redis_key)?;
     let filter = if replaying {
@@ -586,7 +643,8 @@ fn add_items(
             let reservation = Reservation {
                 redisbloom: reservation.redisbloom || replaying,
                 ..*reservation
-            };
+            }
+            .resolved();
             let filter = if replaying {
                 reservation.create_replayed()?
             } else {

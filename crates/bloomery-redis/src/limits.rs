@@ -35,15 +35,15 @@
 //! | `bloomery.error-rate` | `ERROR_RATE` | `0.01` | error rate of the filters `BF.ADD`, `BF.MADD` and `BF.INSERT` (without `ERROR`) create; a string, since Redis's numeric configurations are integers: a number strictly between 0 and 1 |
 //! | `bloomery.initial-size` | `INITIAL_SIZE` | `100` | capacity of those filters (`BF.INSERT` without `CAPACITY`) |
 //! | `bloomery.expansion` | `EXPANSION` | `2` | growth of new filters without `EXPANSION` (`BF.RESERVE` too), 1 to [`MAX_EXPANSION`] |
-//! | `bloomery.redisbloom-layout` | `REDISBLOOM_LAYOUT` | `no` | new filters as RedisBloom's chains |
+//! | `bloomery.redisbloom-layout` | `REDISBLOOM_LAYOUT` | `no` | new filters as RedisBloom's chains (`no`: bloomery's, but RedisBloom's at rates where bloomery's takes more than twice the memory: `Reservation::resolved`) |
 //! | `bloomery.redisbloom-errors` | `REDISBLOOM_ERRORS` | `no` | RedisBloom's bare `BF.LOADCHUNK` errors |
 //!
 //! `ERROR_RATE` and `INITIAL_SIZE` are RedisBloom 2.6's load arguments. A bad value is
 //! refused with the reason: `CONFIG SET` answers an error and keeps the old value, a bad
 //! load argument stops the module from loading. So is a value that leaves the defaults
-//! together unable to make a filter (an error rate below what the layout's first filter
-//! of `initial-size` items reaches, `1e-30` in bloomery's layout), where every `BF.ADD` of
-//! a new key would answer an error: a `CONFIG SET` is checked with the other defaults once
+//! together unable to make a filter (a first filter of `initial-size` items that cannot be
+//! sized at the error rate in the layout it would have), where every `BF.ADD` of a new key
+//! would answer an error: a `CONFIG SET` is checked with the other defaults once
 //! all its values are set (and sets them all back if refused), and the module checks the
 //! defaults it loaded with. A change applies to the filters created
 //! after it; existing filters keep the parameters they were created with. The defaults are
@@ -81,7 +81,8 @@ static REDISBLOOM_ERRORS: AtomicBool = AtomicBool::new(false);
 
 /// `bloomery.redisbloom-layout`: whether new filters are RedisBloom-layout chains
 /// ([`bloomery::RedisBloomFilter`]: RedisBloom's hashing, sizing and growth, bit for bit)
-/// instead of the library's scalable filter (default no).
+/// instead of the library's scalable filter of blocked sub-filters (default no: then the
+/// latter, but at rates where it takes more than twice RedisBloom's memory).
 const LAYOUT_CONFIG_NAME: &CStr = c"redisbloom-layout";
 
 static REDISBLOOM_LAYOUT: AtomicBool = AtomicBool::new(false);
@@ -193,7 +194,7 @@ fn check_current_defaults() -> Result<(), String> {
 
 /// The apply callback of the defaults' configurations: after a `CONFIG SET` has set each
 /// of its values (checked alone by its set callback), checks them together, so that
-/// `CONFIG SET bloomery.error-rate 1e-30 bloomery.redisbloom-layout yes` is taken in either
+/// `CONFIG SET bloomery.error-rate 0.001 bloomery.initial-size 1000` is taken in either
 /// order. A refusal makes Redis set every value of the command back (with the set
 /// callbacks, whose checks the old values pass) and answer the reason.
 unsafe extern "C" fn apply_defaults(

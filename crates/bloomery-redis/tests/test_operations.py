@@ -160,47 +160,52 @@ def test_expansion_config_set_get_and_refusals(r):
     assert config(r, "expansion") == "32768"
 
 
-def test_defaults_that_make_no_filter_together_are_refused(r):
-    """Each default alone in range, but no filter made from them with the others: bloomery's
-    layout reaches no rate as low as 1e-30. CONFIG SET took it, and every BF.ADD of a new
-    key then failed; now the change is refused with the reason, whichever of the three
-    (error-rate, initial-size, redisbloom-layout) makes the combination."""
-    message = error_of(r, "CONFIG", "SET", "bloomery.error-rate", "1e-30")
-    assert "no filter can be made from error-rate 1e-30, initial-size 100, redisbloom-layout no" in message
-    assert "reaches no rate below" in message
-    assert config(r, "error-rate") == "0.01"
-    # RedisBloom's chain takes that rate: with its layout the rate is a default...
-    r.config_set("bloomery.redisbloom-layout", "yes")
+def test_where_no_layout_is_named_a_rate_blocked_sub_filters_serve_poorly_makes_redisbloom_s_chain(r):
+    """A blocked sub-filter sets 8 bits per item whatever its rate: as the rate falls it takes
+    more and more times the memory of RedisBloom's k spread bits, and reaches no rate as low
+    as 1e-30. A default rate of 1e-30 was refused, and 1e-12 made chains that stopped
+    growing under a cap after a few hundred items (below). Where no layout is named, a rate
+    at which a blocked sub-filter takes more than twice RedisBloom's link makes RedisBloom's
+    chain; LAYOUT bloomery still makes bloomery's, or says why not."""
     r.config_set("bloomery.error-rate", "1e-30")
+    assert config(r, "error-rate") == "1e-30"
     assert r.execute_command("BF.ADD", "chain", "x") == 1
-    # ...and leaving the layout would make it a bad one.
-    message = error_of(r, "CONFIG", "SET", "bloomery.redisbloom-layout", "no")
-    assert "no filter can be made from error-rate 1e-30, initial-size 100, redisbloom-layout no" in message
-    assert config(r, "redisbloom-layout") == "yes"
-    r.config_set("bloomery.error-rate", "1e-6")
-    r.config_set("bloomery.redisbloom-layout", "no")
-    # A capacity the rate is reached for alone, not with this rate: initial-size too.
-    r.config_set("bloomery.initial-size", "10000000000")
-    r.config_set("bloomery.initial-size", "100")
-    r.config_set("bloomery.error-rate", "1e-9")
-    message = error_of(r, "CONFIG", "SET", "bloomery.initial-size", "10000000000")
-    assert "no filter can be made from error-rate 1e-9, initial-size 10000000000, redisbloom-layout no" in message
-    assert config(r, "initial-size") == "100"
-    assert r.execute_command("BF.ADD", "blocked", "x") == 1
-    # A reason longer than Redis shows (256 bytes) is cut at a word, and says so.
-    assert message.endswith("... (the server log has it all)") and len(message) < 400
-    # One CONFIG SET of several: checked together once all are set, in either order...
+    assert r.type("chain") == b"MBbloom--"
+    assert "hashes:101" in debug_lines(r, "chain")[1]
+    message = error_of(r, "BF.RESERVE", "named", "1e-30", "100", "LAYOUT", "bloomery")
+    assert "reaches no rate below" in message
     r.config_set("bloomery.error-rate", "0.01")
-    r.execute_command("CONFIG", "SET", "bloomery.error-rate", "1e-30", "bloomery.redisbloom-layout", "yes")
-    assert (config(r, "error-rate"), config(r, "redisbloom-layout")) == ("1e-30", "yes")
-    r.execute_command("CONFIG", "SET", "bloomery.redisbloom-layout", "no", "bloomery.error-rate", "0.01")
-    assert (config(r, "error-rate"), config(r, "redisbloom-layout")) == ("0.01", "no")
-    # ...and a refused one sets back every value it set: none stays half changed (the
-    # layout set before a bad expansion, the rate before a bad combination).
+    # From capacity 1 at 1e-12 under a 64 MB cap: bloomery's chain stops growing within a
+    # thousand items, RedisBloom's takes 20,000 (and many more).
+    r.config_set("bloomery.max-filter-memory", "64mb")
+    items = [f"item-{i}" for i in range(20000)]
+    r.execute_command("BF.RESERVE", "blocked", "1e-12", "1", "LAYOUT", "bloomery")
+    added = r.execute_command("BF.MADD", "blocked", *items)
+    refused = [i for i, reply in enumerate(added) if isinstance(reply, redis.ResponseError)]
+    assert refused and refused[0] < 1000 and "cannot grow" in str(added[refused[0]])
+    r.execute_command("BF.RESERVE", "deep", "1e-12", "1")
+    assert r.type("deep") == b"MBbloom--"
+    added = r.execute_command("BF.MADD", "deep", *items)
+    assert all(reply in (0, 1) for reply in added), [reply for reply in added if reply not in (0, 1)][:1]
+    assert all(r.execute_command("BF.MEXISTS", "deep", *items))
+    # The comparison is per item, at the rate: a small filter takes bloomery's layout at
+    # 1%, whatever its floor (one 64-byte block against a link of 16 bytes).
+    for key, rate, capacity, expected in [("small", "0.01", "10", b"bloomery"), ("low", "1e-5", "1000", b"bloomery"),
+                                          ("lower", "1e-6", "1000", b"MBbloom--")]:
+        r.execute_command("BF.RESERVE", key, rate, capacity)
+        assert r.type(key).startswith(expected), (key, r.type(key))
+    r.execute_command("BF.RESERVE", "forced", "1e-6", "1000", "LAYOUT", "bloomery")
+    assert r.type("forced").startswith(b"bloomery")
+    # BF.INSERT and the adds of a new key decide the same way.
+    r.execute_command("BF.INSERT", "inserted", "ERROR", "1e-9", "ITEMS", "a")
+    assert r.type("inserted") == b"MBbloom--"
+    # A reason longer than Redis shows (256 bytes) is cut at a word, and says so.
+    message = error_of(r, "CONFIG", "SET", "bloomery.error-rate", "0." + "1 " * 150)
+    assert message.endswith("... (the server log has it all)") and len(message) < 400
+    # One CONFIG SET of several: a refused one sets back every value it set, none stays
+    # half changed (the layout and the rate set before a bad expansion).
     error_of(r, "CONFIG", "SET", "bloomery.redisbloom-layout", "yes", "bloomery.error-rate", "1e-30",
              "bloomery.expansion", "0")
-    message = error_of(r, "CONFIG", "SET", "bloomery.error-rate", "1e-30", "bloomery.initial-size", "200")
-    assert "no filter can be made from error-rate 1e-30, initial-size 200, redisbloom-layout no" in message
     assert (config(r, "error-rate"), config(r, "redisbloom-layout"), config(r, "initial-size"),
             config(r, "expansion")) == ("0.01", "no", "100", "2")
 
@@ -232,31 +237,29 @@ def test_values_with_printf_directives_or_nuls_are_logged_not_interpreted(tmp_pa
     assert "crashed" not in log.read_text(errors="replace")
 
 
-def test_defaults_loaded_are_checked_together_in_any_order(tmp_path):
+def test_defaults_loaded_take_effect_together_in_any_order(tmp_path):
     """At load, redis.conf's values and the load arguments come one at a time in Redis's
-    order: they are checked together once all are in. A combination that makes no filter
-    stops the module, saying why in the log; one that does loads, whatever the order."""
+    order: they are checked together once all are in. A rate as low as 1e-30, which
+    blocked sub-filters do not reach, makes RedisBloom's chain with either layout setting,
+    whatever the order."""
     log = tmp_path / "redis.log"
-    for args, module_args in [(["--bloomery.error-rate", "1e-30"], []), ([], ["ERROR_RATE", "1e-30"])]:
-        server = Server(tmp_path, "--logfile", str(log), *args, module_args=module_args)
-        with pytest.raises(RuntimeError, match="did not start"):
-            server.start()
-        server.stop()
-        assert "no filter can be made from error-rate 1e-30, initial-size 100, redisbloom-layout no" in log.read_text()
-        log.unlink()
-    for args, module_args in [
-        (["--bloomery.error-rate", "1e-30", "--bloomery.redisbloom-layout", "yes"], []),
-        (["--bloomery.redisbloom-layout", "yes", "--bloomery.error-rate", "1e-30"], []),
-        (["--bloomery.error-rate", "1e-30"], ["REDISBLOOM_LAYOUT", "yes"]),
+    for args, module_args, layout in [
+        (["--bloomery.error-rate", "1e-30"], [], "no"),
+        ([], ["ERROR_RATE", "1e-30"], "no"),
+        (["--bloomery.error-rate", "1e-30", "--bloomery.redisbloom-layout", "yes"], [], "yes"),
+        (["--bloomery.redisbloom-layout", "yes", "--bloomery.error-rate", "1e-30"], [], "yes"),
+        (["--bloomery.error-rate", "1e-30"], ["REDISBLOOM_LAYOUT", "yes"], "yes"),
     ]:
         server = Server(tmp_path, "--logfile", str(log), *args, module_args=module_args).start()
         try:
             client = server.client()
-            assert (config(client, "error-rate"), config(client, "redisbloom-layout")) == ("1e-30", "yes")
+            assert (config(client, "error-rate"), config(client, "redisbloom-layout")) == ("1e-30", layout)
             assert client.execute_command("BF.ADD", "k", "x") == 1
+            assert client.type("k") == b"MBbloom--"
             # A refusal's reason that Redis cuts in the reply is whole in the log.
-            assert "(the server log has it all)" in error_of(client, "CONFIG", "SET", "bloomery.redisbloom-layout", "no")
-            assert re.search(r"CONFIG SET refused: no filter can be made .* reaches no rate below .*\)$", log.read_text(), re.M)
+            long = "0." + "1 " * 150
+            assert "(the server log has it all)" in error_of(client, "CONFIG", "SET", "bloomery.error-rate", long)
+            assert f"got '{long}'" in log.read_text()
         finally:
             server.stop()
         log.unlink()
