@@ -112,6 +112,16 @@ impl PieceAssembler {
             )));
         }
         let last = received == self.total;
+        let left = self.total - self.bytes.len() as u64;
+        if !last && left <= self.piece_len as u64 {
+            // Short of the last piece's length, not of a middle piece's.
+            return Err(inconsistent(format!(
+                "piece {number} has {} bytes, and as the last piece it must have the {left} \
+                 left of the {} bytes the header announced",
+                piece.len(),
+                self.total
+            )));
+        }
         if !last && piece.len() != self.piece_len {
             return Err(inconsistent(format!(
                 "piece {number} has {} bytes; every piece but the last has {}",
@@ -204,9 +214,30 @@ mod tests {
         else {
             panic!("more to come");
         };
+        let message = assembler.push(2, &bytes[1000..1500]).unwrap_err().to_string();
         assert!(
-            assembler.push(2, &bytes[1000..1500]).is_err(),
-            "a short middle piece"
+            message.contains("every piece but the last has 1000"),
+            "a short middle piece: {message}"
+        );
+        // A short last piece is said as such, with the length it must have.
+        let Assembled::NeedMore(before_last) =
+            assemble(&bytes[..bytes.len() / 1000 * 1000], 1000, 2..).unwrap()
+        else {
+            panic!("more to come");
+        };
+        let left = bytes.len() % 1000;
+        assert!(left > 1, "{} bytes", bytes.len());
+        let next = before_last.next_number();
+        let message = before_last
+            .push(next, &bytes[bytes.len() - left..bytes.len() - 1])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains(&format!(
+                "as the last piece it must have the {left} left of the {}",
+                bytes.len()
+            )),
+            "{message}"
         );
         let mut longer = bytes.clone();
         longer.extend_from_slice(&[0; 10]);
