@@ -51,10 +51,8 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
         // The defaults of new filters (bloomery.error-rate, -initial-size, -expansion),
         // checked as CONFIG SET checks them.
         let accepted = if word_is(name, "ERROR_RATE") {
-            value
-                .try_as_str()
+            limits::parse_error_rate(value)
                 .ok()
-                .and_then(|text| limits::parse_error_rate(text).ok())
                 .map(limits::set_default_error_rate)
         } else if word_is(name, "INITIAL_SIZE") {
             parse_i64(value)

@@ -57,7 +57,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use bloomery::any::Spec;
 use bloomery::format::native::{MAX_PARAMS_LEN, PAYLOAD_ALIGN, Variant};
-use redis_module::{Context, ContextFlags, Status, raw};
+use redis_module::{Context, ContextFlags, RedisString, Status, raw};
 
 /// The default cap: 1 GiB per key, a first sub-filter of about 6 × 10^8 items at 1% in the
 /// default layout (14 bits an item at its fifth of the rate: 1,746,368 bytes for 10^6,
@@ -139,14 +139,19 @@ pub fn default_expansion() -> u64 {
     EXPANSION.load(Ordering::Relaxed)
 }
 
-/// Parses and checks a default error rate: a number strictly between 0 and 1.
-pub fn parse_error_rate(text: &str) -> Result<f64, String> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
+/// Parses and checks a default error rate: a number strictly between 0 and 1, read as the
+/// commands read their rates ([`crate::commands::parse_f64`], RedisBloom's `strtod` on the
+/// whole text: a hex float such as `0x1p-7` is taken, surrounding spaces are not), so
+/// that RedisBloom's load argument `ERROR_RATE` takes what RedisBloom's did, and a rate
+/// is the same number as a default and in a command.
+pub fn parse_error_rate(value: &RedisString) -> Result<f64, String> {
+    crate::commands::parse_f64(value)
         .filter(|&rate| rate > 0.0 && rate < 1.0)
         .ok_or_else(|| {
-            format!("the error rate must be a number strictly between 0 and 1, such as 0.01 (got '{text}')")
+            format!(
+                "the error rate must be a number strictly between 0 and 1, such as 0.01 (got '{}')",
+                String::from_utf8_lossy(value.as_slice())
+            )
         })
 }
 
@@ -445,18 +450,13 @@ unsafe extern "C" fn set_error_rate_config(
     _privdata: *mut c_void,
     error: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let mut len = 0;
-    // SAFETY: Redis passes a valid string for the duration of the call.
-    let text = unsafe {
-        match raw::RedisModule_StringPtrLen {
-            Some(ptr_len) if !value.is_null() => {
-                let ptr = ptr_len(value, &mut len);
-                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-            }
-            _ => &[],
-        }
+    let parsed = if value.is_null() {
+        Err("the error rate must be a number strictly between 0 and 1, such as 0.01 (got none)".to_owned())
+    } else {
+        // Retained and released by the wrapper; Redis passes a valid string for the call.
+        parse_error_rate(&RedisString::new(None, value))
     };
-    match parse_error_rate(&String::from_utf8_lossy(text)) {
+    match parsed {
         Ok(rate) => {
             set_default_error_rate(rate);
             raw::REDISMODULE_OK as c_int

@@ -294,6 +294,27 @@ def test_load_arguments_and_the_command_line(tmp_path):
         server.stop()
 
 
+def test_an_error_rate_is_read_alike_as_a_default_and_in_a_command(tmp_path):
+    """Commands read a rate as RedisBloom does (C's strtod on the whole text: hex floats
+    such as 0x1p-7 taken, spaces around refused); the default (CONFIG SET, redis.conf, the
+    load argument ERROR_RATE) trimmed spaces and refused hex floats, so RedisBloom's load
+    argument ERROR_RATE 0x1p-7 stopped the module from loading."""
+    server = Server(tmp_path, module_args=["ERROR_RATE", "0x1p-7"]).start()
+    try:
+        client = server.client()
+        assert config(client, "error-rate") == "0.0078125"
+        for text in (" 0.05", "0.05 ", "0.05x"):
+            error_of(client, "BF.RESERVE", "k", text, "100")
+            assert "strictly between 0 and 1" in error_of(client, "CONFIG", "SET", "bloomery.error-rate", text)
+        client.config_set("bloomery.error-rate", "0x1p-6")
+        assert config(client, "error-rate") == "0.015625"
+        client.execute_command("BF.RESERVE", "k", "0x1p-6", "100")
+        client.execute_command("BF.ADD", "d", "x")
+        assert debug_lines(client, "k")[1].split()[-1] == debug_lines(client, "d")[1].split()[-1]
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize("argument", [
     ["ERROR_RATE", "1.5"], ["ERROR_RATE", "0"], ["INITIAL_SIZE", "0"], ["EXPANSION", "0"],
     ["EXPANSION", "40000"], ["INITIAL_SIZE", "abc"],
