@@ -36,7 +36,9 @@ const MAX_HEADER_LEN: usize = (32 + 65_536 + 8usize).next_multiple_of(64);
 /// next phase starts.
 pub fn timing(phase: &str, since: Instant) -> Instant {
     if timings_wanted() {
-        eprintln!(
+        // Not eprintln!, which panics when standard error is full or closed.
+        let _ = writeln!(
+            std::io::stderr(),
             "bloomery: timing: {phase}: {:.2} s",
             since.elapsed().as_secs_f64()
         );
@@ -461,7 +463,8 @@ impl Writable {
         }
         if timings_wanted() {
             let [read, mapped, inserted] = spent.map(|spent| spent.as_secs_f64());
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "bloomery: timing: of the pass: hashes read back {read:.2} s, pages mapped {mapped:.2} s, \
                  bits set and pages let go {inserted:.2} s"
             );

@@ -11,7 +11,7 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -241,7 +241,9 @@ fn warn_if_unread(input: &impl AsFd, files: &[PathBuf]) {
         std::fs::metadata(path).is_ok_and(|file| file.dev() == metadata.dev() && file.ino() == metadata.ino())
     });
     if !named {
-        eprintln!(
+        // Not eprintln!, which panics when standard error is full or closed.
+        let _ = writeln!(
+            std::io::stderr(),
             "bloomery: warning: standard input holds data that is not read: with items given as \
              arguments or -i FILE, it is read only as -i -"
         );

@@ -6,6 +6,11 @@
 //! `verify` found the file unsealed (an update in place did not finish: bits and
 //! parameters valid, payload checksum stale; `bloomery seal` reseals it).
 
+// `println!` and `eprintln!` panic when their stream is full or closed (`2>/dev/full`),
+// which ends the command with a panic's status 101: every line is written with
+// `writeln!`, its error handled (output) or dropped (warnings).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod batch;
 mod combine;
 mod error;

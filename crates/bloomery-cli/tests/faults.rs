@@ -1015,6 +1015,54 @@ fn a_full_or_closed_stdout_is_an_error_line_or_a_quiet_end_never_a_panic() {
 }
 
 #[test]
+fn a_full_or_closed_stderr_loses_warnings_not_the_run() {
+    // A warning (standard input holds data that is not read; BLOOMERY_TIMINGS's phases)
+    // went through eprintln!, which panics when standard error is full or closed: the run
+    // ended with status 101 before adding anything.
+    let dir = open_dir();
+    let path = dir.path().join("f.bloom");
+    ok(bloomery().args(["create", "--items", "1000"]).arg(&path));
+    let unread = dir.path().join("unread");
+    fs::write(&unread, "1\n2\n3\n").expect("writes");
+    let stderrs: [(&str, fn() -> Stdio); 2] = [
+        ("2> /dev/full", || {
+            Stdio::from(fs::File::options().write(true).open("/dev/full").expect("opens"))
+        }),
+        ("2> (a pipe whose reader left)", || {
+            let (reader, writer) = std::io::pipe().expect("pipe");
+            drop(reader);
+            Stdio::from(writer)
+        }),
+    ];
+    for (what, stderr) in stderrs {
+        for (item, timings) in [("apple", false), ("pear", true)] {
+            let mut command = bloomery();
+            command
+                .arg("add")
+                .arg(&path)
+                .arg(item)
+                .stdin(fs::File::open(&unread).expect("opens"))
+                .stdout(Stdio::null())
+                .stderr(stderr());
+            if timings {
+                command.env("BLOOMERY_TIMINGS", "1");
+            }
+            let status = command.status().expect("runs");
+            assert_eq!(status.code(), Some(0), "add {item} {what}");
+        }
+        let mut command = bloomery();
+        command
+            .arg("check")
+            .arg(&path)
+            .args(["apple", "pear"])
+            .stdin(fs::File::open(&unread).expect("opens"))
+            .stdout(Stdio::null())
+            .stderr(stderr());
+        assert_eq!(command.status().expect("runs").code(), Some(0), "check {what}");
+    }
+}
+
+#[test]
 fn check_whose_reader_left_still_answers_for_every_item_by_its_status() {
     // `check f -i items | head -1` under `set -o pipefail`: the status covers the items
     // looked up after the reader left, not only the printed ones.

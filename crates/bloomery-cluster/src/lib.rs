@@ -81,6 +81,10 @@
 //! routing of a keyless `WAIT` sends it to every primary and keeps the fewest replicas, so
 //! a primary that was not written to, with fewer replicas, would fail the batch.)
 
+// A library writes nothing to standard output or error (its callers own them), and
+// `println!`/`eprintln!` panic when the stream is full or closed.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 

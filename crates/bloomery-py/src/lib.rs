@@ -7,6 +7,10 @@
 //! with the GIL released; `ConcurrentBloomFilter` is the library's lock-free filters,
 //! for many threads at once.
 
+// A library writes nothing to standard output or error (its callers own them), and
+// `println!`/`eprintln!` panic when the stream is full or closed.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod files;
 mod items;
 mod sharded;

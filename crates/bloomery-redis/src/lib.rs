@@ -25,6 +25,10 @@
 //! Adding a command: a line in the command list below, a line in [`ACL_CATEGORIES`] and
 //! in [`KEY_SPECS`], and, for a write command, [`accounting::after_write`] on its key before it returns.
 
+// A library writes nothing to standard output or error (its callers own them), and
+// `println!`/`eprintln!` panic when the stream is full or closed.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 /// The module's log: every line goes through here (the redis-module crate's own logging
 /// functions are refused by clippy.toml's `disallowed-methods` elsewhere). The crate hands
 /// Redis a line as a printf format, from a C string, so each line is escaped first

@@ -51,6 +51,10 @@
 //! an allow-listed filter's `allow` of an inserted item hides it; and a rotating filter
 //! forgets the generations it drops.
 
+// A library writes nothing to standard output or error (its callers own them), and
+// `println!`/`eprintln!` panic when the stream is full or closed.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod allowlist;
 pub mod any;
 pub mod bits;
