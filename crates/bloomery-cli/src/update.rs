@@ -118,6 +118,8 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
     let mut progress = Progress::new("adding");
     let mut count = 0u64;
     let mut scratch = Vec::new();
+    // The pass over the spilled hashes, where it ran early (below) and failed.
+    let mut early_pass_failed = false;
     let added = for_each_batch(
         &items.items,
         &items.inputs,
@@ -125,9 +127,21 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
         keep,
         per_batch,
         |batch| {
-            match &mut spill {
-                Some(spill) => spill.push(&batch.hashes, path)?,
-                None => writable.insert(&batch.hashes, &mut scratch)?,
+            let spilled = match &mut spill {
+                Some(kept) => kept.push(&batch.hashes, path).is_ok(),
+                None => false,
+            };
+            if !spilled {
+                // The spill files' file system refused more (full, or a limit on file
+                // size): the hashes kept so far go in now, in one pass, and the rest batch
+                // by batch, as where the directory refuses spill files. That road needs
+                // nothing but the file itself.
+                if let Some(kept) = spill.take() {
+                    writable
+                        .insert_spilled(kept)
+                        .inspect_err(|_| early_pass_failed = true)?;
+                }
+                writable.insert(&batch.hashes, &mut scratch)?;
             }
             count += batch.len() as u64;
             progress.tick_by(batch.len() as u64);
@@ -137,9 +151,13 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
     progress.finish();
     drop(scratch);
     let mut started = inplace::timing("reading the items (hashed, and inserted unless spilled)", started);
-    // The items before a failure to read or spill are added too, as when they go in batch
-    // by batch; a pass that fails part way has added only some of them.
-    let mut spilled = Ok(());
+    // The items before a failure to read are added too, as when they go in batch by batch;
+    // a pass that fails part way has added only some of them.
+    let (added, mut spilled) = if early_pass_failed {
+        (Ok(()), added)
+    } else {
+        (added, Ok(()))
+    };
     if let Some(spill) = spill
         && count > 0
     {
