@@ -599,6 +599,74 @@ fn fewest_blocks(
     too_many: &str,
 ) -> Result<u64> {
     check_fpp(fpp)?;
+    let key = SizedKey {
+        expected_items,
+        fpp: fpp.to_bits(),
+        max_blocks,
+        word_bits: word_bits.to_bits(),
+    };
+    if let Some(blocks) = KeptSizings::recall(key) {
+        return Ok(blocks);
+    }
+    let blocks = search_fewest_blocks(expected_items, fpp, max_blocks, word_bits, layout, too_many)?;
+    KeptSizings::keep(key, blocks);
+    Ok(blocks)
+}
+
+/// What a block sizing depends on: [`fewest_blocks`]'s arguments but the error's words.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct SizedKey {
+    expected_items: u64,
+    fpp: u64,
+    max_blocks: u64,
+    word_bits: u64,
+}
+
+/// The last block sizings made ([`fewest_blocks`]), kept because one costs some 64
+/// evaluations of the Poisson mixture, about a tenth of a millisecond, and the same one is
+/// asked for again and again: the Redis module sizes every new key that `BF.ADD` makes
+/// from its defaults (on the server's one thread), twice, and compares the layouts at its
+/// rate. The sizes are a function of the key alone, so a size recalled is the one the
+/// search would give.
+struct KeptSizings;
+
+/// How many sizings [`KeptSizings`] keeps.
+const SIZED_KEPT: usize = 16;
+
+type SizedSlots = ([Option<(SizedKey, u64)>; SIZED_KEPT], usize);
+
+static SIZED: std::sync::Mutex<SizedSlots> = std::sync::Mutex::new(([None; SIZED_KEPT], 0));
+
+impl KeptSizings {
+    fn recall(key: SizedKey) -> Option<u64> {
+        // A poisoned lock only means a panic elsewhere while it was held: the slots hold
+        // whole entries either way.
+        let slots = SIZED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        slots
+            .0
+            .iter()
+            .flatten()
+            .find(|(kept, _)| *kept == key)
+            .map(|&(_, blocks)| blocks)
+    }
+
+    fn keep(key: SizedKey, blocks: u64) {
+        let mut slots = SIZED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let next = slots.1;
+        slots.0[next] = Some((key, blocks));
+        slots.1 = (next + 1) % SIZED_KEPT;
+    }
+}
+
+/// [`fewest_blocks`]'s search, run where no sizing is kept for its arguments.
+fn search_fewest_blocks(
+    expected_items: u64,
+    fpp: f64,
+    max_blocks: u64,
+    word_bits: f64,
+    layout: &str,
+    too_many: &str,
+) -> Result<u64> {
     let n = expected_items.max(1);
     let target = fpp * BLOCKED_HEADROOM;
     let rate = |blocks, items, key_floor| poisson_block_rate(blocks, items, word_bits, key_floor);
@@ -1005,6 +1073,22 @@ mod tests {
         assert!(message.contains("100000000000 items at fpp 0.01"), "{message}");
         let message = ClassicShape::for_fpp(10, 1e-100).unwrap_err().to_string();
         assert!(message.contains("hash functions"), "{message}");
+    }
+
+    #[test]
+    fn a_kept_sizing_is_the_one_the_search_gives() {
+        // More sizings than are kept, twice over: the first asks search, the second recall
+        // (those still kept) or search again.
+        let asked: Vec<(u64, f64)> = (1..=2 * SIZED_KEPT as u64)
+            .map(|i| (i * 1_000, 0.01 / i as f64))
+            .collect();
+        for _ in 0..2 {
+            for &(n, p) in &asked {
+                let searched = search_fewest_blocks(n, p, MAX_NUM_BLOCKS, 64.0, "blocked", "").unwrap();
+                assert_eq!(blocked_num_blocks(n, p).unwrap(), searched, "{n} {p}");
+                assert_eq!(blocked_num_blocks(n, p).unwrap(), searched, "{n} {p}, again");
+            }
+        }
     }
 
     #[test]
