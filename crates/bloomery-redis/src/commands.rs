@@ -226,13 +226,14 @@ impl Reservation {
     /// The reservation with its layout decided where none was named (no `LAYOUT`, and
     /// `bloomery.redisbloom-layout no`): bloomery's chain of blocked sub-filters, unless
     /// at its rate a first sub-filter takes more than [`MOST_BLOCKED_COST`] times the
-    /// memory of RedisBloom's first link (both of [`COMPARED_AT`] items), or this one cannot
-    /// be sized at all; then RedisBloom's chain. A
-    /// blocked sub-filter sets 8 bits per item in one 64-byte block whatever its rate, so
-    /// as the rate falls it needs more and more bits per item where RedisBloom's k spread
-    /// bits need about 1.44 more per halving: a default that made blocked filters at every
-    /// rate took many times RedisBloom's memory at low rates, and a chain under the
-    /// module's cap per key stopped growing after a few hundred items at 1e-12.
+    /// memory of RedisBloom's first link (both of [`COMPARED_AT`] items, or the blocked
+    /// one cannot be sized for as many), or this one cannot be sized at all; then
+    /// RedisBloom's chain. A blocked sub-filter sets 8 bits per item in one 64-byte block
+    /// whatever its rate, so as the rate falls it needs more and more bits per item where
+    /// RedisBloom's k spread bits need about 1.44 more per halving: a default that made
+    /// blocked filters at every rate took many times RedisBloom's memory at low rates, and
+    /// from capacity 1 at 1e-12 under a 64 MB cap a chain stopped growing within a
+    /// thousand items (`tests/test_operations.py`).
     pub(crate) fn resolved(self) -> Self {
         if self.redisbloom || self.bloomery_named {
             return self;
@@ -258,6 +259,10 @@ impl Reservation {
         };
         match (compared(self), compared(chain)) {
             (Ok(blocked), Ok(links)) if blocked > links.saturating_mul(MOST_BLOCKED_COST) => chain,
+            // Blocked sub-filters of that many items reach no such rate (from about 1e-13
+            // on, more than 2^32 blocks); a smaller one may still be sized, at thousands of
+            // times the chain's memory.
+            (Err(_), Ok(_)) => chain,
             _ => self,
         }
     }

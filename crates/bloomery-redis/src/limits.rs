@@ -199,8 +199,9 @@ fn check_current_defaults() -> Result<(), String> {
 
 /// The apply callback of the defaults' configurations: after a `CONFIG SET` has set each
 /// of its values (checked alone by its set callback), checks them together, so that
-/// `CONFIG SET bloomery.error-rate 0.001 bloomery.initial-size 1000` is taken in either
-/// order. A refusal makes Redis set every value of the command back (with the set
+/// a combination is judged whole, whatever the order of its values (`CONFIG SET
+/// bloomery.initial-size 200 bloomery.error-rate 5e-324` is refused for the rate, from
+/// which no filter can be made, and sets the size back too). A refusal makes Redis set every value of the command back (with the set
 /// callbacks, whose checks the old values pass) and answer the reason.
 unsafe extern "C" fn apply_defaults(
     _ctx: *mut raw::RedisModuleCtx,

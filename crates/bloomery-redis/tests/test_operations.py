@@ -196,16 +196,31 @@ def test_where_no_layout_is_named_a_rate_blocked_sub_filters_serve_poorly_makes_
         assert r.type(key).startswith(expected), (key, r.type(key))
     r.execute_command("BF.RESERVE", "forced", "1e-6", "1000", "LAYOUT", "bloomery")
     assert r.type("forced").startswith(b"bloomery")
+    # A NONSCALING filter's one sub-filter takes the whole rate: bloomery's at 1e-6 still.
+    r.execute_command("BF.RESERVE", "one", "1e-6", "1000", "NONSCALING")
+    assert r.type("one").startswith(b"bloomery")
+    # Where blocked sub-filters of 10^6 items cannot be sized at all, a small one still
+    # could be, at thousands of times the chain's memory: RedisBloom's chain.
+    message = error_of(r, "BF.RESERVE", "tiny", "1e-14", "100", "LAYOUT", "bloomery")
+    assert "776518464 bytes" in message, message
+    r.execute_command("BF.RESERVE", "tiny", "1e-14", "100")
+    assert r.type("tiny") == b"MBbloom--"
     # BF.INSERT and the adds of a new key decide the same way.
     r.execute_command("BF.INSERT", "inserted", "ERROR", "1e-9", "ITEMS", "a")
     assert r.type("inserted") == b"MBbloom--"
     # A reason longer than Redis shows (256 bytes) is cut at a word, and says so.
     message = error_of(r, "CONFIG", "SET", "bloomery.error-rate", "0." + "1 " * 150)
     assert message.endswith("... (the server log has it all)") and len(message) < 400
-    # One CONFIG SET of several: a refused one sets back every value it set, none stays
-    # half changed (the layout and the rate set before a bad expansion).
+    # Defaults from which no filter can be made at all are still refused: the smallest
+    # double, 5e-324, leaves the first link a share of 0 in either layout.
+    message = error_of(r, "CONFIG", "SET", "bloomery.error-rate", "5e-324")
+    assert "no filter can be made from error-rate 5e-324, initial-size 100, redisbloom-layout no" in message
+    # One CONFIG SET of several: checked together once all are set, and a refused one sets
+    # back every value it set, none stays half changed (the layout and the rate set before
+    # a bad expansion; the capacity before a rate no filter takes).
     error_of(r, "CONFIG", "SET", "bloomery.redisbloom-layout", "yes", "bloomery.error-rate", "1e-30",
              "bloomery.expansion", "0")
+    error_of(r, "CONFIG", "SET", "bloomery.initial-size", "200", "bloomery.error-rate", "5e-324")
     assert (config(r, "error-rate"), config(r, "redisbloom-layout"), config(r, "initial-size"),
             config(r, "expansion")) == ("0.01", "no", "100", "2")
 
@@ -241,7 +256,7 @@ def test_defaults_loaded_take_effect_together_in_any_order(tmp_path):
     """At load, redis.conf's values and the load arguments come one at a time in Redis's
     order: they are checked together once all are in. A rate as low as 1e-30, which
     blocked sub-filters do not reach, makes RedisBloom's chain with either layout setting,
-    whatever the order."""
+    whatever the order; one from which no filter can be made stops the module."""
     log = tmp_path / "redis.log"
     for args, module_args, layout in [
         (["--bloomery.error-rate", "1e-30"], [], "no"),
@@ -262,6 +277,14 @@ def test_defaults_loaded_take_effect_together_in_any_order(tmp_path):
             assert f"got '{long}'" in log.read_text()
         finally:
             server.stop()
+        log.unlink()
+    # A combination from which no filter can be made stops the module, saying why.
+    for args, module_args in [(["--bloomery.error-rate", "5e-324"], []), ([], ["ERROR_RATE", "5e-324"])]:
+        server = Server(tmp_path, "--logfile", str(log), *args, module_args=module_args)
+        with pytest.raises(RuntimeError, match="did not start"):
+            server.start()
+        server.stop()
+        assert "no filter can be made from error-rate 5e-324, initial-size 100, redisbloom-layout no" in log.read_text()
         log.unlink()
 
 

@@ -47,6 +47,10 @@ def create_keys(client, layout: str) -> dict:
         *items("c", 3), at=5)
     add(f"explicit-{layout}", "BF.INSERT", f"explicit-{layout}", "CAPACITY", "30", "ERROR", "0.05",
         "EXPANSION", "1", "ITEMS", *items("x", 3), at=9)
+    # A rate at which blocked sub-filters take more than twice RedisBloom's memory: the
+    # primary makes RedisBloom's chain with either layout setting, and replicates it named.
+    add(f"low-rate-{layout}", "BF.INSERT", f"low-rate-{layout}", "ERROR", "1e-9", "ITEMS", *items("l", 3), at=5)
+    assert client.type(f"low-rate-{layout}") == b"MBbloom--"
     for key, command in [
         (f"reserve-{layout}", ["BF.RESERVE", f"reserve-{layout}", "0.01", "100"]),
         (f"reserve-nonscaling-{layout}", ["BF.RESERVE", f"reserve-nonscaling-{layout}", "0.02", "300", "NONSCALING"]),
