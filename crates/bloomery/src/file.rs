@@ -316,7 +316,11 @@ impl TempFile {
     /// [`io::ErrorKind::AlreadyExists`] when the name exists, and syncs the directory: a
     /// rename that does not replace (`renameat2` with `RENAME_NOREPLACE`), or where the
     /// filesystem cannot do that, a hard link (the temporary name then dropped). Only a
-    /// filesystem with neither (some network and FUSE ones) refuses.
+    /// filesystem with neither (some network and FUSE ones) refuses. Once the file has its
+    /// name, the temporary files that killed writers of that name left are removed
+    /// ([`remove_stale_temporaries`]), as a writer of an existing file removes them: a
+    /// `create` or `import` of a new file killed part way left its temporary file until a
+    /// later writer locked the finished file.
     pub fn link_as_new(mut self, target: &Path) -> io::Result<()> {
         match rename_no_replace(&self.path, target) {
             Ok(()) => self.done = true,
@@ -331,7 +335,9 @@ impl TempFile {
             }
             Err(error) => return Err(error),
         }
-        sync_directory(target)
+        sync_directory(target)?;
+        remove_stale_temporaries(target);
+        Ok(())
     }
 }
 
@@ -1539,6 +1545,30 @@ mod tests {
         }
         if Path::new("/proc/self").exists() {
             assert!(leftovers.iter().all(|path| !path.exists()));
+        }
+    }
+
+    #[test]
+    fn a_new_file_made_removes_the_leftovers_of_killed_writers_of_its_name() {
+        // A `create` or `import` of a new file, killed part way, left its temporary file
+        // until a writer locked the finished file; the next new file of that name now
+        // removes it (and only real leftovers, as a locking writer does).
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("new");
+        let leftover = dir.path().join(format!(".new.4294967295.{}.tmp", now_hex()));
+        fs::write(&leftover, b"partial").unwrap();
+        let users = dir.path().join(".new.4000000.abc.tmp");
+        fs::write(&users, b"a user's filter").unwrap();
+        TempFile::beside(&target)
+            .unwrap()
+            .fill(|file| file.write_all(b"filter"))
+            .unwrap()
+            .link_as_new(&target)
+            .unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"filter");
+        assert!(users.exists());
+        if Path::new("/proc/self").exists() {
+            assert!(!leftover.exists());
         }
     }
 
