@@ -266,9 +266,14 @@ impl Locked {
     }
 
     /// The locked file's filter, read whole and checked, to be replaced: refused first, before
-    /// the caller reads any item, when the file has other hard links ([`Self::refuse_links`]).
+    /// the caller reads any item, when the file has other hard links ([`Self::refuse_links`]),
+    /// or when its directory refuses the new file written beside it (a user who may write
+    /// the file but not its directory, a read-only file system): a `dedup` found out only
+    /// when it saved, after printing every new line, which the next run printed again.
     pub fn load(&self) -> Result<Box<dyn DynFilter>> {
         self.refuse_links()?;
+        // Made and dropped (which removes it): the directory takes files now.
+        drop(temporary_beside(&self.real, &self.shown)?);
         open_bytes(&self.shown, &self.file, self.metadata.len(), false)
     }
 

@@ -2674,6 +2674,51 @@ fn a_spilled_add_whose_directory_refuses_spill_files_goes_batch_by_batch() {
     );
 }
 
+/// A filter written whole (here scalable) that this user may write in a directory it may
+/// not write: `dedup` printed every new line, then failed to save the filter, and the next
+/// run printed them again; `add` read its whole input first. Both now refuse before reading
+/// any item, naming the directory.
+#[test]
+fn a_whole_file_writer_whose_directory_refuses_new_files_fails_before_reading() {
+    let dir = open_dir();
+    let path = dir.path().join("s.bloom");
+    ok(bloomery()
+        .args(["create", "--variant", "scalable", "--items", "1000"])
+        .arg(&path));
+    std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).ok();
+    let input = dir.path().join("lines");
+    fs::write(&input, "a\nb\nc\n").expect("writes");
+    for args in [
+        vec![
+            "dedup".as_ref(),
+            "--filter".as_ref(),
+            path.as_os_str(),
+            "-i".as_ref(),
+            input.as_os_str(),
+        ],
+        vec!["add".as_ref(), path.as_os_str(), "-i".as_ref(), input.as_os_str()],
+    ] {
+        let Some(mut command) = as_nobody(&args) else {
+            eprintln!("skipped: needs root and setpriv to run as another user");
+            return;
+        };
+        let output = command.output().expect("runs");
+        assert_clean_end(&output, &format!("{args:?}"));
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            output.stdout.is_empty(),
+            "{args:?}: printed {:?}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            message.contains("cannot create a file in its directory"),
+            "{message}"
+        );
+    }
+    assert_eq!(leftovers(dir.path(), &["s.bloom", "lines"]), Vec::<String>::new());
+}
+
 /// A spilled add's files have no name (unnamed from the start where the file system can
 /// make such files, else unlinked once made); one that an older version, or a kill between
 /// the making and the unlinking, left (`.NAME.PID.spill-N.tmp`) was never removed: the
