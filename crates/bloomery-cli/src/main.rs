@@ -81,7 +81,8 @@ struct SizeArgs {
         short = 'n',
         long = "items",
         default_value_t = 10_000_000,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = whole_number::<u64>(0, u64::MAX)
     )]
     expected_items: u64,
     /// Target false-positive probability, in (0, 1).
@@ -89,7 +90,8 @@ struct SizeArgs {
         short = 'p',
         long = "fpp",
         default_value_t = 0.01,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        allow_hyphen_values = true
     )]
     fpp: f64,
     /// Filter variant: blocked (fastest), classic (Guava-compatible), counting (remove),
@@ -101,7 +103,7 @@ struct SizeArgs {
     variant: Variant,
     /// Hash seed (blocked and scalable-blocked filters, and split-block filters with --hash
     /// xxh3).
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = whole_number::<u64>(0, u64::MAX))]
     seed: u64,
     /// How a split-block filter hashes items: parquet (XXH64, seed 0: what Parquet,
     /// Arrow and Spark read; sized as they take it, a power of two bytes, up to the 128
@@ -111,7 +113,7 @@ struct SizeArgs {
     #[arg(long = "hash", value_enum, default_value_t = SplitBlockHash::Parquet)]
     split_block_hash: SplitBlockHash,
     /// Generations kept (rotating filters), 2 to 1024.
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = whole_number::<usize>(0, usize::MAX as u64))]
     generations: usize,
     /// Refuse items beyond the capacity instead of growing (scalable, scalable-blocked and
     /// redisbloom filters).
@@ -135,7 +137,7 @@ struct SpaceArgs {
     /// (dedup) the growth past it of a growing filter dedup makes (not of an existing
     /// --filter file: refused there). Counted as the filter's memory, its bits (`info`'s
     /// "memory" line), not the file's size, which adds the header.
-    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true, value_parser = whole_number::<u64>(0, u64::MAX))]
     max_bytes: Option<u64>,
     /// Create the filter even when it is larger than the memory or disk space available
     /// (by default refused before anything is allocated).
@@ -299,6 +301,21 @@ impl SizeArgs {
         spec.generations = self.generations;
         spec.scalable.scaling = !self.nonscaling;
         spec
+    }
+}
+
+/// A parser of a whole number in `low..=high` (of type `T`) that says so of anything else:
+/// clap's own parsers of unsigned numbers answered `-1` with "invalid digit found in string".
+pub(crate) fn whole_number<T: TryFrom<u64>>(
+    low: u64,
+    high: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync {
+    move |text| {
+        text.parse::<u64>()
+            .ok()
+            .filter(|number| (low..=high).contains(number))
+            .and_then(|number| T::try_from(number).ok())
+            .ok_or_else(|| format!("{text} is not a whole number in {low}..={high}"))
     }
 }
 

@@ -42,7 +42,7 @@ pub struct RemoteArgs {
         value_name = "BYTES",
         default_value_t = 64 << 20,
         allow_negative_numbers = true,
-        value_parser = clap::value_parser!(u64).range(64..)
+        value_parser = crate::whole_number::<u64>(64, u64::MAX)
     )]
     shard_bytes: u64,
     /// Fewest shards a new sharded filter has (spreads even a small filter over nodes),
@@ -53,7 +53,7 @@ pub struct RemoteArgs {
         value_name = "COUNT",
         default_value_t = 64,
         allow_negative_numbers = true,
-        value_parser = clap::value_parser!(u32).range(1..=i64::from(bloomery::sharding::MAX_SHARDS))
+        value_parser = crate::whole_number::<u32>(1, u64::from(bloomery::sharding::MAX_SHARDS))
     )]
     min_shards: u32,
     /// After every batch of adds, wait until REPLICAS replicas of each primary written to
@@ -64,7 +64,7 @@ pub struct RemoteArgs {
         global = true,
         value_name = "REPLICAS",
         allow_negative_numbers = true,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_WAIT_REPLICAS)
+        value_parser = crate::whole_number::<usize>(0, MAX_WAIT_REPLICAS)
     )]
     wait: Option<usize>,
     /// How long --wait waits for the replicas, in milliseconds (0: as long as it takes,
@@ -75,7 +75,7 @@ pub struct RemoteArgs {
         value_name = "MS",
         default_value_t = 10_000,
         allow_negative_numbers = true,
-        value_parser = clap::value_parser!(u64).range(0..=MAX_WAIT_MS)
+        value_parser = crate::whole_number::<u64>(0, MAX_WAIT_MS)
     )]
     wait_ms: u64,
     /// How long to keep reconnecting and resending a batch after a failure worth
@@ -88,7 +88,8 @@ pub struct RemoteArgs {
         global = true,
         value_name = "SECONDS",
         default_value_t = 30,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = crate::whole_number::<u64>(0, u64::MAX)
     )]
     retry_seconds: u64,
     /// Items sent per batch (one command per shard per batch), 1 to 16777216.
@@ -98,7 +99,7 @@ pub struct RemoteArgs {
         value_name = "ITEMS",
         default_value_t = 65_536,
         allow_negative_numbers = true,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_BATCH_ITEMS)
+        value_parser = crate::whole_number::<usize>(1, MAX_BATCH_ITEMS)
     )]
     batch_items: usize,
 }

@@ -1489,8 +1489,9 @@ fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
             .arg(dir.path().join("p.bloom")),
     );
     assert!(message.contains("NaN"), "{message}");
-    // A negative number is a value told its range, not "unexpected argument '-0'".
-    for fpp in ["-0.5", "-2"] {
+    // A negative number is a value told its range, not "unexpected argument '-0'" (nor
+    // '-i', of `-inf`).
+    for fpp in ["-0.5", "-2", "-inf"] {
         let message = error_of(
             bloomery()
                 .args(["create", "--fpp", fpp])
@@ -1501,7 +1502,23 @@ fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
             "{message}"
         );
     }
-    for args in [&["--items", "-5"][..], &["--max-bytes", "-1"], &["--seed", "-7"]] {
+    // And for an unsigned number, its range, not "invalid digit found in string".
+    for args in [
+        &["--items", "-5", "0..="][..],
+        &["--max-bytes", "-1", "0..="],
+        &["--seed", "-7", "0..="],
+        &["--generations", "-1", "0..="],
+        &["--items", "1e6", "0..="],
+        &[
+            "--redis",
+            "redis://127.0.0.1:1",
+            "--batch-items",
+            "-1",
+            "1..=16777216",
+        ],
+        &["--redis", "redis://127.0.0.1:1", "--shard-bytes", "63", "64..="],
+    ] {
+        let (args, range) = args.split_at(args.len() - 1);
         let output = bloomery()
             .arg("create")
             .args(args)
@@ -1510,8 +1527,10 @@ fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
             .expect("runs");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        let value = args[args.len() - 1];
         assert!(
-            stderr.contains(&format!("invalid value '{}'", args[1])),
+            stderr.contains(&format!("invalid value '{value}'"))
+                && stderr.contains(&format!("{value} is not a whole number in {}", range[0])),
             "{args:?}: {stderr}"
         );
     }
