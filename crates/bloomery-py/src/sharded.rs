@@ -387,6 +387,15 @@ impl PyShardedFilter {
 
     /// Runs `work` on the client with the GIL released (other Python threads run while the
     /// servers answer; calls of this filter from several threads take turns).
+    /// A closed filter's `ValueError` once it is closed: a batch refuses it before reading
+    /// any item, an empty one too, which sends nothing (as `BloomFilter`'s batches do).
+    fn refuse_closed(&self) -> PyResult<()> {
+        if self.signals.closed() {
+            return Err(closed_error());
+        }
+        Ok(())
+    }
+
     fn with_client<T: Send>(
         &self,
         py: Python<'_>,
@@ -537,6 +546,7 @@ impl PyShardedFilter {
     /// error part way notes how many items of the call (`before`, of its earlier
     /// iterables, and this batch's chunks before the failed round trip) were added.
     fn add_source(&self, py: Python<'_>, mut source: Source<'_>, before: usize) -> PyResult<usize> {
+        self.refuse_closed()?;
         let mut sent = 0;
         // Whether the failed round trip lost what was acknowledged before it: a server
         // restarted (its run_id changed) or a shard missing (as the CLI tells them).
@@ -685,6 +695,7 @@ impl PyShardedFilter {
     /// Adds every item of each iterable.
     #[pyo3(signature = (*iterables))]
     fn update(&self, py: Python<'_>, iterables: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.refuse_closed()?;
         items::each_iterable(py, iterables, |source, before| {
             self.add_source(py, source, before)
         })
@@ -706,6 +717,7 @@ impl PyShardedFilter {
         items: &Bound<'py, PyAny>,
         item_size: Option<IntArg>,
     ) -> PyResult<Bound<'py, PyList>> {
+        self.refuse_closed()?;
         let mut source = Source::new(items, IntArg::item_size(item_size.as_ref())?)?;
         let mut results = source.answers()?;
         source.lookup_hashed(py, self.plan.seed(), &mut results, |hashes, answers| {

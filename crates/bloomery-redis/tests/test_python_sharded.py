@@ -285,8 +285,11 @@ def test_close_ends_the_connections_and_every_call_after_it(server):
     made.close()
     assert made.closed and connections() == 0
     made.close()  # again: nothing
+    # Empty batches too, which send nothing (they returned as if the filter were open).
     calls = [lambda: made.add(1), lambda: 1 in made, lambda: made.add_many([1]), lambda: made.contains_many([1]),
-             lambda: made.update([1]), lambda: made.info(), lambda: made.missing_shards(), lambda: made.set_wait(1)]
+             lambda: made.update([1]), lambda: made.info(), lambda: made.missing_shards(), lambda: made.set_wait(1),
+             lambda: made.add_many([]), lambda: made.add_many(iter([])), lambda: made.add_many(b"", item_size=4),
+             lambda: made.contains_many([]), lambda: made.update([]), lambda: made.update()]
     for call in calls:
         with pytest.raises(ValueError, match="^I/O operation on a closed filter"):
             call()
