@@ -96,13 +96,8 @@ pub(crate) fn not_a_time_item(value: &Bound<'_, PyAny>) -> Option<PyErr> {
 }
 
 fn not_an_item(value: &Bound<'_, PyAny>) -> PyErr {
-    // Qualified by its module when not a builtin: numpy's bool is named "bool", which a
-    // Python bool, an item, is too.
-    let name = value
-        .get_type()
-        .fully_qualified_name()
-        .map_or_else(|_| "?".to_owned(), |name| name.to_string());
-    let hint = if name == "numpy.bool" || name == "numpy.bool_" {
+    let name = type_name(value);
+    let hint = if is_numpy_bool(&name) {
         ": bool(x) is one (a bool is the int item 0 or 1)"
     } else {
         ""
@@ -111,6 +106,35 @@ fn not_an_item(value: &Bound<'_, PyAny>) -> PyErr {
         "a bloomery item is a str, a bytes-like object (bytes, bytearray, memoryview, a buffer \
          of bytes) or an int, not {name}{hint}"
     ))
+}
+
+/// Whether `value` exports a 0-d buffer of bytes (format `B`, `b` or `c`).
+fn is_zero_d_bytes(value: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: GIL held.
+    if unsafe { ffi::PyObject_CheckBuffer(value.as_ptr()) } == 0 {
+        return false;
+    }
+    let Ok(view) = PyMemoryView::from(value) else {
+        return false;
+    };
+    let ndim = view.getattr("ndim").and_then(|ndim| ndim.extract::<usize>());
+    let format = view
+        .getattr("format")
+        .and_then(|format| format.extract::<String>());
+    matches!((ndim, format.as_deref()), (Ok(0), Ok("B" | "b" | "c")))
+}
+
+/// The type's name, qualified by its module when not a builtin: numpy's bool is named
+/// "bool", which a Python bool, an item, is too.
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .fully_qualified_name()
+        .map_or_else(|_| "?".to_owned(), |name| name.to_string())
+}
+
+fn is_numpy_bool(type_name: &str) -> bool {
+    type_name == "numpy.bool" || type_name == "numpy.bool_"
 }
 
 /// An exact `str` that is compact ASCII: its bytes (its UTF-8, since ASCII is UTF-8), read
@@ -456,6 +480,15 @@ fn with_other_item<R>(value: &Bound<'_, PyAny>, each: impl FnOnce(&[u8]) -> R) -
         // with an exception set.
         let index = unsafe { Bound::from_owned_ptr_or_err(value.py(), ffi::PyNumber_Index(pointer))? };
         return Ok(each(&int_bytes(&index)?));
+    }
+    if is_zero_d_bytes(value) {
+        // A buffer of bytes that none of the above took: a 0-d one (`memoryview(b"x")
+        // .cast("B", shape=[])`), which has no bytes in a row to be an item of. Said as
+        // such, where the message below would name a buffer of bytes among the items.
+        return Err(PyTypeError::new_err(
+            "a buffer item is its bytes in one or more dimensions: this one has none (a 0-d \
+             buffer); bytes(item) is an item",
+        ));
     }
     Err(not_an_item(value))
 }

@@ -278,6 +278,12 @@ def test_an_array_of_wider_elements_is_not_one_item():
         f.add_many(np.array([5], dtype=np.int8))
     with pytest.raises(TypeError, match=r"^a buffer of 'd' elements is not one item: bytes\(\) of it"):
         f.add(np.array([1.5]))
+    # A 0-d buffer of bytes (no numpy integer, which is an int through __index__) has no
+    # bytes in a row: said as such, not as "not memoryview" beside "a buffer of bytes".
+    zero_d = memoryview(b"\x05").cast("B", shape=[])
+    for call in (f.add, f.__contains__):
+        with pytest.raises(TypeError, match=r"^a buffer item is its bytes in one or more dimensions: this one has none"):
+            call(zero_d)
 
 
 def test_array_module_and_strided_arrays():
