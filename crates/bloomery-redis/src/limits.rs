@@ -140,7 +140,7 @@ pub fn default_expansion() -> u64 {
 }
 
 /// Parses and checks a default error rate: a number strictly between 0 and 1, read as the
-/// commands read their rates ([`crate::commands::parse_f64`], RedisBloom's `strtod` on the
+/// commands read their rates (`commands::parse_f64`, RedisBloom's `strtod` on the
 /// whole text: a hex float such as `0x1p-7` is taken, surrounding spaces are not), so
 /// that RedisBloom's load argument `ERROR_RATE` takes what RedisBloom's did, and a rate
 /// is the same number as a default and in a command.
