@@ -90,8 +90,7 @@ struct SizeArgs {
         short = 'p',
         long = "fpp",
         default_value_t = 0.01,
-        allow_negative_numbers = true,
-        allow_hyphen_values = true
+        allow_negative_numbers = true
     )]
     fpp: f64,
     /// Filter variant: blocked (fastest), classic (Guava-compatible), counting (remove),
@@ -113,7 +112,7 @@ struct SizeArgs {
     #[arg(long = "hash", value_enum, default_value_t = SplitBlockHash::Parquet)]
     split_block_hash: SplitBlockHash,
     /// Generations kept (rotating filters), 2 to 1024.
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = whole_number::<usize>(0, usize::MAX as u64))]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = whole_number::<usize>(2, bloomery::rotating::MAX_GENERATIONS as u64))]
     generations: usize,
     /// Refuse items beyond the capacity instead of growing (scalable, scalable-blocked and
     /// redisbloom filters).

@@ -267,13 +267,17 @@ impl Locked {
 
     /// The locked file's filter, read whole and checked, to be replaced: refused first, before
     /// the caller reads any item, when the file has other hard links ([`Self::refuse_links`]),
-    /// or when its directory refuses the new file written beside it (a user who may write
-    /// the file but not its directory, a read-only file system): a `dedup` found out only
-    /// when it saved, after printing every new line, which the next run printed again.
+    /// or when the new file written beside it cannot be made there or given the file's owner,
+    /// group and mode (a user who may write the file but not its directory, or who does not
+    /// own it; a read-only file system): a `dedup` found out only when it saved, after
+    /// printing every new line, which the next run printed again. (A disk that fills up
+    /// meanwhile still fails the save.)
     pub fn load(&self) -> Result<Box<dyn DynFilter>> {
         self.refuse_links()?;
-        // Made and dropped (which removes it): the directory takes files now.
-        drop(temporary_beside(&self.real, &self.shown)?);
+        // Made, given the attributes, and dropped (which removes it): as the save will.
+        let probe = temporary_beside(&self.real, &self.shown)?;
+        keep_attributes(probe.file(), &self.metadata, &self.shown)?;
+        drop(probe);
         open_bytes(&self.shown, &self.file, self.metadata.len(), false)
     }
 

@@ -134,8 +134,8 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
             if !spilled {
                 // The spill files' file system refused more (full, or a limit on file
                 // size): the hashes kept so far go in now, in one pass, and the rest batch
-                // by batch, as where the directory refuses spill files. That road needs
-                // nothing but the file itself.
+                // by batch (in the spilled road's batches), as where the directory refuses
+                // spill files. That road needs nothing but the file itself.
                 if let Some(kept) = spill.take() {
                     writable
                         .insert_spilled(kept)
@@ -175,6 +175,14 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
     writable.seal()?;
     inplace::timing("sealing (pages synced, the payload checksum written)", started);
     if let Err(error) = spilled {
+        if early_pass_failed {
+            // The pass ran when the spill files were refused, and the input was read no
+            // further.
+            return Err(CliError::new(format!(
+                "{error}; the add stopped part way: of the items read before it, some or all \
+                 were not added, and the rest of the input was not read: add them all again"
+            )));
+        }
         return Err(CliError::new(format!(
             "{error}; of the {count} items read, some or all were not added: add them again"
         )));

@@ -2674,49 +2674,73 @@ fn a_spilled_add_whose_directory_refuses_spill_files_goes_batch_by_batch() {
     );
 }
 
-/// A filter written whole (here scalable) that this user may write in a directory it may
-/// not write: `dedup` printed every new line, then failed to save the filter, and the next
-/// run printed them again; `add` read its whole input first. Both now refuse before reading
-/// any item, naming the directory.
+/// A filter written whole (here scalable) that this user may write where it may not replace
+/// it: a directory it may not write, or a file it does not own (its owner could not be kept
+/// on the new file). `dedup` printed every new line, then failed to save the filter, and
+/// the next run printed them again; `add` read its whole input first (here: up to a second
+/// input that does not exist, whose error came first). Both now refuse before reading any
+/// item.
 #[test]
-fn a_whole_file_writer_whose_directory_refuses_new_files_fails_before_reading() {
-    let dir = open_dir();
-    let path = dir.path().join("s.bloom");
-    ok(bloomery()
-        .args(["create", "--variant", "scalable", "--items", "1000"])
-        .arg(&path));
-    std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).ok();
-    let input = dir.path().join("lines");
-    fs::write(&input, "a\nb\nc\n").expect("writes");
-    for args in [
-        vec![
-            "dedup".as_ref(),
-            "--filter".as_ref(),
-            path.as_os_str(),
-            "-i".as_ref(),
-            input.as_os_str(),
-        ],
-        vec!["add".as_ref(), path.as_os_str(), "-i".as_ref(), input.as_os_str()],
-    ] {
-        let Some(mut command) = as_nobody(&args) else {
-            eprintln!("skipped: needs root and setpriv to run as another user");
-            return;
-        };
-        let output = command.output().expect("runs");
-        assert_clean_end(&output, &format!("{args:?}"));
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(
-            output.stdout.is_empty(),
-            "{args:?}: printed {:?}",
-            String::from_utf8_lossy(&output.stdout)
-        );
-        let message = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            message.contains("cannot create a file in its directory"),
-            "{message}"
-        );
+fn a_whole_file_writer_that_cannot_replace_its_file_fails_before_reading() {
+    let closed = open_dir();
+    // Everyone may write here (as /tmp), but the file is root's, mode 666.
+    let shared = open_dir();
+    fs::set_permissions(shared.path(), fs::Permissions::from_mode(0o777)).expect("chmod");
+    let cases = [
+        (
+            closed.path().join("s.bloom"),
+            Some(NOBODY),
+            "cannot create a file in its directory",
+        ),
+        (shared.path().join("s.bloom"), None, "cannot keep its owner"),
+    ];
+    for (path, owner, expected) in &cases {
+        ok(bloomery()
+            .args(["create", "--variant", "scalable", "--items", "1000"])
+            .arg(path));
+        fs::set_permissions(path, fs::Permissions::from_mode(0o666)).expect("chmod");
+        if let Some(owner) = owner {
+            std::os::unix::fs::chown(path, Some(*owner), Some(*owner)).ok();
+        }
+        let dir = path.parent().expect("a directory");
+        let input = dir.join("lines");
+        fs::write(&input, "a\nb\nc\n").expect("writes");
+        fs::set_permissions(&input, fs::Permissions::from_mode(0o644)).expect("chmod");
+        let missing = dir.join("missing");
+        for args in [
+            vec![
+                "dedup".as_ref(),
+                "--filter".as_ref(),
+                path.as_os_str(),
+                "-i".as_ref(),
+                input.as_os_str(),
+            ],
+            vec![
+                "add".as_ref(),
+                path.as_os_str(),
+                "-i".as_ref(),
+                input.as_os_str(),
+                "-i".as_ref(),
+                missing.as_os_str(),
+            ],
+        ] {
+            let Some(mut command) = as_nobody(&args) else {
+                eprintln!("skipped: needs root and setpriv to run as another user");
+                return;
+            };
+            let output = command.output().expect("runs");
+            assert_clean_end(&output, &format!("{args:?}"));
+            assert_eq!(output.status.code(), Some(2), "{args:?}");
+            assert!(
+                output.stdout.is_empty(),
+                "{args:?}: printed {:?}",
+                String::from_utf8_lossy(&output.stdout)
+            );
+            let message = String::from_utf8_lossy(&output.stderr);
+            assert!(message.contains(expected), "{args:?}: {message}");
+        }
+        assert_eq!(leftovers(dir, &["s.bloom", "lines"]), Vec::<String>::new());
     }
-    assert_eq!(leftovers(dir.path(), &["s.bloom", "lines"]), Vec::<String>::new());
 }
 
 /// A spilled add's files have no name (unnamed from the start where the file system can
