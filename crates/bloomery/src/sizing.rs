@@ -608,65 +608,6 @@ fn fewest_blocks(
     if let Some(blocks) = KeptSizings::recall(key) {
         return Ok(blocks);
     }
-    let blocks = search_fewest_blocks(expected_items, fpp, max_blocks, word_bits, layout, too_many)?;
-    KeptSizings::keep(key, blocks);
-    Ok(blocks)
-}
-
-/// What a block sizing depends on: [`fewest_blocks`]'s arguments but the error's words.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct SizedKey {
-    expected_items: u64,
-    fpp: u64,
-    max_blocks: u64,
-    word_bits: u64,
-}
-
-/// The last block sizings made ([`fewest_blocks`]), kept because one costs some 64
-/// evaluations of the Poisson mixture, about a tenth of a millisecond, and the same one is
-/// asked for again and again: the Redis module sizes every new key that `BF.ADD` makes
-/// from its defaults (on the server's one thread), twice, and compares the layouts at its
-/// rate. The sizes are a function of the key alone, so a size recalled is the one the
-/// search would give.
-struct KeptSizings;
-
-/// How many sizings [`KeptSizings`] keeps.
-const SIZED_KEPT: usize = 16;
-
-type SizedSlots = ([Option<(SizedKey, u64)>; SIZED_KEPT], usize);
-
-static SIZED: std::sync::Mutex<SizedSlots> = std::sync::Mutex::new(([None; SIZED_KEPT], 0));
-
-impl KeptSizings {
-    fn recall(key: SizedKey) -> Option<u64> {
-        // A poisoned lock only means a panic elsewhere while it was held: the slots hold
-        // whole entries either way.
-        let slots = SIZED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        slots
-            .0
-            .iter()
-            .flatten()
-            .find(|(kept, _)| *kept == key)
-            .map(|&(_, blocks)| blocks)
-    }
-
-    fn keep(key: SizedKey, blocks: u64) {
-        let mut slots = SIZED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let next = slots.1;
-        slots.0[next] = Some((key, blocks));
-        slots.1 = (next + 1) % SIZED_KEPT;
-    }
-}
-
-/// [`fewest_blocks`]'s search, run where no sizing is kept for its arguments.
-fn search_fewest_blocks(
-    expected_items: u64,
-    fpp: f64,
-    max_blocks: u64,
-    word_bits: f64,
-    layout: &str,
-    too_many: &str,
-) -> Result<u64> {
     let n = expected_items.max(1);
     let target = fpp * BLOCKED_HEADROOM;
     let rate = |blocks, items, key_floor| poisson_block_rate(blocks, items, word_bits, key_floor);
@@ -701,7 +642,73 @@ fn search_fewest_blocks(
         }
         low
     };
-    Ok(fewest(1, false, target).max(fewest(1, true, target * 1.01)))
+    let blocks = fewest(1, false, target).max(fewest(1, true, target * 1.01));
+    KeptSizings::keep(key, blocks);
+    Ok(blocks)
+}
+
+/// What a block sizing depends on: [`fewest_blocks`]'s arguments but the error's words.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct SizedKey {
+    expected_items: u64,
+    fpp: u64,
+    max_blocks: u64,
+    word_bits: u64,
+}
+
+/// The last block sizings made ([`fewest_blocks`]), kept because one costs some 64
+/// evaluations of the Poisson mixture, and the same one is asked for again and again: the Redis module sizes every new key that `BF.ADD` makes
+/// from its defaults (on the server's one thread), twice, and compares the layouts at its
+/// rate. The sizes are a function of the key alone, so a size recalled is the one the
+/// search would give.
+struct KeptSizings;
+
+/// How many sizings [`KeptSizings`] keeps.
+const SIZED_KEPT: usize = 16;
+
+type SizedSlots = ([Option<(SizedKey, u64)>; SIZED_KEPT], usize);
+
+static SIZED: std::sync::Mutex<SizedSlots> = std::sync::Mutex::new(([None; SIZED_KEPT], 0));
+
+impl KeptSizings {
+    /// The slots, unless another thread holds them now: then the sizing is searched (not
+    /// waited for: a process forked while a thread held the lock has it held for ever). A
+    /// poisoned lock only means a panic elsewhere while it was held: the slots hold whole
+    /// entries either way.
+    fn slots() -> Option<std::sync::MutexGuard<'static, SizedSlots>> {
+        match SIZED.try_lock() {
+            Ok(slots) => Some(slots),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    fn recall(key: SizedKey) -> Option<u64> {
+        let slots = Self::slots()?;
+        slots
+            .0
+            .iter()
+            .flatten()
+            .find(|(kept, _)| *kept == key)
+            .map(|&(_, blocks)| blocks)
+    }
+
+    fn keep(key: SizedKey, blocks: u64) {
+        let Some(mut slots) = Self::slots() else {
+            return;
+        };
+        let next = slots.1;
+        slots.0[next] = Some((key, blocks));
+        slots.1 = (next + 1) % SIZED_KEPT;
+    }
+
+    /// Forgets every sizing kept, so that the next of each is searched.
+    #[cfg(test)]
+    fn forget_all() {
+        // Waits: the test must not go on with sizings kept.
+        let mut slots = SIZED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        slots.0 = [None; SIZED_KEPT];
+    }
 }
 
 /// Bits in one block of the split-block filter (Parquet's SBBF): eight 32-bit words.
@@ -1077,17 +1084,41 @@ mod tests {
 
     #[test]
     fn a_kept_sizing_is_the_one_the_search_gives() {
-        // More sizings than are kept, twice over: the first asks search, the second recall
-        // (those still kept) or search again.
-        let asked: Vec<(u64, f64)> = (1..=2 * SIZED_KEPT as u64)
-            .map(|i| (i * 1_000, 0.01 / i as f64))
+        // More sizings than are kept: each asked twice in a row (searched or recalled, then
+        // recalled), then again once all are forgotten (searched; other tests running
+        // beside this one may have kept the same sizing meanwhile, from the same search).
+        // Items and rates each alone, and together: a key that left either out would
+        // recall another's size.
+        let asked: Vec<(u64, f64)> = (1..=SIZED_KEPT as u64)
+            .flat_map(|i| {
+                [
+                    (i * 1_000, 0.01),
+                    (1_000, 0.01 / i as f64),
+                    (i * 1_000, 0.01 / i as f64),
+                ]
+            })
             .collect();
-        for _ in 0..2 {
-            for &(n, p) in &asked {
-                let searched = search_fewest_blocks(n, p, MAX_NUM_BLOCKS, 64.0, "blocked", "").unwrap();
-                assert_eq!(blocked_num_blocks(n, p).unwrap(), searched, "{n} {p}");
-                assert_eq!(blocked_num_blocks(n, p).unwrap(), searched, "{n} {p}, again");
-            }
+        // Both layouts, which differ in their words' bits alone: the key tells them apart.
+        let sizes = |n, p| {
+            (
+                blocked_num_blocks(n, p).unwrap(),
+                split_block_num_blocks(n, p).unwrap(),
+            )
+        };
+        let first: Vec<(u64, u64)> = asked
+            .iter()
+            .map(|&(n, p)| {
+                let blocks = sizes(n, p);
+                assert_eq!(sizes(n, p), blocks, "{n} {p}, again");
+                blocks
+            })
+            .collect();
+        for (&(n, p), &blocks) in asked.iter().zip(&first) {
+            KeptSizings::forget_all();
+            let blocked = blocked_num_blocks(n, p).unwrap();
+            KeptSizings::forget_all();
+            let split = split_block_num_blocks(n, p).unwrap();
+            assert_eq!((blocked, split), blocks, "{n} {p}, searched");
         }
     }
 
