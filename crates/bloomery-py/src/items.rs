@@ -108,7 +108,8 @@ fn not_an_item(value: &Bound<'_, PyAny>) -> PyErr {
     ))
 }
 
-/// Whether `value` exports a 0-d buffer of bytes (format `B`, `b` or `c`).
+/// Whether `value` exports a 0-d buffer of bytes (format `B`, `b` or `c`, with or without
+/// a byte order: ctypes' `c_ubyte` is `<B`).
 fn is_zero_d_bytes(value: &Bound<'_, PyAny>) -> bool {
     // SAFETY: GIL held.
     if unsafe { ffi::PyObject_CheckBuffer(value.as_ptr()) } == 0 {
@@ -121,7 +122,10 @@ fn is_zero_d_bytes(value: &Bound<'_, PyAny>) -> bool {
     let format = view
         .getattr("format")
         .and_then(|format| format.extract::<String>());
-    matches!((ndim, format.as_deref()), (Ok(0), Ok("B" | "b" | "c")))
+    match (ndim, format) {
+        (Ok(0), Ok(format)) => matches!(order_and_code(format.as_bytes()), (_, b'B' | b'b' | b'c')),
+        _ => false,
+    }
 }
 
 /// The type's name, qualified by its module when not a builtin: numpy's bool is named

@@ -385,8 +385,6 @@ impl PyShardedFilter {
         }
     }
 
-    /// Runs `work` on the client with the GIL released (other Python threads run while the
-    /// servers answer; calls of this filter from several threads take turns).
     /// A closed filter's `ValueError` once it is closed: a batch refuses it before reading
     /// any item, an empty one too, which sends nothing (as `BloomFilter`'s batches do).
     fn refuse_closed(&self) -> PyResult<()> {
@@ -396,6 +394,8 @@ impl PyShardedFilter {
         Ok(())
     }
 
+    /// Runs `work` on the client with the GIL released (other Python threads run while the
+    /// servers answer; calls of this filter from several threads take turns).
     fn with_client<T: Send>(
         &self,
         py: Python<'_>,

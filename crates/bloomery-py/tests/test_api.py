@@ -2,6 +2,7 @@
 
 import array
 import copy
+import ctypes
 import mmap
 import os
 import re
@@ -280,10 +281,10 @@ def test_an_array_of_wider_elements_is_not_one_item():
         f.add(np.array([1.5]))
     # A 0-d buffer of bytes (no numpy integer, which is an int through __index__) has no
     # bytes in a row: said as such, not as "not memoryview" beside "a buffer of bytes".
-    zero_d = memoryview(b"\x05").cast("B", shape=[])
-    for call in (f.add, f.__contains__):
-        with pytest.raises(TypeError, match=r"^a buffer item is its bytes in one or more dimensions: this one has none"):
-            call(zero_d)
+    for zero_d in (memoryview(b"\x05").cast("B", shape=[]), ctypes.c_ubyte(5)):  # ctypes' is "<B"
+        for call in (f.add, f.__contains__):
+            with pytest.raises(TypeError, match=r"^a buffer item is its bytes in one or more dimensions: this one has none"):
+                call(zero_d)
 
 
 def test_array_module_and_strided_arrays():

@@ -324,6 +324,12 @@ impl TempFile {
     pub fn link_as_new(mut self, target: &Path) -> io::Result<()> {
         match rename_no_replace(&self.path, target) {
             Ok(()) => self.done = true,
+            // This temporary file was removed meanwhile: by the writer of a new file of the
+            // same name that won the race (it removes the leftovers it takes this one for,
+            // where it cannot see this process alive), which is what the error says.
+            Err(error) if error.kind() == io::ErrorKind::NotFound && target.exists() => {
+                return Err(io::Error::new(io::ErrorKind::AlreadyExists, error));
+            }
             Err(error)
                 if matches!(
                     error.raw_os_error(),
@@ -830,8 +836,11 @@ pub fn lock_for_update_with<E: From<io::Error>>(
 
 /// Removes the temporary files of `target` ([`TempFile`], and the named [`spill_file`]s)
 /// that writers which were killed left: those whose process is gone (`/proc/PID` absent; nothing where there is no
-/// `/proc`). To be called under the writers' lock of `target`, so that no live writer of
-/// this filter can be using one.
+/// `/proc`). Called under the writers' lock of `target`, so that no live writer of this
+/// filter can be using one, or once a new file has that name ([`TempFile::link_as_new`]),
+/// where a concurrent writer of a new file of that name has lost anyway. Only this user's
+/// files: another user's writer may be alive where this process cannot see it (another
+/// PID namespace, `/proc` mounted with `hidepid`).
 ///
 /// Only files that are such leftovers by more than their names: a [`TempFile`] whose birth
 /// or last change lies between a day before and 30 days after its unique number (the
@@ -889,7 +898,9 @@ pub fn remove_stale_temporaries(target: &Path) {
         let Ok(metadata) = fs::symlink_metadata(entry.path()) else {
             continue;
         };
+        // SAFETY: geteuid(2) cannot fail and reads nothing.
         let leftover = metadata.is_file()
+            && metadata.uid() == unsafe { libc::geteuid() }
             && match spill {
                 Some(_) => metadata.len() == 0,
                 None => u64::from_str_radix(unique, 16).is_ok_and(|made| {
@@ -1559,6 +1570,11 @@ mod tests {
         fs::write(&leftover, b"partial").unwrap();
         let users = dir.path().join(".new.4000000.abc.tmp");
         fs::write(&users, b"a user's filter").unwrap();
+        // Another user's (where this test may give it one): its writer may be alive where
+        // this process cannot see it.
+        let others = dir.path().join(format!(".new.4294967294.{}.tmp", now_hex()));
+        fs::write(&others, b"partial").unwrap();
+        let given = std::os::unix::fs::chown(&others, Some(65534), Some(65534)).is_ok();
         TempFile::beside(&target)
             .unwrap()
             .fill(|file| file.write_all(b"filter"))
@@ -1567,6 +1583,7 @@ mod tests {
             .unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"filter");
         assert!(users.exists());
+        assert!(!given || others.exists());
         if Path::new("/proc/self").exists() {
             assert!(!leftover.exists());
         }
