@@ -57,7 +57,7 @@ rps() { # pipeline name: requests per second of one redis-benchmark run (pipelin
   "${pin_client[@]}" redis-benchmark -p "$port" -n $((requests * ($1 > 1 ? 10 : 1))) -c 50 -P "$1" -r "$range" --csv "${cmd[@]}" 2>/dev/null \
     | tail -n 1 | awk -F'","' '{ gsub(/"/, "", $2); print $2 }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.0f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.0f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 log=$dir/runs # lines: pipeline name rps | ratio pipeline pair value
 for round in $(seq 1 "$rounds"); do
