@@ -83,18 +83,31 @@ static ALLOCATOR: Refusing = Refusing;
 /// A filter of `variant` past its capacity (the growing ones have grown), with an allow
 /// list and recorded false positives where the variant keeps them.
 fn filled(variant: Variant) -> Box<dyn DynFilter> {
-    let mut filter = any::create(&Spec::new(variant, 500, 0.01)).unwrap();
-    for i in 0..2_000u32 {
+    filled_with(variant, 500, 2_000, 10_000..10_100, 10_000..20_000)
+}
+
+/// A filter of `variant` for `capacity` items holding `items` of them, with the items of
+/// `allowed` that it answers present allow-listed, and those of `recorded` recorded as
+/// false positives, where the variant keeps them (at least one listed).
+fn filled_with(
+    variant: Variant,
+    capacity: u64,
+    items: u32,
+    allowed: std::ops::Range<u32>,
+    recorded: std::ops::Range<u32>,
+) -> Box<dyn DynFilter> {
+    let mut filter = any::create(&Spec::new(variant, capacity, 0.01)).unwrap();
+    for i in 0..items {
         filter.insert(&i.to_le_bytes()).unwrap();
     }
     if let Some(allowlisted) = filter.as_any_mut().downcast_mut::<AllowlistedBloomFilter>() {
-        for i in 10_000..10_100u32 {
+        for i in allowed {
             allowlisted.allow(&i.to_le_bytes()[..]);
         }
         assert!(allowlisted.allowed_len() > 0);
     }
     if let Some(retouched) = filter.as_any_mut().downcast_mut::<RetouchedBloomFilter>() {
-        for i in 10_000..20_000u32 {
+        for i in recorded {
             retouched.record_false_positive(&i.to_le_bytes()[..]);
         }
     }
@@ -260,21 +273,10 @@ fn every_large_allocation_of_a_load_refused_is_an_error_and_the_load_after_is_wh
     // lost anyway).
     LEAST.set(1024);
     for variant in Variant::ALL {
-        let mut filter = any::create(&Spec::new(variant, 20_000, 0.01)).unwrap();
-        for i in 0..30_000u32 {
-            filter.insert(&i.to_le_bytes()).unwrap();
-        }
-        if let Some(allowlisted) = filter.as_any_mut().downcast_mut::<AllowlistedBloomFilter>() {
-            // Only items the filter answers present are listed.
-            for i in 100_000..200_000u32 {
-                allowlisted.allow(&i.to_le_bytes()[..]);
-            }
+        // Lists of more than a thousand items and their tables, of more than 1 KiB.
+        let filter = filled_with(variant, 20_000, 30_000, 100_000..200_000, 100_000..200_000);
+        if let Some(allowlisted) = filter.as_any().downcast_ref::<AllowlistedBloomFilter>() {
             assert!(allowlisted.allowed_len() > 1_000, "{}", allowlisted.allowed_len());
-        }
-        if let Some(retouched) = filter.as_any_mut().downcast_mut::<RetouchedBloomFilter>() {
-            for i in 100_000..200_000u32 {
-                retouched.record_false_positive(&i.to_le_bytes()[..]);
-            }
         }
         let bytes = filter.envelope().to_vec();
         let what = format!("{variant:?}");
