@@ -151,13 +151,9 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
     progress.finish();
     drop(scratch);
     let mut started = inplace::timing("reading the items (hashed, and inserted unless spilled)", started);
-    // The items before a failure to read are added too, as when they go in batch by batch;
-    // a pass that fails part way has added only some of them.
-    let (added, mut spilled) = if early_pass_failed {
-        (Ok(()), added)
-    } else {
-        (added, Ok(()))
-    };
+    // The items before a failure to read or spill are added too, as when they go in batch
+    // by batch; a pass that fails part way has added only some of them.
+    let mut spilled = Ok(());
     if let Some(spill) = spill
         && count > 0
     {
@@ -174,15 +170,16 @@ fn add_in_place(path: &Path, mut writable: Writable, items: &ItemArgs, started: 
     // Sealed whatever happened: the bits are valid.
     writable.seal()?;
     inplace::timing("sealing (pages synced, the payload checksum written)", started);
+    if early_pass_failed {
+        // The pass ran when the spill files were refused (its error ended the reading), and
+        // the input was read no further.
+        let error = added.expect_err("the failed pass ended the reading");
+        return Err(CliError::new(format!(
+            "{error}; the add stopped part way: of the items read before it, some or all were \
+             not added, and the rest of the input was not read: add them all again"
+        )));
+    }
     if let Err(error) = spilled {
-        if early_pass_failed {
-            // The pass ran when the spill files were refused, and the input was read no
-            // further.
-            return Err(CliError::new(format!(
-                "{error}; the add stopped part way: of the items read before it, some or all \
-                 were not added, and the rest of the input was not read: add them all again"
-            )));
-        }
         return Err(CliError::new(format!(
             "{error}; of the {count} items read, some or all were not added: add them again"
         )));

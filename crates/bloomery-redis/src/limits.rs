@@ -147,12 +147,12 @@ pub fn default_expansion() -> u64 {
 pub fn parse_error_rate(value: &RedisString) -> Result<f64, String> {
     crate::commands::parse_f64(value)
         .filter(|&rate| rate > 0.0 && rate < 1.0)
-        .ok_or_else(|| {
-            format!(
-                "the error rate must be a number strictly between 0 and 1, such as 0.01 (got '{}')",
-                String::from_utf8_lossy(value.as_slice())
-            )
-        })
+        .ok_or_else(|| bad_error_rate(&format!("'{}'", String::from_utf8_lossy(value.as_slice()))))
+}
+
+/// The refusal of a default error rate, `got` what was given.
+fn bad_error_rate(got: &str) -> String {
+    format!("the error rate must be a number strictly between 0 and 1, such as 0.01 (got {got})")
 }
 
 /// Checks a default capacity: at least 1, and small enough that a filter can be sized for it.
@@ -198,11 +198,12 @@ fn check_current_defaults() -> Result<(), String> {
 }
 
 /// The apply callback of the defaults' configurations: after a `CONFIG SET` has set each
-/// of its values (checked alone by its set callback), checks them together, so that
-/// a combination is judged whole, whatever the order of its values (`CONFIG SET
+/// of its values (checked alone by its set callback), checks them together, so that a
+/// combination is judged whole, whatever the order of its values (`CONFIG SET
 /// bloomery.initial-size 200 bloomery.error-rate 5e-324` is refused for the rate, from
-/// which no filter can be made, and sets the size back too). A refusal makes Redis set every value of the command back (with the set
-/// callbacks, whose checks the old values pass) and answer the reason.
+/// which no filter can be made, and sets the size back too). A refusal makes Redis set
+/// every value of the command back (with the set callbacks, whose checks the old values
+/// pass) and answer the reason.
 unsafe extern "C" fn apply_defaults(
     _ctx: *mut raw::RedisModuleCtx,
     _privdata: *mut c_void,
@@ -452,7 +453,7 @@ unsafe extern "C" fn set_error_rate_config(
     error: *mut *mut raw::RedisModuleString,
 ) -> c_int {
     let parsed = if value.is_null() {
-        Err("the error rate must be a number strictly between 0 and 1, such as 0.01 (got none)".to_owned())
+        Err(bad_error_rate("none"))
     } else {
         // Retained and released by the wrapper; Redis passes a valid string for the call.
         parse_error_rate(&RedisString::new(None, value))

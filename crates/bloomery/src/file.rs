@@ -835,12 +835,12 @@ pub fn lock_for_update_with<E: From<io::Error>>(
 }
 
 /// Removes the temporary files of `target` ([`TempFile`], and the named [`spill_file`]s)
-/// that writers which were killed left: those whose process is gone (`/proc/PID` absent; nothing where there is no
-/// `/proc`). Called under the writers' lock of `target`, so that no live writer of this
-/// filter can be using one, or once a new file has that name ([`TempFile::link_as_new`]),
-/// where a concurrent writer of a new file of that name has lost anyway. Only this user's
-/// files: another user's writer may be alive where this process cannot see it (another
-/// PID namespace, `/proc` mounted with `hidepid`).
+/// that writers which were killed left: those whose process is gone (`/proc/PID` absent;
+/// nothing where there is no `/proc`). Called under the writers' lock of `target`, so that
+/// no live writer of this filter can be using one, or once a new file has that name
+/// ([`TempFile::link_as_new`]), where a concurrent writer of a new file of that name has
+/// lost anyway. Only this user's files: another user's writer may be alive where this
+/// process cannot see it (another PID namespace, `/proc` mounted with `hidepid`).
 ///
 /// Only files that are such leftovers by more than their names: a [`TempFile`] whose birth
 /// or last change lies between a day before and 30 days after its unique number (the
@@ -858,6 +858,8 @@ pub fn remove_stale_temporaries(target: &Path) {
     let Ok(entries) = fs::read_dir(directory) else {
         return;
     };
+    // SAFETY: geteuid(2) cannot fail and reads nothing.
+    let user = unsafe { libc::geteuid() };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(rest) = name
@@ -898,9 +900,8 @@ pub fn remove_stale_temporaries(target: &Path) {
         let Ok(metadata) = fs::symlink_metadata(entry.path()) else {
             continue;
         };
-        // SAFETY: geteuid(2) cannot fail and reads nothing.
         let leftover = metadata.is_file()
-            && metadata.uid() == unsafe { libc::geteuid() }
+            && metadata.uid() == user
             && match spill {
                 Some(_) => metadata.len() == 0,
                 None => u64::from_str_radix(unique, 16).is_ok_and(|made| {

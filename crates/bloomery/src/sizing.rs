@@ -657,9 +657,9 @@ struct SizedKey {
 }
 
 /// The last block sizings made ([`fewest_blocks`]), kept because one costs some 64
-/// evaluations of the Poisson mixture, and the same one is asked for again and again: the Redis module sizes every new key that `BF.ADD` makes
-/// from its defaults (on the server's one thread), twice, and compares the layouts at its
-/// rate. The sizes are a function of the key alone, so a size recalled is the one the
+/// evaluations of the Poisson mixture, and the same one is asked for again and again: the
+/// Redis module sizes every new key that `BF.ADD` makes from its defaults (on the server's
+/// one thread), twice, and compares the layouts at its rate. The sizes are a function of the key alone, so a size recalled is the one the
 /// search would give.
 struct KeptSizings;
 
@@ -1098,7 +1098,7 @@ mod tests {
                 ]
             })
             .collect();
-        // Both layouts, which differ in their words' bits alone: the key tells them apart.
+        // Both layouts (other word bits, other most blocks): the key tells them apart.
         let sizes = |n, p| {
             (
                 blocked_num_blocks(n, p).unwrap(),

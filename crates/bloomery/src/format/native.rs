@@ -544,11 +544,7 @@ impl Header {
     /// header was read (another program writing it), is an error, not a filter of another
     /// size (whose lookups would then reach other bits).
     pub fn check_payload_len(&self, payload: &[u8]) -> Result<()> {
-        super::check_exact_len(
-            FORMAT,
-            self.total_len(),
-            (self.payload_offset as u64).saturating_add(payload.len() as u64),
-        )
+        self.check_file_len((self.payload_offset as u64).saturating_add(payload.len() as u64))
     }
 
     /// Checks `payload` against the stored checksum; an [`Unsealed`](FormatProblem::Unsealed)
