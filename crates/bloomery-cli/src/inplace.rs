@@ -31,7 +31,11 @@ use crate::store::Locked;
 /// rounded up to 64.
 const MAX_HEADER_LEN: usize = (32 + 65_536 + 8usize).next_multiple_of(64);
 
-/// With `BLOOMERY_TIMINGS` set, prints to standard error how long a phase of an update
+/// The environment variable that asks for an update's phases: `1` (0 asks for none; the
+/// other values are refused, main.rs's `check_environment`).
+pub const TIMINGS: &str = "BLOOMERY_TIMINGS";
+
+/// With `BLOOMERY_TIMINGS=1`, prints to standard error how long a phase of an update
 /// took (`scripts/scale.sh` sets it for its large add); returns the time it ends, where the
 /// next phase starts.
 pub fn timing(phase: &str, since: Instant) -> Instant {
@@ -48,7 +52,7 @@ pub fn timing(phase: &str, since: Instant) -> Instant {
 
 /// Whether `BLOOMERY_TIMINGS` asks for an update's phases on standard error.
 fn timings_wanted() -> bool {
-    std::env::var_os("BLOOMERY_TIMINGS").is_some()
+    std::env::var_os(TIMINGS).is_some_and(|value| value == "1")
 }
 
 /// Items per batch for `add` into a payload of `payload_len` bytes: a small batch when the

@@ -90,7 +90,8 @@ struct SizeArgs {
         short = 'p',
         long = "fpp",
         default_value_t = 0.01,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = probability
     )]
     fpp: f64,
     /// Filter variant: blocked (fastest), classic (Guava-compatible), counting (remove),
@@ -183,21 +184,45 @@ fn given_option(matches: &ArgMatches, id: &str) -> bool {
     written(matches) || matches.subcommand().is_some_and(|(_, sub)| written(sub))
 }
 
-/// Refuses a tuning variable of the environment that the library would ignore:
+/// Refuses a variable of the environment that would be ignored or misread:
 /// `BLOOMERY_WINDOW_BYTES` that is not a whole number of bytes (`0`, `abc`, `1e3` went
-/// unnoticed, the default window used).
+/// unnoticed, the default window used); `BLOOMERY_KERNEL` naming no kernel this CPU has
+/// (the fastest one ran, without a word, where a slower one was asked for to measure it);
+/// `BLOOMERY_TIMINGS` other than 1 or 0 (any value, even 0, turned the timings on).
 fn check_environment() -> Result<(), CliError> {
-    let Some(value) = std::env::var_os("BLOOMERY_WINDOW_BYTES") else {
-        return Ok(());
-    };
-    match value.to_str().and_then(|text| text.parse::<u64>().ok()) {
-        Some(bytes) if bytes >= bloomery::file::PAGE => Ok(()),
-        _ => Err(CliError::new(format!(
-            "BLOOMERY_WINDOW_BYTES must be a number of bytes, at least {} (one page), got '{}'",
-            bloomery::file::PAGE,
+    let refused = |name: &str, what: String, value: &OsString| {
+        Err(CliError::new(format!(
+            "{name} must be {what}, got '{}'",
             value.to_string_lossy()
-        ))),
+        )))
+    };
+    if let Some(value) = std::env::var_os("BLOOMERY_WINDOW_BYTES") {
+        match value.to_str().and_then(|text| text.parse::<u64>().ok()) {
+            Some(bytes) if bytes >= bloomery::file::PAGE => {}
+            _ => {
+                let what = format!("a number of bytes, at least {} (one page)", bloomery::file::PAGE);
+                return refused("BLOOMERY_WINDOW_BYTES", what, &value);
+            }
+        }
     }
+    if let Some(value) = std::env::var_os("BLOOMERY_KERNEL") {
+        let kernels: Vec<&str> = bloomery::blocked::Kernel::available()
+            .into_iter()
+            .map(bloomery::blocked::Kernel::name)
+            .collect();
+        if !value.to_str().is_some_and(|name| kernels.contains(&name)) {
+            let what = format!("a kernel this CPU has ({})", kernels.join(", "));
+            return refused("BLOOMERY_KERNEL", what, &value);
+        }
+    }
+    if let Some(value) = std::env::var_os(inplace::TIMINGS)
+        && value != "1"
+        && value != "0"
+    {
+        let what = "1 (print an update's phases) or 0".to_string();
+        return refused(inplace::TIMINGS, what, &value);
+    }
+    Ok(())
 }
 
 /// Refuses an option that would be ignored: a remote option on a file, a sizing option
@@ -220,6 +245,14 @@ fn refuse_ignored_options(
         return Ok(());
     };
     let variant = size.variant;
+    if size.expected_items == 0
+        && let Some(what) = variant.items_sized()
+    {
+        return Err(CliError::new(format!(
+            "--items must be at least 1 for {variant} filters ({what}), got 0; only the \
+             fixed-size variants take 0 (their smallest filter)"
+        )));
+    }
     let spec = size.spec();
     let uses = |id: &str| match id {
         "seed" => spec.takes(SpecOption::Seed),
@@ -288,6 +321,11 @@ fn refuse_ignored_remote_options(matches: &ArgMatches) -> Result<(), CliError> {
             "--no-space-check does not apply to a sharded filter (its shards take the servers' memory, not this machine's disk)",
         ));
     }
+    if given_option(matches, "no_verify") {
+        return Err(CliError::new(
+            "--no-verify does not apply to a sharded filter (it skips a file's checksum check; the shards are no file)",
+        ));
+    }
     Ok(())
 }
 
@@ -314,7 +352,41 @@ pub(crate) fn whole_number<T: TryFrom<u64>>(
             .ok()
             .filter(|number| (low..=high).contains(number))
             .and_then(|number| T::try_from(number).ok())
-            .ok_or_else(|| format!("{text} is not a whole number in {low}..={high}"))
+            .ok_or_else(|| format!("'{text}' is not a whole number in {low}..={high}"))
+    }
+}
+
+/// The parser of `--fpp`: a probability strictly between 0 and 1, refused in words that
+/// quote what was written. Text that a double cannot hold as such is refused as written,
+/// not as what it became: `1e-400` rounds to 0 and `0.99999999999999999` to 1 (refused as
+/// "got 0" and "got 1" before); `inf`, `nan` and text that is no number (`0x10`, ` 0.5`,
+/// `1%`) in the same words, where Rust's float parser answered "invalid float literal".
+fn probability(text: &str) -> Result<f64, String> {
+    let refused = |why: &str| format!("'{text}' is not a probability in (0, 1){why}");
+    match text.parse::<f64>() {
+        Ok(fpp) if fpp > 0.0 && fpp < 1.0 => Ok(fpp),
+        Ok(fpp) => {
+            // Digits of the number before its exponent: a 0 from digits not all 0 is a
+            // rounding, and so is a 1 from other digits than 0 and 1 (a number below 1
+            // that rounds to it is 0.9999999999999999...).
+            let mut digits = text
+                .split(['e', 'E'])
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .filter(char::is_ascii_digit);
+            let rounded = if fpp == 0.0 {
+                digits.any(|digit| digit != '0')
+            } else {
+                fpp == 1.0 && digits.any(|digit| digit > '1')
+            };
+            Err(refused(match (rounded, fpp == 0.0) {
+                (true, true) => ": it rounds to 0 as a double",
+                (true, false) => ": it rounds to 1 as a double",
+                _ => "",
+            }))
+        }
+        Err(_) => Err(refused("")),
     }
 }
 
@@ -486,12 +558,29 @@ fn ignore_file_size_signal() {
     }
 }
 
+/// Ends with clap's answer: a usage error on standard error (status 2), or the help or
+/// version asked for on standard output (status 0). An error writing that output (`>
+/// /dev/full`) is the command's error, as for every other command's output: clap's own
+/// exit dropped it and ended with status 0.
+fn clap_answer(answer: &clap::Error) -> ExitCode {
+    let printed = answer.print().and_then(|()| std::io::stdout().flush());
+    if !answer.use_stderr()
+        && let Err(error) = output::finish(printed)
+    {
+        let _ = writeln!(std::io::stderr(), "bloomery: {error}");
+        return ExitCode::from(2);
+    }
+    ExitCode::from(u8::try_from(answer.exit_code()).unwrap_or(2))
+}
+
 fn main() -> ExitCode {
     ignore_file_size_signal();
-    let matches = Cli::command().get_matches();
-    let cli = match Cli::from_arg_matches(&matches) {
-        Ok(cli) => cli,
-        Err(error) => error.exit(),
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
+        Err(error) => return clap_answer(&error),
     };
     let remote = cli.remote.is_remote();
     let size = match &cli.command {

@@ -238,10 +238,12 @@ fn run(remote: &RemoteArgs, target: &Target, command: &Command, matches: &ArgMat
             let opened = ShardedFilter::open(connection.take().expect("connected"), &name);
             let mut sharded = match opened {
                 Ok(sharded) if given.is_empty() => {
-                    // Shard sizing without --items sizes nothing here: the filter exists.
+                    // Shard sizing or a size cap without --items sizes nothing here: the
+                    // filter exists (--max-bytes was ignored without a word).
                     if let Some((_, flag)) = crate::given_options::<RemoteArgs>(matches)
                         .into_iter()
-                        .find(|(id, _)| id == "shard_bytes" || id == "min_shards")
+                        .chain(crate::given_options::<SpaceArgs>(matches))
+                        .find(|(id, _)| ["shard_bytes", "min_shards", "max_bytes"].contains(&id.as_str()))
                     {
                         return Err(CliError::new(format!(
                             "{flag} applies when dedup makes the filter, and '{name}' exists ({})",
@@ -282,6 +284,12 @@ fn plan_for(remote: &RemoteArgs, size: &SizeArgs, space: &SpaceArgs) -> Result<S
             "a sharded filter is made of blocked filters; --variant {} does not apply",
             size.variant
         )));
+    }
+    if size.expected_items == 0 {
+        // The library's refusal named its own parameter, expected_items.
+        return Err(CliError::new(
+            "--items must be at least 1 for a sharded filter, got 0",
+        ));
     }
     let plan = ShardPlan::new(
         size.expected_items,
@@ -647,7 +655,11 @@ fn info(remote: &RemoteArgs, target: &Target, name: &str) -> Result<ExitCode> {
         ("seed", plan.seed().to_string()),
         (
             "sized for",
-            format!("{} items at fpp {}", plan.expected_items(), plan.fpp()),
+            format!(
+                "{} items at fpp {}",
+                plan.expected_items(),
+                bloomery::sizing::Rate(plan.fpp())
+            ),
         ),
         (
             "estimated items",

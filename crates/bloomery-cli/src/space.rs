@@ -62,7 +62,7 @@ pub fn check_new_filter(
             spec.variant.article(),
             spec.variant,
             spec.expected_items,
-            spec.fpp
+            bloomery::sizing::Rate(spec.fpp)
         )
     };
     let hint = "lower --items or raise --fpp";

@@ -222,8 +222,17 @@ fn a_filter_for_zero_items_is_refused_or_usable_never_unreadable() {
             .output()
             .unwrap();
         if !output.status.success() {
+            // Refused by the option's name (the library's refusal named capacity or
+            // items_per_generation), for the kinds whose parts it sizes.
             let stderr = String::from_utf8_lossy(&output.stderr);
-            assert!(stderr.contains("at least 1"), "{variant}: {stderr}");
+            assert!(
+                stderr.contains(&format!("--items must be at least 1 for {variant} filters")),
+                "{variant}: {stderr}"
+            );
+            assert!(
+                ["scalable", "scalable-blocked", "redisbloom", "rotating"].contains(&variant),
+                "{variant}: {stderr}"
+            );
             assert!(!path.exists(), "{variant}");
             continue;
         }
@@ -882,6 +891,18 @@ fn options_a_sharded_filters_command_would_ignore_are_refused() {
             &["--items", "5", "--no-space-check"],
             "--no-space-check does not apply to a sharded filter",
         ),
+        // Accepted without a word before.
+        (
+            "check",
+            &["--no-verify"],
+            "--no-verify does not apply to a sharded filter",
+        ),
+        // The library's refusal named its parameter, expected_items.
+        (
+            "create",
+            &["--items", "0"],
+            "--items must be at least 1 for a sharded filter, got 0",
+        ),
     ] {
         let items: &[&str] = if matches!(command, "add" | "check") {
             &["x"]
@@ -942,6 +963,62 @@ fn a_window_in_the_environment_that_is_no_number_of_bytes_is_refused() {
             .arg(&path)
             .arg("x"),
     );
+}
+
+#[test]
+fn a_kernel_or_timings_in_the_environment_that_would_be_misread_are_refused() {
+    // BLOOMERY_KERNEL naming no kernel of this CPU ran the fastest one without a word;
+    // BLOOMERY_TIMINGS=0 (any value) turned the timings on.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f.bloom");
+    stdout_of(bloomery().args(["create", "--items", "100"]).arg(&path));
+    for bad in ["bogus", "AVX2", "", "sve"] {
+        let message = error_of(
+            bloomery()
+                .env("BLOOMERY_KERNEL", bad)
+                .arg("add")
+                .arg(&path)
+                .arg("x"),
+        );
+        assert!(
+            message.contains("BLOOMERY_KERNEL must be a kernel this CPU has (scalar")
+                && message.trim_end().ends_with(&format!("got '{bad}'")),
+            "{message}"
+        );
+    }
+    let kernels = bloomery::blocked::Kernel::available();
+    for kernel in &kernels {
+        stdout_of(
+            bloomery()
+                .env("BLOOMERY_KERNEL", kernel.name())
+                .arg("add")
+                .arg(&path)
+                .arg("x"),
+        );
+    }
+    for bad in ["yes", "true", "", "2"] {
+        let message = error_of(
+            bloomery()
+                .env("BLOOMERY_TIMINGS", bad)
+                .arg("add")
+                .arg(&path)
+                .arg("x"),
+        );
+        assert!(
+            message.contains(&format!(
+                "BLOOMERY_TIMINGS must be 1 (print an update's phases) or 0, got '{bad}'"
+            )),
+            "{message}"
+        );
+    }
+    let quiet = bloomery()
+        .env("BLOOMERY_TIMINGS", "0")
+        .arg("add")
+        .arg(&path)
+        .arg("y")
+        .output()
+        .expect("runs");
+    assert!(quiet.status.success() && quiet.stderr.is_empty(), "{quiet:?}");
 }
 
 #[test]
@@ -1474,31 +1551,33 @@ fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
     let message = error_of(bloomery().arg("add").arg(&path).arg("x"));
     assert!(message.contains("payload checksum"), "{message}");
 
-    let message = error_of(
-        bloomery()
-            .args(["create", "--fpp", "1.5"])
-            .arg(dir.path().join("p.bloom")),
-    );
-    assert!(
-        message.contains("fpp") && message.contains("(0, 1)") && message.contains("1.5"),
-        "{message}"
-    );
-    let message = error_of(
-        bloomery()
-            .args(["create", "--fpp", "NaN"])
-            .arg(dir.path().join("p.bloom")),
-    );
-    assert!(message.contains("NaN"), "{message}");
-    // A negative number is a value told its range, not "unexpected argument '-0'".
-    for fpp in ["-0.5", "-2"] {
-        let message = error_of(
-            bloomery()
-                .args(["create", "--fpp", fpp])
-                .arg(dir.path().join("p.bloom")),
-        );
+    // A negative number is a value told its range, not "unexpected argument '-0'"; text
+    // that rounds to 0 or 1 is refused as written, not as "got 0" or "got 1"; text that
+    // is no number in the same words, not Rust's "invalid float literal".
+    for (fpp, why) in [
+        ("1.5", ""),
+        ("NaN", ""),
+        ("-0.5", ""),
+        ("-2", ""),
+        ("0", ""),
+        ("1e400", ""),
+        ("0x10", ""),
+        ("", ""),
+        ("1e-400", ": it rounds to 0 as a double"),
+        ("0.99999999999999999", ": it rounds to 1 as a double"),
+    ] {
+        let output = bloomery()
+            .args(["create", "--fpp", fpp])
+            .arg(dir.path().join("p.bloom"))
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{fpp}: {stderr}");
         assert!(
-            message.contains("must be in (0, 1)") && message.contains(fpp),
-            "{message}"
+            stderr.contains(&format!(
+                "invalid value '{fpp}' for '--fpp <FPP>': '{fpp}' is not a probability in (0, 1){why}\n"
+            )),
+            "{stderr}"
         );
     }
     // And for an unsigned number, its range, not "invalid digit found in string".
@@ -1529,7 +1608,7 @@ fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
         let value = args[args.len() - 1];
         assert!(
             stderr.contains(&format!("invalid value '{value}'"))
-                && stderr.contains(&format!("{value} is not a whole number in {}", range[0])),
+                && stderr.contains(&format!("'{value}' is not a whole number in {}", range[0])),
             "{args:?}: {stderr}"
         );
     }

@@ -984,18 +984,20 @@ fn a_full_or_closed_stdout_is_an_error_line_or_a_quiet_end_never_a_panic() {
         vec!["check".as_ref(), p, "-i".as_ref(), input.as_os_str()],
         vec!["dedup".as_ref(), "-i".as_ref(), input.as_os_str()],
         vec!["export".as_ref(), p, "-".as_ref()],
+        // Help and version too (clap's own exit dropped the error, with status 0).
         vec!["--help".as_ref()],
+        vec!["create".as_ref(), "--help".as_ref()],
+        vec!["help".as_ref(), "add".as_ref()],
+        vec!["--version".as_ref()],
     ];
     for args in &runs {
         let full = with_stdout(args, Stdio::from(fs::File::create("/dev/full").expect("opens")));
         assert_clean_end(&full, &format!("{args:?} > /dev/full"));
-        if args[0] != "--help" {
-            assert_eq!(full.status.code(), Some(2), "{args:?} > /dev/full");
-            assert!(
-                String::from_utf8_lossy(&full.stderr).contains("No space left"),
-                "{args:?}"
-            );
-        }
+        assert_eq!(full.status.code(), Some(2), "{args:?} > /dev/full");
+        assert!(
+            String::from_utf8_lossy(&full.stderr).contains("No space left"),
+            "{args:?}"
+        );
         // Standard output closed (`>&-`): the Rust runtime reopens it on /dev/null before
         // main, so the run is as with `> /dev/null`.
         let closed = bloomery()

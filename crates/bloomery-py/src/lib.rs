@@ -219,12 +219,9 @@ fn refuse_ignored_options(spec: &Spec) -> PyResult<()> {
 /// whose first sub-filter it sizes, and the rotating kind, whose generations it sizes. The
 /// fixed-size kinds take 0: their smallest filter.
 fn refuse_no_items(variant: Variant, expected_items: u64) -> PyResult<()> {
-    let what = match variant {
-        Variant::Scalable | Variant::RedisBloom | Variant::ScalableBlocked => "its first sub-filter's items",
-        Variant::Rotating => "each generation's items",
-        _ => return Ok(()),
-    };
-    if expected_items == 0 {
+    if expected_items == 0
+        && let Some(what) = variant.items_sized()
+    {
         return Err(PyValueError::new_err(format!(
             "expected_items must be at least 1 for {variant} filters ({what}), got 0; only the \
              fixed-size kinds take 0 (their smallest filter)"

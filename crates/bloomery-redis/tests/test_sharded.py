@@ -312,6 +312,11 @@ def test_cli_dedup_prints_first_occurrences_in_order(server):
                             input=b"x\n", capture_output=True, timeout=60)
     assert shards.returncode == 2 and b"--min-shards applies when dedup makes the filter" in shards.stderr, shards
     assert shards.stdout == b""
+    # And a size cap alone (ignored without a word before; a file's dedup refuses it too).
+    capped = subprocess.run([str(BLOOMERY), "dedup", "--redis", url, "--filter", "seen", "--max-bytes", "1"],
+                            input=b"x\n", capture_output=True, timeout=60)
+    assert capped.returncode == 2 and b"--max-bytes applies when dedup makes the filter" in capped.stderr, capped
+    assert capped.stdout == b""
 
 
 def test_cli_create_again_opens_a_filter_an_earlier_sizing_made_for_the_same_parameters(server, r):

@@ -3,6 +3,8 @@
 
 use std::io;
 
+use crate::sizing::Rate;
+
 /// Everything that can go wrong in bloomery: a bad parameter, an incompatible pair of
 /// filters, or bytes that are not a valid serialized filter.
 #[derive(Debug, thiserror::Error)]
@@ -269,21 +271,6 @@ pub(crate) fn first_sub_filter_error(error: Error, capacity: u64, fpp: f64, shar
             ),
         },
         other => other,
-    }
-}
-
-/// A rate as people read it: `0.01`, and `5e-324` rather than 324 decimal places (Rust's
-/// `Display` for floats never switches to an exponent).
-pub(crate) struct Rate(pub(crate) f64);
-
-impl std::fmt::Display for Rate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let magnitude = self.0.abs();
-        if magnitude != 0.0 && magnitude.is_finite() && !(1e-4..1e16).contains(&magnitude) {
-            write!(f, "{:e}", self.0)
-        } else {
-            write!(f, "{}", self.0)
-        }
     }
 }
 

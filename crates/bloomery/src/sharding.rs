@@ -259,9 +259,17 @@ impl ShardPlan {
         loop {
             let per_shard = expected_items.div_ceil(shards);
             // Sizing fails beyond 2^32 blocks: then the shard is over any cap too. For one
-            // item a shard, its error is the answer: no blocked filter reaches the rate.
+            // item a shard, its problem is the answer (no blocked filter reaches the rate),
+            // told of the items asked for, not of the one item a shard.
             let blocks = match blocked_num_blocks(per_shard, fpp) {
                 Ok(blocks) => blocks,
+                Err(Error::Sizing { problem, .. }) if per_shard == 1 => {
+                    return Err(Error::Sizing {
+                        expected_items,
+                        fpp,
+                        problem: format!("{problem} (sizing a shard of one item)"),
+                    });
+                }
                 Err(error) if per_shard == 1 => return Err(error),
                 Err(_) => u64::MAX,
             };
@@ -593,6 +601,14 @@ mod tests {
         assert!(
             one_item.contains("a shard of one item needs more than 64 bytes"),
             "{one_item}"
+        );
+        // A rate no blocked filter reaches: told of the items asked for (it said "for 1
+        // items", the shard's), and of the shard sized.
+        let unreachable = ShardPlan::new(1_000, 1e-30, 1 << 30, 64).unwrap_err().to_string();
+        assert!(
+            unreachable.starts_with("cannot size a filter for 1000 items at fpp 1e-30: ")
+                && unreachable.ends_with(" (sizing a shard of one item)"),
+            "{unreachable}"
         );
     }
 

@@ -619,7 +619,7 @@ fn fewest_blocks(
                 "a {layout} filter picks an item's block and its 8 bits from 64 hash bits, \
                  and reaches no rate below {} (one item at its largest size); use a higher \
                  fpp or a classic filter",
-                crate::error::Rate(floor)
+                Rate(floor)
             )
         } else {
             too_many.into()
@@ -836,6 +836,31 @@ pub fn parquet_num_blocks(expected_items: u64, fpp: f64) -> Result<u64> {
 /// ```
 pub fn parquet_bits_per_item(fpp: f64) -> f64 {
     -8.0 / (1.0 - fpp.powf(1.0 / 8.0)).ln()
+}
+
+/// A rate as people read it, for messages: `0.01`, and `1e-30` or `5e-324` rather than
+/// dozens or hundreds of decimal places (Rust's `Display` for floats never switches to an
+/// exponent); the exponent form from below 10^-4 on (and from 10^16).
+///
+/// ```
+/// use bloomery::sizing::Rate;
+///
+/// assert_eq!(Rate(0.01).to_string(), "0.01");
+/// assert_eq!(Rate(1e-30).to_string(), "1e-30");
+/// assert_eq!(Rate(0.0001).to_string(), "0.0001");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Rate(pub f64);
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let magnitude = self.0.abs();
+        if magnitude != 0.0 && magnitude.is_finite() && !(1e-4..1e16).contains(&magnitude) {
+            write!(f, "{:e}", self.0)
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
 }
 
 #[cfg(test)]

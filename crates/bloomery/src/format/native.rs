@@ -153,6 +153,25 @@ impl Variant {
         }
     }
 
+    /// What a filter's expected item count sizes where it is not the whole filter: a
+    /// growing kind's first sub-filter, a rotating filter's every generation. These kinds
+    /// refuse 0 items; the fixed-size ones (`None`) take 0 as their smallest filter.
+    ///
+    /// ```
+    /// use bloomery::format::native::Variant;
+    /// assert_eq!(Variant::Rotating.items_sized(), Some("each generation's items"));
+    /// assert_eq!(Variant::Blocked.items_sized(), None);
+    /// ```
+    pub fn items_sized(self) -> Option<&'static str> {
+        match self {
+            Variant::Scalable | Variant::RedisBloom | Variant::ScalableBlocked => {
+                Some("its first sub-filter's items")
+            }
+            Variant::Rotating => Some("each generation's items"),
+            _ => None,
+        }
+    }
+
     /// The variant named `name` (as [`name`](Variant::name) gives it).
     ///
     /// ```
