@@ -966,6 +966,42 @@ fn a_window_in_the_environment_that_is_no_number_of_bytes_is_refused() {
 }
 
 #[test]
+fn a_blocked_filter_at_a_rate_where_it_costs_more_than_twice_a_classic_one_is_warned_of() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let warned = |items: &str, fpp: &str| {
+        let path = dir.path().join(format!("{items}-{fpp}.bloom"));
+        let output = bloomery()
+            .args(["create", "--items", items, "--fpp", fpp])
+            .arg(&path)
+            .output()
+            .expect("runs");
+        assert!(output.status.success() && path.exists(), "{output:?}");
+        String::from_utf8(output.stderr).expect("UTF-8")
+    };
+    // Many items at a low rate: Guava's sizing meets it within a tenth, and is named.
+    let stderr = warned("10000000", "1e-8");
+    assert!(
+        stderr.starts_with("bloomery: warning: a blocked filter for 10000000 items at fpp 1e-8 takes ")
+            && stderr.contains(" times the ")
+            && stderr.contains("that a filter hashing as Guava does needs for that rate")
+            && stderr.contains("; --variant classic takes ")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    // Not where Guava's sizing falls well short of the rate (its double hashing's floor).
+    let stderr = warned("10000000", "1e-9");
+    assert!(
+        stderr.contains("warning: a blocked filter") && !stderr.contains("--variant classic"),
+        "{stderr}"
+    );
+    // None at the usual rates, nor for few items at a low rate (the blocked filter is the
+    // smaller there).
+    for (items, fpp) in [("10000000", "0.01"), ("10000000", "1e-6"), ("1000", "1e-9")] {
+        assert_eq!(warned(items, fpp), "", "{items} at {fpp}");
+    }
+}
+
+#[test]
 fn a_kernel_or_timings_in_the_environment_that_would_be_misread_are_refused() {
     // BLOOMERY_KERNEL naming no kernel of this CPU ran the fastest one without a word;
     // BLOOMERY_TIMINGS=0 (any value) turned the timings on.
