@@ -35,6 +35,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bloomery::any::{DynFilter, Spec};
 use bloomery::format::native::Variant;
 use bloomery::rotating::MAX_GENERATIONS;
+use bloomery::sizing::Rate;
 use bloomery::{Error as BloomError, RotatingBloomFilter};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -83,10 +84,24 @@ fn is_aging_word(word: &RedisString) -> bool {
     AGING_WORDS.iter().any(|name| word_is(word, name))
 }
 
-/// Whether `BF.RESERVE`'s options (after key, rate and capacity) name an aging filter.
+/// Whether `BF.RESERVE`'s options (after key, rate and capacity) name an aging filter. The
+/// word after `EXPANSION` or `LAYOUT` is their value, whatever it says: `EXPANSION window`
+/// is a bad expansion, as RedisBloom answers it (it was taken for an aging filter's
+/// `WINDOW`, and refused as an aging filter given `EXPANSION`).
 pub fn reserve_has_aging_options(args: &[RedisString]) -> bool {
-    args.get(4..)
-        .is_some_and(|options| options.iter().any(is_aging_word))
+    let options = args.get(4..).unwrap_or_default();
+    let mut index = 0;
+    while let Some(word) = options.get(index) {
+        if is_aging_word(word) {
+            return true;
+        }
+        index += if word_is(word, "EXPANSION") || word_is(word, "LAYOUT") {
+            2
+        } else {
+            1
+        };
+    }
+    false
 }
 
 /// What the aging options say.
@@ -202,8 +217,9 @@ impl Window {
     fn per_generation(&self) -> (u64, f64, Option<u64>) {
         let later = self.generations as u64 - 1;
         let items = self.capacity.div_ceil(later);
-        // 1 - (1 - p)^g = e, so p = 1 - (1 - e)^(1/g), computed without cancellation.
-        let fpp = -((-self.error_rate).ln_1p() / self.generations as f64).exp_m1();
+        // 1 - (1 - p)^g = e, so p = 1 - (1 - e)^(1/g), computed without cancellation,
+        // and never with a bound above e.
+        let fpp = bloomery::rotating::generation_fpp(self.error_rate, self.generations);
         let window = self.seconds_ms.map(|ms| ms.div_ceil(later));
         (items, fpp, window)
     }
@@ -215,14 +231,34 @@ impl Window {
             generations: self.generations,
             ..Spec::new(Variant::Rotating, items, fpp)
         };
-        let bytes = spec
-            .memory_bytes()
-            .map_err(|error| RedisError::String(format!("ERR {error}")))?;
+        let bytes = spec.memory_bytes().map_err(|error| self.refusal(error))?;
         if let Some(cap) = cap.filter(|&cap| bytes > cap) {
             return Err(RedisError::String(over_cap_message(bytes, cap)));
         }
         RotatingBloomFilter::with_window(self.generations, items, fpp, window, now)
-            .map_err(|error| RedisError::String(format!("ERR {error}")))
+            .map_err(|error| self.refusal(error))
+    }
+
+    /// The library's refusal, told of the capacity and rate the client gave: its own
+    /// sizing is of one generation, whose items and rate the client never gave (a
+    /// refusal of "34 items at fpp 2.5e-301" for capacity 100 at 1e-300, or "fpp ...
+    /// got 0" for 5e-324, whose share per generation is 0).
+    fn refusal(&self, error: BloomError) -> RedisError {
+        let (items, fpp, _) = self.per_generation();
+        let why = match error {
+            BloomError::Sizing { problem, .. } => problem,
+            BloomError::Fpp { .. } => {
+                "that rate's share per generation is not a rate a filter can be sized for".into()
+            }
+            other => other.to_string(),
+        };
+        RedisError::String(format!(
+            "ERR cannot make an aging filter of capacity {} at error rate {} ({} generations, each of {items} items at {}): {why}",
+            self.capacity,
+            Rate(self.error_rate),
+            self.generations,
+            Rate(fpp)
+        ))
     }
 
     /// The options that make this filter again, as replicated.
@@ -269,7 +305,18 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
                     "ERR aging filters (WINDOW) do not grow: EXPANSION and NONSCALING do not apply",
                 ));
             }
-            None => return Err(RedisError::Str("ERR unknown argument for an aging filter")),
+            None if word_is(&args[index], "LAYOUT") => {
+                return Err(RedisError::Str(
+                    "ERR aging filters (WINDOW) have one layout: LAYOUT does not apply",
+                ));
+            }
+            None => {
+                return Err(RedisError::String(format!(
+                    "ERR unknown argument '{}' for an aging filter (WINDOW [SECONDS t] [GENERATIONS g] [AT ms])",
+                    // At most 64 bytes of it: a word may be as long as a string can be.
+                    String::from_utf8_lossy(&args[index].as_slice()[..args[index].as_slice().len().min(64)])
+                )));
+            }
         }
     }
     let window = options.window(error_rate, capacity)?;

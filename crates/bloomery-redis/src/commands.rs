@@ -42,6 +42,12 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
     if register_config(ctx) == Status::Err {
         return Status::Err;
     }
+    // A single empty argument is none: RedisBloom takes it so (its packaging tool,
+    // ramp-packer, loads the module with one).
+    let args = match args {
+        [only] if only.as_slice().is_empty() => &[],
+        args => args,
+    };
     let mut pairs = args.chunks(2);
     for pair in &mut pairs {
         let [name, value] = pair else {
@@ -72,6 +78,16 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
                 .ok()
                 .and_then(parse_memory)
                 .map(set_max_filter_memory)
+        } else if word_is(name, "CF_MAX_EXPANSIONS") {
+            // RedisBloom's, for its cuckoo filters, which this module does not have: a
+            // RedisBloom configuration that sets it loads (it stopped the server), the
+            // value checked as RedisBloom checks it.
+            parse_i64(value).filter(|&expansions| expansions > 0).map(|_| {
+                crate::log::notice(
+                    ctx,
+                    "bloomery: CF_MAX_EXPANSIONS is for RedisBloom's cuckoo filters, which this module does not have: ignored",
+                );
+            })
         } else {
             None
         };
@@ -79,7 +95,7 @@ pub fn configure(ctx: &Context, args: &[RedisString]) -> Status {
             crate::log::warning(
                 ctx,
                 &format!(
-                    "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT yes or no)",
+                    "bloomery: bad load argument {} {} (ERROR_RATE in (0, 1), INITIAL_SIZE >= 1, EXPANSION in 1..={MAX_EXPANSION}, MAX_FILTER_MEMORY bytes such as 1073741824 or 1gb, 0 for no limit, REDISBLOOM_ERRORS and REDISBLOOM_LAYOUT yes or no, RedisBloom's CF_MAX_EXPANSIONS a positive integer, ignored)",
                     name, value
                 ),
             );
@@ -379,16 +395,18 @@ impl Reservation {
 /// does, such as hex floats (`0x1p-7`). A RedisBloom primary (or its AOF) sends the error
 /// rates its clients gave as they gave them; refusing one that RedisBloom took would lose
 /// every item of the command (a `BF.INSERT ... ERROR 0x1p-7 ITEMS ...`), or the filter a
-/// later `BF.INSERT ... NOCREATE` adds to.
+/// later `BF.INSERT ... NOCREATE` adds to. And what `strtod` finds out of range is refused
+/// as RedisBloom refuses it (`1e400`, `1e-400`: "bad error rate"), where Rust's parse
+/// made them infinity and 0, refused as out of (0, 1). Rust's parse alone where there is
+/// no Redis (unit tests).
 pub(crate) fn parse_f64(arg: &RedisString) -> Option<f64> {
-    let parsed = arg.try_as_str().ok().and_then(|text| text.parse::<f64>().ok());
-    parsed
-        .or_else(|| {
-            // SAFETY: reading a function pointer Redis filled in when the module was loaded.
-            unsafe { raw::RedisModule_StringToDouble }?;
-            arg.parse_float().ok()
-        })
-        .filter(|value| !value.is_nan())
+    // SAFETY: reading a function pointer Redis filled in when the module was loaded.
+    let parsed = if unsafe { raw::RedisModule_StringToDouble }.is_some() {
+        arg.parse_float().ok()
+    } else {
+        arg.try_as_str().ok().and_then(|text| text.parse::<f64>().ok())
+    };
+    parsed.filter(|value| !value.is_nan())
 }
 
 fn yes_or_no(arg: &RedisString) -> Option<bool> {
@@ -982,9 +1000,14 @@ pub(crate) fn insert_options(
     if let Some(expansion) = expansion {
         reservation.expansion = if replaying && expansion >= 1 {
             replayed_expansion(expansion)
+        } else if expansion as u64 > MAX_EXPANSION {
+            // As BF.RESERVE says it (this said "Bad argument received", as for a value
+            // RedisBloom refuses too).
+            return Err(RedisError::String(format!(
+                "ERR expansion above the module's limit of {MAX_EXPANSION}"
+            )));
         } else {
-            let expansion = u32::try_from(expansion).ok();
-            let expansion = expansion.filter(|&n| n >= 1 && u64::from(n) <= MAX_EXPANSION);
+            let expansion = u32::try_from(expansion).ok().filter(|&n| n >= 1);
             expansion.ok_or_else(bad)?
         };
     }

@@ -55,8 +55,7 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
-use bloomery::any::Spec;
-use bloomery::format::native::{MAX_PARAMS_LEN, PAYLOAD_ALIGN, Variant};
+use bloomery::format::native::{MAX_PARAMS_LEN, PAYLOAD_ALIGN};
 use redis_module::{Context, ContextFlags, RedisString, Status, raw};
 
 /// The default cap: 1 GiB per key, a first sub-filter of about 6 × 10^8 items at 1% in the
@@ -155,19 +154,15 @@ fn bad_error_rate(got: &str) -> String {
     format!("the error rate must be a number strictly between 0 and 1, such as 0.01 (got {got})")
 }
 
-/// Checks a default capacity: at least 1, and small enough that a filter can be sized for it.
+/// Checks a default capacity: at least 1. Whether a filter can be sized for it is checked
+/// with the other defaults, in the layout a new key's filter gets (`check_defaults`): a
+/// check of its own, sizing a classic-hashed chain at 1%, refused capacities that
+/// `BF.RESERVE` sizes (10^11, refused there only over the memory cap).
 pub fn check_initial_size(capacity: i64) -> Result<u64, String> {
     u64::try_from(capacity)
         .ok()
         .filter(|&capacity| capacity >= 1)
-        .filter(|&capacity| {
-            Spec::new(Variant::Scalable, capacity, DEFAULT_ERROR_RATE)
-                .memory_bytes()
-                .is_ok()
-        })
-        .ok_or_else(|| {
-            format!("the initial size must be a capacity of at least 1 that a filter can be sized for (got {capacity})")
-        })
+        .ok_or_else(|| format!("the initial size must be a capacity of at least 1 (got {capacity})"))
 }
 
 /// Checks a default expansion: 1 to [`MAX_EXPANSION`], as `BF.RESERVE`'s `EXPANSION`.
@@ -347,19 +342,71 @@ pub fn parse_memory(text: &str) -> Option<u64> {
         .filter(|&bytes| bytes <= i64::MAX as u64)
 }
 
-unsafe extern "C" fn get_config(_name: *const c_char, _privdata: *mut c_void) -> c_longlong {
-    MAX_FILTER_MEMORY.load(Ordering::Relaxed) as c_longlong
+/// The string last handed to Redis by [`get_config`] (as [`ERROR_RATE_REPLY`]).
+static MAX_FILTER_MEMORY_REPLY: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The cap as `CONFIG GET` shows it: its bytes, as Redis shows a memory setting.
+unsafe extern "C" fn get_config(_name: *const c_char, _privdata: *mut c_void) -> *mut raw::RedisModuleString {
+    let text = MAX_FILTER_MEMORY.load(Ordering::Relaxed).to_string();
+    // SAFETY: as in `get_error_rate_config`.
+    unsafe { config_reply(&MAX_FILTER_MEMORY_REPLY, &text) }
 }
 
+/// Sets the cap from `CONFIG SET`, redis.conf or the command line, read by
+/// [`parse_memory`] as the load argument is. A string configuration, not Redis's memory
+/// number: Redis 7.0's parser reads a value without digits (`mb`, `kb`, `b`, an empty
+/// one) as 0 and lets `17179869184gb` wrap to 0, and 0 is no cap at all: a typo removed it
+/// without a word.
 unsafe extern "C" fn set_config(
     _name: *const c_char,
-    value: c_longlong,
+    value: *mut raw::RedisModuleString,
     _privdata: *mut c_void,
-    _error: *mut *mut raw::RedisModuleString,
+    error: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    // Redis has already checked the range registered below, [0, i64::MAX].
-    set_max_filter_memory(value.max(0) as u64);
-    raw::REDISMODULE_OK as c_int
+    let text = if value.is_null() {
+        None
+    } else {
+        // Retained and released by the wrapper; Redis passes a valid string for the call.
+        RedisString::new(None, value).try_as_str().ok().map(str::to_owned)
+    };
+    match text.as_deref().and_then(parse_memory) {
+        Some(bytes) => {
+            set_max_filter_memory(bytes);
+            raw::REDISMODULE_OK as c_int
+        }
+        // SAFETY: `error` is the slot Redis passed.
+        None => unsafe {
+            refuse(
+                error,
+                &format!(
+                    "bloomery.max-filter-memory must be bytes such as 1073741824 or 1gb (a unit of k, kb, m, mb, g or gb), at most 2^63 - 1, 0 for no limit; got '{}'",
+                    text.as_deref().unwrap_or("")
+                ),
+            )
+        },
+    }
+}
+
+/// Hands Redis `text` as a configuration's value, freeing the string handed before
+/// (kept in `slot`: Redis copies a getter's string at once).
+///
+/// # Safety
+/// Called from a configuration getter, on Redis's main thread.
+unsafe fn config_reply(slot: &AtomicPtr<raw::RedisModuleString>, text: &str) -> *mut raw::RedisModuleString {
+    // SAFETY: reading function pointers Redis filled in when the module was loaded; the
+    // previous string was created here without a context, and Redis copied it when it
+    // was returned.
+    unsafe {
+        let (Some(create), Some(free)) = (raw::RedisModule_CreateString, raw::RedisModule_FreeString) else {
+            return std::ptr::null_mut();
+        };
+        let string = create(std::ptr::null_mut(), text.as_ptr().cast::<c_char>(), text.len());
+        let previous = slot.swap(string, Ordering::AcqRel);
+        if !previous.is_null() {
+            free(std::ptr::null_mut(), previous);
+        }
+        string
+    }
 }
 
 /// The yes/no configurations, by the private data registered with them.
@@ -430,20 +477,8 @@ unsafe extern "C" fn get_error_rate_config(
     _privdata: *mut c_void,
 ) -> *mut raw::RedisModuleString {
     let text = error_rate_text();
-    // SAFETY: reading function pointers Redis filled in when the module was loaded; the
-    // previous string was created here without a context, and Redis copied it when it
-    // was returned.
-    unsafe {
-        let (Some(create), Some(free)) = (raw::RedisModule_CreateString, raw::RedisModule_FreeString) else {
-            return std::ptr::null_mut();
-        };
-        let string = create(std::ptr::null_mut(), text.as_ptr().cast::<c_char>(), text.len());
-        let previous = ERROR_RATE_REPLY.swap(string, Ordering::AcqRel);
-        if !previous.is_null() {
-            free(std::ptr::null_mut(), previous);
-        }
-        string
-    }
+    // SAFETY: a configuration getter, called by Redis on its main thread.
+    unsafe { config_reply(&ERROR_RATE_REPLY, &text) }
 }
 
 unsafe extern "C" fn set_error_rate_config(
@@ -515,9 +550,9 @@ fn all_ok(codes: impl IntoIterator<Item = c_int>) -> bool {
         .fold(true, |all, code| all & (code == raw::REDISMODULE_OK as c_int))
 }
 
-/// Registers the module's configurations: `bloomery.max-filter-memory` (a memory-typed
-/// number, so `CONFIG SET` takes `64mb`), `bloomery.error-rate` (a string holding a
-/// number), `bloomery.initial-size` and `bloomery.expansion` (numbers),
+/// Registers the module's configurations: `bloomery.max-filter-memory` (a string read as
+/// bytes with an optional unit, so `CONFIG SET` takes `64mb`: [`set_config`]),
+/// `bloomery.error-rate` (a string holding a number), `bloomery.initial-size` and `bloomery.expansion` (numbers),
 /// `bloomery.redisbloom-errors` and `bloomery.redisbloom-layout` (yes/no), and applies
 /// what redis.conf or the command line set. Redis before 7.0 has no module configuration:
 /// the load arguments (see the module docs) still work there.
@@ -544,16 +579,7 @@ pub fn register_config(ctx: &Context) -> Status {
         *mut c_void,
         *mut *mut raw::RedisModuleString,
     ) -> c_int;
-    let numeric: [(&CStr, u64, u32, c_longlong, c_longlong, GetNumeric, SetNumeric); 3] = [
-        (
-            CONFIG_NAME,
-            DEFAULT_MAX_FILTER_MEMORY,
-            raw::REDISMODULE_CONFIG_MEMORY,
-            0,
-            c_longlong::MAX,
-            get_config,
-            set_config,
-        ),
+    let numeric: [(&CStr, u64, u32, c_longlong, c_longlong, GetNumeric, SetNumeric); 2] = [
         (
             INITIAL_SIZE_CONFIG_NAME,
             DEFAULT_INITIAL_SIZE,
@@ -600,19 +626,34 @@ pub fn register_config(ctx: &Context) -> Status {
         },
     ));
     let default_rate = std::ffi::CString::new(DEFAULT_ERROR_RATE.to_string()).unwrap_or_default();
+    let default_cap = std::ffi::CString::new(DEFAULT_MAX_FILTER_MEMORY.to_string()).unwrap_or_default();
     // SAFETY: as above.
-    let registered_string = all_ok([unsafe {
-        register_string(
-            ctx.ctx,
-            ERROR_RATE_CONFIG_NAME.as_ptr(),
-            default_rate.as_ptr(),
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            Some(get_error_rate_config),
-            Some(set_error_rate_config),
-            Some(defaults),
-            std::ptr::null_mut(),
-        )
-    }]);
+    let registered_string = all_ok([
+        unsafe {
+            register_string(
+                ctx.ctx,
+                ERROR_RATE_CONFIG_NAME.as_ptr(),
+                default_rate.as_ptr(),
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                Some(get_error_rate_config),
+                Some(set_error_rate_config),
+                Some(defaults),
+                std::ptr::null_mut(),
+            )
+        },
+        unsafe {
+            register_string(
+                ctx.ctx,
+                CONFIG_NAME.as_ptr(),
+                default_cap.as_ptr(),
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                Some(get_config),
+                Some(set_config),
+                None,
+                std::ptr::null_mut(),
+            )
+        },
+    ]);
     // SAFETY: as above; the private data only tells the two flags apart (null: errors,
     // non-null: layout) and is never dereferenced.
     let registered_bool = all_ok(

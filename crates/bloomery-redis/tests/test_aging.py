@@ -98,6 +98,13 @@ def test_reserve_options_info_and_errors(r):
     assert fields["Generations"] == 3
     assert float(fields["Window seconds"]) == 60.0
     assert abs(float(fields["Error rate"]) - 0.01) < 1e-9
+    # The bound is never above the rate asked for (rounding made it 0.010000000000000009
+    # with 4 generations, and 2% over at 1e-14).
+    for rate, generations in [("0.01", "4"), ("0.01", "1024"), ("1e-14", "4"), ("0.3", "7")]:
+        key = f"bound-{rate}-{generations}"
+        r.execute_command("BF.RESERVE", key, rate, "100", "WINDOW", "GENERATIONS", generations)
+        bound = float(info(r, key)["Error rate"])
+        assert float(rate) * (1 - 1e-9) < bound <= float(rate), (rate, generations, bound)
     assert r.execute_command("BF.INFO", "a", "GENERATIONS") == [3]
     assert r.execute_command("BF.INFO", "a", "CAPACITY") == [1000]
     assert "variant:rotating" in r.execute_command("BF.DEBUG", "a")[1].decode()
@@ -116,7 +123,16 @@ def test_reserve_options_info_and_errors(r):
     assert "bad time" in error_of(r, "BF.RESERVE", "c", "0.01", "100", "WINDOW", "AT", "-1")
     for option in (["EXPANSION", "2"], ["NONSCALING"]):
         assert "do not grow" in error_of(r, "BF.RESERVE", "c", "0.01", "100", "WINDOW", *option)
-    assert "unknown argument" in error_of(r, "BF.RESERVE", "c", "0.01", "100", "WINDOW", "FOO")
+    assert error_of(r, "BF.RESERVE", "c", "0.01", "100", "WINDOW", "FOO") == \
+        "unknown argument 'FOO' for an aging filter (WINDOW [SECONDS t] [GENERATIONS g] [AT ms])"
+    assert error_of(r, "BF.RESERVE", "c", "0.01", "100", "WINDOW", "LAYOUT", "bloomery") == \
+        "aging filters (WINDOW) have one layout: LAYOUT does not apply"
+    # A refusal in the client's terms: the capacity and rate it gave, with the share per
+    # generation (it said "got 0", and "for 34 items at fpp 2.5e-301").
+    assert error_of(r, "BF.RESERVE", "c", "5e-324", "100", "WINDOW").startswith(
+        "cannot make an aging filter of capacity 100 at error rate 5e-324 (4 generations, each of 34 items at 0): ")
+    assert error_of(r, "BF.RESERVE", "c", "1e-300", "100", "WINDOW").startswith(
+        "cannot make an aging filter of capacity 100 at error rate 1e-300 (4 generations, each of 34 items at 2.5e-301): ")
     assert error_of(r, "BF.RESERVE", "c", "2", "100", "WINDOW") == "(0 < error rate range < 1) "
     assert error_of(r, "BF.RESERVE", "c", "0.01", "0", "WINDOW") == "(capacity should be larger than 0)"
     # The memory cap counts every generation the filter will hold.

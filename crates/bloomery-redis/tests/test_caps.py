@@ -50,8 +50,14 @@ def test_the_cap_is_a_load_argument_a_config_line_and_config_set(tmp_path):
         assert cap_of(client) == 2 << 20
         client.config_set(CONFIG, "0")
         assert cap_of(client) == 0
-        with pytest.raises(redis.ResponseError):
-            client.config_set(CONFIG, "-1")
+        client.config_set(CONFIG, "2mb")
+        # Text that is no number of bytes is refused, the cap kept: Redis's own parser of
+        # memory settings read a value without digits as 0, and a product past 2^64 wrapped
+        # to 0, and 0 is no cap at all.
+        for bad in ("-1", "mb", "kb", "b", "", "17179869184gb", "1tb", "1.5mb", " 1mb"):
+            with pytest.raises(redis.ResponseError, match="bloomery.max-filter-memory must be bytes"):
+                client.config_set(CONFIG, bad)
+            assert cap_of(client) == 2 << 20, bad
     finally:
         server.stop()
     server = Server(tmp_path, f"--{CONFIG}", "3mb").start()
@@ -60,12 +66,20 @@ def test_the_cap_is_a_load_argument_a_config_line_and_config_set(tmp_path):
         assert cap_of(server.client()) != 1 << 30  # the default is 1 GiB
     finally:
         server.stop()
+    for args in (["MAX_FILTER_MEMORY", "lots"], ["MAX_FILTER_MEMORY", "kb"]):
+        result = subprocess.run(
+            [REDIS_SERVER, "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path),
+             "--loadmodule", str(MODULE), *args],
+            capture_output=True, timeout=20,
+        )
+        assert result.returncode != 0, args
+    # On the command line too (it started with no cap).
     result = subprocess.run(
         [REDIS_SERVER, "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path),
-         "--loadmodule", str(MODULE), "MAX_FILTER_MEMORY", "lots"],
+         "--loadmodule", str(MODULE), f"--{CONFIG}", "kb"],
         capture_output=True, timeout=20,
     )
-    assert result.returncode != 0
+    assert result.returncode != 0 and b"bloomery.max-filter-memory must be bytes" in result.stdout + result.stderr
 
 
 def test_creation_over_the_cap_is_refused_before_allocating(r):

@@ -14,6 +14,12 @@ def test_reserve_and_its_errors_match_redisbloom(r):
     for rate in ("0", "1", "-1"):
         assert error_of(r, "BF.RESERVE", "k2", rate, "1000") == "(0 < error rate range < 1) "
     assert error_of(r, "BF.RESERVE", "k2", "abc", "1000") == "bad error rate"
+    # Out of a double's range, as Redis's parser (strtod) finds it: refused as RedisBloom
+    # refuses it, not read as 0 or infinity and refused for its range.
+    for rate in ("1e-400", "1e400", "-1e400"):
+        assert error_of(r, "BF.RESERVE", "k2", rate, "1000") == "bad error rate"
+    # A value is a value: EXPANSION's "window" is no aging filter's WINDOW.
+    assert error_of(r, "BF.RESERVE", "k2", "0.01", "100", "EXPANSION", "window") == "bad expansion"
     for capacity in ("0", "-5"):
         assert error_of(r, "BF.RESERVE", "k2", "0.01", capacity) == "(capacity should be larger than 0)"
     assert error_of(r, "BF.RESERVE", "k2", "0.01", "abc") == "bad capacity"
@@ -93,7 +99,7 @@ def test_insert_options_and_errors(r):
     assert r.execute_command("BF.INFO", "short", "CAPACITY")[0] == 5
     replies = r.execute_command("BF.INSERT", "short", "I", *"bcdefghij")
     assert isinstance(replies[-1], redis.ResponseError) and "full" in str(replies[-1])
-    assert error_of(r, "BF.INSERT", "k3", "EXPANSION", "40000", "ITEMS", "a") == "Bad argument received"
+    assert error_of(r, "BF.INSERT", "k3", "EXPANSION", "40000", "ITEMS", "a") == "expansion above the module's limit of 32768"
     assert r.exists("k3") == 0
     assert r.execute_command("BF.INSERT", "k3", "CAPACITY", "50", "ERROR", "0.001", "EXPANSION", "4", "ITEMS", "a", "b", "c") == [1, 1, 1]
     assert r.execute_command("BF.INFO", "k3", "CAPACITY")[0] == 50

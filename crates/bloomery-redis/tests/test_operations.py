@@ -132,9 +132,14 @@ def test_initial_size_config_set_get_and_refusals(r):
     assert r.execute_command("BF.INFO", "explicit", "CAPACITY") == [50]
     for bad in ("0", "-1", "abc", "1.5"):
         error_of(r, "CONFIG", "SET", "bloomery.initial-size", bad)
-    # In range for Redis, but no filter can be sized for it: the module says why.
-    assert "sized" in error_of(r, "CONFIG", "SET", "bloomery.initial-size", "99999999999999999")
     assert config(r, "initial-size") == "1000"
+    # A capacity a new key's filter can be sized for is taken, as BF.RESERVE takes it, and
+    # refused, as there, by the memory cap when a key is made (a check of its own, sizing
+    # another layout, refused it).
+    r.config_set("bloomery.initial-size", "100000000000")
+    assert "over the module's limit" in error_of(r, "BF.ADD", "huge", "x")
+    assert "over the module's limit" in error_of(r, "BF.RESERVE", "huge", "0.01", "100000000000")
+    assert r.exists("huge") == 0
 
 
 def test_expansion_config_set_get_and_refusals(r):
@@ -314,6 +319,27 @@ def test_load_arguments_and_the_command_line(tmp_path):
     try:
         assert config(server.client(), "initial-size") == "600"
     finally:
+        server.stop()
+    # RedisBloom's other load argument, for its cuckoo filters (which this module does not
+    # have), is taken and ignored, with a note; a RedisBloom configuration setting it
+    # stopped the server. So is the one empty argument RedisBloom's packaging passes.
+    log = tmp_path / "redis.log"
+    for module_args in (["CF_MAX_EXPANSIONS", "32", "ERROR_RATE", "0.02"], [""]):
+        server = Server(tmp_path, "--logfile", str(log), module_args=module_args).start()
+        try:
+            client = server.client()
+            client.execute_command("BF.ADD", "k", "x")
+            assert client.execute_command("BF.EXISTS", "k", "x") == 1
+            expected = "0.02" if module_args[0] else "0.01"
+            assert config(client, "error-rate") == expected
+        finally:
+            server.stop()
+    assert "CF_MAX_EXPANSIONS is for RedisBloom's cuckoo filters" in log.read_text()
+    # Its value is checked as RedisBloom checks it.
+    for bad in ("0", "x"):
+        server = Server(tmp_path, module_args=["CF_MAX_EXPANSIONS", bad])
+        with pytest.raises(RuntimeError, match="did not start"):
+            server.start()
         server.stop()
 
 

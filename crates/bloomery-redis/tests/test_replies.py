@@ -141,6 +141,10 @@ def test_debug_describes_each_sub_filter(rb):
 
 def test_option_parse_errors_are_redisbloom_s(r):
     assert error_of(r, "BF.INSERT", "k", "ERROR", "big", "ITEMS", "a") == "Bad error rate"
+    assert error_of(r, "BF.INSERT", "k", "ERROR", "1e400", "ITEMS", "a") == "Bad error rate"
+    # The module's own limit, said as BF.RESERVE says it ("Bad argument received" before).
+    assert error_of(r, "BF.INSERT", "k", "EXPANSION", "32769", "ITEMS", "a") == \
+        "expansion above the module's limit of 32768"
     assert error_of(r, "BF.INSERT", "k", "CAPACITY", "0.3", "ITEMS", "a") == "Bad capacity"
     assert error_of(r, "BF.INSERT", "k", "EXPANSION", "big", "ITEMS", "a") == "Bad expansion"
     assert error_of(r, "BF.INSERT", "k", "EXPANSION", "0", "ITEMS", "a") == "Bad argument received"

@@ -111,6 +111,42 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |elapsed| elapsed.as_millis() as u64)
 }
 
+/// The bound on the false-positive rate of a lookup that asks `generations` generations,
+/// each answering falsely with probability `fpp`: 1 - (1 - p)^g, computed without
+/// cancellation (`1.0 - (1.0 - p).powi(g)` gave 0 for p = 5e-17, as 1 - p rounds to 1,
+/// and 2% over at 10^-14).
+///
+/// ```
+/// use bloomery::rotating::window_fpp;
+///
+/// assert!((window_fpp(0.01, 2) - 0.0199).abs() < 1e-15);
+/// assert!(window_fpp(5e-17, 2) > 9.9e-17);
+/// ```
+pub fn window_fpp(fpp: f64, generations: usize) -> f64 {
+    -((-fpp).ln_1p() * generations as f64).exp_m1()
+}
+
+/// The rate each of `generations` generations may have for lookups of all of them to
+/// answer falsely with probability at most `window`: 1 - (1 - e)^(1/g), taken down to the
+/// largest value whose [`window_fpp`] is not above `window` (rounding put it a unit in
+/// the last place above: an aging filter asked for 0.01 said 0.010000000000000009).
+///
+/// ```
+/// use bloomery::rotating::{generation_fpp, window_fpp};
+///
+/// for (window, generations) in [(0.01, 3), (1e-14, 4), (0.5, 1024), (1e-300, 2)] {
+///     let each = generation_fpp(window, generations);
+///     assert!(each > 0.0 && window_fpp(each, generations) <= window);
+/// }
+/// ```
+pub fn generation_fpp(window: f64, generations: usize) -> f64 {
+    let mut each = -((-window).ln_1p() / generations as f64).exp_m1();
+    while each > 0.0 && window_fpp(each, generations) > window {
+        each = each.next_down();
+    }
+    each
+}
+
 impl RotatingBloomFilter {
     /// `generations` generations (at least 2) of `items_per_generation` items at `fpp`
     /// each, rotated by count only.
@@ -372,9 +408,9 @@ impl RotatingBloomFilter {
         self.generations.len()
     }
 
-    /// The bound on the false-positive rate: 1 - (1 - p)^g.
+    /// The bound on the false-positive rate: 1 - (1 - p)^g ([`window_fpp`]).
     pub fn fpp_bound(&self) -> f64 {
-        1.0 - (1.0 - self.fpp).powi(self.max_generations as i32)
+        window_fpp(self.fpp, self.max_generations)
     }
 
     /// Items in the kept generations (inserts that changed a bit).

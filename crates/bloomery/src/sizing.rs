@@ -288,7 +288,13 @@ impl ClassicShape {
             expected_items,
             fpp,
             problem: format!(
-                "it needs {least} bits to keep that rate with {} hash functions: {error}",
+                "it needs {} bits to keep that rate with {} hash functions: {error}",
+                // `rate_bits` saturates: 2^64 - 1 is "more than that".
+                if least == u64::MAX {
+                    "more than 2^64".to_string()
+                } else {
+                    least.to_string()
+                },
                 guava.num_hashes
             ),
         })
