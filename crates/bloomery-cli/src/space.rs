@@ -16,7 +16,7 @@ use std::path::Path;
 
 use bloomery::any::{DynFilter, Spec};
 use bloomery::format::native::Variant;
-use bloomery::sizing::{ClassicShape, Rate};
+use bloomery::sizing::{Rate, blocked_costs_more};
 // 90% of what the kernel estimates is available: a 23.9 GB filter on this 24 GB machine
 // (MemAvailable 24.7 GB) does fit, and leaves the machine nothing.
 use bloomery::file::memory_available;
@@ -98,44 +98,37 @@ pub fn check_new_filter(
             directory.display()
         )));
     }
-    warn_if_blocked_costs_more(spec, bytes);
+    warn_if_blocked_costs_more(spec);
     Ok(())
 }
 
 /// Warns when a new blocked filter takes more than twice the memory that a filter hashing
-/// as Guava does needs to meet the same rate ([`ClassicShape::for_rate`]): a blocked filter
-/// sets 8 bits per item whatever its rate, which costs more and more bits per item as the
-/// rate falls (`bloomery create f -n 10000000 -p 1e-8` prints the figures). Few items at a
-/// low rate go the other way (Guava's double hashing needs many bits there to meet the
-/// rate), and get no warning. `--variant classic` is named where Guava's own sizing, which
-/// the classic filter keeps, is within a tenth of the bits that meet the rate.
-fn warn_if_blocked_costs_more(spec: &Spec, bytes: u64) {
+/// as Guava does needs to meet the same rate ([`blocked_costs_more`]): a blocked filter
+/// sets 8 bits per item whatever its rate (`bloomery create f -n 10000000 -p 1e-8` prints
+/// the figures). `--variant classic` is named where Guava's own sizing, which the classic
+/// filter keeps, is within a tenth of the bits that meet the rate.
+fn warn_if_blocked_costs_more(spec: &Spec) {
     if spec.variant != Variant::Blocked {
         return;
     }
-    let bytes_of = |shape: ClassicShape| shape.num_words as u64 * 8;
-    let (Ok(meeting), Ok(guava)) = (
-        ClassicShape::for_rate(spec.expected_items, spec.fpp).map(bytes_of),
-        ClassicShape::for_fpp(spec.expected_items, spec.fpp).map(bytes_of),
-    ) else {
+    let Some(cost) = blocked_costs_more(spec.expected_items, spec.fpp) else {
         return;
     };
-    if bytes / 2 > meeting {
-        let classic = if guava.saturating_mul(10) >= meeting.saturating_mul(9) {
-            format!("; --variant classic takes {guava} bytes")
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            std::io::stderr(),
-            "bloomery: warning: a blocked filter for {} items at fpp {} takes {bytes} bytes, {:.1} \
-             times the {meeting} that a filter hashing as Guava does needs for that rate (a \
-             blocked filter sets 8 bits per item whatever the rate){classic}",
-            spec.expected_items,
-            Rate(spec.fpp),
-            bytes as f64 / meeting as f64
-        );
-    }
+    let classic = cost
+        .classic_bytes
+        .map(|bytes| format!("; --variant classic takes {bytes} bytes"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        std::io::stderr(),
+        "bloomery: warning: a blocked filter for {} items at fpp {} takes {} bytes, {:.1} \
+         times the {} that a filter hashing as Guava does needs for that rate (a blocked \
+         filter sets 8 bits per item whatever the rate){classic}",
+        spec.expected_items,
+        Rate(spec.fpp),
+        cost.blocked_bytes,
+        cost.blocked_bytes as f64 / cost.meeting_bytes as f64,
+        cost.meeting_bytes
+    );
 }
 
 /// The most a filter in memory may grow to (a growing filter's new sub-filter, a rotating

@@ -17,7 +17,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyIterator, PyList, PyMemoryView, PyString, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyIterator, PyList, PyMemoryView, PyString, PyTuple};
 
 /// Items per chunk of a batch call: large enough that releasing and taking the GIL costs
 /// nothing next to the work, small enough to stay in cache.
@@ -868,15 +868,26 @@ pub enum Element {
 /// What a buffer's format says about its elements (struct module syntax).
 fn element_of(buffer: &PyUntypedBuffer, item_size: Option<usize>) -> PyResult<Element> {
     let format = buffer.format().to_string_lossy().into_owned();
-    // Pointers are never items, even as raw bytes; padded or wide text is, asked for.
+    // Pointers are never items, even as raw bytes; padded or wide text is, asked for. A
+    // buffer of elements that are no items is a TypeError, as the same buffer given as
+    // one item is (both were ValueError in a batch and TypeError alone).
     if let Some((even_raw, why)) = not_items(&format)
         && (item_size.is_none() || even_raw)
     {
-        return Err(PyValueError::new_err(why));
+        return Err(PyTypeError::new_err(why));
     }
     if let Some(item_size) = item_size {
         if item_size == 0 {
             return Err(PyValueError::new_err("item_size must be at least 1"));
+        }
+        // Items cut across the buffer's elements are none of its values (item_size=3 of an
+        // int32 array made 8 items of 6 integers, without a word).
+        let element = buffer.item_size();
+        if !item_size.is_multiple_of(element) {
+            return Err(PyValueError::new_err(format!(
+                "item_size={item_size} cuts the buffer's {element}-byte '{format}' elements: \
+                 an item is a whole number of them"
+            )));
         }
         if !buffer.len_bytes().is_multiple_of(item_size) {
             return Err(PyValueError::new_err(format!(
@@ -894,10 +905,10 @@ fn element_of(buffer: &PyUntypedBuffer, item_size: Option<usize>) -> PyResult<El
     };
     let size = buffer.item_size();
     match code {
-        b'b' | b'B' | b'c' => Err(PyValueError::new_err(
-            "a buffer of bytes needs item_size= to say how many bytes make an item \
-             (or pass a list of bytes objects); for 8-bit integers as int items, pass \
-             the array as int64 (numpy: a.astype('int64'))",
+        b'b' | b'B' | b'c' => Err(PyTypeError::new_err(
+            "a buffer of bytes needs item_size= (add_many's and contains_many's) to say how \
+             many bytes make an item (or pass a list of bytes objects); for 8-bit integers \
+             as int items, pass the array as int64 (numpy: a.astype('int64'))",
         )),
         b'h' | b'i' | b'l' | b'q' | b'n' if matches!(size, 2 | 4 | 8) => Ok(Element::Int {
             size,
@@ -909,7 +920,7 @@ fn element_of(buffer: &PyUntypedBuffer, item_size: Option<usize>) -> PyResult<El
             signed: false,
             big_endian,
         }),
-        _ => Err(PyValueError::new_err(format!(
+        _ => Err(PyTypeError::new_err(format!(
             "a buffer of '{format}' elements holds no items: use integers (e.g. a numpy \
              int64 array, each element an int item) or bytes with item_size="
         ))),
@@ -1169,6 +1180,16 @@ impl<'py> Source<'py> {
         if items.is_instance_of::<PyString>() {
             return Err(PyTypeError::new_err(
                 "a str is one item, not a batch: use add(text), or a list of str",
+            ));
+        }
+        // A bytes object given whole, with no item_size=: one item, as a str is (update's
+        // refusal told it to pass an item_size= that update does not take).
+        if item_size.is_none()
+            && (items.is_exact_instance_of::<PyBytes>() || items.is_exact_instance_of::<PyByteArray>())
+        {
+            return Err(PyTypeError::new_err(
+                "a bytes object is one item, not a batch: use add(data), a list of bytes, or \
+                 add_many(data, item_size=N) for items of N bytes each",
             ));
         }
         // A time, or an array of them: not items, whether read as a buffer (item_size=),

@@ -177,11 +177,66 @@ pub(crate) fn closed_note(added: usize) -> String {
     }
 }
 
-/// The variant for a `kind=` name, or the CLI's message for an unknown one.
+/// A `RuntimeWarning` for a new filter that is not what its parameters suggest, as the
+/// CLI warns of it: a blocked filter at a rate where it takes more than twice the memory
+/// that a filter hashing as Guava does needs ([`bloomery::sizing::blocked_costs_more`]);
+/// a split-block filter hashed as Parquet's, over the 128 MiB Parquet's readers take.
+fn warn_of_new_filter(py: Python<'_>, spec: &Spec) -> PyResult<()> {
+    let message = match spec.variant {
+        Variant::Blocked => bloomery::sizing::blocked_costs_more(spec.expected_items, spec.fpp).map(|cost| {
+            let classic = cost
+                .classic_bytes
+                .map(|bytes| format!("; kind=\"classic\" takes {bytes} bytes"))
+                .unwrap_or_default();
+            format!(
+                "bloomery: a blocked filter for {} items at fpp {} takes {} bytes, {:.1} times \
+                 the {} that a filter hashing as Guava does needs for that rate (a blocked \
+                 filter sets 8 bits per item whatever the rate){classic}",
+                spec.expected_items,
+                bloomery::sizing::Rate(spec.fpp),
+                cost.blocked_bytes,
+                cost.blocked_bytes as f64 / cost.meeting_bytes as f64,
+                cost.meeting_bytes
+            )
+        }),
+        Variant::SplitBlock if spec.split_block_parquet => {
+            bloomery::sizing::parquet_num_blocks(spec.expected_items, spec.fpp)
+                .ok()
+                .filter(|&blocks| !bloomery::sizing::parquet_readers_take(blocks))
+                .map(|blocks| {
+                    format!(
+                        "bloomery: a split-block filter of {} bytes, over the 128 MiB Parquet's \
+                         readers take: the CLI cannot export it to Parquet's format; for \
+                         Parquet, make one filter for fewer items or at a higher fpp; for a \
+                         filter that is not for Parquet, hash=\"xxh3\"",
+                        blocks * (bloomery::sizing::SPLIT_BLOCK_BITS / 8)
+                    )
+                })
+        }
+        _ => None,
+    };
+    match message {
+        // Digits and words only: no NUL byte.
+        Some(message) => PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
+            &std::ffi::CString::new(message).unwrap_or_default(),
+            1,
+        ),
+        None => Ok(()),
+    }
+}
+
+/// The variant for a `kind=` name, or a refusal naming `kind` (it said "unknown variant",
+/// the CLI's option, which Python does not have).
 fn variant_of(kind: &str) -> PyResult<Variant> {
     Variant::from_name(kind).ok_or_else(|| {
         let names: Vec<&str> = Variant::ALL.iter().map(|variant| variant.name()).collect();
-        PyValueError::new_err(format!("unknown variant '{kind}': one of {}", names.join(", ")))
+        PyValueError::new_err(format!(
+            "unknown kind '{}': one of {}",
+            kind.escape_debug(),
+            names.join(", ")
+        ))
     })
 }
 
@@ -203,6 +258,9 @@ fn refuse_ignored_options(spec: &Spec) -> PyResult<()> {
             "scaling",
             "scalable, redisbloom and scalable-blocked filters take it",
         ))
+    } else if !spec.split_block_parquet && variant != Variant::SplitBlock {
+        // As the others are said (the library's refusal spoke of "support").
+        Some(("hash", "split-block filters take it"))
     } else {
         None
     };
@@ -1034,14 +1092,14 @@ impl PyBloomFilter {
     /// ValueError: fpp (false-positive probability) must be in (0, 1), got 2
     #[new]
     #[pyo3(
-        signature = (expected_items, fpp=0.01, kind="blocked", *, seed=IntArg::Value(0), generations=IntArg::Value(2), scaling=true, hash="parquet"),
+        signature = (expected_items, fpp=FppArg::Value(0.01), kind="blocked", *, seed=IntArg::Value(0), generations=IntArg::Value(2), scaling=true, hash="parquet"),
         text_signature = "(expected_items, fpp=0.01, kind=\"blocked\", *, seed=0, generations=2, scaling=True, hash=\"parquet\")"
     )]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn new(
         py: Python<'_>,
         expected_items: IntArg,
-        fpp: f64,
+        fpp: FppArg,
         kind: &str,
         seed: IntArg,
         generations: IntArg,
@@ -1049,6 +1107,7 @@ impl PyBloomFilter {
         hash: &str,
     ) -> PyResult<Self> {
         let expected_items = expected_items.unsigned("expected_items")?;
+        let fpp = fpp.get()?;
         let seed = seed.unsigned("seed")?;
         let generations = generations.generations()?;
         let variant = variant_of(kind)?;
@@ -1059,7 +1118,8 @@ impl PyBloomFilter {
             "xxh3" => false,
             _ => {
                 return Err(PyValueError::new_err(format!(
-                    "hash must be 'parquet' or 'xxh3', got {hash:?}"
+                    "hash must be 'parquet' or 'xxh3', got '{}'",
+                    hash.escape_debug()
                 )));
             }
         };
@@ -1068,6 +1128,7 @@ impl PyBloomFilter {
         spec.scalable.scaling = scaling;
         refuse_ignored_options(&spec)?;
         let filter = create_within_memory(py, &spec, 1)?;
+        warn_of_new_filter(py, &spec)?;
         Ok(Self::from_owned(filter))
     }
 
@@ -1454,7 +1515,7 @@ impl PyBloomFilter {
     /// >>> BloomFilter.from_bytes(b"not a filter")
     /// Traceback (most recent call last):
     /// ...
-    /// ValueError: invalid bloomery data: truncated: expected at least 48 bytes, got 12
+    /// ValueError: invalid bloomery data: wrong magic bytes: not a bloomery filter
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let data: Vec<u8> = bytes_of(data, "from_bytes")?;
@@ -1929,9 +1990,13 @@ impl<'a, 'py> FromPyObject<'a, 'py> for IntArg {
         match value.extract::<u64>() {
             Ok(number) => Ok(Self::Value(number)),
             Err(error) if error.is_instance_of::<PyOverflowError>(py) => {
-                // A huge int's digits are not all shown (nor may str() give them).
-                let shown = value
-                    .str()
+                // The integer's value, as int() gives it (an int subclass's or an
+                // __index__ object's own str() showed 'seventeen' or 'Idx(-1)'); a huge
+                // one's digits are not all shown.
+                let shown = py
+                    .get_type::<pyo3::types::PyInt>()
+                    .call1((value,))
+                    .and_then(|int| int.str())
                     .ok()
                     .map(|text| text.to_string())
                     .filter(|text| text.len() <= 40)
@@ -1942,6 +2007,71 @@ impl<'a, 'py> FromPyObject<'a, 'py> for IntArg {
                 Ok(Self::NotInt(value.get_type().name()?.to_string()))
             }
             Err(error) => Err(error),
+        }
+    }
+}
+
+/// `fpp=`: a real number, read as a float ([`FppArg::get`]): outside (0, 1) a
+/// `ValueError` in the library's words; a number that a float holds only as 0 or 1
+/// (`Decimal("1e-400")`, `Fraction(1, 10**400)`, `10**400`) named as given, with what it
+/// became (it said "got 0", or raised `OverflowError` naming nothing); not a number, a
+/// `TypeError` naming `fpp` (pyo3's said "must be real number, not str").
+#[derive(Clone, Debug)]
+pub(crate) enum FppArg {
+    Value(f64),
+    /// Refused: the `ValueError`'s message.
+    Refused(String),
+    /// Not a real number: its type's name.
+    NotReal(String),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for FppArg {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let py = value.py();
+        // What was given, as Python shows it (cut at 40 characters).
+        let shown = || {
+            let text = value
+                .repr()
+                .map_or_else(|_| "?".to_owned(), |text| text.to_string());
+            match text.len() {
+                0..=40 => text,
+                _ => format!("{}...", &text[..text.floor_char_boundary(37)]),
+            }
+        };
+        let words = "fpp (false-positive probability) must be in (0, 1)";
+        match value.extract::<f64>() {
+            Ok(fpp) if fpp > 0.0 && fpp < 1.0 => Ok(Self::Value(fpp)),
+            // 0 or 1 from a number that is neither: a rounding.
+            Ok(fpp) if (fpp == 0.0 || fpp == 1.0) && !value.eq(fpp).unwrap_or(true) => Ok(Self::Refused(
+                format!("{words}, got {}, which rounds to {fpp} as a float", shown()),
+            )),
+            Ok(fpp) => Ok(Self::Refused(
+                bloomery::sizing::check_fpp(fpp)
+                    .err()
+                    .map_or_else(|| words.to_owned(), |error| error.to_string()),
+            )),
+            Err(error) if error.is_instance_of::<PyOverflowError>(py) => {
+                Ok(Self::Refused(format!("{words}, got {}", shown())))
+            }
+            Err(error) if error.is_instance_of::<PyTypeError>(py) => {
+                Ok(Self::NotReal(value.get_type().name()?.to_string()))
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+impl FppArg {
+    /// The rate, or the refusal.
+    pub(crate) fn get(&self) -> PyResult<f64> {
+        match self {
+            Self::Value(fpp) => Ok(*fpp),
+            Self::Refused(message) => Err(PyValueError::new_err(message.clone())),
+            Self::NotReal(type_name) => Err(PyTypeError::new_err(format!(
+                "fpp must be a real number, not {type_name}"
+            ))),
         }
     }
 }
@@ -2059,11 +2189,12 @@ impl PyConcurrentBloomFilter {
     /// A new, empty filter (``kind`` ``"blocked"`` or ``"classic"``).
     #[new]
     #[pyo3(
-        signature = (expected_items, fpp=0.01, kind="blocked", *, seed=IntArg::Value(0)),
+        signature = (expected_items, fpp=FppArg::Value(0.01), kind="blocked", *, seed=IntArg::Value(0)),
         text_signature = "(expected_items, fpp=0.01, kind=\"blocked\", *, seed=0)"
     )]
-    fn new(py: Python<'_>, expected_items: IntArg, fpp: f64, kind: &str, seed: IntArg) -> PyResult<Self> {
+    fn new(py: Python<'_>, expected_items: IntArg, fpp: FppArg, kind: &str, seed: IntArg) -> PyResult<Self> {
         let expected_items = expected_items.unsigned("expected_items")?;
+        let fpp = fpp.get()?;
         let seed = seed.unsigned("seed")?;
         let variant = variant_of(kind)?;
         if !matches!(variant, Variant::Blocked | Variant::Classic) {
@@ -2076,6 +2207,7 @@ impl PyConcurrentBloomFilter {
         refuse_ignored_options(&spec)?;
         // Made, then made atomic in place.
         let filter = create_within_memory(py, &spec, 1)?;
+        warn_of_new_filter(py, &spec)?;
         Ok(Self {
             filter: Atomic::from_owned(filter)?,
         })

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::items::{self, Source, with_item};
-use crate::{IntArg, bool_list, closed_error, closed_note};
+use crate::{FppArg, IntArg, bool_list, closed_error, closed_note};
 
 pyo3::create_exception!(
     bloomery,
@@ -248,11 +248,13 @@ impl Signals {
 /// The longest `set_wait` timeout, in seconds.
 const MAX_WAIT_SECONDS: u64 = 1_000_000_000_000;
 
-/// `retry_seconds=`: a finite number of seconds, 0 or more.
+/// `retry_seconds=`: a number of seconds from 0 to 2^64 - 1 (a `Duration`'s; the message
+/// said "a finite number", refusing finite ones past it).
 fn retry_for(seconds: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(seconds).map_err(|_| {
         PyValueError::new_err(format!(
-            "retry_seconds must be a finite number of seconds, 0 or more, got {seconds:?}"
+            "retry_seconds must be a number of seconds from 0 to {}, got {seconds:?}",
+            u64::MAX
         ))
     })
 }
@@ -636,7 +638,7 @@ impl PyShardedFilter {
     /// with other parameters, ``ValueError``.
     #[staticmethod]
     #[pyo3(signature = (
-        target, name, expected_items, fpp=0.01, *, seed=IntArg::Value(0),
+        target, name, expected_items, fpp=FppArg::Value(0.01), *, seed=IntArg::Value(0),
         shard_bytes=IntArg::Value(64 << 20), min_shards=IntArg::Value(64), retry_seconds=30.0
     ), text_signature = "(target, name, expected_items, fpp=0.01, *, seed=0, shard_bytes=67108864, min_shards=64, retry_seconds=30.0)")]
     #[allow(clippy::too_many_arguments)]
@@ -645,7 +647,7 @@ impl PyShardedFilter {
         target: &str,
         name: &str,
         expected_items: IntArg,
-        fpp: f64,
+        fpp: FppArg,
         seed: IntArg,
         shard_bytes: IntArg,
         min_shards: IntArg,
@@ -654,7 +656,7 @@ impl PyShardedFilter {
         let min_shards = min_shards.get("min_shards", 1, u64::from(bloomery::sharding::MAX_SHARDS))?;
         let plan = ShardPlan::new(
             expected_items.unsigned("expected_items")?,
-            fpp,
+            fpp.get()?,
             shard_bytes.get("shard_bytes", 64, u64::MAX)?,
             u32::try_from(min_shards).expect("at most MAX_SHARDS"),
         )

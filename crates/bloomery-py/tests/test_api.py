@@ -275,7 +275,7 @@ def test_an_array_of_wider_elements_is_not_one_item():
     for raw in [np.frombuffer(b"raw", dtype=np.uint8), np.frombuffer(b"raw", dtype=np.int8), array.array("b", b"raw")]:
         f.add(raw)
         assert b"raw" in f and raw in f
-    with pytest.raises(ValueError, match="astype"):
+    with pytest.raises(TypeError, match="astype"):
         f.add_many(np.array([5], dtype=np.int8))
     with pytest.raises(TypeError, match=r"^a buffer of 'd' elements is not one item: bytes\(\) of it"):
         f.add(np.array([1.5]))
@@ -293,18 +293,32 @@ def test_array_module_and_strided_arrays():
     assert f.contains_many(array.array("i", [1, 2, 3, 4])) [:3] == [True] * 3
     with pytest.raises(ValueError, match="C-contiguous"):
         f.add_many(np.arange(10)[::2])
-    with pytest.raises(ValueError, match="holds no items"):
-        f.add_many(np.array([1.0, 2.0]))
+    # Elements that are no items: a TypeError, as for the same array given as one item.
+    for call in (f.add_many, f.contains_many, f.update):
+        with pytest.raises(TypeError, match="holds no items"):
+            call(np.array([1.0, 2.0]))
+    # item_size= that cuts the elements is refused (it made 8 items of 6 int32 values).
+    with pytest.raises(ValueError, match=r"item_size=3 cuts the buffer's 4-byte '.?i' elements"):
+        f.add_many(np.arange(6, dtype="i4"), item_size=3)
+    f.add_many(np.arange(6, dtype="i4"), item_size=8)
+    assert f.contains_many(np.arange(6, dtype="i4"), item_size=8) == [True] * 3
 
 
 def test_byte_buffers_need_an_item_size():
     f = BloomFilter(1000)
+    # A bytes object alone is one item, as a str is: said so by every batch call (update's
+    # refusal told it to pass an item_size= that update does not take).
+    for call in (f.update, f.add_many, f.contains_many):
+        for data in (b"ab", bytearray(b"ab")):
+            with pytest.raises(TypeError, match="a bytes object is one item, not a batch"):
+                call(data)
     f.add_many(b"aaaabbbbcccc", item_size=4)
     assert f.contains_many([b"aaaa", b"bbbb", b"cccc"]) == [True] * 3
     assert f.contains_many(bytearray(b"aaaabbbb"), item_size=4) == [True, True]
     assert f.contains_many(np.frombuffer(b"ccccdddd", dtype=np.uint8), item_size=4)[0]
-    with pytest.raises(ValueError, match="item_size"):
-        f.add_many(b"aaaabbbb")
+    # A buffer of bytes other than a bytes object, given whole: it needs item_size=.
+    with pytest.raises(TypeError, match="needs item_size="):
+        f.add_many(np.frombuffer(b"aaaabbbb", dtype=np.uint8))
     with pytest.raises(ValueError, match="does not split into items of 3 bytes"):
         f.add_many(b"aaaa", item_size=3)
     with pytest.raises(ValueError, match="item_size must be an integer from 1 to"):
@@ -758,7 +772,7 @@ def test_constructor_options():
     assert all(str(i) in batch for i in range(10)) and len(batch) == 10
     with pytest.raises(ValueError, match=r"fpp \(false-positive probability\) must be in \(0, 1\), got 2"):
         BloomFilter(100, 2.0)
-    with pytest.raises(ValueError, match="unknown variant 'nope': one of classic, blocked, counting"):
+    with pytest.raises(ValueError, match="unknown kind 'nope': one of classic, blocked, counting"):
         BloomFilter(100, kind="nope")
     with pytest.raises(ValueError, match="generations must be"):
         BloomFilter(100, kind="rotating", generations=1)
@@ -1432,7 +1446,7 @@ def test_numpy_string_arrays_are_refused_saying_why_and_what_works():
     for array_, why in cases:
         for f in filters:
             for call in [f.add_many, f.contains_many, lambda items: f.update(items)]:
-                with pytest.raises(ValueError) as error:
+                with pytest.raises(TypeError) as error:
                     call(array_)
                 message = str(error.value)
                 assert why in message and "tolist()" in message, message
@@ -1440,7 +1454,7 @@ def test_numpy_string_arrays_are_refused_saying_why_and_what_works():
         f.add_many(array_.tolist())
         assert all(f.contains_many(array_.tolist()))
         assert array_.tolist()[0] in f
-    with pytest.raises(ValueError, match="pointers"):
+    with pytest.raises(TypeError, match="pointers"):
         BloomFilter(1000).add_many(np.array([b"a"], dtype=object), item_size=8)
     # Asked for by name, a bytes array's raw bytes are still items of item_size bytes.
     f = BloomFilter(1000)
@@ -1472,3 +1486,64 @@ def test_a_ctypes_array_is_a_buffer_as_its_memoryview_is(kind):
         h.add_many((t * 3)(1, 2, 3))
         assert h.contains_many([1, 2, 3, 4]) == [True, True, True, False]
         assert h.contains_many((t * 2)(3, 7)) == [True, False]
+
+
+def test_arguments_are_refused_in_the_words_of_the_parameter_given():
+    """fpp= as given (a Decimal or Fraction that a float holds only as 0 or 1 said "got 0";
+    an int past a float raised OverflowError naming nothing; a str, pyo3's "must be real
+    number"); kind= by its name (it said "unknown variant"); hash= as seed= is; an
+    integer out of range by its value, not its str()."""
+    import decimal
+    import fractions
+
+    for fpp, shown in [
+        (decimal.Decimal("1e-400"), "got Decimal('1E-400'), which rounds to 0 as a float"),
+        (decimal.Decimal("0.99999999999999999"), "got Decimal('0.99999999999999999'), which rounds to 1 as a float"),
+        (fractions.Fraction(1, 10**400), "got Fraction(1, 1000000000000000000000000..., which rounds to 0 as a float"),
+        (10**400, "got 1000000000000000000000000000000000000..."),
+        (2, "got 2"),
+    ]:
+        for make in (lambda: BloomFilter(1000, fpp), lambda: bloomery.ConcurrentBloomFilter(1000, fpp),
+                     lambda: bloomery.ShardedFilter.create("redis://127.0.0.1:1", "x", 100, fpp)):
+            with pytest.raises(ValueError) as error:
+                make()
+            assert str(error.value) == f"fpp (false-positive probability) must be in (0, 1), {shown}"
+    with pytest.raises(TypeError, match="^fpp must be a real number, not str$"):
+        BloomFilter(1000, "0.01")
+    # A number a float holds exactly is taken.
+    BloomFilter(1000, decimal.Decimal("0.5"))
+    with pytest.raises(ValueError, match="^unknown kind 'Blocked': one of classic, blocked"):
+        BloomFilter(1000, kind="Blocked")
+    with pytest.raises(ValueError, match=r"^unknown kind 'blocked\\0'"):
+        BloomFilter(1000, kind="blocked\0")
+    with pytest.raises(ValueError, match=r"^hash= does not apply to blocked filters \(split-block filters take it\)$"):
+        BloomFilter(1000, kind="blocked", hash="xxh3")
+    with pytest.raises(ValueError, match="^hash must be 'parquet' or 'xxh3', got 'Parquet'$"):
+        BloomFilter(1000, kind="split-block", hash="Parquet")
+
+    class Seventeen(int):
+        def __str__(self):
+            return "seventeen"
+
+    with pytest.raises(ValueError, match="^seed must be an integer from 0 to 18446744073709551615, got -3$"):
+        BloomFilter(100, seed=Seventeen(-3))
+    with pytest.raises(ValueError, match="^retry_seconds must be a number of seconds from 0 to 18446744073709551615, got 1e300$"):
+        bloomery.ShardedFilter.create("redis://127.0.0.1:1", "x", 100, retry_seconds=1e300)
+
+
+def test_new_filters_that_are_not_what_their_parameters_suggest_are_warned_of():
+    """As the CLI warns: a blocked filter at a rate where it takes more than twice what a
+    filter hashing as Guava does needs, and a split-block filter hashed as Parquet's over
+    the 128 MiB Parquet's readers take."""
+    with pytest.warns(RuntimeWarning, match=r"a blocked filter for 10000000 items at fpp 1e-8 takes \d+ bytes, 3\.\d times .*; kind=\"classic\" takes \d+ bytes$"):
+        BloomFilter(10_000_000, 1e-8)
+    with pytest.warns(RuntimeWarning, match="a blocked filter for 10000000 items at fpp 1e-8"):
+        bloomery.ConcurrentBloomFilter(10_000_000, 1e-8)
+    with pytest.warns(RuntimeWarning, match=r"a split-block filter of \d+ bytes, over the 128 MiB Parquet's readers take"):
+        BloomFilter(150_000_000, 0.01, "split-block")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BloomFilter(10_000_000, 0.01)
+        BloomFilter(1000, 1e-9)
+        BloomFilter(10_000_000, 1e-8, "classic")
+        BloomFilter(150_000_000, 0.01, "split-block", hash="xxh3")

@@ -51,7 +51,7 @@ def test_same_bits_as_the_plain_filter():
 def test_errors():
     with pytest.raises(ValueError, match="counting filters have no concurrent form"):
         ConcurrentBloomFilter(100, kind="counting")
-    with pytest.raises(ValueError, match="unknown variant 'x'"):
+    with pytest.raises(ValueError, match="unknown kind 'x'"):
         ConcurrentBloomFilter(100, kind="x")
     with pytest.raises(ValueError, match="fpp"):
         ConcurrentBloomFilter(100, 0.0)

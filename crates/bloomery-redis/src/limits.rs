@@ -550,12 +550,13 @@ fn all_ok(codes: impl IntoIterator<Item = c_int>) -> bool {
         .fold(true, |all, code| all & (code == raw::REDISMODULE_OK as c_int))
 }
 
-/// Registers the module's configurations: `bloomery.max-filter-memory` (a string read as
-/// bytes with an optional unit, so `CONFIG SET` takes `64mb`: [`set_config`]),
-/// `bloomery.error-rate` (a string holding a number), `bloomery.initial-size` and `bloomery.expansion` (numbers),
-/// `bloomery.redisbloom-errors` and `bloomery.redisbloom-layout` (yes/no), and applies
-/// what redis.conf or the command line set. Redis before 7.0 has no module configuration:
-/// the load arguments (see the module docs) still work there.
+/// Registers the module's configurations: `bloomery.max-filter-memory` (a string the
+/// module reads as bytes with an optional unit, so `CONFIG SET` takes `64mb`),
+/// `bloomery.error-rate` (a string holding a number), `bloomery.initial-size` and
+/// `bloomery.expansion` (numbers), `bloomery.redisbloom-errors` and
+/// `bloomery.redisbloom-layout` (yes/no), and applies what redis.conf or the command line
+/// set. Redis before 7.0 has no module configuration: the load arguments (see the module
+/// docs) still work there.
 pub fn register_config(ctx: &Context) -> Status {
     // Checked together once loaded (a module loaded again may find this set).
     DEFAULTS_LOADED.store(false, Ordering::Relaxed);

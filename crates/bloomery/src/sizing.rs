@@ -844,6 +844,57 @@ pub fn parquet_bits_per_item(fpp: f64) -> f64 {
     -8.0 / (1.0 - fpp.powf(1.0 / 8.0)).ln()
 }
 
+/// What a blocked filter costs where it takes more than twice the memory that a filter
+/// hashing as Guava does needs to meet the same rate ([`blocked_costs_more`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockedCost {
+    /// The blocked filter's bytes ([`blocked_num_blocks`] blocks of 64 bytes).
+    pub blocked_bytes: u64,
+    /// The bytes at which a filter hashing as Guava does meets the rate
+    /// ([`ClassicShape::for_rate`]).
+    pub meeting_bytes: u64,
+    /// The classic filter's bytes (Guava's own sizing, [`ClassicShape::for_fpp`]), where
+    /// they are within a tenth of `meeting_bytes`: there the classic filter is the smaller
+    /// one that (nearly) meets the rate.
+    pub classic_bytes: Option<u64>,
+}
+
+/// The least excess of a blocked filter's bytes over those that meet its rate that
+/// [`blocked_costs_more`] reports: 1 MiB.
+const MATTERS: u64 = 1 << 20;
+
+/// Where a blocked filter for `expected_items` at `fpp` takes more than twice the memory
+/// that a filter hashing as Guava does needs to meet the rate, and at least a MiB more,
+/// what each takes; `None` where it does not (or either cannot be sized). A blocked filter sets 8 bits per item
+/// whatever its rate, which costs more and more bits per item as the rate falls; few items
+/// at a low rate go the other way (Guava's double hashing needs many bits there to meet
+/// the rate, [`double_hashing_bits`]). The tools warn of it (the CLI's `create` and
+/// `dedup`, the Python package's constructors).
+///
+/// ```
+/// use bloomery::sizing::blocked_costs_more;
+///
+/// assert_eq!(blocked_costs_more(10_000_000, 0.01), None);
+/// assert_eq!(blocked_costs_more(1_000, 1e-9), None); // few items: blocked is the smaller
+/// let cost = blocked_costs_more(10_000_000, 1e-8).unwrap();
+/// assert!(cost.blocked_bytes > 3 * cost.meeting_bytes && cost.classic_bytes.is_some());
+/// // At 1e-9, Guava's own sizing falls well short of the rate: no classic filter named.
+/// assert_eq!(blocked_costs_more(10_000_000, 1e-9).unwrap().classic_bytes, None);
+/// ```
+pub fn blocked_costs_more(expected_items: u64, fpp: f64) -> Option<BlockedCost> {
+    let blocked_bytes = blocked_num_blocks(expected_items, fpp).ok()?.checked_mul(64)?;
+    let bytes_of = |shape: ClassicShape| shape.num_words as u64 * 8;
+    let meeting_bytes = ClassicShape::for_rate(expected_items, fpp).map(bytes_of).ok()?;
+    let classic = ClassicShape::for_fpp(expected_items, fpp).map(bytes_of).ok()?;
+    // Tiny filters are left alone: one block of 64 bytes is "8 times" a word of 8.
+    let matters = blocked_bytes / 2 > meeting_bytes && blocked_bytes - meeting_bytes >= MATTERS;
+    matters.then_some(BlockedCost {
+        blocked_bytes,
+        meeting_bytes,
+        classic_bytes: (classic.saturating_mul(10) >= meeting_bytes.saturating_mul(9)).then_some(classic),
+    })
+}
+
 /// A rate as people read it, for messages: `0.01`, and `1e-30` or `5e-324` rather than
 /// dozens or hundreds of decimal places (Rust's `Display` for floats never switches to an
 /// exponent); the exponent form from below 10^-4 on (and from 10^16).
