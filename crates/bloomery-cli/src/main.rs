@@ -366,19 +366,22 @@ fn probability(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(fpp) if fpp > 0.0 && fpp < 1.0 => Ok(fpp),
         Ok(fpp) => {
-            // Digits of the number before its exponent: a 0 from digits not all 0 is a
-            // rounding, and so is a 1 from other digits than 0 and 1 (a number below 1
-            // that rounds to it is 0.9999999999999999...).
-            let mut digits = text
-                .split(['e', 'E'])
-                .next()
-                .unwrap_or_default()
-                .chars()
-                .filter(char::is_ascii_digit);
+            // Said to be a rounding only where the number written is in (0, 1): a 0 from a
+            // positive number (digits before the exponent not all 0), a 1 from a number
+            // below 1 (written 0.9999999999999999...: other digits than 0 and 1, its whole
+            // part 0).
+            let unsigned = text.strip_prefix('+').unwrap_or(text);
+            let mantissa = unsigned.split(['e', 'E']).next().unwrap_or_default();
+            let mut digits = mantissa.chars().filter(char::is_ascii_digit);
             let rounded = if fpp == 0.0 {
-                digits.any(|digit| digit != '0')
+                !unsigned.starts_with('-') && digits.any(|digit| digit != '0')
             } else {
-                fpp == 1.0 && digits.any(|digit| digit > '1')
+                fpp == 1.0
+                    && mantissa
+                        .split('.')
+                        .next()
+                        .is_some_and(|whole| whole.bytes().all(|digit| digit == b'0'))
+                    && digits.any(|digit| digit > '1')
             };
             Err(refused(match (rounded, fpp == 0.0) {
                 (true, true) => ": it rounds to 0 as a double",

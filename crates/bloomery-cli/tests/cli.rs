@@ -979,9 +979,9 @@ fn a_blocked_filter_at_a_rate_where_it_costs_more_than_twice_a_classic_one_is_wa
         String::from_utf8(output.stderr).expect("UTF-8")
     };
     // Many items at a low rate: Guava's sizing meets it within a tenth, and is named.
-    let stderr = warned("10000000", "1e-8");
+    let stderr = warned("2000000", "1e-7");
     assert!(
-        stderr.starts_with("bloomery: warning: a blocked filter for 10000000 items at fpp 1e-8 takes ")
+        stderr.starts_with("bloomery: warning: a blocked filter for 2000000 items at fpp 1e-7 takes ")
             && stderr.contains(" times the ")
             && stderr.contains("that a filter hashing as Guava does needs for that rate")
             && stderr.contains("; --variant classic takes ")
@@ -989,14 +989,21 @@ fn a_blocked_filter_at_a_rate_where_it_costs_more_than_twice_a_classic_one_is_wa
         "{stderr}"
     );
     // Not where Guava's sizing falls well short of the rate (its double hashing's floor).
-    let stderr = warned("10000000", "1e-9");
+    let stderr = warned("2000000", "1e-8");
     assert!(
         stderr.contains("warning: a blocked filter") && !stderr.contains("--variant classic"),
         "{stderr}"
     );
-    // None at the usual rates, nor for few items at a low rate (the blocked filter is the
-    // smaller there).
-    for (items, fpp) in [("10000000", "0.01"), ("10000000", "1e-6"), ("1000", "1e-9")] {
+    // None at the usual rates, nor
+    // for few items at a low rate (the blocked filter is the smaller there), nor for 0
+    // items, sized as 1 (it compared a blocked filter of one item with a classic one of
+    // none).
+    for (items, fpp) in [
+        ("2000000", "0.01"),
+        ("2000000", "1e-6"),
+        ("1000", "1e-9"),
+        ("0", "1e-15"),
+    ] {
         assert_eq!(warned(items, fpp), "", "{items} at {fpp}");
     }
 }
@@ -1601,6 +1608,8 @@ fn bad_input_gets_one_line_naming_the_file_and_the_problem() {
         ("", ""),
         ("1e-400", ": it rounds to 0 as a double"),
         ("0.99999999999999999", ": it rounds to 1 as a double"),
+        // Out of (0, 1) whatever the rounding: no rounding said.
+        ("1.00000000000000002", ""),
     ] {
         let output = bloomery()
             .args(["create", "--fpp", fpp])

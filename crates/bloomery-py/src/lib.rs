@@ -2043,15 +2043,21 @@ impl<'a, 'py> FromPyObject<'a, 'py> for FppArg {
         let words = "fpp (false-positive probability) must be in (0, 1)";
         match value.extract::<f64>() {
             Ok(fpp) if fpp > 0.0 && fpp < 1.0 => Ok(Self::Value(fpp)),
-            // 0 or 1 from a number that is neither: a rounding.
-            Ok(fpp) if (fpp == 0.0 || fpp == 1.0) && !value.eq(fpp).unwrap_or(true) => Ok(Self::Refused(
-                format!("{words}, got {}, which rounds to {fpp} as a float", shown()),
-            )),
-            Ok(fpp) => Ok(Self::Refused(
-                bloomery::sizing::check_fpp(fpp)
-                    .err()
-                    .map_or_else(|| words.to_owned(), |error| error.to_string()),
-            )),
+            Ok(fpp) => {
+                // A number in (0, 1) that a float holds only as 0 or 1: a rounding (compared
+                // exactly, as Python compares a Decimal or a Fraction with an int).
+                let in_range = value.gt(0).unwrap_or(false) && value.lt(1).unwrap_or(false);
+                Ok(Self::Refused(if in_range {
+                    format!("{words}, got {}, which rounds to {fpp} as a float", shown())
+                } else if value.is_exact_instance_of::<pyo3::types::PyFloat>() {
+                    bloomery::sizing::check_fpp(fpp)
+                        .err()
+                        .map_or_else(|| words.to_owned(), |error| error.to_string())
+                } else {
+                    // As given (Decimal('1E+400') said "got inf").
+                    format!("{words}, got {}", shown())
+                }))
+            }
             Err(error) if error.is_instance_of::<PyOverflowError>(py) => {
                 Ok(Self::Refused(format!("{words}, got {}", shown())))
             }

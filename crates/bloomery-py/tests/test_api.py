@@ -1502,6 +1502,9 @@ def test_arguments_are_refused_in_the_words_of_the_parameter_given():
         (fractions.Fraction(1, 10**400), "got Fraction(1, 1000000000000000000000000..., which rounds to 0 as a float"),
         (10**400, "got 1000000000000000000000000000000000000..."),
         (2, "got 2"),
+        # Out of (0, 1) whatever the rounding: as given, no rounding said.
+        (decimal.Decimal("-1e-400"), "got Decimal('-1E-400')"),
+        (decimal.Decimal("1e400"), "got Decimal('1E+400')"),
     ]:
         for make in (lambda: BloomFilter(1000, fpp), lambda: bloomery.ConcurrentBloomFilter(1000, fpp),
                      lambda: bloomery.ShardedFilter.create("redis://127.0.0.1:1", "x", 100, fpp)):
@@ -1535,15 +1538,16 @@ def test_new_filters_that_are_not_what_their_parameters_suggest_are_warned_of():
     """As the CLI warns: a blocked filter at a rate where it takes more than twice what a
     filter hashing as Guava does needs, and a split-block filter hashed as Parquet's over
     the 128 MiB Parquet's readers take."""
-    with pytest.warns(RuntimeWarning, match=r"a blocked filter for 10000000 items at fpp 1e-8 takes \d+ bytes, 3\.\d times .*; kind=\"classic\" takes \d+ bytes$"):
-        BloomFilter(10_000_000, 1e-8)
-    with pytest.warns(RuntimeWarning, match="a blocked filter for 10000000 items at fpp 1e-8"):
-        bloomery.ConcurrentBloomFilter(10_000_000, 1e-8)
+    with pytest.warns(RuntimeWarning, match=r"a blocked filter for 2000000 items at fpp 1e-7 takes \d+ bytes, 2\.\d times .*; kind=\"classic\" takes \d+ bytes$"):
+        BloomFilter(2_000_000, 1e-7)
+    with pytest.warns(RuntimeWarning, match=r"a blocked filter for 2000000 items at fpp 1e-8 .*whatever the rate\)$"):
+        bloomery.ConcurrentBloomFilter(2_000_000, 1e-8)
     with pytest.warns(RuntimeWarning, match=r"a split-block filter of \d+ bytes, over the 128 MiB Parquet's readers take"):
         BloomFilter(150_000_000, 0.01, "split-block")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         BloomFilter(10_000_000, 0.01)
         BloomFilter(1000, 1e-9)
-        BloomFilter(10_000_000, 1e-8, "classic")
+        BloomFilter(0, 1e-15)
+        BloomFilter(2_000_000, 1e-8, "classic")
         BloomFilter(150_000_000, 0.01, "split-block", hash="xxh3")

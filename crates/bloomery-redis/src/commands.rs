@@ -1000,9 +1000,9 @@ pub(crate) fn insert_options(
     if let Some(expansion) = expansion {
         reservation.expansion = if replaying && expansion >= 1 {
             replayed_expansion(expansion)
-        } else if expansion as u64 > MAX_EXPANSION {
+        } else if expansion > 0 && expansion as u64 > MAX_EXPANSION {
             // As BF.RESERVE says it (this said "Bad argument received", as for a value
-            // RedisBloom refuses too).
+            // RedisBloom refuses too, which 0 and below still get).
             return Err(RedisError::String(format!(
                 "ERR expansion above the module's limit of {MAX_EXPANSION}"
             )));

@@ -145,6 +145,8 @@ def test_option_parse_errors_are_redisbloom_s(r):
     # The module's own limit, said as BF.RESERVE says it ("Bad argument received" before).
     assert error_of(r, "BF.INSERT", "k", "EXPANSION", "32769", "ITEMS", "a") == \
         "expansion above the module's limit of 32768"
+    for below in ("-1", "-9223372036854775808"):
+        assert error_of(r, "BF.INSERT", "k", "EXPANSION", below, "ITEMS", "a") == "Bad argument received"
     assert error_of(r, "BF.INSERT", "k", "CAPACITY", "0.3", "ITEMS", "a") == "Bad capacity"
     assert error_of(r, "BF.INSERT", "k", "EXPANSION", "big", "ITEMS", "a") == "Bad expansion"
     assert error_of(r, "BF.INSERT", "k", "EXPANSION", "0", "ITEMS", "a") == "Bad argument received"

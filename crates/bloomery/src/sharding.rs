@@ -264,10 +264,12 @@ impl ShardPlan {
             let blocks = match blocked_num_blocks(per_shard, fpp) {
                 Ok(blocks) => blocks,
                 Err(Error::Sizing { problem, .. }) if per_shard == 1 => {
+                    // A sharded filter is of blocked shards: no classic filter to advise.
+                    let problem = problem.replace(" or a classic filter", "");
                     return Err(Error::Sizing {
                         expected_items,
                         fpp,
-                        problem: format!("{problem} (sizing a shard of one item)"),
+                        problem: format!("sizing a shard of one item: {problem}"),
                     });
                 }
                 Err(error) if per_shard == 1 => return Err(error),
@@ -606,8 +608,9 @@ mod tests {
         // items", the shard's), and of the shard sized.
         let unreachable = ShardPlan::new(1_000, 1e-30, 1 << 30, 64).unwrap_err().to_string();
         assert!(
-            unreachable.starts_with("cannot size a filter for 1000 items at fpp 1e-30: ")
-                && unreachable.ends_with(" (sizing a shard of one item)"),
+            unreachable.starts_with(
+                "cannot size a filter for 1000 items at fpp 1e-30: sizing a shard of one item: "
+            ) && unreachable.ends_with("; use a higher fpp"),
             "{unreachable}"
         );
     }

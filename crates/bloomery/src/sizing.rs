@@ -289,9 +289,9 @@ impl ClassicShape {
             fpp,
             problem: format!(
                 "it needs {} bits to keep that rate with {} hash functions: {error}",
-                // `rate_bits` saturates: 2^64 - 1 is "more than that".
+                // `rate_bits` saturates: 2^64 - 1 is "that many or more".
                 if least == u64::MAX {
-                    "more than 2^64".to_string()
+                    "2^64 - 1 or more".to_string()
                 } else {
                     least.to_string()
                 },
@@ -882,6 +882,9 @@ const MATTERS: u64 = 1 << 20;
 /// assert_eq!(blocked_costs_more(10_000_000, 1e-9).unwrap().classic_bytes, None);
 /// ```
 pub fn blocked_costs_more(expected_items: u64, fpp: f64) -> Option<BlockedCost> {
+    // 0 items are sized as 1 by every variant here (`double_hashing_bits` took 0 as given,
+    // and compared a blocked filter of one item with a classic one of none).
+    let expected_items = expected_items.max(1);
     let blocked_bytes = blocked_num_blocks(expected_items, fpp).ok()?.checked_mul(64)?;
     let bytes_of = |shape: ClassicShape| shape.num_words as u64 * 8;
     let meeting_bytes = ClassicShape::for_rate(expected_items, fpp).map(bytes_of).ok()?;
