@@ -184,6 +184,15 @@ fn given_option(matches: &ArgMatches, id: &str) -> bool {
     written(matches) || matches.subcommand().is_some_and(|(_, sub)| written(sub))
 }
 
+/// The names of the blocked filter's kernels this CPU has, slowest first.
+fn kernel_names() -> String {
+    let names: Vec<&str> = bloomery::blocked::Kernel::available()
+        .into_iter()
+        .map(bloomery::blocked::Kernel::name)
+        .collect();
+    names.join(", ")
+}
+
 /// Refuses a variable of the environment that would be ignored or misread:
 /// `BLOOMERY_WINDOW_BYTES` that is not a whole number of bytes (`0`, `abc`, `1e3` went
 /// unnoticed, the default window used); `BLOOMERY_KERNEL` naming no kernel this CPU has
@@ -205,15 +214,9 @@ fn check_environment() -> Result<(), CliError> {
             }
         }
     }
-    if let Some(value) = std::env::var_os("BLOOMERY_KERNEL") {
-        let kernels: Vec<&str> = bloomery::blocked::Kernel::available()
-            .into_iter()
-            .map(bloomery::blocked::Kernel::name)
-            .collect();
-        if !value.to_str().is_some_and(|name| kernels.contains(&name)) {
-            let what = format!("a kernel this CPU has ({})", kernels.join(", "));
-            return refused("BLOOMERY_KERNEL", what, &value);
-        }
+    if let Some(value) = bloomery::blocked::Kernel::misnamed() {
+        let what = format!("a kernel this CPU has ({})", kernel_names());
+        return refused("BLOOMERY_KERNEL", what, &OsString::from(value));
     }
     if let Some(value) = std::env::var_os(inplace::TIMINGS)
         && value != "1"

@@ -2581,6 +2581,21 @@ unsafe extern "C" fn add_fast(
 
 #[pymodule(gil_used = true)]
 fn _bloomery(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The environment asked for a kernel this CPU does not have: said at import (the
+    // fastest one runs; it ran without a word).
+    if let Some(name) = bloomery::blocked::Kernel::misnamed() {
+        let message = format!(
+            "bloomery: BLOOMERY_KERNEL '{}' names no kernel of this CPU's blocked filters; the fastest, {}, runs",
+            name.escape_debug(),
+            bloomery::blocked::Kernel::detect().name()
+        );
+        PyErr::warn(
+            module.py(),
+            &module.py().get_type::<pyo3::exceptions::PyRuntimeWarning>(),
+            &std::ffi::CString::new(message).unwrap_or_default(),
+            1,
+        )?;
+    }
     module.add_class::<PyBloomFilter>()?;
     install_contains_slot(&module.py().get_type::<PyBloomFilter>());
     install_fast_add(&module.py().get_type::<PyBloomFilter>())?;

@@ -1551,3 +1551,17 @@ def test_new_filters_that_are_not_what_their_parameters_suggest_are_warned_of():
         BloomFilter(0, 1e-15)
         BloomFilter(2_000_000, 1e-8, "classic")
         BloomFilter(150_000_000, 0.01, "split-block", hash="xxh3")
+
+
+def test_a_kernel_the_cpu_does_not_have_is_warned_of_at_import():
+    """BLOOMERY_KERNEL naming no kernel of this CPU: the fastest runs, and importing the
+    package says so in a RuntimeWarning (it ran without a word)."""
+    run = lambda kernel: subprocess.run(  # noqa: E731
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", "import bloomery; print(5 in bloomery.BloomFilter(10))"],
+        env={**os.environ, "BLOOMERY_KERNEL": kernel}, capture_output=True, text=True, timeout=60,
+    )
+    refused = run("no-such-kernel")
+    assert refused.returncode != 0
+    assert "BLOOMERY_KERNEL 'no-such-kernel' names no kernel of this CPU's blocked filters" in refused.stderr
+    taken = run("scalar")
+    assert taken.returncode == 0 and taken.stdout == "False\n", taken

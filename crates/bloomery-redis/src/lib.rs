@@ -152,6 +152,18 @@ pub const KEY_SPECS: &[(&str, &str)] = &[
 /// and load arguments, the commands registered directly ([`direct`]: `BF.ADD` and
 /// `BF.EXISTS`), then every command's ACL categories.
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    // The server's environment asked for a kernel this CPU does not have: said once, in
+    // the log (the fastest one runs; it ran without a word).
+    if let Some(name) = bloomery::blocked::Kernel::misnamed() {
+        log::warning(
+            ctx,
+            &format!(
+                "bloomery: BLOOMERY_KERNEL '{}' names no kernel of this CPU's blocked filters; the fastest, {}, runs",
+                name.escape_debug(),
+                bloomery::blocked::Kernel::detect().name()
+            ),
+        );
+    }
     if commands::configure(ctx, args) == Status::Err
         || direct::register(ctx) == Status::Err
         || acl::register_key_specs(ctx, KEY_SPECS) == Status::Err

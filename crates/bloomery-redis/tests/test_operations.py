@@ -4,6 +4,7 @@ against what BF.INFO says of every key, after adds, growth, deletes, expiry, RDB
 RESTORE, COPY and BF.LOADCHUNK, for both of the module's types), and the ACL categories
 (on Redis 7.0, which has none for module commands: the module loads with one notice;
 scripts/acl-categories.sh checks @bloom on a server that has them)."""
+import os
 import re
 import struct
 import time
@@ -681,3 +682,21 @@ def test_key_specs_give_per_key_acl_permissions_their_meaning(r, server):
     assert writer.execute_command("BF.CARD", "f") == 2
     with pytest.raises(redis.exceptions.NoPermissionError):
         writer.execute_command("BF.EXISTS", "f", "y")
+
+
+def test_a_kernel_the_cpu_does_not_have_is_said_in_the_log(tmp_path):
+    """BLOOMERY_KERNEL in the server's environment naming no kernel of this CPU: the fastest
+    runs, and the log says so (it ran without a word); the module serves as ever."""
+    log = tmp_path / "redis.log"
+
+    def bogus_kernel():
+        os.environ["BLOOMERY_KERNEL"] = "no-such-kernel"
+
+    server = Server(tmp_path, "--logfile", str(log), preexec_fn=bogus_kernel).start()
+    try:
+        client = server.client()
+        assert client.execute_command("BF.ADD", "k", "x") == 1
+        assert client.execute_command("BF.EXISTS", "k", "x") == 1
+    finally:
+        server.stop()
+    assert "BLOOMERY_KERNEL 'no-such-kernel' names no kernel of this CPU's blocked filters; the fastest" in log.read_text()

@@ -144,6 +144,28 @@ impl BlockKernel<Block> {
         *DETECTED.get_or_init(|| Self::choose(&Self::available()).unwrap_or(Self::scalar()))
     }
 
+    /// The value of the environment variable `BLOOMERY_KERNEL` when it names no kernel of
+    /// [`available`](Self::available) (then the fastest one runs): for the tools to say so
+    /// (the CLI refuses it, the Redis module logs it at load, the Python package warns at
+    /// import); `None` when it is unset or names one.
+    ///
+    /// ```
+    /// use bloomery::blocked::Kernel;
+    ///
+    /// // SAFETY (of set_var): this example runs alone in its process.
+    /// unsafe { std::env::set_var("BLOOMERY_KERNEL", "no-such-kernel") };
+    /// assert_eq!(Kernel::misnamed().as_deref(), Some("no-such-kernel"));
+    /// unsafe { std::env::set_var("BLOOMERY_KERNEL", "scalar") };
+    /// assert_eq!(Kernel::misnamed(), None);
+    /// ```
+    pub fn misnamed() -> Option<String> {
+        let wanted = std::env::var_os("BLOOMERY_KERNEL")?;
+        let known = wanted
+            .to_str()
+            .is_some_and(|name| Self::available().iter().any(|kernel| kernel.name() == name));
+        (!known).then(|| wanted.to_string_lossy().into_owned())
+    }
+
     /// Every kernel this CPU supports, slowest first (the scalar one is always there).
     pub fn available() -> Vec<Self> {
         let mut kernels = vec![Self::scalar()];
