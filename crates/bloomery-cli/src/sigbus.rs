@@ -276,21 +276,31 @@ mod tests {
                         let which = (round + worker) % arrays.len();
                         drop(watch(Path::new(&names[which]), &arrays[which]));
                     }
+                    // One mapping held until the reader is done, so that it finds one even
+                    // when it ran only after the rounds (on a busy machine it found none,
+                    // and the test failed on `seen > 0`).
+                    let held = watch(Path::new(&names[worker]), &arrays[worker]);
                     finished.fetch_add(1, Ordering::Relaxed);
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::yield_now();
+                    }
+                    drop(held);
                 });
             }
             let started = std::time::Instant::now();
             let mut seen = 0u64;
-            while seen < 20_000
-                && finished.load(Ordering::Relaxed) < 2
-                && started.elapsed() < std::time::Duration::from_secs(5)
-            {
+            loop {
+                // A last pass after both workers finished reads their held mappings.
+                let done = finished.load(Ordering::Relaxed) == 2;
                 for mapping in MAPPINGS.iter().filter_map(Slot::mapping) {
                     assert!(
                         whole_or_not_ours(mapping),
                         "a mapping read half of one, half of another"
                     );
                     seen = seen.wrapping_add(1);
+                }
+                if seen >= 20_000 || done || started.elapsed() > std::time::Duration::from_secs(5) {
+                    break;
                 }
             }
             stop.store(true, Ordering::Relaxed);
