@@ -76,10 +76,9 @@ pub fn check_new_filter(
             what()
         )));
     }
-    if limits.no_space_check {
-        return Ok(());
-    }
-    if in_memory
+    // --no-space-check skips the two checks below, not the warning after them.
+    if !limits.no_space_check
+        && in_memory
         && let Some(available) = memory_available()
         && bytes > available
     {
@@ -88,7 +87,8 @@ pub fn check_new_filter(
             what()
         )));
     }
-    if let Some(directory) = directory
+    if !limits.no_space_check
+        && let Some(directory) = directory
         && let Some(available) = disk_available(directory)
         && bytes > available
     {
@@ -111,24 +111,13 @@ fn warn_if_blocked_costs_more(spec: &Spec) {
     if spec.variant != Variant::Blocked {
         return;
     }
-    let Some(cost) = blocked_costs_more(spec.expected_items, spec.fpp) else {
-        return;
-    };
-    let classic = cost
-        .classic_bytes
-        .map(|bytes| format!("; --variant classic takes {bytes} bytes"))
-        .unwrap_or_default();
-    let _ = writeln!(
-        std::io::stderr(),
-        "bloomery: warning: a blocked filter for {} items at fpp {} takes {} bytes, {:.1} \
-         times the {} that a filter hashing as Guava does needs for that rate (a blocked \
-         filter sets 8 bits per item whatever the rate){classic}",
-        spec.expected_items,
-        Rate(spec.fpp),
-        cost.blocked_bytes,
-        cost.blocked_bytes as f64 / cost.meeting_bytes as f64,
-        cost.meeting_bytes
-    );
+    if let Some(cost) = blocked_costs_more(spec.expected_items, spec.fpp) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "bloomery: warning: {}",
+            cost.warning("--variant classic")
+        );
+    }
 }
 
 /// The most a filter in memory may grow to (a growing filter's new sub-filter, a rotating

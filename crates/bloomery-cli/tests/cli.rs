@@ -988,16 +988,32 @@ fn a_blocked_filter_at_a_rate_where_it_costs_more_than_twice_a_classic_one_is_wa
             && stderr.lines().count() == 1,
         "{stderr}"
     );
+    // --no-space-check skips the space checks, not the warning (it went with them).
+    let output = bloomery()
+        .args([
+            "create",
+            "--no-space-check",
+            "--items",
+            "2000000",
+            "--fpp",
+            "1e-7",
+        ])
+        .arg(dir.path().join("unchecked.bloom"))
+        .output()
+        .expect("runs");
+    assert!(
+        output.status.success() && String::from_utf8_lossy(&output.stderr) == stderr,
+        "{output:?}"
+    );
     // Not where Guava's sizing falls well short of the rate (its double hashing's floor).
     let stderr = warned("2000000", "1e-8");
     assert!(
         stderr.contains("warning: a blocked filter") && !stderr.contains("--variant classic"),
         "{stderr}"
     );
-    // None at the usual rates, nor
-    // for few items at a low rate (the blocked filter is the smaller there), nor for 0
-    // items, sized as 1 (it compared a blocked filter of one item with a classic one of
-    // none).
+    // None at the usual rates, nor for few items at a low rate (the blocked filter is the
+    // smaller there), nor for 0 items, sized as 1 (it compared a blocked filter of one item
+    // with a classic one of none).
     for (items, fpp) in [
         ("2000000", "0.01"),
         ("2000000", "1e-6"),

@@ -183,22 +183,8 @@ pub(crate) fn closed_note(added: usize) -> String {
 /// a split-block filter hashed as Parquet's, over the 128 MiB Parquet's readers take.
 fn warn_of_new_filter(py: Python<'_>, spec: &Spec) -> PyResult<()> {
     let message = match spec.variant {
-        Variant::Blocked => bloomery::sizing::blocked_costs_more(spec.expected_items, spec.fpp).map(|cost| {
-            let classic = cost
-                .classic_bytes
-                .map(|bytes| format!("; kind=\"classic\" takes {bytes} bytes"))
-                .unwrap_or_default();
-            format!(
-                "bloomery: a blocked filter for {} items at fpp {} takes {} bytes, {:.1} times \
-                 the {} that a filter hashing as Guava does needs for that rate (a blocked \
-                 filter sets 8 bits per item whatever the rate){classic}",
-                spec.expected_items,
-                bloomery::sizing::Rate(spec.fpp),
-                cost.blocked_bytes,
-                cost.blocked_bytes as f64 / cost.meeting_bytes as f64,
-                cost.meeting_bytes
-            )
-        }),
+        Variant::Blocked => bloomery::sizing::blocked_costs_more(spec.expected_items, spec.fpp)
+            .map(|cost| format!("bloomery: {}", cost.warning("kind=\"classic\""))),
         Variant::SplitBlock if spec.split_block_parquet => {
             bloomery::sizing::parquet_num_blocks(spec.expected_items, spec.fpp)
                 .ok()
@@ -215,16 +201,14 @@ fn warn_of_new_filter(py: Python<'_>, spec: &Spec) -> PyResult<()> {
         }
         _ => None,
     };
-    match message {
-        // Digits and words only: no NUL byte.
-        Some(message) => PyErr::warn(
-            py,
-            &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
-            &std::ffi::CString::new(message).unwrap_or_default(),
-            1,
-        ),
-        None => Ok(()),
-    }
+    message.map_or(Ok(()), |message| runtime_warning(py, message))
+}
+
+/// Issues `message` as a `RuntimeWarning` (a NUL byte in it, which no message here has,
+/// would leave it empty).
+fn runtime_warning(py: Python<'_>, message: String) -> PyResult<()> {
+    let text = std::ffi::CString::new(message).unwrap_or_default();
+    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &text, 1)
 }
 
 /// The variant for a `kind=` name, or a refusal naming `kind` (it said "unknown variant",
@@ -509,9 +493,7 @@ impl Aging {
              (expected_items) or more (generations=)",
             self.inserted, self.kept, self.per_generation
         );
-        // Digits and words only: no NUL byte.
-        let text = std::ffi::CString::new(message).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &text, 1)
+        runtime_warning(py, message)
     }
 }
 
@@ -2583,18 +2565,8 @@ unsafe extern "C" fn add_fast(
 fn _bloomery(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // The environment asked for a kernel this CPU does not have: said at import (the
     // fastest one runs; it ran without a word).
-    if let Some(name) = bloomery::blocked::Kernel::misnamed() {
-        let message = format!(
-            "bloomery: BLOOMERY_KERNEL '{}' names no kernel of this CPU's blocked filters; the fastest, {}, runs",
-            name.escape_debug(),
-            bloomery::blocked::Kernel::detect().name()
-        );
-        PyErr::warn(
-            module.py(),
-            &module.py().get_type::<pyo3::exceptions::PyRuntimeWarning>(),
-            &std::ffi::CString::new(message).unwrap_or_default(),
-            1,
-        )?;
+    if let Some(note) = bloomery::blocked::Kernel::misnamed_note() {
+        runtime_warning(module.py(), format!("bloomery: {note}"))?;
     }
     module.add_class::<PyBloomFilter>()?;
     install_contains_slot(&module.py().get_type::<PyBloomFilter>());

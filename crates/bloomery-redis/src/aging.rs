@@ -314,7 +314,9 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
                 return Err(RedisError::String(format!(
                     "ERR unknown argument '{}' for an aging filter (WINDOW [SECONDS t] [GENERATIONS g] [AT ms])",
                     // At most 64 bytes of it: a word may be as long as a string can be.
-                    String::from_utf8_lossy(&args[index].as_slice()[..args[index].as_slice().len().min(64)])
+                    String::from_utf8_lossy(
+                        args[index].as_slice().get(..64).unwrap_or(args[index].as_slice())
+                    )
                 )));
             }
         }

@@ -154,15 +154,8 @@ pub const KEY_SPECS: &[(&str, &str)] = &[
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // The server's environment asked for a kernel this CPU does not have: said once, in
     // the log (the fastest one runs; it ran without a word).
-    if let Some(name) = bloomery::blocked::Kernel::misnamed() {
-        log::warning(
-            ctx,
-            &format!(
-                "bloomery: BLOOMERY_KERNEL '{}' names no kernel of this CPU's blocked filters; the fastest, {}, runs",
-                name.escape_debug(),
-                bloomery::blocked::Kernel::detect().name()
-            ),
-        );
+    if let Some(note) = bloomery::blocked::Kernel::misnamed_note() {
+        log::warning(ctx, &format!("bloomery: {note}"));
     }
     if commands::configure(ctx, args) == Status::Err
         || direct::register(ctx) == Status::Err

@@ -65,13 +65,16 @@ impl LoadError {
 /// client's filter is still held to ([`crate::limits::cap_for_command`]): named as what it
 /// is, not as a limit of 0 that it is not.
 pub fn over_cap_message(bytes: u64, cap: u64) -> String {
+    format!("ERR filter would take {bytes} bytes, {}", over_cap(cap))
+}
+
+/// What `cap` is, for a refusal of something over it ([`over_cap_message`]).
+pub fn over_cap(cap: u64) -> String {
     if crate::limits::max_filter_memory().is_some() {
-        format!(
-            "ERR filter would take {bytes} bytes, over the module's limit of {cap} bytes per key (bloomery.max-filter-memory)"
-        )
+        format!("over the module's limit of {cap} bytes per key (bloomery.max-filter-memory)")
     } else {
         format!(
-            "ERR filter would take {bytes} bytes, more than this machine's memory ({cap} bytes; bloomery.max-filter-memory is 0, no limit per key)"
+            "more than this machine's memory ({cap} bytes; bloomery.max-filter-memory is 0, no limit per key)"
         )
     }
 }

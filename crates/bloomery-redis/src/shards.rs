@@ -173,15 +173,9 @@ pub fn hashreserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     {
         // With no limit configured, the cap is the machine's memory: named as such (it
         // was called the module's limit per key, which was 0).
-        let over = if crate::limits::max_filter_memory().is_some() {
-            format!("over the module's limit per key of {cap} bytes (bloomery.max-filter-memory)")
-        } else {
-            format!(
-                "more than this machine's memory ({cap} bytes; bloomery.max-filter-memory is 0, no limit per key)"
-            )
-        };
         return Err(RedisError::String(format!(
-            "ERR a shard of {bytes} bytes is {over}: plan smaller shards (the CLI's --shard-bytes)"
+            "ERR a shard of {bytes} bytes is {}: plan smaller shards (the CLI's --shard-bytes)",
+            crate::loading::over_cap(cap)
         )));
     }
     let shard = BlockedBloomFilter::with_num_blocks(geometry.blocks, geometry.seed)

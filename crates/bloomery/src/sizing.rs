@@ -665,8 +665,8 @@ struct SizedKey {
 /// The last block sizings made ([`fewest_blocks`]), kept because one costs some 64
 /// evaluations of the Poisson mixture, and the same one is asked for again and again: the
 /// Redis module sizes every new key that `BF.ADD` makes from its defaults (on the server's
-/// one thread), twice, and compares the layouts at its rate. The sizes are a function of the key alone, so a size recalled is the one the
-/// search would give.
+/// one thread), twice, and compares the layouts at its rate. The sizes are a function of
+/// the key alone, so a size recalled is the one the search would give.
 struct KeptSizings;
 
 /// How many sizings [`KeptSizings`] keeps.
@@ -846,8 +846,11 @@ pub fn parquet_bits_per_item(fpp: f64) -> f64 {
 
 /// What a blocked filter costs where it takes more than twice the memory that a filter
 /// hashing as Guava does needs to meet the same rate ([`blocked_costs_more`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockedCost {
+    /// The items and rate asked for.
+    pub expected_items: u64,
+    pub fpp: f64,
     /// The blocked filter's bytes ([`blocked_num_blocks`] blocks of 64 bytes).
     pub blocked_bytes: u64,
     /// The bytes at which a filter hashing as Guava does meets the rate
@@ -859,17 +862,40 @@ pub struct BlockedCost {
     pub classic_bytes: Option<u64>,
 }
 
+impl BlockedCost {
+    /// The tools' warning of it (the CLI's, the Python package's), naming the classic
+    /// filter as the tool does (`classic`: `--variant classic`, `kind="classic"`) where
+    /// its bytes are given.
+    pub fn warning(&self, classic: &str) -> String {
+        let named = self
+            .classic_bytes
+            .map(|bytes| format!("; {classic} takes {bytes} bytes"))
+            .unwrap_or_default();
+        format!(
+            "a blocked filter for {} items at fpp {} takes {} bytes, {:.1} times the {} that \
+             a filter hashing as Guava does needs for that rate (a blocked filter sets 8 bits \
+             per item whatever the rate){named}",
+            self.expected_items,
+            Rate(self.fpp),
+            self.blocked_bytes,
+            self.blocked_bytes as f64 / self.meeting_bytes as f64,
+            self.meeting_bytes
+        )
+    }
+}
+
 /// The least excess of a blocked filter's bytes over those that meet its rate that
 /// [`blocked_costs_more`] reports: 1 MiB.
 const MATTERS: u64 = 1 << 20;
 
 /// Where a blocked filter for `expected_items` at `fpp` takes more than twice the memory
 /// that a filter hashing as Guava does needs to meet the rate, and at least a MiB more,
-/// what each takes; `None` where it does not (or either cannot be sized). A blocked filter sets 8 bits per item
-/// whatever its rate, which costs more and more bits per item as the rate falls; few items
-/// at a low rate go the other way (Guava's double hashing needs many bits there to meet
-/// the rate, [`double_hashing_bits`]). The tools warn of it (the CLI's `create` and
-/// `dedup`, the Python package's constructors).
+/// what each takes; `None` where it does not (or either cannot be sized). A blocked
+/// filter sets 8 bits per item whatever its rate, which costs more and more bits per item
+/// as the rate falls; few items at a low rate go the other way (Guava's double hashing
+/// needs many bits there to meet the rate, [`double_hashing_bits`]). The tools warn of it
+/// ([`BlockedCost::warning`]: the CLI's `create` and `dedup`, the Python package's
+/// constructors).
 ///
 /// ```
 /// use bloomery::sizing::blocked_costs_more;
@@ -884,14 +910,16 @@ const MATTERS: u64 = 1 << 20;
 pub fn blocked_costs_more(expected_items: u64, fpp: f64) -> Option<BlockedCost> {
     // 0 items are sized as 1 by every variant here (`double_hashing_bits` took 0 as given,
     // and compared a blocked filter of one item with a classic one of none).
-    let expected_items = expected_items.max(1);
-    let blocked_bytes = blocked_num_blocks(expected_items, fpp).ok()?.checked_mul(64)?;
+    let sized = expected_items.max(1);
+    let blocked_bytes = blocked_num_blocks(sized, fpp).ok()?.checked_mul(64)?;
     let bytes_of = |shape: ClassicShape| shape.num_words as u64 * 8;
-    let meeting_bytes = ClassicShape::for_rate(expected_items, fpp).map(bytes_of).ok()?;
-    let classic = ClassicShape::for_fpp(expected_items, fpp).map(bytes_of).ok()?;
+    let meeting_bytes = ClassicShape::for_rate(sized, fpp).map(bytes_of).ok()?;
+    let classic = ClassicShape::for_fpp(sized, fpp).map(bytes_of).ok()?;
     // Tiny filters are left alone: one block of 64 bytes is "8 times" a word of 8.
     let matters = blocked_bytes / 2 > meeting_bytes && blocked_bytes - meeting_bytes >= MATTERS;
     matters.then_some(BlockedCost {
+        expected_items,
+        fpp,
         blocked_bytes,
         meeting_bytes,
         classic_bytes: (classic.saturating_mul(10) >= meeting_bytes.saturating_mul(9)).then_some(classic),

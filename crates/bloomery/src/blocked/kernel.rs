@@ -166,6 +166,18 @@ impl BlockKernel<Block> {
         (!known).then(|| wanted.to_string_lossy().into_owned())
     }
 
+    /// What the tools that run on with the fastest kernel say of a [`misnamed`](Self::misnamed)
+    /// one (the Redis module's log, the Python package's warning).
+    pub fn misnamed_note() -> Option<String> {
+        Self::misnamed().map(|name| {
+            format!(
+                "BLOOMERY_KERNEL '{}' names no kernel of this CPU's blocked filters; the fastest, {}, runs",
+                name.escape_debug(),
+                Self::detect().name()
+            )
+        })
+    }
+
     /// Every kernel this CPU supports, slowest first (the scalar one is always there).
     pub fn available() -> Vec<Self> {
         let mut kernels = vec![Self::scalar()];
